@@ -1,0 +1,71 @@
+"""Agent Zero's config files for this plugin: read merged over the defaults, written without secrets.
+
+Agent Zero returns the first config file it finds (project, then global, then `default_config.yaml`)
+without merging it over the defaults, and writes whatever the settings page sends. These functions
+give the `hooks.py` config hooks one merged view and a clean dict to save.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any, Mapping
+
+import yaml
+
+from .config import apply_project_settings
+from .settings_spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
+
+log = logging.getLogger(__name__)
+
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """A YAML or JSON config file as a dict; {} when missing, unreadable or not a mapping."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > MAX_CONFIG_BYTES:
+            return {}
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        log.warning("honcho config file %s unreadable (%s); using defaults", os.path.basename(path),
+                    type(exc).__name__)
+        return {}
+    return dict(data) if isinstance(data, Mapping) else {}
+
+
+def merged_config(
+    default_config: Mapping[str, Any] | None,
+    global_saved: Mapping[str, Any] | None,
+    project_saved: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Defaults < global saved config < the project's capture/recall/scope settings."""
+    merged = defaults()
+    for layer in (default_config, global_saved):
+        merged.update(_known(layer))
+    warnings: list[str] = []
+    merged = apply_project_settings(merged, project_saved, warnings)
+    for text in warnings:
+        log.warning("honcho settings: %s", text)
+    return merged
+
+
+def config_to_save(settings: Mapping[str, Any] | None, is_project: bool) -> dict[str, Any]:
+    """What may be written to config.json: known settings only, never a credential.
+
+    A project's file keeps only the settings a project may change, so it never pins a copy of the
+    global connection or identity that would go stale when those change.
+    """
+    known = _known(settings)
+    if is_project:
+        known = {k: v for k, v in known.items() if FIELDS_BY_NAME[k].group in PROJECT_GROUPS}
+    return known
+
+
+def _known(layer: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not isinstance(layer, Mapping):
+        return {}
+    return {k: v for k, v in layer.items() if k in FIELDS_BY_NAME}

@@ -1,0 +1,146 @@
+"""Every plugin setting in one table: default, bounds, group and environment variables.
+
+`default_config.yaml`, the README's settings table, `config.Settings` and the settings page are all
+checked against this table by the tests, so a setting is added here first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Groups a per-project configuration may change. Everything else (connection, identity, the outbox,
+# delivery) is process-wide: one worker drains one outbox to one destination.
+PROJECT_GROUPS = frozenset({"capture", "recall", "scopes"})
+
+DEFAULT_OUTBOX_PATH = "/a0/usr/honcho/outbox.sqlite3"
+
+# Endpoint defaults by deployment mode; an explicit URL always wins over these.
+MODE_API_URLS = {"hosted": "https://api.honcho.dev", "self_hosted": "http://localhost:8000"}
+MODE_MCP_URLS = {"hosted": "https://mcp.honcho.dev", "self_hosted": "http://localhost:8787"}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One setting: how to validate it and where it may come from."""
+
+    name: str
+    kind: str  # bool, int, float, enum, url, id, path, prefix, text
+    default: Any
+    group: str
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()  # environment variables, strongest first
+    doc: str = ""
+
+    def bounds_text(self) -> str:
+        """The accepted values in words, for warnings and the README."""
+        if self.kind in ("int", "float"):
+            return f"{_num(self.lo)}–{_num(self.hi)}"
+        if self.kind == "enum":
+            return ", ".join(self.choices)
+        return _KIND_BOUNDS[self.kind]
+
+
+def _num(value: float | None) -> str:
+    number = float(value or 0)
+    return f"{int(number):,}" if number.is_integer() else f"{number:g}"
+
+
+_KIND_BOUNDS = {
+    "bool": "true, false",
+    "url": "http(s) URL without credentials; empty = the mode's default",
+    "id": "1–512 of A-Z a-z 0-9 _ -",
+    "path": "absolute path",
+    "prefix": "0–64 of A-Z a-z 0-9 _ -",
+    "text": "0–200 characters, no control characters",
+}
+
+
+def _f(name: str, kind: str, default: Any, group: str, doc: str, **kw: Any) -> Field:
+    return Field(name=name, kind=kind, default=default, group=group, doc=doc, **kw)
+
+
+FIELDS: tuple[Field, ...] = (
+    # connection
+    _f("endpoint_mode", "enum", "hosted", "connection", "Picks the default URLs; explicit URLs win.",
+       choices=("hosted", "self_hosted")),
+    _f("api_url", "url", "", "connection", "Honcho API base URL.",
+       env=("HONCHO_API_URL", "HONCHO_BASE_URL")),
+    _f("mcp_url", "url", "", "connection", "Honcho MCP server URL (a separate service).",
+       env=("HONCHO_MCP_URL",)),
+    _f("sdk_timeout_s", "float", 10.0, "connection", "Timeout of one SDK request, seconds.", lo=1, hi=120),
+    _f("check_timeout_s", "float", 5.0, "connection", "Timeout of each endpoint check, seconds.",
+       lo=0.5, hi=60),
+    # identity
+    _f("workspace_id", "id", "agent-zero", "identity", "Honcho workspace.", env=("HONCHO_WORKSPACE_ID",)),
+    _f("user_peer_id", "id", "user", "identity", "Peer id of the human.", env=("HONCHO_USER_ID",)),
+    _f("agent_peer_id", "id", "agent-zero", "identity", "Peer id of the agent (never the profile name).",
+       env=("HONCHO_AGENT_PEER_ID",)),
+    # capture
+    _f("capture_enabled", "bool", True, "capture", "Queue what the human typed and agent 0's replies."),
+    _f("capture_scheduler_chats", "bool", False, "capture", "Also capture chats run by scheduled tasks."),
+    # outbox
+    _f("outbox_path", "path", DEFAULT_OUTBOX_PATH, "outbox", "SQLite outbox file.",
+       env=("HONCHO_OUTBOX_PATH",)),
+    _f("outbox_synchronous", "enum", "FULL", "outbox", "SQLite durability: FULL survives power loss.",
+       choices=("FULL", "NORMAL")),
+    _f("max_queued_rows", "int", 10_000, "outbox", "Row bound of the outbox.", lo=100, hi=1_000_000),
+    _f("capture_wait_ms", "int", 250, "outbox", "Longest wait for the database lock at capture.",
+       lo=10, hi=2_000),
+    _f("handoff_capacity", "int", 256, "outbox", "In-memory hand-off slots when the database is busy.",
+       lo=16, hi=10_000),
+    _f("delivered_retention_h", "float", 24.0, "outbox", "Hours delivered rows are kept.", lo=0, hi=8_760),
+    _f("dead_retention_days", "float", 30.0, "outbox", "Days dead letters are kept.", lo=1, hi=3_650),
+    # delivery
+    _f("batch_size", "int", 20, "delivery", "Messages per session batch.", lo=1, hi=100),
+    _f("concurrency", "int", 2, "delivery", "Sender threads.", lo=1, hi=8),
+    _f("max_attempts", "int", 8, "delivery", "Attempts before a server error dead-letters.", lo=1, hi=100),
+    _f("retry_base_s", "float", 2.0, "delivery", "First backoff step, seconds.", lo=0.1, hi=600),
+    _f("retry_max_s", "float", 600.0, "delivery", "Longest backoff, seconds.", lo=1, hi=86_400),
+    _f("retry_after_cap_s", "float", 3_600.0, "delivery", "Cap on a server's Retry-After, seconds.",
+       lo=1, hi=86_400),
+    _f("circuit_base_s", "float", 5.0, "delivery", "First wait after the server was unreachable.",
+       lo=1, hi=600),
+    _f("circuit_max_s", "float", 300.0, "delivery", "Longest wait while unreachable, seconds.",
+       lo=5, hi=3_600),
+    _f("auth_probe_interval_s", "float", 60.0, "delivery", "Probe interval after a 401/403, seconds.",
+       lo=5, hi=3_600),
+    _f("lease_s", "float", 120.0, "delivery", "Lease of a batch being sent, seconds.", lo=10, hi=3_600),
+    _f("poll_interval_s", "float", 5.0, "delivery", "Worker timer between wake-ups, seconds.",
+       lo=0.5, hi=300),
+    # recall
+    _f("recall_enabled", "bool", True, "recall", "Inject a memory pack before each user turn."),
+    _f("cache_ttl_s", "float", 120.0, "recall", "Recall cache lifetime, seconds.", lo=0, hi=3_600,
+       env=("HONCHO_CACHE_TTL",)),
+    _f("cache_max_entries", "int", 256, "recall", "Recall cache entries.", lo=1, hi=10_000),
+    _f("max_context_tokens", "int", 500, "recall", "Token budget of the memory pack.", lo=50, hi=100_000,
+       env=("HONCHO_MAX_CONTEXT_TOKENS",)),
+    _f("search_top_k", "int", 8, "recall", "Relevant messages searched.", lo=1, hi=100),
+    _f("max_conclusions", "int", 20, "recall", "Relevant conclusions included.", lo=1, hi=100),
+    _f("recall_timeout_s", "float", 2.5, "recall", "Longest wait of a turn for recall, seconds.",
+       lo=0.1, hi=30),
+    _f("recall_min_query_chars", "int", 3, "recall", "Shorter user text is not used as a search query.",
+       lo=0, hi=1_000),
+    _f("recall_include_messages", "bool", True, "recall", "Include relevant messages in the pack."),
+    _f("recall_limit_to_session", "bool", False, "recall", "Search only the current chat's messages."),
+    _f("ask_timeout_s", "float", 60.0, "recall", "Timeout of an explicit dialectic question, seconds.",
+       lo=5, hi=300),
+    # scopes
+    _f("scope_strategy", "enum", "project", "scopes", "project: one scope per project; custom; off.",
+       choices=("project", "custom", "off"), env=("HONCHO_SCOPE_STRATEGY",)),
+    _f("scope_prefix", "prefix", "a0-", "scopes", "Prefix of every scope id.", env=("HONCHO_SCOPE_PREFIX",)),
+    _f("scope_custom", "text", "", "scopes", "Scope name for the custom strategy.",
+       env=("HONCHO_SCOPE_CUSTOM",)),
+    # diagnostics
+    _f("debug", "bool", False, "diagnostics", "Debug logging (never content or credentials).",
+       env=("HONCHO_DEBUG",)),
+)
+
+FIELDS_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+
+
+def defaults() -> dict[str, Any]:
+    """The built-in default of every setting."""
+    return {f.name: f.default for f in FIELDS}

@@ -1,0 +1,83 @@
+"""Agent Zero plugin hooks: config read/save, install, pre_update, uninstall.
+
+All hooks are sync (Agent Zero runs async hooks through asyncio.run), safe to call twice, and never
+raise: a raising install() makes Agent Zero delete the plugin, a raising config hook breaks settings.
+"""
+
+import logging
+import os
+
+PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))
+PLUGIN_NAME = "honcho"
+DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
+GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
+
+log = logging.getLogger("honcho_hub.hooks")
+
+
+def get_plugin_config(default=None, project_name=None):
+    """Saved settings merged over the defaults (Agent Zero hands us the first file, unmerged)."""
+    try:
+        from usr.plugins.honcho.honcho_hub import plugin_config
+
+        project = plugin_config.read_config_file(_project_config(project_name)) if project_name else None
+        return plugin_config.merged_config(
+            plugin_config.read_config_file(DEFAULT_CONFIG),
+            plugin_config.read_config_file(GLOBAL_CONFIG),
+            project,
+        )
+    except Exception:
+        log.exception("honcho: could not merge settings; using Agent Zero's")
+        return default
+
+
+def save_plugin_config(settings=None, project_name=None):
+    """Known settings only; never a credential; a project keeps only what it may change."""
+    try:
+        from usr.plugins.honcho.honcho_hub import plugin_config
+
+        return plugin_config.config_to_save(settings, is_project=bool(project_name))
+    except Exception:
+        log.exception("honcho: settings not saved")
+        return None
+
+
+def install():
+    """Install requirements with Agent Zero's interpreter and migrate an existing outbox."""
+    try:
+        from usr.plugins.honcho.honcho_hub import lifecycle
+
+        pip = lifecycle.install_requirements(os.path.join(PLUGIN_DIR, "requirements.txt"))
+        log.info("honcho install finished: requirements %s", pip)
+        return {"requirements": pip}
+    except Exception:
+        log.exception("honcho install: incomplete; the plugin stays installed and runs degraded")
+        return {"requirements": "error"}
+
+
+def pre_update():
+    """Before `git pull`: drain at most 5 s, then stop this plugin's workers."""
+    return _stop_workers(drain_s=5.0)
+
+
+def uninstall():
+    """Stop workers; remote memory, the outbox file and shared packages are kept."""
+    report = _stop_workers(drain_s=0.0)
+    log.info("honcho uninstall: remote memory, the outbox file and installed packages were kept")
+    return report
+
+
+def _stop_workers(drain_s):
+    try:
+        from usr.plugins.honcho.honcho_hub import lifecycle
+
+        return lifecycle.stop_workers(drain_s=drain_s)
+    except Exception:
+        log.exception("honcho: workers not stopped")
+        return {"workers": 0, "drained": 0, "stopped": 0}
+
+
+def _project_config(project_name):
+    from helpers import projects  # Agent Zero's; only called inside Agent Zero
+
+    return projects.get_project_meta(project_name, "plugins", PLUGIN_NAME, "config.json")

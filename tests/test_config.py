@@ -1,0 +1,265 @@
+"""Settings precedence, bounds and secrecy: every variable and every setting, table-driven."""
+
+import math
+import os
+import tempfile
+import unittest
+
+import hub_testkit  # noqa: F401 - puts the checkout on sys.path
+
+from honcho_hub.config import KeyProvider, Settings, build_settings
+from honcho_hub.settings_spec import FIELDS, FIELDS_BY_NAME, defaults
+
+SECRET = "sk-live-REALKEY-0123456789abcdef"
+A0_USR = tempfile.mkdtemp(prefix="a0usr-")  # stands for /a0/usr existing
+
+# One valid, non-default value for every setting, as JSON would carry it.
+VALID = {
+    "endpoint_mode": "self_hosted", "api_url": "http://honcho.local:8000", "mcp_url": "https://mcp.example.org",
+    "sdk_timeout_s": 30, "check_timeout_s": 2.5, "workspace_id": "ws_1", "user_peer_id": "alice",
+    "agent_peer_id": "helper-bot", "capture_enabled": False, "capture_scheduler_chats": True,
+    "outbox_path": "/var/tmp/hub/outbox.db", "outbox_synchronous": "NORMAL", "max_queued_rows": 500,
+    "capture_wait_ms": 100, "handoff_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
+    "batch_size": 100, "concurrency": 8, "max_attempts": 3, "retry_base_s": 0.5, "retry_max_s": 60,
+    "retry_after_cap_s": 120, "circuit_base_s": 2, "circuit_max_s": 60, "auth_probe_interval_s": 30,
+    "lease_s": 30, "poll_interval_s": 1, "recall_enabled": False, "cache_ttl_s": 0,
+    "cache_max_entries": 10, "max_context_tokens": 2000, "search_top_k": 3, "max_conclusions": 5,
+    "recall_timeout_s": 1.5, "recall_min_query_chars": 0, "recall_include_messages": False,
+    "recall_limit_to_session": True, "ask_timeout_s": 120, "scope_strategy": "custom",
+    "scope_prefix": "team_", "scope_custom": "Research Notes", "debug": True,
+}
+
+# Malformed values of each kind; every one must fall back with a warning naming the key.
+MALFORMED = {
+    "bool": ["maybe", 2, None, [], {"a": 1}],
+    "int": ["ten", -1, 10**30, math.nan, math.inf, 2.5, True, None, "1e400"],
+    "float": ["fast", -5, 1e12, math.nan, -math.inf, True, None, [1], "nan"],
+    "enum": ["sideways", 1, None, ""],
+    "url": ["ftp://x.org", "not a url", "http://", "https://user:pw@h.org", "http://h.org?q=1", 5, "http://h:99999"],
+    "id": ["", "has space", "ünïcode", "a" * 513, "dots.are.bad", 7, None],
+    "path": ["relative/outbox.db", "", "outbox.db", 3, None, "/nul\x00byte"],
+    "prefix": ["scope.", "has space", "x" * 65, 1, None],
+    "text": ["x" * 201, "bell\x07", 12, None],
+}
+
+ENV_VARS = {  # variable -> (setting, valid text value, expected)
+    "HONCHO_API_URL": ("api_url", "https://honcho.example.com/", "https://honcho.example.com"),
+    "HONCHO_BASE_URL": ("api_url", "http://10.0.0.5:8000", "http://10.0.0.5:8000"),
+    "HONCHO_MCP_URL": ("mcp_url", "https://mcp.example.com", "https://mcp.example.com"),
+    "HONCHO_WORKSPACE_ID": ("workspace_id", "team-ws", "team-ws"),
+    "HONCHO_USER_ID": ("user_peer_id", "bob", "bob"),
+    "HONCHO_AGENT_PEER_ID": ("agent_peer_id", "a0-main", "a0-main"),
+    "HONCHO_OUTBOX_PATH": ("outbox_path", "/srv/hub/o.sqlite3", "/srv/hub/o.sqlite3"),
+    "HONCHO_CACHE_TTL": ("cache_ttl_s", "30", 30.0),
+    "HONCHO_MAX_CONTEXT_TOKENS": ("max_context_tokens", "800", 800),
+    "HONCHO_DEBUG": ("debug", "true", True),
+    "HONCHO_SCOPE_STRATEGY": ("scope_strategy", "OFF", "off"),
+    "HONCHO_SCOPE_PREFIX": ("scope_prefix", "p_", "p_"),
+    "HONCHO_SCOPE_CUSTOM": ("scope_custom", "Shared", "Shared"),
+}
+ENV_INVALID = {"HONCHO_API_URL": "nope", "HONCHO_BASE_URL": "ftp://x", "HONCHO_MCP_URL": "::",
+               "HONCHO_WORKSPACE_ID": "bad id", "HONCHO_USER_ID": "a/b", "HONCHO_AGENT_PEER_ID": "x" * 600,
+               "HONCHO_OUTBOX_PATH": "rel/path", "HONCHO_CACHE_TTL": "-3", "HONCHO_MAX_CONTEXT_TOKENS": "lots",
+               "HONCHO_DEBUG": "perhaps", "HONCHO_SCOPE_STRATEGY": "everything",
+               "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300}
+
+
+def build(plugin=None, secrets=None, environ=None, **kw):
+    kw.setdefault("agent_zero_usr", A0_USR)
+    return build_settings(plugin or {}, secrets or {}, environ or {}, **kw)
+
+
+class DefaultsTest(unittest.TestCase):
+    def test_empty_sources_give_the_documented_defaults(self):
+        settings = build()
+        expected = defaults() | {"api_url": "https://api.honcho.dev", "mcp_url": "https://mcp.honcho.dev"}
+        for name, value in expected.items():
+            with self.subTest(name=name):
+                self.assertEqual(getattr(settings, name), value)
+        self.assertEqual(settings.warnings, ())
+        self.assertEqual(settings.outbox_path, "/a0/usr/honcho/outbox.sqlite3")
+
+    def test_every_spec_field_is_a_settings_field(self):
+        names = {f for f in Settings.__dataclass_fields__} - {"warnings", "key_provider"}
+        self.assertEqual(names, set(FIELDS_BY_NAME))
+
+    def test_outside_agent_zero_the_default_outbox_is_in_a_user_state_folder(self):
+        settings = build(environ={"XDG_STATE_HOME": "/home/u/.state"}, agent_zero_usr="/nonexistent/a0/usr")
+        self.assertEqual(settings.outbox_path, "/home/u/.state/honcho-hub/outbox.sqlite3")
+        explicit = build({"outbox_path": "/data/o.sqlite3"}, agent_zero_usr="/nonexistent/a0/usr")
+        self.assertEqual(explicit.outbox_path, "/data/o.sqlite3")
+
+
+class SettingBoundsTest(unittest.TestCase):
+    def test_every_setting_accepts_a_valid_value(self):
+        self.assertEqual(set(VALID), set(FIELDS_BY_NAME))
+        settings = build(VALID)
+        for name, value in VALID.items():
+            with self.subTest(name=name):
+                self.assertEqual(getattr(settings, name), value if name != "sdk_timeout_s" else 30.0)
+        self.assertEqual(settings.warnings, ())
+
+    def test_every_setting_falls_back_to_its_default_on_each_malformed_value(self):
+        for spec in FIELDS:
+            for bad in MALFORMED[spec.kind]:
+                with self.subTest(name=spec.name, bad=repr(bad)[:40]):
+                    settings = build({spec.name: bad})
+                    expected = {"api_url": "https://api.honcho.dev",
+                                "mcp_url": "https://mcp.honcho.dev"}.get(spec.name, spec.default)
+                    self.assertEqual(getattr(settings, spec.name), expected)
+                    self.assertEqual(len(settings.warnings), 1, settings.warnings)
+                    self.assertIn(f"'{spec.name}'", settings.warnings[0])
+                    if isinstance(bad, str) and len(bad) > 3:
+                        self.assertNotIn(bad, settings.warnings[0])
+
+    def test_numeric_strings_and_bool_words_are_accepted(self):
+        settings = build({"batch_size": "50", "recall_enabled": "off", "retry_base_s": "0.25"})
+        self.assertEqual((settings.batch_size, settings.recall_enabled, settings.retry_base_s), (50, False, 0.25))
+
+    def test_bounds_are_inclusive(self):
+        for spec in (f for f in FIELDS if f.kind in ("int", "float")):
+            with self.subTest(name=spec.name):
+                self.assertEqual(getattr(build({spec.name: spec.lo}), spec.name), spec.lo)
+                self.assertEqual(getattr(build({spec.name: spec.hi}), spec.name), spec.hi)
+
+    def test_unknown_settings_are_ignored_with_a_warning(self):
+        settings = build({"api_key": SECRET, "colour": "blue"})
+        self.assertEqual(len(settings.warnings), 2)
+        self.assertTrue(any("HONCHO_API_KEY" in w for w in settings.warnings))
+        self.assertNotIn(SECRET, repr(settings) + str(settings.warnings))
+
+    def test_garbage_sources_never_raise(self):
+        for plugin, secrets, environ in [(None, None, None), ([1], "x", 5), ({"batch_size": object()}, {}, {}),
+                                         ({}, {"HONCHO_CACHE_TTL": object()}, {"HONCHO_DEBUG": b"1"})]:
+            with self.subTest(plugin=type(plugin).__name__):
+                settings = build_settings(plugin, secrets, environ, agent_zero_usr=A0_USR)
+                self.assertEqual(settings.batch_size, 20)
+
+
+class EnvironmentTest(unittest.TestCase):
+    def test_every_variable_overrides_its_setting(self):
+        for var, (name, text, expected) in ENV_VARS.items():
+            for source in ("environ", "secrets"):
+                with self.subTest(var=var, source=source):
+                    settings = build({name: VALID[name]}, **{source: {var: text}})
+                    self.assertEqual(getattr(settings, name), expected)
+                    self.assertEqual(settings.warnings, ())
+
+    def test_an_invalid_variable_falls_back_to_the_setting_with_a_warning_naming_it(self):
+        for var, bad in ENV_INVALID.items():
+            name = ENV_VARS[var][0]
+            with self.subTest(var=var):
+                settings = build({name: VALID[name]}, environ={var: bad})
+                self.assertEqual(getattr(settings, name), VALID[name] if name != "cache_ttl_s" else 0)
+                self.assertEqual(len(settings.warnings), 1)
+                self.assertTrue(settings.warnings[0].startswith(var), settings.warnings)
+                self.assertNotIn(bad, settings.warnings[0])
+
+    def test_secrets_win_over_the_environment(self):
+        settings = build(environ={"HONCHO_WORKSPACE_ID": "from-env"}, secrets={"HONCHO_WORKSPACE_ID": "from-secrets"})
+        self.assertEqual(settings.workspace_id, "from-secrets")
+
+    def test_empty_variables_count_as_unset(self):
+        settings = build({"workspace_id": "configured"}, environ={"HONCHO_WORKSPACE_ID": "  "})
+        self.assertEqual((settings.workspace_id, settings.warnings), ("configured", ()))
+
+
+class EndpointPrecedenceTest(unittest.TestCase):
+    CASES = [  # (environ, settings, expected api_url, expected mcp_url)
+        ({}, {}, "https://api.honcho.dev", "https://mcp.honcho.dev"),
+        ({}, {"endpoint_mode": "self_hosted"}, "http://localhost:8000", "http://localhost:8787"),
+        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {}, "http://legacy:8000", "https://mcp.honcho.dev"),
+        ({"HONCHO_BASE_URL": "http://legacy:8000", "HONCHO_API_URL": "http://new:8000"}, {},
+         "http://new:8000", "https://mcp.honcho.dev"),
+        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {"api_url": "http://setting:1"}, "http://legacy:8000",
+         "https://mcp.honcho.dev"),
+        ({}, {"api_url": "http://setting:1", "endpoint_mode": "hosted"}, "http://setting:1", "https://mcp.honcho.dev"),
+        ({}, {"api_url": "https://mine.example", "mcp_url": "https://mcp.mine", "endpoint_mode": "self_hosted"},
+         "https://mine.example", "https://mcp.mine"),
+        ({"HONCHO_MCP_URL": "http://mcp-env"}, {"mcp_url": "http://mcp-setting"}, "https://api.honcho.dev",
+         "http://mcp-env"),
+        ({"HONCHO_API_URL": "http://explicit"}, {"endpoint_mode": "self_hosted"}, "http://explicit",
+         "http://localhost:8787"),
+    ]
+
+    def test_api_and_mcp_url_precedence(self):
+        for environ, plugin, api, mcp in self.CASES:
+            with self.subTest(environ=environ, plugin=plugin):
+                settings = build(plugin, environ=environ)
+                self.assertEqual((settings.api_url, settings.mcp_url), (api, mcp))
+
+    def test_destination_names_url_and_workspace_not_the_key(self):
+        settings = build(secrets={"HONCHO_API_KEY": SECRET})
+        self.assertEqual(settings.destination(), "https://api.honcho.dev#agent-zero")
+
+
+class ApiKeyTest(unittest.TestCase):
+    def test_key_precedence_secrets_then_environment(self):
+        self.assertEqual(build(environ={"HONCHO_API_KEY": "env-key"}).api_key(), "env-key")
+        both = build(environ={"HONCHO_API_KEY": "env-key"}, secrets={"HONCHO_API_KEY": "secret-key"})
+        self.assertEqual(both.api_key(), "secret-key")
+        self.assertFalse(build().has_api_key)
+
+    def test_the_key_is_read_again_on_each_call(self):
+        store = {"HONCHO_API_KEY": "old-key"}
+        settings = build(load_secrets=lambda: dict(store))
+        self.assertEqual(settings.api_key(), "old-key")
+        store["HONCHO_API_KEY"] = "fixed-key"
+        self.assertEqual(settings.api_key(), "fixed-key")
+
+    def test_a_broken_secrets_store_falls_back_to_the_environment(self):
+        def broken():
+            raise OSError("secrets.env unreadable")
+        settings = build(environ={"HONCHO_API_KEY": "env-key"}, load_secrets=broken)
+        with self.assertLogs("honcho_hub.config", "WARNING") as logs:
+            self.assertEqual(settings.api_key(), "env-key")
+        self.assertNotIn("env-key", str(logs.output))
+
+    def test_malformed_keys_count_as_missing(self):
+        for bad in ["  ", "two words", "line\nbreak", 42, "k" * 5000]:
+            with self.subTest(bad=repr(bad)[:20]):
+                self.assertEqual(build(environ={"HONCHO_API_KEY": bad}).api_key(), "")
+
+    def test_repr_and_warnings_never_show_the_key(self):
+        settings = build({"workspace_id": f"bad {SECRET}"}, secrets={"HONCHO_API_KEY": SECRET},
+                         environ={"HONCHO_USER_ID": f"{SECRET} x"})
+        self.assertEqual(len(settings.warnings), 2)
+        for text in (repr(settings), str(settings), str(settings.warnings), repr(settings.key_provider)):
+            self.assertNotIn(SECRET, text)
+        self.assertEqual(repr(KeyProvider(dict, {"HONCHO_API_KEY": SECRET})), "KeyProvider(<hidden>)")
+
+    def test_warnings_are_logged_once_per_process(self):
+        with self.assertLogs("honcho_hub.config", "WARNING") as logs:
+            build({"logged_once_marker": 1})
+            build({"logged_once_marker": 1})
+        self.assertEqual(len([line for line in logs.output if "logged_once_marker" in line]), 1)
+
+
+class ProjectSettingsTest(unittest.TestCase):
+    def test_a_project_may_change_capture_recall_and_scopes(self):
+        project = {"capture_enabled": False, "max_context_tokens": 900, "scope_strategy": "off"}
+        settings = build({}, project_settings=project)
+        self.assertEqual((settings.capture_enabled, settings.max_context_tokens, settings.scope_strategy),
+                         (False, 900, "off"))
+        self.assertEqual(settings.warnings, ())
+
+    def test_a_project_cannot_change_key_workspace_or_identity(self):
+        project = {"api_key": SECRET, "workspace_id": "project-ws", "api_url": "http://evil", "batch_size": 1}
+        settings = build({"workspace_id": "global-ws"}, project_settings=project)
+        self.assertEqual((settings.workspace_id, settings.api_url, settings.batch_size),
+                         ("global-ws", "https://api.honcho.dev", 20))
+        self.assertEqual(sorted(w.split("'")[1] for w in settings.warnings),
+                         ["api_key", "api_url", "batch_size", "workspace_id"])
+        self.assertNotIn(SECRET, str(settings.warnings))
+
+    def test_a_project_repeating_the_global_value_is_not_a_change(self):
+        settings = build({"workspace_id": "global-ws"}, project_settings={"workspace_id": "global-ws"})
+        self.assertEqual(settings.warnings, ())
+
+    def test_environment_still_wins_over_a_project_setting(self):
+        settings = build({}, environ={"HONCHO_SCOPE_STRATEGY": "custom"}, project_settings={"scope_strategy": "off"})
+        self.assertEqual(settings.scope_strategy, "custom")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,191 @@
+"""hooks.py loaded as Agent Zero loads it: config merge/save, install, pre_update and uninstall."""
+
+import json
+import os
+import sys
+import tempfile
+import threading
+import unittest
+
+import hub_testkit
+from hub_testkit import ROOT, import_by_path, stub_agent_zero
+
+from honcho_hub import lifecycle
+from honcho_hub.settings_spec import defaults
+
+HOOKED = "usr.plugins.honcho.honcho_hub."  # the core's logger names when hooks.py imports it
+SECRET = "hch-v2-0123456789abcdefSECRET"
+
+
+class _EnvVars:
+    """Set environment variables for a block (pip reads them in the child process)."""
+
+    def __init__(self, **values):
+        self.values, self.saved = values, {}
+
+    def __enter__(self):
+        for key, value in self.values.items():
+            self.saved[key] = os.environ.get(key)
+            os.environ[key] = value
+
+    def __exit__(self, *exc):
+        for key, value in self.saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class ConfigHooksTest(unittest.TestCase):
+    def setUp(self):
+        self.stub = stub_agent_zero()
+        self.host = self.stub.__enter__()
+        self.addCleanup(self.stub.__exit__, None, None, None)
+        self.hooks = import_by_path(os.path.join(self.host.plugin_dir, "hooks.py"))
+        self.global_file = os.path.join(ROOT, "config.json")
+        self.assertFalse(os.path.exists(self.global_file), "a stray config.json would skew this test")
+        self.addCleanup(lambda: os.path.exists(self.global_file) and os.remove(self.global_file))
+
+    def write(self, path, data):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+
+    def test_read_merges_the_saved_file_over_every_default(self):
+        self.write(self.global_file, {"batch_size": 50, "workspace_id": "mine"})
+        config = self.hooks.get_plugin_config(default={"batch_size": 50, "workspace_id": "mine"})
+        self.assertEqual(config, defaults() | {"batch_size": 50, "workspace_id": "mine"})
+
+    def test_without_a_saved_file_the_defaults_come_back(self):
+        self.assertEqual(self.hooks.get_plugin_config(default=None), defaults())
+
+    def test_project_config_changes_recall_but_not_identity(self):
+        self.write(self.global_file, {"workspace_id": "global-ws"})
+        project_file = self.host.project_meta("alpha", "plugins", "honcho", "config.json")
+        self.write(project_file, {"workspace_id": "hijack", "recall_enabled": False, "api_key": SECRET})
+        with self.assertLogs(HOOKED + "plugin_config", "WARNING") as logs:
+            config = self.hooks.get_plugin_config(default={}, project_name="alpha")
+        self.assertEqual((config["workspace_id"], config["recall_enabled"]), ("global-ws", False))
+        self.assertNotIn("api_key", config)
+        self.assertNotIn(SECRET, "".join(logs.output))
+        self.assertTrue(any("'api_key'" in line for line in logs.output))
+
+    def test_a_corrupt_saved_file_reads_as_defaults(self):
+        with open(self.global_file, "w") as handle:
+            handle.write("{not json")
+        self.assertEqual(self.hooks.get_plugin_config(default={}), defaults())
+
+    def test_save_never_writes_a_key_and_drops_unknown_fields(self):
+        saved = self.hooks.save_plugin_config(settings=defaults() | {"api_key": SECRET, "HONCHO_API_KEY": SECRET,
+                                                                     "x": 1})
+        self.assertEqual(saved, defaults())
+        self.assertNotIn(SECRET, json.dumps(saved))
+
+    def test_a_project_save_keeps_only_what_a_project_may_change(self):
+        saved = self.hooks.save_plugin_config(settings=defaults() | {"api_key": SECRET}, project_name="alpha")
+        self.assertIn("recall_enabled", saved)
+        self.assertIn("scope_strategy", saved)
+        for name in ("workspace_id", "api_url", "outbox_path", "batch_size", "api_key"):
+            self.assertNotIn(name, saved)
+
+
+class InstallTest(unittest.TestCase):
+    def setUp(self):
+        self.stub = stub_agent_zero()
+        self.host = self.stub.__enter__()
+        self.addCleanup(self.stub.__exit__, None, None, None)
+        self.hooks = import_by_path(os.path.join(self.host.plugin_dir, "hooks.py"))
+        self.constraints = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+        self.constraints.write("tenacity==0.0.0\n")  # no such release: pip must fail
+        self.constraints.close()
+        self.addCleanup(os.remove, self.constraints.name)
+
+    def test_install_with_pip_failing_returns_twice_without_raising(self):
+        with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, PIP_FIND_LINKS=""):
+            with self.assertLogs(HOOKED + "lifecycle", "WARNING") as logs:
+                first = self.hooks.install()
+                second = self.hooks.install()
+        self.assertEqual(first, {"requirements": "failed"})
+        self.assertEqual(second, first)
+        self.assertTrue(any("running degraded" in line for line in logs.output))
+
+    def test_pip_success_and_missing_requirements(self):
+        with tempfile.TemporaryDirectory() as folder:
+            requirements = os.path.join(folder, "requirements.txt")
+            with open(requirements, "w") as handle:
+                handle.write("pyyaml\n")  # already installed wherever these tests run
+            with _EnvVars(PIP_NO_INDEX="1"):
+                self.assertEqual(lifecycle.install_requirements(requirements), "ok")
+            self.assertEqual(lifecycle.install_requirements(os.path.join(folder, "absent.txt")), "missing")
+            self.assertEqual(lifecycle.install_requirements(requirements, python="/nonexistent/python"), "failed")
+
+
+class _FakeWorker(threading.Thread):
+    """A real thread that behaves like the delivery worker's lifecycle surface."""
+
+    honcho_hub_worker = True
+
+    def __init__(self):
+        super().__init__(name="honcho-hub-test-worker", daemon=True)
+        self.stopped = threading.Event()
+        self.drains = []
+
+    def run(self):
+        self.stopped.wait()
+
+    def drain(self, timeout_s):
+        self.drains.append(timeout_s)
+        return 3
+
+    def stop(self, timeout_s):
+        self.stopped.set()
+        self.join(timeout_s)
+
+
+class WorkerStopTest(unittest.TestCase):
+    def setUp(self):
+        self.stub = stub_agent_zero()
+        self.host = self.stub.__enter__()
+        self.addCleanup(self.stub.__exit__, None, None, None)
+        self.hooks = import_by_path(os.path.join(self.host.plugin_dir, "hooks.py"))
+
+    def start_worker(self):
+        worker = _FakeWorker()
+        worker.start()
+        self.addCleanup(worker.stop, 1.0)
+        return worker
+
+    def test_pre_update_drains_at_most_five_seconds_then_stops(self):
+        worker = self.start_worker()
+        report = self.hooks.pre_update()
+        self.assertEqual(report, {"workers": 1, "drained": 3, "stopped": 1})
+        self.assertFalse(worker.is_alive())
+        self.assertTrue(0 < worker.drains[0] <= 5.0)
+        self.assertEqual(self.hooks.pre_update(), {"workers": 0, "drained": 0, "stopped": 0})
+
+    def test_uninstall_stops_without_draining_and_keeps_the_outbox(self):
+        worker = self.start_worker()
+        with tempfile.TemporaryDirectory() as folder:
+            outbox = os.path.join(folder, "outbox.sqlite3")
+            open(outbox, "wb").close()
+            report = self.hooks.uninstall()
+            self.assertTrue(os.path.exists(outbox))
+        self.assertEqual(report["stopped"], 1)
+        self.assertEqual(worker.drains, [])
+        self.assertEqual(self.hooks.uninstall()["workers"], 0)
+
+    def test_a_worker_that_fails_to_stop_does_not_stop_the_others(self):
+        class Broken(_FakeWorker):
+            def stop(self, timeout_s):
+                super().stop(timeout_s)
+                raise RuntimeError("boom")
+        broken, good = Broken(), self.start_worker()
+        broken.start()
+        with self.assertLogs("honcho_hub.lifecycle", "ERROR"):
+            report = lifecycle.stop_workers()
+        self.assertEqual((report["workers"], report["stopped"]), (2, 1))
+        self.assertFalse(good.is_alive())
+
+
+if __name__ == "__main__":
+    unittest.main()

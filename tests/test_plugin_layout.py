@@ -1,0 +1,152 @@
+"""The plugin folder as Agent Zero sees it: manifest, files, discovery by path, no shadowed names."""
+
+import ast
+import json
+import os
+import re
+import unittest
+
+import yaml
+
+from hub_testkit import (ROOT, StubApiHandler, StubExtension, StubTool, classes_in, import_by_path,
+                         stub_agent_zero)
+
+from honcho_hub.settings_spec import FIELDS, defaults
+
+CORE_NAMES = json.load(open(os.path.join(ROOT, "tests", "fixtures", "agent_zero_v1_7_names.json")))
+
+
+def read(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as handle:
+        return handle.read()
+
+
+def plugin_files(folder, suffix=".py"):
+    base = os.path.join(ROOT, folder)
+    for dirpath, _, names in os.walk(base):
+        for name in sorted(names):
+            if name.endswith(suffix):
+                yield os.path.join(dirpath, name)
+
+
+class ManifestTest(unittest.TestCase):
+    def test_manifest(self):
+        meta = yaml.safe_load(read("plugin.yaml"))
+        self.assertEqual(meta["name"], "honcho")
+        self.assertRegex(meta["name"], r"^[a-z0-9_]+$")
+        self.assertEqual(meta["title"], "Honcho Memory Hub")
+        self.assertEqual(meta["version"], "2.0.0-beta.2")
+        self.assertEqual(meta["settings_sections"], ["agent"])
+        self.assertIs(meta["per_project_config"], True)
+        self.assertTrue(meta["description"].strip())
+
+    def test_top_level_layout(self):
+        for entry in ["plugin.yaml", "hooks.py", "default_config.yaml", "extensions", "tools", "api", "webui",
+                      "honcho_hub", "tests", "README.md", "LICENSE", "requirements.txt",
+                      "requirements-test.txt", ".gitignore", ".ci/run", "webui/config.html"]:
+            with self.subTest(entry=entry):
+                self.assertTrue(os.path.exists(os.path.join(ROOT, entry)))
+        self.assertFalse(os.path.exists(os.path.join(ROOT, "execute.py")))
+        self.assertIn("MIT License", read("LICENSE"))
+
+    def test_gitignore_lists_what_agent_zero_writes(self):
+        lines = read(".gitignore").splitlines()
+        for pattern in ["config.json", ".toggle-*", "execute_record.json", "__pycache__/"]:
+            self.assertIn(pattern, lines)
+
+    def test_requirements(self):
+        runtime = [l.strip() for l in read("requirements.txt").splitlines() if l.strip() and not l.startswith("#")]
+        names = [re.split(r"[<>=!~ ]", line)[0].lower() for line in runtime]
+        self.assertEqual(sorted(names), ["honcho-ai", "httpx", "pyyaml", "tenacity"])
+        self.assertIn("honcho-ai>=2.4,<3", runtime)
+        self.assertIn("pytest", read("requirements-test.txt"))
+
+
+class SettingsSurfacesTest(unittest.TestCase):
+    def test_default_config_is_exactly_the_spec_defaults(self):
+        self.assertEqual(yaml.safe_load(read("default_config.yaml")), defaults())
+
+    def test_readme_documents_every_setting_with_default_and_bounds(self):
+        readme = read("README.md")
+        for spec in FIELDS:
+            with self.subTest(name=spec.name):
+                row = next((l for l in readme.splitlines() if l.startswith(f"| `{spec.name}` |")), None)
+                self.assertIsNotNone(row)
+                self.assertIn(spec.bounds_text(), row)
+
+    def test_readme_documents_every_variable(self):
+        readme = read("README.md")
+        for var in ["HONCHO_API_KEY"] + [v for spec in FIELDS for v in spec.env]:
+            self.assertIn(f"| `{var}` |", readme)
+
+    def test_readme_test_command_is_what_ci_runs(self):
+        command = ".venv/bin/python -m pytest -q tests"
+        self.assertIn(command, read(".ci/run"))
+        self.assertIn(command + "\n```", read("README.md"))
+
+    def test_settings_page_binds_every_setting_and_has_no_key_field(self):
+        page = read("webui", "config.html")
+        for spec in FIELDS:
+            self.assertRegex(page, rf'x-model(\.number)?="config\.{spec.name}"')
+        self.assertNotRegex(page, r"config\.[a-z_]*key")
+        self.assertIn("HONCHO_API_KEY", page)
+        self.assertIn('<template x-if="config">', page)
+
+
+class DiscoveryTest(unittest.TestCase):
+    """Load extensions, tools and API handlers by path, exactly as Agent Zero does."""
+
+    def test_each_file_loads_with_one_class_of_the_expected_kind(self):
+        kinds = [("extensions/python", StubExtension), ("tools", StubTool), ("api", StubApiHandler)]
+        with stub_agent_zero() as host:
+            for folder, base in kinds:
+                for path in plugin_files(folder):
+                    with self.subTest(path=os.path.relpath(path, ROOT)):
+                        loaded = import_by_path(os.path.join(host.plugin_dir, os.path.relpath(path, ROOT)))
+                        self.assertEqual(len(classes_in(loaded, base)), 1)
+
+    def test_no_file_shadows_a_core_agent_zero_name(self):
+        core_ext = {name for names in CORE_NAMES["extensions"].values() for name in names}
+        for path in plugin_files("extensions/python"):
+            name = os.path.basename(path)
+            with self.subTest(extension=name):
+                self.assertNotIn(name, core_ext)
+                self.assertRegex(name, r"^_\d\d_honcho_[a-z0-9_]+\.py$")
+        for path in plugin_files("tools"):
+            self.assertNotIn(os.path.basename(path)[:-3], CORE_NAMES["tools"])
+        for path in plugin_files("prompts", ".md"):
+            self.assertNotIn(os.path.basename(path), CORE_NAMES["prompts"])
+        for path in plugin_files("api"):
+            self.assertNotIn(os.path.basename(path)[:-3], CORE_NAMES["api"])
+
+    def test_the_fixture_knows_the_core_names_it_guards(self):
+        self.assertIn("_10_mask_secrets.py", CORE_NAMES["extensions"]["tool_execute_after"])
+        self.assertIn("response", CORE_NAMES["tools"])
+
+
+class CoreHygieneTest(unittest.TestCase):
+    def imports_of(self, path):
+        tree = ast.parse(read(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                yield from (alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                yield node.module.split(".")[0]
+
+    def test_core_imports_no_agent_zero_and_only_the_gateway_imports_honcho(self):
+        for path in plugin_files("honcho_hub"):
+            rel = os.path.relpath(path, ROOT)
+            found = set(self.imports_of(rel))
+            with self.subTest(module=rel):
+                self.assertFalse(found & {"helpers", "agent", "initialize", "usr", "models", "python"})
+                if os.path.basename(path) != "honcho_gateway.py":
+                    self.assertNotIn("honcho", found)
+
+    def test_core_modules_stay_small(self):
+        for path in plugin_files("honcho_hub"):
+            with self.subTest(module=os.path.basename(path)):
+                self.assertLessEqual(len(read(os.path.relpath(path, ROOT)).splitlines()), 400)
+
+
+if __name__ == "__main__":
+    unittest.main()
