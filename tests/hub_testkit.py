@@ -14,6 +14,7 @@ import sys
 import tempfile
 import types
 from contextlib import contextmanager
+from enum import Enum
 from typing import Any, Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,12 +67,14 @@ class StubApiHandler:
 
 
 class StubHost:
-    """What a test can tune about the stub Agent Zero: projects folder, secrets, enabled plugins."""
+    """What a test can tune about the stub Agent Zero: config, secrets, scheduled chats, plugins."""
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.secrets: dict[str, str] = {}
         self.enabled_plugins: list[str] = ["honcho"]
+        self.config: dict[str, Any] = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3")}
+        self.scheduled_context_ids: set[str] = set()
 
     @property
     def plugin_dir(self) -> str:
@@ -106,7 +109,9 @@ def stub_agent_zero() -> Iterator[StubHost]:
                 "helpers.projects", get_project_meta=host.project_meta,
                 get_context_project_name=lambda context: getattr(context, "project", None)),
             "helpers.plugins": _module(
-                "helpers.plugins", get_enabled_plugins=lambda agent=None: list(host.enabled_plugins)),
+                "helpers.plugins", get_enabled_plugins=lambda agent=None: list(host.enabled_plugins),
+                get_plugin_config=lambda name, agent=None, **kw: dict(host.config)),
+            "helpers.task_scheduler": _module("helpers.task_scheduler", TaskScheduler=_scheduler_for(host)),
             "helpers.secrets": _module(
                 "helpers.secrets", get_secrets_manager=lambda context=None: _Secrets(host)),
         }
@@ -121,6 +126,52 @@ def stub_agent_zero() -> Iterator[StubHost]:
             sys.modules.clear()
             sys.modules.update(saved_modules)
             sys.path[:] = saved_path
+
+
+def _scheduler_for(host: StubHost) -> type:
+    class TaskScheduler:
+        @classmethod
+        def get(cls) -> "TaskScheduler":
+            return cls()
+
+        def get_tasks_by_context_id(self, context_id: str, only_running: bool = False) -> list:
+            return ["task"] if context_id in host.scheduled_context_ids else []
+    return TaskScheduler
+
+
+class ContextType(Enum):
+    """AgentContextType of Agent Zero v1.7."""
+
+    USER = "user"
+    TASK = "task"
+    BACKGROUND = "background"
+
+
+NUDGE_TEXT = "You seem stuck. Continue with the task."
+
+
+class StubContext:
+    def __init__(self, id: str = "Ab3dE6gH", type: ContextType = ContextType.USER, project: str | None = None):
+        self.id, self.type, self.project = id, type, project
+
+
+class StubHistoryMessage:
+    def __init__(self, ai: bool, id: str) -> None:
+        self.ai, self.id = ai, id
+
+
+class StubAgent:
+    """Agent fields the adapters read: number, context, history.current.messages, read_prompt."""
+
+    def __init__(self, number: int = 0, context: StubContext | None = None) -> None:
+        self.number = number
+        self.context = context or StubContext()
+        self.history = types.SimpleNamespace(current=types.SimpleNamespace(messages=[]))
+        self.data: dict[str, Any] = {}
+
+    def read_prompt(self, name: str, **kwargs: Any) -> str:
+        assert name == "fw.msg_nudge.md", name
+        return NUDGE_TEXT
 
 
 class _Secrets:

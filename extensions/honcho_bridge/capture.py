@@ -1,0 +1,66 @@
+"""Capture adapters' logic: who typed it, which ids, then one core call."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub.capture import CaptureRequest, Outcome, Role
+from usr.plugins.honcho.honcho_hub.capture_rules import (UserMessageFacts, skip_reason_for_tool_result,
+                                                         skip_reason_for_user_message)
+
+from . import host
+
+log = logging.getLogger("honcho_hub.adapters")
+NUDGE_PROMPT = "fw.msg_nudge.md"
+
+
+def capture_user_message(agent: Any, data: dict) -> Outcome | str:
+    """After `Agent.hist_add_user_message`: queue the text if a person typed it."""
+    if data.get("exception") is not None:
+        return "host_failed"
+    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
+    message = args[1] if len(args) > 1 else kwargs.get("message")
+    intervention = bool(kwargs.get("intervention", args[2] if len(args) > 2 else False))
+    text = getattr(message, "message", None)
+    settings = host.settings_for(agent)
+    facts = UserMessageFacts(agent_number=agent.number, intervention=intervention,
+                             is_nudge=not intervention and _is_nudge(agent, text), chat=host.chat_facts(agent))
+    skip = skip_reason_for_user_message(facts, settings)
+    if skip:
+        return skip
+    source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
+    return _capture(agent, settings, Role.USER, str(source_id), text)
+
+
+def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome | str:
+    """After a tool ran: queue agent 0's `response` text, the final answer of the turn."""
+    settings = host.settings_for(agent)
+    skip = skip_reason_for_tool_result(agent.number, tool_name, host.chat_facts(agent), settings)
+    if skip:
+        return skip
+    return _capture(agent, settings, Role.AGENT, _last_ai_message_id(agent), getattr(response, "message", None))
+
+
+def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Outcome:
+    if isinstance(text, str):
+        text = host.mask(agent, text)
+    request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text)
+    outcome = runtime.capture_service(settings).capture(request, settings, host.host_secrets(agent))
+    log.debug("honcho capture: %s %s", role.value, outcome.value)
+    return outcome
+
+
+def _is_nudge(agent: Any, text: Any) -> bool:
+    # AgentContext.nudge() sends this framework prompt to agent 0 as if the user had typed it.
+    return isinstance(text, str) and text == agent.read_prompt(NUDGE_PROMPT)
+
+
+def _last_ai_message_id(agent: Any) -> str:
+    """The history id of the AI message that called the response tool (added just before it ran)."""
+    messages = getattr(getattr(getattr(agent, "history", None), "current", None), "messages", None) or []
+    for message in reversed(messages):
+        if getattr(message, "ai", False):
+            return str(getattr(message, "id", "") or "")
+    return ""

@@ -1,0 +1,61 @@
+"""Text hygiene and splitting of long messages into ordered parts that fit Honcho's limit.
+
+Honcho rejects message content over 25,000 characters. Longer text becomes several events, split at a
+paragraph, else a sentence, else a word boundary, each part after the first marked as a continuation.
+Nothing is truncated: the parts without their markers join back to the cleaned text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+HONCHO_MAX_CHARS = 25_000
+MARKER_ROOM = 40  # "[continued, part 12 of 40]\n" and friends fit in this
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"')\]]*\s+")
+
+
+def clean_text(text: str) -> str:
+    """Drop NUL and other control characters (Honcho strips NUL), replace lone surrogates."""
+    text = _SURROGATE.sub("\ufffd", text)
+    return _CONTROL.sub("", text).replace("\r\n", "\n")
+
+
+def split_message(text: str, limit: int = HONCHO_MAX_CHARS) -> list[str]:
+    """Split into parts of at most `limit` characters including continuation markers."""
+    if len(text) <= limit:
+        return [text]
+    bodies, rest, room = [], text, limit - MARKER_ROOM
+    while len(rest) > room:
+        cut = _cut_point(rest, room)
+        bodies.append(rest[:cut])
+        rest = rest[cut:]
+    bodies.append(rest)
+    total = len(bodies)
+    return [body if i == 0 else f"[continued, part {i + 1} of {total}]\n{body}" for i, body in enumerate(bodies)]
+
+
+def strip_marker(part: str) -> str:
+    """The body of a part without its continuation marker (for checks and tests)."""
+    return re.sub(r"^\[continued, part \d+ of \d+\]\n", "", part, count=1)
+
+
+def _cut_point(text: str, room: int) -> int:
+    """The best place to end a part: after a paragraph, a sentence, a space, else a hard cut."""
+    window = text[:room]
+    floor = room // 2  # never make a part smaller than half the room just to find a nicer boundary
+    paragraph = window.rfind("\n\n")
+    if paragraph >= floor:
+        return paragraph + 2
+    sentence_ends = [m.end() for m in _SENTENCE_END.finditer(window, floor)]
+    if sentence_ends:
+        return sentence_ends[-1]
+    space = max(window.rfind(" "), window.rfind("\n"))
+    if space >= floor:
+        return space + 1
+    cut = room
+    while cut > floor and unicodedata.combining(text[cut]):
+        cut -= 1  # a hard cut must not separate a letter from its combining marks
+    return cut

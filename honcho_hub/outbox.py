@@ -1,0 +1,241 @@
+"""The durable outbox: captured events wait here, in capture order, until Honcho has them.
+
+Storage only: which event to retry when is the worker's decision. Every operation is one short
+transaction on a connection guarded by a lock; several processes may share the file (WAL, and
+BEGIN IMMEDIATE for every write). No operation does network I/O.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable, Iterable, Sequence
+
+from .outbox_db import OutboxBusy, OutboxError, connect, translate, write_transaction
+
+_LIVE = "('pending', 'leased')"
+_COLUMNS = ("id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id")
+MAX_IDS_PER_STATEMENT = 500  # well under SQLite's variable limit
+
+
+class EventState(str, Enum):
+    PENDING = "pending"
+    LEASED = "leased"
+    DELIVERED = "delivered"
+    DEAD = "dead"
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """One redacted message to deliver; `id` is stable for the same source."""
+
+    id: str
+    destination: str
+    workspace_id: str
+    session_id: str
+    peer_id: str
+    role: str
+    content: str
+    captured_at: float
+    scope_id: str | None = None
+
+
+@dataclass(frozen=True)
+class LeasedEvent(NewEvent):
+    seq: int = 0
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    inserted: int
+    duplicates: int
+    refused: int
+
+
+class Outbox:
+    """Operations on the outbox file at `path`; safe to share between threads of one process."""
+
+    def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_s: float = 0.25,
+                 max_rows: int = 10_000, dead_retention_s: float = 30 * 86_400.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._conn = connect(path, synchronous, busy_timeout_s)
+        self._lock = threading.Lock()
+        self._busy_timeout_s = busy_timeout_s
+        self._max_rows = max_rows
+        self._dead_retention_s = dead_retention_s
+        self._clock = clock
+        self.closed = False
+
+    def close(self) -> None:
+        """Close the connection; idempotent."""
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self._conn.close()
+
+    def enqueue(self, events: Sequence[NewEvent]) -> EnqueueResult:
+        """Store events (ignoring ids already stored); all are refused when the bound leaves no room."""
+        now = self._clock()
+        with self._tx() as conn:
+            if not self._has_room(conn, len(events), now):
+                return EnqueueResult(0, 0, len(events))
+            inserted = 0
+            for e in events:
+                cur = conn.execute(
+                    f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
+                     e.captured_at, e.scope_id, now, now))
+                inserted += cur.rowcount
+            return EnqueueResult(inserted, len(events) - inserted, 0)
+
+    def lease(self, owner: str, batch_size: int, lease_s: float, destination: str | None = None) -> list[LeasedEvent]:
+        """Lease the oldest ready batch of one session whose head nobody holds; [] when none is ready."""
+        now = self._clock()
+        with self._tx() as conn:
+            self._recover(conn, now)
+            head = conn.execute(
+                "SELECT destination, session_id FROM events e WHERE state = 'pending' AND next_attempt_at <= ?"
+                " AND (? IS NULL OR destination = ?) AND NOT EXISTS (SELECT 1 FROM events p"
+                f" WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE}"
+                " AND p.seq < e.seq) ORDER BY seq LIMIT 1", (now, destination, destination)).fetchone()
+            if head is None:
+                return []
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}, seq, attempts, state, next_attempt_at FROM events WHERE destination = ?"
+                f" AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?", (*head, batch_size)).fetchall()
+            batch = []
+            for row in rows:
+                if row[11] != "pending" or row[12] > now:
+                    break  # keep order: stop at the first row that is not ready
+                batch.append(LeasedEvent(*row[:11]))
+            self._set(conn, "state = 'leased', lease_owner = ?, lease_expires_at = ?, updated_at = ?",
+                      (owner, now + lease_s, now), [e.id for e in batch], "state = 'pending'")
+            return batch
+
+    def ack(self, ids: Iterable[str]) -> int:
+        """Mark events delivered (also when their lease had expired meanwhile: Honcho has them)."""
+        now = self._clock()
+        with self._tx() as conn:
+            return self._set(conn, "state = 'delivered', error_code = NULL, lease_owner = NULL,"
+                             " lease_expires_at = NULL, updated_at = ?", (now,), list(ids), f"state IN {_LIVE}")
+
+    def retry_at(self, ids: Iterable[str], next_attempt_at: float, error_code: str, burn_attempt: bool) -> int:
+        """Release leased events for a later attempt, counting the attempt only when asked."""
+        with self._tx() as conn:
+            return self._set(conn, "state = 'pending', attempts = attempts + ?, next_attempt_at = ?, error_code = ?,"
+                             " lease_owner = NULL, lease_expires_at = NULL, updated_at = ?",
+                             (int(burn_attempt), next_attempt_at, error_code, self._clock()), list(ids),
+                             f"state IN {_LIVE}")
+
+    def dead_letter(self, ids: Iterable[str], error_code: str) -> int:
+        """Park events that can never be delivered as they are."""
+        with self._tx() as conn:
+            return self._set(conn, "state = 'dead', error_code = ?, lease_owner = NULL, lease_expires_at = NULL,"
+                             " updated_at = ?", (error_code, self._clock()), list(ids), f"state IN {_LIVE}")
+
+    def recover_expired(self) -> int:
+        """Return leases whose holder died (or stalled past expiry) to pending."""
+        with self._tx() as conn:
+            return self._recover(conn, self._clock())
+
+    def requeue_dead(self, limit: int) -> int:
+        """Give at most `limit` dead letters (oldest first) a fresh set of attempts."""
+        now = self._clock()
+        with self._tx() as conn:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM events WHERE state = 'dead' ORDER BY seq LIMIT ?", (max(0, int(limit)),))]
+            return self._set(conn, "state = 'pending', attempts = 0, next_attempt_at = ?, error_code = NULL,"
+                             " updated_at = ?", (now, now), ids, "state = 'dead'")
+
+    def prune(self, delivered_retention_s: float) -> int:
+        """Delete delivered rows older than their retention and dead rows older than theirs."""
+        now = self._clock()
+        with self._tx() as conn:
+            return self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
+
+    def stats(self) -> dict:
+        """Counts by state, oldest pending capture time and next attempt time: no content, no path."""
+        with self._lock:
+            self._check_open()
+            try:
+                counts = dict(self._conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
+                oldest, next_at = self._conn.execute(
+                    "SELECT min(captured_at), min(next_attempt_at) FROM events WHERE state = 'pending'").fetchone()
+            except Exception as exc:
+                raise translate(exc) from exc
+        return {"counts": {s.value: counts.get(s.value, 0) for s in EventState},
+                "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _tx(self):
+        return _LockedTransaction(self)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise OutboxError("outbox is closed")
+
+    def _has_room(self, conn, needed: int, now: float) -> bool:
+        # max(seq) - min(seq) + 1 bounds the row count from above in O(log n): count only near the bound.
+        low, high = conn.execute("SELECT min(seq), max(seq) FROM events").fetchone()
+        if low is None or (high - low + 1) + needed <= self._max_rows:
+            return True
+        excess = conn.execute("SELECT count(*) FROM events").fetchone()[0] + needed - self._max_rows
+        if excess > 0:
+            excess -= self._prune_terminal(conn, now, now - self._dead_retention_s, excess)
+        return excess <= 0
+
+    def _prune_terminal(self, conn, delivered_before: float, dead_before: float, limit: int | None) -> int:
+        removed = 0
+        for state, before in (("delivered", delivered_before), ("dead", dead_before)):
+            remaining = -1 if limit is None else limit - removed
+            if remaining == 0:
+                break
+            removed += conn.execute(
+                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE state = ? AND updated_at <= ?"
+                " ORDER BY updated_at LIMIT ?)", (state, before, remaining)).rowcount
+        return removed
+
+    def _recover(self, conn, now: float) -> int:
+        return conn.execute(
+            "UPDATE events SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
+            " WHERE state = 'leased' AND lease_expires_at <= ?", (now, now)).rowcount
+
+    def _set(self, conn, assignments: str, params: tuple, ids: list[str], guard: str) -> int:
+        changed = 0
+        for start in range(0, len(ids), MAX_IDS_PER_STATEMENT):
+            chunk = ids[start:start + MAX_IDS_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            changed += conn.execute(f"UPDATE events SET {assignments} WHERE id IN ({marks}) AND {guard}",
+                                    (*params, *chunk)).rowcount
+        return changed
+
+
+class _LockedTransaction:
+    """The outbox lock plus one BEGIN IMMEDIATE transaction."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
+        self._tx = None
+
+    def __enter__(self):
+        # Threads of this process queue here; they wait no longer than SQLite would for another process.
+        if not self._outbox._lock.acquire(timeout=self._outbox._busy_timeout_s):
+            raise OutboxBusy("outbox is in use by another thread")
+        try:
+            self._outbox._check_open()
+            self._tx = write_transaction(self._outbox._conn)
+            return self._tx.__enter__()
+        except BaseException:
+            self._outbox._lock.release()
+            raise
+
+    def __exit__(self, *exc_info):
+        try:
+            return self._tx.__exit__(*exc_info)
+        finally:
+            self._outbox._lock.release()

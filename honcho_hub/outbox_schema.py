@@ -1,0 +1,66 @@
+"""Outbox schema, versioned by `PRAGMA user_version`, migrated forward one step per transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+# Step N (a tuple of statements, run in one transaction) brings the database from user_version N to N+1. Append steps; never edit a shipped one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE events (
+            seq              INTEGER PRIMARY KEY AUTOINCREMENT,  -- capture order
+            id               TEXT NOT NULL UNIQUE,               -- stable id derived from the source
+            destination      TEXT NOT NULL,                      -- API URL + workspace, never the key
+            workspace_id     TEXT NOT NULL,
+            session_id       TEXT NOT NULL,
+            peer_id          TEXT NOT NULL,
+            role             TEXT NOT NULL,
+            content          TEXT NOT NULL,                      -- already redacted
+            captured_at      REAL NOT NULL,                      -- wall epoch s; sent as created_at
+            scope_id         TEXT,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  REAL NOT NULL,
+            lease_owner      TEXT,
+            lease_expires_at REAL,
+            state            TEXT NOT NULL DEFAULT 'pending',
+            error_code       TEXT,
+            updated_at       REAL NOT NULL
+        )""",
+        # Live rows of one session in order: the head check and the batch read.
+        """CREATE INDEX events_live_by_session ON events (destination, session_id, seq)
+            WHERE state IN ('pending', 'leased')""",
+        # Ready candidates in capture order.
+        "CREATE INDEX events_pending_by_seq ON events (seq) WHERE state = 'pending'",
+        "CREATE INDEX events_lease_expiry ON events (lease_expires_at) WHERE state = 'leased'",
+        "CREATE INDEX events_terminal ON events (state, updated_at) WHERE state IN ('delivered', 'dead')",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaTooNew(Exception):
+    """The file was written by a newer plugin version; it is left untouched."""
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply missing steps; returns the resulting version. Safe when several processes race."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(f"outbox schema {version} is newer than {SCHEMA_VERSION}")
+    while version < SCHEMA_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version]:
+                    conn.execute(statement)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {int(version)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return version
+

@@ -1,0 +1,75 @@
+"""Redaction of credentials before anything is queued, sent or shown. Fail-closed.
+
+`redact()` replaces, in this order: the values of secrets the host knows, Agent Zero secret aliases
+(`§§secret(NAME)`, which the host would turn back into real values inside tool arguments), then
+well-known credential shapes. Placeholders name the kind (`[REDACTED:github_token]`) and are the same
+for the same input, so redacted text stays stable across retries. Any failure raises RedactionError;
+callers then queue nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+from .redact_patterns import ASSIGNMENT_RES, PATTERNS, SAFE_VALUE_RE
+
+ALIAS_RE = re.compile(r"§§\s*secret\s*\(\s*([^)\s]{0,128})\s*\)", re.IGNORECASE)
+MIN_SECRET_CHARS = 4  # as Agent Zero's own masker: shorter values would shred ordinary text
+
+
+class RedactionError(Exception):
+    """Redaction could not be completed; the text must not be queued."""
+
+
+def placeholder(kind: str) -> str:
+    """The deterministic stand-in for one redacted credential."""
+    return f"[REDACTED:{kind}]"
+
+
+def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
+    """Return `text` with credentials replaced; raise RedactionError on any failure."""
+    if not isinstance(text, str):
+        raise RedactionError("content is not text")
+    try:
+        text = _replace_known_values(text, secrets)
+        text = ALIAS_RE.sub(_neutral_alias, text)
+        for kind, pattern in PATTERNS:
+            text = pattern.sub(_replacer(kind), text)
+        for pattern in ASSIGNMENT_RES:
+            text = pattern.sub(_redact_assignment, text)
+        return text
+    except RedactionError:
+        raise
+    except Exception as exc:  # fail closed: a bug here must never let text through unredacted
+        raise RedactionError(type(exc).__name__) from exc
+
+
+def _replace_known_values(text: str, secrets: Mapping[str, str] | None) -> str:
+    if not secrets:
+        return text
+    values = {v for v in secrets.values() if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_CHARS}
+    for value in sorted(values, key=len, reverse=True):  # longest first: one may contain another
+        text = text.replace(value, placeholder("host_secret"))
+    return text
+
+
+def _neutral_alias(match: re.Match) -> str:
+    # Keeps the name (useful, not secret) in a form Agent Zero's unmasking regex does not match.
+    name = re.sub(r"[^A-Za-z0-9_]", "", match.group(1))[:64]
+    return f"[secret-ref:{name}]"
+
+
+def _replacer(kind: str):
+    def replace(match: re.Match) -> str:
+        keep = match.groupdict().get("keep") or ""
+        return keep + placeholder(kind)
+    return replace
+
+
+def _redact_assignment(match: re.Match) -> str:
+    value = match.group("value")
+    if SAFE_VALUE_RE.match(value.strip("\"'")):
+        return match.group(0)
+    quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""
+    return match.group("key") + quote + placeholder("assigned_secret") + quote

@@ -1,0 +1,134 @@
+"""The capture extensions loaded as Agent Zero loads them, driven with Agent Zero-shaped objects."""
+
+import os
+import sqlite3
+import types
+import unittest
+
+from hub_testkit import (NUDGE_TEXT, ContextType, StubAgent, StubContext, StubHistoryMessage, import_by_path,
+                         stub_agent_zero)
+
+USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
+
+
+class UserMessage:
+    """Agent Zero's UserMessage dataclass shape."""
+
+    def __init__(self, message, id=""):
+        self.message, self.attachments, self.system_message, self.id = message, [], [], id
+
+
+class AdapterTestCase(unittest.TestCase):
+    def setUp(self):
+        stub = stub_agent_zero()
+        self.host = stub.__enter__()
+        self.addCleanup(stub.__exit__, None, None, None)
+        self.user_ext = self.load(USER_EXT)
+        self.response_ext = self.load(RESPONSE_EXT)
+        from usr.plugins.honcho.honcho_hub import runtime
+        self.addCleanup(runtime.close_services)
+
+    def load(self, rel):
+        module = import_by_path(os.path.join(self.host.plugin_dir, rel))
+        return next(v for k, v in vars(module).items() if k.startswith("Honcho"))
+
+    def typed(self, agent, text, intervention=False, history_id="h-1"):
+        kwargs = {"intervention": True} if intervention else {}
+        data = {"args": (agent, UserMessage(text)), "kwargs": kwargs,
+                "result": StubHistoryMessage(False, history_id), "exception": None}
+        self.user_ext(agent=agent).execute(data=data)
+
+    def responded(self, agent, text, tool_name="response", ai_id="ai-1"):
+        agent.history.current.messages.append(StubHistoryMessage(True, ai_id))
+        self.response_ext(agent=agent).execute(response=types.SimpleNamespace(message=text, break_loop=True),
+                                               tool_name=tool_name)
+
+    def stored(self):
+        path = self.host.config["outbox_path"]
+        if not os.path.exists(path):
+            return []
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("SELECT session_id, peer_id, role, content FROM events ORDER BY seq").fetchall()
+        finally:
+            conn.close()
+
+
+class WhoTypedItTest(AdapterTestCase):
+    def test_the_human_and_agent_zeros_final_answer_are_captured(self):
+        agent0 = StubAgent(0)
+        self.typed(agent0, "I prefer tea over coffee")
+        self.responded(agent0, "Noted: tea it is.")
+        self.assertEqual(self.stored(), [("chat-Ab3dE6gH", "user", "user", "I prefer tea over coffee"),
+                                         ("chat-Ab3dE6gH", "agent-zero", "agent", "Noted: tea it is.")])
+
+    def test_an_intervention_sent_while_a_subordinate_runs_is_the_humans(self):
+        context = StubContext()
+        subordinate = StubAgent(2, context)
+        self.typed(subordinate, "stop, use the staging server", intervention=True)
+        self.assertEqual([row[3] for row in self.stored()], ["stop, use the staging server"])
+
+    def test_a_superiors_message_to_a_subordinate_is_not_captured(self):
+        self.typed(StubAgent(1), "Research the weather in Oslo")
+        self.assertEqual(self.stored(), [])
+
+    def test_a_framework_nudge_is_not_captured(self):
+        self.typed(StubAgent(0), NUDGE_TEXT)
+        self.assertEqual(self.stored(), [])
+
+    def test_a_scheduled_tasks_prompt_is_not_captured_unless_the_setting_says_so(self):
+        agent = StubAgent(0, StubContext(id="task0001"))
+        self.host.scheduled_context_ids.add("task0001")
+        self.typed(agent, "Daily report: summarize the inbox", history_id="t1")
+        self.responded(agent, "Inbox summary ...")
+        self.assertEqual(self.stored(), [])
+        self.host.config["capture_scheduler_chats"] = True
+        self.typed(agent, "Daily report: summarize the inbox", history_id="t2")
+        self.assertEqual(len(self.stored()), 1)
+
+    def test_background_chats_and_disabled_capture_capture_nothing(self):
+        self.typed(StubAgent(0, StubContext(type=ContextType.BACKGROUND)), "mcp call text")
+        self.host.config["capture_enabled"] = False
+        self.typed(StubAgent(0), "not remembered")
+        self.assertEqual(self.stored(), [])
+
+    def test_other_tools_and_subordinate_responses_are_not_captured(self):
+        self.responded(StubAgent(0), "tool output", tool_name="code_execution_tool")
+        self.responded(StubAgent(1), "subordinate's answer to its superior")
+        self.assertEqual(self.stored(), [])
+
+    def test_a_replayed_hook_and_identical_replies(self):
+        agent = StubAgent(0)
+        self.typed(agent, "hello", history_id="same")
+        self.typed(agent, "hello", history_id="same")
+        self.responded(agent, "Done.", ai_id="ai-1")
+        self.responded(agent, "Done.", ai_id="ai-2")
+        self.assertEqual([row[3] for row in self.stored()], ["hello", "Done.", "Done."])
+
+
+class SecretsAndFailuresTest(AdapterTestCase):
+    def test_host_secrets_are_masked_then_neutralised(self):
+        self.host.secrets = {"DB_PASS": "s3cr3t-value-42"}
+        self.typed(StubAgent(0), "the db password is s3cr3t-value-42 and the alias §§secret(OTHER)")
+        stored = self.stored()[0][3]
+        self.assertNotIn("s3cr3t-value-42", stored)
+        self.assertNotIn("§§", stored)
+        self.assertIn("[secret-ref:DB_PASS]", stored)
+
+    def test_adapters_never_raise_into_agent_zero(self):
+        broken = types.SimpleNamespace(number=0)  # no context at all
+        with self.assertLogs("honcho_hub.adapters", "ERROR"):
+            self.user_ext(agent=broken).execute(data={"args": (broken, UserMessage("x")), "kwargs": {}})
+        with self.assertLogs("honcho_hub.adapters", "ERROR"):
+            self.response_ext(agent=broken).execute(response=None, tool_name="response")
+
+    def test_a_failed_host_call_is_not_captured(self):
+        agent = StubAgent(0)
+        self.user_ext(agent=agent).execute(data={"args": (agent, UserMessage("x")), "kwargs": {},
+                                                 "result": None, "exception": RuntimeError("host failed")})
+        self.assertEqual(self.stored(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,217 @@
+"""The outbox on real SQLite files: schema, order, leases, retries, bounds, crashes, processes."""
+
+import os
+import sqlite3
+import stat
+import unittest
+
+from outbox_helpers import (CHILD_ENQUEUE, DEST, ManualClock, event, hold_write_lock, release_lock, run_child,
+                            temp_outbox_path)
+from hub_testkit import ROOT
+
+from honcho_hub.outbox import Outbox
+from honcho_hub.outbox_db import OutboxBusy, OutboxCorrupt, OutboxUnavailable
+from honcho_hub.outbox_schema import SCHEMA_VERSION
+
+
+class OutboxTestCase(unittest.TestCase):
+    def open(self, path=None, **kw):
+        self.clock = getattr(self, "clock", None) or ManualClock()
+        box = Outbox(path or self.path, clock=self.clock, **kw)
+        self.addCleanup(box.close)
+        return box
+
+    def setUp(self):
+        self.path = temp_outbox_path(self)
+
+
+class FileTest(OutboxTestCase):
+    def test_created_owner_only_in_wal_with_the_chosen_durability(self):
+        for sync, level in (("FULL", 2), ("NORMAL", 1)):
+            with self.subTest(sync=sync):
+                path = temp_outbox_path(self)
+                box = self.open(path, synchronous=sync)
+                self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
+                self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode), 0o700)
+                self.assertEqual(box._conn.execute("PRAGMA journal_mode").fetchone()[0], "wal")
+                self.assertEqual(box._conn.execute("PRAGMA synchronous").fetchone()[0], level)
+                self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+
+    def test_reopening_keeps_rows_and_does_not_migrate_twice(self):
+        self.open().enqueue([event(1)])
+        again = self.open()
+        self.assertEqual(again.stats()["counts"]["pending"], 1)
+
+    def test_a_newer_schema_is_refused_untouched(self):
+        os.makedirs(os.path.dirname(self.path))
+        conn = sqlite3.connect(self.path)
+        conn.execute("PRAGMA user_version = 99")
+        conn.close()
+        with self.assertRaises(OutboxCorrupt):
+            self.open()
+
+    def test_a_corrupted_file_is_a_clear_error(self):
+        os.makedirs(os.path.dirname(self.path))
+        with open(self.path, "wb") as handle:
+            handle.write(b"this is not a database" * 200)
+        with self.assertRaises(OutboxCorrupt) as caught:
+            self.open()
+        self.assertNotIn(self.path, str(caught.exception))
+
+    def test_an_unusable_folder_or_a_relative_path_is_a_clear_error(self):
+        # A regular file where the folder should be fails for every user, root included (root ignores modes).
+        blocker = os.path.join(os.path.dirname(os.path.dirname(self.path)), "blocker")
+        open(blocker, "w").close()
+        target = os.path.join(blocker, "outbox.sqlite3")
+        with self.assertRaises(OutboxUnavailable) as caught:
+            self.open(target)
+        self.assertNotIn(target, str(caught.exception))
+        with self.assertRaises(OutboxUnavailable):
+            self.open("relative/outbox.sqlite3")
+
+
+class OrderAndLeaseTest(OutboxTestCase):
+    def test_enqueue_is_idempotent_on_the_id(self):
+        box = self.open()
+        self.assertEqual(box.enqueue([event(1), event(2)]).inserted, 2)
+        result = box.enqueue([event(2), event(3)])
+        self.assertEqual((result.inserted, result.duplicates), (1, 1))
+
+    def test_lease_takes_the_oldest_session_in_order_up_to_the_batch_size(self):
+        box = self.open()
+        box.enqueue([event(i, "chat-a") if i % 2 else event(i, "chat-b") for i in range(10)])
+        first = box.lease("w1", 3, 60)
+        self.assertEqual([e.id for e in first], ["ev_chat-b_0", "ev_chat-b_2", "ev_chat-b_4"])
+        second = box.lease("w1", 10, 60)
+        self.assertEqual([e.id for e in second], [f"ev_chat-a_{i}" for i in (1, 3, 5, 7, 9)])
+        self.assertEqual(box.lease("w2", 10, 60), [])  # chat-b's head is leased: its tail waits
+
+    def test_a_failed_head_blocks_only_its_own_session(self):
+        box = self.open()
+        box.enqueue([event(1, "chat-a"), event(2, "chat-a"), event(3, "chat-b")])
+        batch = box.lease("w", 1, 60)
+        box.retry_at([batch[0].id], self.clock.now + 30, "http_503", burn_attempt=True)
+        self.assertEqual([e.id for e in box.lease("w", 5, 60)], ["ev_chat-b_3"])
+        self.assertEqual(box.lease("w", 5, 60), [])
+        self.clock.advance(30)
+        retried = box.lease("w", 5, 60)
+        self.assertEqual([(e.id, e.attempts) for e in retried], [("ev_chat-a_1", 1), ("ev_chat-a_2", 0)])
+
+    def test_ack_retry_without_burn_and_dead_letter(self):
+        box = self.open()
+        box.enqueue([event(i) for i in range(4)])
+        batch = box.lease("w", 4, 60)
+        self.assertEqual(box.ack([batch[0].id]), 1)
+        self.assertEqual(box.dead_letter([batch[1].id], "http_422"), 1)
+        box.retry_at([batch[2].id, batch[3].id], self.clock.now, "unreachable", burn_attempt=False)
+        again = box.lease("w", 4, 60)
+        self.assertEqual([(e.id, e.attempts) for e in again], [(batch[2].id, 0), (batch[3].id, 0)])
+        self.assertEqual(box.stats()["counts"], {"pending": 0, "leased": 2, "delivered": 1, "dead": 1})
+
+    def test_destination_filter(self):
+        box = self.open()
+        box.enqueue([event(1, dest="https://old#ws"), event(2, session="chat-z")])
+        self.assertEqual([e.id for e in box.lease("w", 5, 60, destination=DEST)], ["ev_chat-z_2"])
+
+    def test_requeue_dead_is_bounded_and_oldest_first(self):
+        box = self.open()
+        box.enqueue([event(i, f"chat-{i}") for i in range(5)])
+        for _ in range(5):
+            box.dead_letter([e.id for e in box.lease("w", 1, 60)], "http_400")
+        self.assertEqual(box.requeue_dead(3), 3)
+        self.assertEqual(box.stats()["counts"]["dead"], 2)
+        self.assertEqual([e.id for e in box.lease("w", 1, 60)], ["ev_chat-0_0"])
+
+    def test_stats_report_ages_without_content(self):
+        box = self.open()
+        box.enqueue([event(1, content="SECRET-CONTENT")])
+        stats = box.stats()
+        self.assertEqual(stats["oldest_pending_captured_at"], 1_700_000_001.0)
+        self.assertNotIn("SECRET-CONTENT", repr(stats))
+        self.assertNotIn(self.path, repr(stats))
+
+
+class CrashRecoveryTest(OutboxTestCase):
+    def test_a_lease_of_a_dead_process_is_recovered_after_expiry_by_reopening_the_file(self):
+        crashed = self.open()
+        crashed.enqueue([event(1), event(2)])
+        self.assertEqual(len(crashed.lease("dead-process", 10, 60)), 2)
+        crashed._conn.close()  # the process dies without releasing anything
+        crashed.closed = True
+        survivor = self.open()
+        self.assertEqual(survivor.lease("next", 10, 60), [])
+        self.clock.advance(61)
+        self.assertEqual([e.id for e in survivor.lease("next", 10, 60)], ["ev_chat-a_1", "ev_chat-a_2"])
+
+    def test_recover_expired_directly(self):
+        box = self.open()
+        box.enqueue([event(1)])
+        box.lease("w", 1, 10)
+        self.clock.advance(10)
+        self.assertEqual(box.recover_expired(), 1)
+
+
+class BoundTest(OutboxTestCase):
+    def test_terminal_rows_make_room_delivered_first_then_old_dead(self):
+        box = self.open(max_rows=100, dead_retention_s=3600)
+        box.enqueue([event(i, f"chat-{i}") for i in range(100)])
+        for _ in range(10):
+            box.ack([e.id for e in box.lease("w", 1, 60)])
+        for _ in range(10):
+            box.dead_letter([e.id for e in box.lease("w", 1, 60)], "http_422")
+        self.assertEqual(box.enqueue([event(1000 + i, "chat-new") for i in range(10)]).inserted, 10)
+        self.assertEqual(box.stats()["counts"]["delivered"], 0)
+        self.assertEqual(box.enqueue([event(2000, "chat-new")]).refused, 1)  # dead rows are still young
+        self.clock.advance(3601)
+        self.assertEqual(box.enqueue([event(2001, "chat-new")]).inserted, 1)
+        self.assertEqual(box.stats()["counts"]["dead"], 9)
+
+    def test_a_full_queue_of_live_rows_refuses_and_drops_nothing(self):
+        box = self.open(max_rows=100)
+        box.enqueue([event(i) for i in range(100)])
+        result = box.enqueue([event(500), event(501)])
+        self.assertEqual((result.inserted, result.refused), (0, 2))
+        self.assertEqual(box.stats()["counts"]["pending"], 100)
+
+    def test_prune_by_retention(self):
+        box = self.open(dead_retention_s=100)
+        box.enqueue([event(1, "a"), event(2, "b")])
+        box.ack([e.id for e in box.lease("w", 1, 60)])
+        box.dead_letter([e.id for e in box.lease("w", 1, 60)], "http_400")
+        self.assertEqual(box.prune(delivered_retention_s=50), 0)
+        self.clock.advance(60)
+        self.assertEqual(box.prune(delivered_retention_s=50), 1)
+        self.clock.advance(60)
+        self.assertEqual(box.prune(delivered_retention_s=50), 1)
+
+
+class ProcessesTest(OutboxTestCase):
+    def test_two_real_processes_enqueue_into_one_file(self):
+        self.open().enqueue([event(0)])  # create and migrate first
+        children = [run_child(CHILD_ENQUEUE, ROOT, self.path, tag, "300") for tag in ("p1", "p2")]
+        for child in children:
+            out, err = child.communicate(timeout=120)
+            self.assertEqual(out.strip(), "done", err)
+        box = self.open()
+        self.assertEqual(box.stats()["counts"]["pending"], 601)
+        sessions = set()
+        for _ in ("p1", "p2"):
+            batch = box.lease("w", 300, 60, destination="d")
+            tag = batch[0].session_id[len("chat-"):]
+            sessions.add(tag)
+            self.assertEqual([e.content for e in batch], [f"{tag} {i}" for i in range(300)])
+        self.assertEqual(sessions, {"p1", "p2"})
+
+    def test_a_lock_held_by_another_process_is_a_bounded_busy_error(self):
+        box = self.open(busy_timeout_s=0.25)
+        child = hold_write_lock(self.path)
+        try:
+            with self.assertRaises(OutboxBusy):
+                box.enqueue([event(1)])
+        finally:
+            release_lock(child)
+        self.assertEqual(box.enqueue([event(1)]).inserted, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
