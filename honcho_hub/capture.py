@@ -28,7 +28,6 @@ from .redact import RedactionError, redact
 log = logging.getLogger(__name__)
 
 REOPEN_AFTER_S = 30.0
-BUSY_BACKOFF_S = 1.0  # after a lock wait timed out, newer messages join the hand-off without waiting again
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -82,7 +81,6 @@ class CaptureService:
         self.counters: dict = counters if counters is not None else {}
         self._outbox: Outbox | None = None
         self._reopen_at = 0.0
-        self._busy_until = 0.0
         self.unavailable: str | None = None  # error code while the outbox cannot be used
         self._order = threading.Lock()
 
@@ -132,15 +130,13 @@ class CaptureService:
                 for i, part in enumerate(split_message(text))]
 
     def _store(self, events: list[NewEvent]) -> Outcome:
-        if self.handoff and self._monotonic() < self._busy_until:
-            return self._to_handoff(events)
         if not self._order.acquire(timeout=self._settings.capture_wait_ms / 1000):
-            return self._to_handoff(events)
+            return self._to_handoff(events)  # another thread of ours is waiting on the database
         try:
-            if self.handoff:
+            if self.handoff:  # older messages wait there: this one queues behind them
+                outcome = self._to_handoff(events)
                 self._flush_locked()
-            if self.handoff:
-                return self._to_handoff(events)
+                return Outcome.QUEUED if outcome is Outcome.HANDED_OFF and not self.handoff else outcome
             result = self._open().enqueue(events)
         except OutboxError as exc:
             self._note_unavailable(exc)
@@ -153,18 +149,20 @@ class CaptureService:
         return Outcome.QUEUED if result.inserted else Outcome.DUPLICATE
 
     def _flush_locked(self) -> int:
-        stored = 0
-        while self.handoff:
-            try:
-                result = self._open().enqueue(self.handoff[0])
-            except OutboxError as exc:
-                self._note_unavailable(exc)
-                break
+        """Persist the whole hand-off in one transaction, oldest first; returns events stored."""
+        if not self.handoff:
+            return 0
+        pending = list(self.handoff)
+        try:
+            results = self._open().enqueue_batches(pending)
+        except OutboxError as exc:
+            self._note_unavailable(exc)
+            return 0
+        for result in results:
             if result.refused:
                 break  # still full: keep it in memory rather than drop it
             self.handoff.popleft()
-            stored += result.inserted
-        return stored
+        return sum(r.inserted for r in results)
 
     def _to_handoff(self, events: list[NewEvent]) -> Outcome:
         if len(self.handoff) >= self._settings.handoff_capacity:
@@ -193,9 +191,7 @@ class CaptureService:
 
     def _note_unavailable(self, exc: OutboxError) -> None:
         code = getattr(exc, "code", "outbox_error")
-        if code == "outbox_busy":
-            self._busy_until = self._monotonic() + BUSY_BACKOFF_S
-        else:
+        if code != "outbox_busy":
             if self.unavailable != code:
                 log.error("honcho capture: outbox unusable (%s); messages wait in memory", code)
             self.unavailable = code

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterable, Sequence
@@ -27,7 +28,7 @@ class EventState(str, Enum):
     DEAD = "dead"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NewEvent:
     """One redacted message to deliver; `id` is stable for the same source."""
 
@@ -42,7 +43,7 @@ class NewEvent:
     scope_id: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LeasedEvent(NewEvent):
     seq: int = 0
     attempts: int = 0
@@ -64,6 +65,7 @@ class Outbox:
         self._conn = connect(path, synchronous, busy_timeout_s)
         self._lock = threading.Lock()
         self._busy_timeout_s = busy_timeout_s
+        self._min_seq_hint = 0  # a lower bound of min(seq), refreshed whenever the exact value is read
         self._max_rows = max_rows
         self._dead_retention_s = dead_retention_s
         self._clock = clock
@@ -77,20 +79,52 @@ class Outbox:
                 self._conn.close()
 
     def enqueue(self, events: Sequence[NewEvent]) -> EnqueueResult:
-        """Store events (ignoring ids already stored); all are refused when the bound leaves no room."""
+        """Store one message's events (ignoring ids already stored); all refused when there is no room."""
+        if len(events) == 1 and self._insert_if_far_from_bound(events[0]):
+            return EnqueueResult(1, 0, 0)
+        return self.enqueue_batches([events])[0]
+
+    def _insert_if_far_from_bound(self, e: NewEvent) -> bool:
+        """The common case in one autocommit statement: a new id, far from the row bound.
+
+        False means "not inserted here" (a duplicate id, or near the bound); the transactional path then
+        decides precisely. Rows never outnumber max(seq) - min(seq) + 1, and min(seq) only grows (new
+        rows get larger seqs), so a remembered, possibly older min(seq) can only overestimate the count.
+        Saving the bound queries and BEGIN/COMMIT round trips keeps capture close to a bare insert.
+        """
         now = self._clock()
-        with self._tx() as conn:
-            if not self._has_room(conn, len(events), now):
-                return EnqueueResult(0, 0, len(events))
-            inserted = 0
-            for e in events:
-                cur = conn.execute(
+        with self._locked():
+            try:
+                return self._conn.execute(
                     f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE coalesce((SELECT max(seq) FROM events), 0)"
+                    " - ? + 2 <= ?",
                     (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
-                     e.captured_at, e.scope_id, now, now))
-                inserted += cur.rowcount
-            return EnqueueResult(inserted, len(events) - inserted, 0)
+                     e.captured_at, e.scope_id, now, now, self._min_seq_hint, self._max_rows)).rowcount == 1
+            except Exception as exc:
+                raise translate(exc) from exc
+
+    def enqueue_batches(self, batches: Sequence[Sequence[NewEvent]]) -> list[EnqueueResult]:
+        """Store several messages in order in one transaction, stopping at the first that does not fit.
+
+        Returns one result per stored or refused batch; batches after a refused one are not attempted.
+        """
+        now = self._clock()
+        results = []
+        with self._tx() as conn:
+            for events in batches:
+                if not self._has_room(conn, len(events), now):
+                    results.append(EnqueueResult(0, 0, len(events)))
+                    break
+                inserted = 0
+                for e in events:
+                    inserted += conn.execute(
+                        f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
+                         e.captured_at, e.scope_id, now, now)).rowcount
+                results.append(EnqueueResult(inserted, len(events) - inserted, 0))
+        return results
 
     def lease(self, owner: str, batch_size: int, lease_s: float, destination: str | None = None) -> list[LeasedEvent]:
         """Lease the oldest ready batch of one session whose head nobody holds; [] when none is ready."""
@@ -175,13 +209,25 @@ class Outbox:
     def _tx(self):
         return _LockedTransaction(self)
 
+    @contextmanager
+    def _locked(self):
+        if not self._lock.acquire(timeout=self._busy_timeout_s):
+            raise OutboxBusy("outbox is in use by another thread")
+        try:
+            self._check_open()
+            yield
+        finally:
+            self._lock.release()
+
     def _check_open(self) -> None:
         if self.closed:
             raise OutboxError("outbox is closed")
 
     def _has_room(self, conn, needed: int, now: float) -> bool:
         # max(seq) - min(seq) + 1 bounds the row count from above in O(log n): count only near the bound.
-        low, high = conn.execute("SELECT min(seq), max(seq) FROM events").fetchone()
+        low, high = conn.execute(  # two subqueries: SQLite optimizes a lone min() or max(), not both at once
+            "SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)").fetchone()
+        self._min_seq_hint = max(self._min_seq_hint, low or 0)
         if low is None or (high - low + 1) + needed <= self._max_rows:
             return True
         excess = conn.execute("SELECT count(*) FROM events").fetchone()[0] + needed - self._max_rows

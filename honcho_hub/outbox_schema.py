@@ -8,7 +8,7 @@ import sqlite3
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE events (
-            seq              INTEGER PRIMARY KEY AUTOINCREMENT,  -- capture order
+            seq              INTEGER PRIMARY KEY,                -- capture order (rowid: always above every remaining row)
             id               TEXT NOT NULL UNIQUE,               -- stable id derived from the source
             destination      TEXT NOT NULL,                      -- API URL + workspace, never the key
             workspace_id     TEXT NOT NULL,

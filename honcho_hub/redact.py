@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-from .redact_patterns import ASSIGNMENT_RES, PATTERNS, SAFE_VALUE_RE
+from .redact_patterns import (ASSIGNMENTS, NOT_SECRET_NAMES, PATTERNS, SAFE_VALUE_RE, SECRET_NAME_RE,
+                              SHORT_PATTERNS, has_long_word)
 
 ALIAS_RE = re.compile(r"§§\s*secret\s*\(\s*([^)\s]{0,128})\s*\)", re.IGNORECASE)
 MIN_SECRET_CHARS = 4  # as Agent Zero's own masker: shorter values would shred ordinary text
@@ -33,11 +34,15 @@ def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
         raise RedactionError("content is not text")
     try:
         text = _replace_known_values(text, secrets)
-        text = ALIAS_RE.sub(_neutral_alias, text)
-        for kind, pattern in PATTERNS:
-            text = pattern.sub(_replacer(kind), text)
-        for pattern in ASSIGNMENT_RES:
-            text = pattern.sub(_redact_assignment, text)
+        if "§§" in text:
+            text = ALIAS_RE.sub(_neutral_alias, text)
+        lowered = text.lower()
+        for shape in PATTERNS if has_long_word(text) else SHORT_PATTERNS:
+            if shape.may_occur(text, lowered):
+                text = shape.pattern.sub(_REPLACERS[shape.kind], text)
+        for shape in ASSIGNMENTS:
+            if shape.may_occur(text, lowered) and any(w in lowered for w in _NAME_WORDS):
+                text = shape.pattern.sub(_redact_assignment, text)
         return text
     except RedactionError:
         raise
@@ -67,8 +72,16 @@ def _replacer(kind: str):
     return replace
 
 
+_REPLACERS = {shape.kind: _replacer(shape.kind) for shape in PATTERNS}
+
+
+_NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")  # every SECRET_NAME_RE ending has one
+
+
 def _redact_assignment(match: re.Match) -> str:
-    value = match.group("value")
+    name, value = match.group("name"), match.group("value")
+    if not SECRET_NAME_RE.search(name) or name.lower() in NOT_SECRET_NAMES:
+        return match.group(0)
     if SAFE_VALUE_RE.match(value.strip("\"'")):
         return match.group(0)
     quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""

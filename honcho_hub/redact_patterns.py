@@ -8,74 +8,113 @@ A named group `keep` is text kept in front of the placeholder (a header name, a 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _B = r"(?<![A-Za-z0-9_\-])"  # start boundary that also treats '-' and '_' as part of a token
 _E = r"(?![A-Za-z0-9_\-])"
 
 
-def _p(kind: str, pattern: str, flags: int = 0) -> tuple[str, re.Pattern]:
-    return kind, re.compile(pattern, flags)
+@dataclass(frozen=True)
+class Shape:
+    """A credential shape; `needles` are literals one of which must occur for the regex to be tried
+    (compared case-insensitively when the pattern is), a cheap pre-check that keeps redaction fast."""
+
+    kind: str
+    needles: tuple[str, ...]
+    pattern: re.Pattern
+    ignore_case: bool
+    short: bool  # can match without any run of LONG_RUN characters (see below)
+
+    def may_occur(self, text: str, lowered: str) -> bool:
+        """Whether any needle occurs; `lowered` is text.lower(), computed once by the caller."""
+        haystack = lowered if self.ignore_case else text
+        for needle in self.needles:
+            if needle in haystack:
+                return True
+        return False
 
 
-PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
-    _p("private_key", r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----"
-                      r"(?:[\s\S]{0,20000}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----|[\s\S]*)"),
-    _p("jwt", _B + r"eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}" + _E),
-    _p("url_credentials", r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://)[^\s:/@]{1,256}:[^\s@/]{1,256}(?=@)"),
-    _p("authorization", r"(?P<keep>\bAuthorization\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+)"
-                        r"[^\s\"',;]{1,4096}", re.IGNORECASE),
-    _p("bearer_token", r"(?P<keep>\bBearer\s+)[A-Za-z0-9._~+/=\-]{16,4096}"),
-    _p("anthropic_key", _B + r"sk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{20,512}" + _E),
-    _p("openai_key", _B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,512}" + _E),
-    _p("github_token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
-    _p("slack_token", _B + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,255}" + _E),
-    _p("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]{20,255}"),
-    _p("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
-    _p("aws_secret_key", r"(?P<keep>\baws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{40}"
+def _p(kind: str, needles: tuple[str, ...], pattern: str, flags: int = 0, short: bool = False) -> Shape:
+    return Shape(kind, needles, re.compile(pattern, flags), bool(flags & re.IGNORECASE), short)
+
+
+# Every token shape below except the `short` ones is at least 16 characters without whitespace, so
+# text without such a word (most prose) needs only the short shapes: see `has_long_word`.
+LONG_WORD = 16
+
+
+def has_long_word(text: str) -> bool:
+    """Whether some whitespace-separated word has LONG_WORD or more characters."""
+    return max(map(len, text.split()), default=0) >= LONG_WORD
+
+
+PATTERNS: tuple[Shape, ...] = (
+    _p("private_key", ("-----BEGIN",), r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----"
+                      r"(?:[\s\S]{0,20000}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----|[\s\S]*)", short=True),
+    _p("jwt", ("eyJ",), _B + r"eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}" + _E),
+    _p("url_credentials", ("://",), r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://)[^\s:/@]{1,256}:[^\s@/]{1,256}(?=@)",
+       short=True),
+    _p("authorization", ("authorization",), r"(?P<keep>\bAuthorization\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+)"
+                        r"[^\s\"',;]{1,4096}", re.IGNORECASE, short=True),
+    _p("bearer_token", ("Bearer",), r"(?P<keep>\bBearer\s+)[A-Za-z0-9._~+/=\-]{16,4096}"),
+    _p("anthropic_key", ("sk-ant-",), _B + r"sk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{20,512}" + _E),
+    _p("openai_key", ("sk-",), _B + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,512}" + _E),
+    _p("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})" + _E),
+    _p("slack_token", ("xox", "xapp-"), _B + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,255}" + _E),
+    _p("slack_webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]{20,255}"),
+    _p("aws_access_key", ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"), r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
+    _p("aws_secret_key", ("aws",), r"(?P<keep>\baws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{40}"
                          r"(?![A-Za-z0-9/+=])", re.IGNORECASE),
-    _p("google_api_key", _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
-    _p("google_oauth_token", _B + r"ya29\.[0-9A-Za-z_\-]{20,2048}" + _E),
-    _p("google_client_secret", _B + r"GOCSPX-[A-Za-z0-9_\-]{20,64}" + _E),
-    _p("stripe_key", _B + r"(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,255}" + _E),
-    _p("stripe_webhook_secret", _B + r"whsec_[A-Za-z0-9]{24,255}" + _E),
-    _p("huggingface_token", _B + r"hf_[A-Za-z0-9]{30,64}" + _E),
-    _p("npm_token", _B + r"npm_[A-Za-z0-9]{36}" + _E),
-    _p("gitlab_token", _B + r"(?:glpat|gldt|glrt|glcbt|glptt|glft|glsoat)-[A-Za-z0-9_\-]{20,64}" + _E),
-    _p("pypi_token", _B + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,512}" + _E),
-    _p("sendgrid_key", _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
-    _p("twilio_key", r"\bSK[0-9a-f]{32}\b"),
-    _p("mailgun_key", _B + r"key-[0-9a-z]{32}" + _E),
-    _p("digitalocean_token", _B + r"do[opr]_v1_[a-f0-9]{64}" + _E),
-    _p("shopify_token", _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E),
-    _p("groq_key", _B + r"gsk_[A-Za-z0-9]{40,64}" + _E),
-    _p("xai_key", _B + r"xai-[A-Za-z0-9]{40,128}" + _E),
-    _p("perplexity_key", _B + r"pplx-[A-Za-z0-9]{40,64}" + _E),
-    _p("replicate_token", _B + r"r8_[A-Za-z0-9]{30,64}" + _E),
-    _p("linear_key", _B + r"lin_api_[A-Za-z0-9]{40}" + _E),
-    _p("notion_token", _B + r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,64})" + _E),
-    _p("atlassian_token", _B + r"ATATT3[A-Za-z0-9_=\-]{50,300}" + _E),
-    _p("telegram_bot_token", r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
-    _p("discord_bot_token", _B + r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}" + _E),
-    _p("azure_storage_key", r"(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)[^;\s\"']{16,1024}"),
+    _p("google_api_key", ("AIza",), _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
+    _p("google_oauth_token", ("ya29.",), _B + r"ya29\.[0-9A-Za-z_\-]{20,2048}" + _E),
+    _p("google_client_secret", ("GOCSPX-",), _B + r"GOCSPX-[A-Za-z0-9_\-]{20,64}" + _E),
+    _p("stripe_key", ("_live_", "_test_"), _B + r"(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,255}" + _E),
+    _p("stripe_webhook_secret", ("whsec_",), _B + r"whsec_[A-Za-z0-9]{24,255}" + _E),
+    _p("huggingface_token", ("hf_",), _B + r"hf_[A-Za-z0-9]{30,64}" + _E),
+    _p("npm_token", ("npm_",), _B + r"npm_[A-Za-z0-9]{36}" + _E),
+    _p("gitlab_token", ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glsoat-"), _B + r"(?:glpat|gldt|glrt|glcbt|glptt|glft|glsoat)-[A-Za-z0-9_\-]{20,64}" + _E),
+    _p("pypi_token", ("pypi-",), _B + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,512}" + _E),
+    _p("sendgrid_key", ("SG.",), _B + r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}" + _E),
+    _p("twilio_key", ("SK",), r"\bSK[0-9a-f]{32}\b"),
+    _p("mailgun_key", ("key-",), _B + r"key-[0-9a-z]{32}" + _E),
+    _p("digitalocean_token", ("_v1_",), _B + r"do[opr]_v1_[a-f0-9]{64}" + _E),
+    _p("shopify_token", ("shp",), _B + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _E),
+    _p("groq_key", ("gsk_",), _B + r"gsk_[A-Za-z0-9]{40,64}" + _E),
+    _p("xai_key", ("xai-",), _B + r"xai-[A-Za-z0-9]{40,128}" + _E),
+    _p("perplexity_key", ("pplx-",), _B + r"pplx-[A-Za-z0-9]{40,64}" + _E),
+    _p("replicate_token", ("r8_",), _B + r"r8_[A-Za-z0-9]{30,64}" + _E),
+    _p("linear_key", ("lin_api_",), _B + r"lin_api_[A-Za-z0-9]{40}" + _E),
+    _p("notion_token", ("secret_", "ntn_"), _B + r"(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,64})" + _E),
+    _p("atlassian_token", ("ATATT3",), _B + r"ATATT3[A-Za-z0-9_=\-]{50,300}" + _E),
+    _p("telegram_bot_token", (":AA",), r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}" + _E),
+    # The boundary check follows the first letter so the regex engine can skip ahead to M, N or O.
+    _p("discord_bot_token", (".",), r"[MNO](?<![A-Za-z0-9_\-].)[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\."
+                                     r"[A-Za-z0-9_\-]{27,40}" + _E),
+    _p("azure_storage_key", ("AccountKey=", "SharedAccess"), r"(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)[^;\s\"']{16,1024}"),
 )
 
 # Names whose value is a credential: the name must END with one of these words, so `max_tokens`,
 # `token_count` or `author` do not match while `DB_PASSWORD`, `github_token` or `apiKey` do.
-_NAME = (r"(?<![A-Za-z0-9])[A-Za-z0-9_.\-]{0,64}?"
-         r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
-         r"|client[_\-]?secret|(?:secret|signing|encryption|master|session)[_\-]?key|credentials?)(?![A-Za-z0-9])")
-_VALUE = r"(?P<value>\[(?:REDACTED|secret-ref):[^\]\n]{0,80}\]|\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"',;&}\]\)]{1,512})"
+SECRET_NAME_RE = re.compile(
+    r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
+    r"|client[_\-]?secret|(?:secret|signing|encryption|master|session)[_\-]?key|credentials?)$", re.IGNORECASE)
+NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})  # the shell's working directories
 
-ASSIGNMENT_RES: tuple[re.Pattern, ...] = (
+_IDENT = r"(?P<name>[A-Za-z0-9_.\-]{1,80})"
+_VALUE = (r"(?P<value>\[(?:REDACTED|secret-ref):[^\]\n]{0,80}\]|\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'"
+          r"|[^\s\"',;&}\]\)]{1,512})")
+
+# Assignment forms, each matching ANY name; the caller keeps only names SECRET_NAME_RE accepts.
+# Matching the name first and checking its ending afterwards is far cheaper than a lazy name regex.
+ASSIGNMENTS: tuple[Shape, ...] = (
     # env, ini, shell, query strings:  DB_PASSWORD=x  export TOKEN="x"  ?token=x
-    re.compile(r"(?P<key>" + _NAME + r"\s*=\s*)" + _VALUE, re.IGNORECASE),
+    _p("assigned_secret", ("=",), r"(?P<key>(?<![A-Za-z0-9_.\-])" + _IDENT + r"\s*=\s*)" + _VALUE),
     # JSON and Python dicts:  "password": "x"
-    re.compile(r"(?P<key>[\"']" + _NAME + r"[\"']\s*:\s*)" + _VALUE, re.IGNORECASE),
+    _p("assigned_secret", ('":', "':", '" :', "' :"), r"(?P<key>[\"']" + _IDENT + r"[\"']\s*:\s*)" + _VALUE),
     # YAML at the start of a line:  password: x   - api_key: x
-    re.compile(r"(?P<key>^[ \t]*(?:-[ \t]+)?" + _NAME + r"[ \t]*:[ \t]+)" + _VALUE,
-               re.IGNORECASE | re.MULTILINE),
+    _p("assigned_secret", (":",), r"(?P<key>^[ \t]*(?:-[ \t]+)?" + _IDENT + r"[ \t]*:[ \t]+)" + _VALUE, re.MULTILINE),
     # command-line flags:  --password x  --api-key=x
-    re.compile(r"(?P<key>(?<![A-Za-z0-9-])--?" + _NAME + r"(?:=|[ \t]+)(?!-))" + _VALUE, re.IGNORECASE),
+    _p("assigned_secret", ("-",), r"(?P<key>(?<![A-Za-z0-9-])--?" + _IDENT + r"(?:=|[ \t]+)(?!-))" + _VALUE),
 )
 
 # Values that are not secrets: booleans, nulls, references to variables, placeholders, redactions.
@@ -84,3 +123,5 @@ SAFE_VALUE_RE = re.compile(
     r"|<[^<>]{0,64}>|\*+|x{3,}|\.{3}|…|\[(?:REDACTED|secret-ref)[^\]]{0,80}\])$",
     re.IGNORECASE,
 )
+
+SHORT_PATTERNS: tuple[Shape, ...] = tuple(shape for shape in PATTERNS if shape.short)

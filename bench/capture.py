@@ -1,0 +1,168 @@
+"""Capture benchmark: prints one JSON line.
+
+Measures, in one run on the same disk: capture of a 400-character message (redact + enqueue through
+CaptureService) against a bare one-row insert into a WAL database with the same `synchronous`
+setting (the physical floor) and against a synchronous `session.add_messages` over loopback HTTP to
+a local server answering in one buffered write (what a naive plugin does). Also 10,000 captures from
+4 threads in each of 2 processes must leave exactly 10,000 rows.
+
+    python bench/capture.py [--runs 2000] [--sync-runs 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+
+from honcho_hub.capture import CaptureRequest, CaptureService, Role  # noqa: E402
+from honcho_hub.config import build_settings  # noqa: E402
+
+MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
+           "Please remember that I prefer short answers, metric units and examples in Python. "
+           "My sister visits in June; we want a quiet beach within an hour of the city by train. "
+           "Budget is moderate, no car, and I am vegetarian, so restaurant tips should fit that too!")[:400]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def time_captures(folder: str, synchronous: str, runs: int) -> list[float]:
+    settings = build_settings({"outbox_path": os.path.join(folder, f"capture-{synchronous}.sqlite3"),
+                               "outbox_synchronous": synchronous, "max_queued_rows": 1_000_000}, {}, {})
+    service = CaptureService(settings)
+    for i in range(50):  # warm-up: open, migrate, first pages
+        service.capture(CaptureRequest("warm", Role.USER, f"w{i}", MESSAGE), settings)
+    samples = []
+    for i in range(runs):
+        request = CaptureRequest("bench0001", Role.USER, f"m{i}", MESSAGE)
+        start = time.perf_counter_ns()
+        service.capture(request, settings)
+        samples.append((time.perf_counter_ns() - start) / 1000)
+    service.close()
+    return samples
+
+
+def time_bare_inserts(folder: str, synchronous: str, runs: int) -> list[float]:
+    conn = sqlite3.connect(os.path.join(folder, f"bare-{synchronous}.sqlite3"), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.execute("CREATE TABLE t (id TEXT PRIMARY KEY, content TEXT NOT NULL)")
+    for i in range(50):
+        conn.execute("INSERT INTO t VALUES (?, ?)", (f"w{i}", MESSAGE))
+    samples = []
+    for i in range(runs):
+        start = time.perf_counter_ns()
+        conn.execute("INSERT INTO t VALUES (?, ?)", (f"m{i}", MESSAGE))
+        samples.append((time.perf_counter_ns() - start) / 1000)
+    conn.close()
+    return samples
+
+
+def time_sync_calls(runs: int) -> list[float]:
+    import httpx
+    from honcho import Honcho
+    from loopback import serve
+
+    server = serve()
+    try:
+        client = Honcho(base_url=server.url, api_key="bench", workspace_id="bench", max_retries=0, timeout=10,
+                        http_client=httpx.Client())
+        session, peer = client.session("naive"), client.peer("user")
+        for _ in range(20):
+            session.add_messages([peer.message(MESSAGE)])
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter_ns()
+            session.add_messages([peer.message(MESSAGE)])
+            samples.append((time.perf_counter_ns() - start) / 1000)
+        return samples
+    finally:
+        server.close()
+
+
+def capture_worker(path: str, tag: str, threads: int, per_thread: int) -> None:
+    settings = build_settings({"outbox_path": path, "max_queued_rows": 1_000_000}, {}, {})
+    service = CaptureService(settings)
+
+    def run(thread_no: int) -> None:
+        for i in range(per_thread):
+            service.capture(CaptureRequest(f"{tag}-{thread_no}", Role.USER, str(i), MESSAGE), settings)
+
+    pool = [threading.Thread(target=run, args=(n,)) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    deadline = time.monotonic() + 60
+    while service.handoff and time.monotonic() < deadline:
+        service.flush_handoff()
+    print(json.dumps({"left_in_handoff": len(service.handoff), "counters": service.counters}))
+
+
+def concurrent_rows(folder: str) -> tuple[int, int, list]:
+    path = os.path.join(folder, "concurrent.sqlite3")
+    children = [subprocess.Popen([sys.executable, __file__, "--worker", path, f"p{n}"], stdout=subprocess.PIPE,
+                                 text=True) for n in range(2)]
+    reports = [json.loads(child.communicate(timeout=600)[0]) for child in children]
+    conn = sqlite3.connect(path)
+    found = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    conn.close()
+    return 10_000, found, reports
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--sync-runs", type=int, default=500)
+    parser.add_argument("--worker", nargs=2)
+    args = parser.parse_args()
+    if args.worker:
+        return capture_worker(args.worker[0], args.worker[1], threads=4, per_thread=1250)
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
+        rss_before = rss_mb()
+        full = time_captures(folder, "FULL", args.runs)
+        rss_growth = rss_mb() - rss_before
+        bare_full = time_bare_inserts(folder, "FULL", args.runs)
+        normal = time_captures(folder, "NORMAL", args.runs)
+        bare_normal = time_bare_inserts(folder, "NORMAL", args.runs)
+        sync = time_sync_calls(args.sync_runs)
+        expected, found, reports = concurrent_rows(folder)
+    p50, p99, bare50, sync50 = percentile(full, .5), percentile(full, .99), percentile(bare_full, .5), percentile(sync, .5)
+    print(json.dumps({
+        "bench": "capture", "runs": args.runs, "message_chars": len(MESSAGE), "synchronous": "FULL",
+        "capture_p50_us": round(p50, 1), "capture_p99_us": round(p99, 1),
+        "bare_insert_p50_us": round(bare50, 1), "bare_insert_p99_us": round(percentile(bare_full, .99), 1),
+        "sync_call_p50_us": round(sync50, 1), "sync_call_runs": args.sync_runs,
+        "p50_ratio_to_bare_insert": round(p50 / bare50, 3), "speedup_vs_sync_call_p50": round(sync50 / p50, 1),
+        "normal_capture_p50_us": round(percentile(normal, .5), 1),
+        "normal_capture_p99_us": round(percentile(normal, .99), 1),
+        "normal_bare_insert_p50_us": round(percentile(bare_normal, .5), 1),
+        "normal_p50_ratio_to_bare_insert": round(percentile(normal, .5) / percentile(bare_normal, .5), 3),
+        "rows_expected": expected, "rows_found": found,
+        "concurrent_handoff_left": sum(r["left_in_handoff"] for r in reports),
+        "rss_growth_mb": round(rss_growth, 2),
+    }))
+
+
+if __name__ == "__main__":
+    main()

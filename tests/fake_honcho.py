@@ -1,0 +1,228 @@
+"""A fake Honcho API (v3 routes the plugin uses), with dict state, a request log and scripted faults.
+
+Use `FakeHoncho().transport()` as the `httpx.MockTransport` of a real `honcho.Honcho`, or serve the
+same object over loopback HTTP with `loopback.serve(fake)` so several processes share one state.
+Behaviour follows the server facts in shared/HONCHO.md: get-or-create for workspaces, peers and
+sessions; 1–100 messages per call; 25,000 characters per message; 401 for a wrong key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+MAX_MESSAGES, MAX_CHARS = 100, 25_000
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
+_WS = r"^/v3/workspaces/(?P<ws>[^/]+)"
+
+
+@dataclass
+class Fault:
+    """One scripted failure: `kind` is status, reset or timeout; `after_store` lets the server act first."""
+
+    match: str
+    kind: str = "status"
+    status: int = 500
+    retry_after: str | None = None
+    after_store: bool = False
+    times: int = 1
+
+
+class FakeHoncho:
+    def __init__(self, api_key: str | None = None) -> None:
+        self.api_key = api_key
+        self.lock = threading.RLock()
+        self.workspaces: dict[str, dict] = {}
+        self.peers: dict[tuple[str, str], dict] = {}
+        self.sessions: dict[tuple[str, str], dict] = {}
+        self.messages: list[dict] = []
+        self.requests: list[tuple[str, str]] = []
+        self.faults: deque[Fault] = deque()
+        self._routes = [
+            ("POST", r"^/v3/workspaces$", self._workspace),
+            ("POST", _WS + r"/peers$", self._peer),
+            ("POST", _WS + r"/sessions$", self._session),
+            ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/peers$", self._session_peers),
+            ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages$", self._add_messages),
+            ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages/list$", self._list_messages),
+        ]
+
+    # -- scripting ---------------------------------------------------------------------------------
+
+    def fail(self, match: str = "/messages", **kw: Any) -> Fault:
+        """Queue a fault for the next request whose path contains `match`."""
+        fault = Fault(match=match, **kw)
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def session_messages(self, session_id: str, workspace_id: str = "agent-zero") -> list[dict]:
+        with self.lock:
+            return [m for m in self.messages if m["session_id"] == session_id and m["workspace_id"] == workspace_id]
+
+    def count(self, fragment: str) -> int:
+        """How many requests hit a path containing `fragment`."""
+        with self.lock:
+            return sum(1 for _, path in self.requests if fragment in path)
+
+    # -- the API -----------------------------------------------------------------------------------
+
+    def handle(self, method: str, path: str, query: dict, body: Any, headers: dict) -> tuple[int, dict, Any, Fault | None]:
+        """Answer one request: (status, headers, json body, fault to apply after answering or None)."""
+        with self.lock:
+            self.requests.append((method, path))
+            fault = self._take_fault(path)
+            if fault and not fault.after_store:
+                if fault.kind != "status":
+                    return 0, {}, None, fault
+                return self._fault_response(fault) + (None,)
+            if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+                return 401, {}, {"detail": "Invalid API key"}, None
+            status, payload = self._route(method, path, query, body)
+            if fault:
+                return (0, {}, None, fault) if fault.kind != "status" else self._fault_response(fault) + (None,)
+            return status, {}, payload, None
+
+    def _take_fault(self, path: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.match in path:
+                fault.times -= 1
+                if fault.times <= 0:
+                    self.faults.remove(fault)
+                return fault
+        return None
+
+    @staticmethod
+    def _fault_response(fault: Fault) -> tuple[int, dict, Any]:
+        headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+        return fault.status, headers, {"detail": f"scripted {fault.status}"}
+
+    def _route(self, method: str, path: str, query: dict, body: Any) -> tuple[int, Any]:
+        for verb, pattern, handler in self._routes:
+            match = re.match(pattern, path)
+            if verb == method and match:
+                return handler(body if isinstance(body, dict) else {}, query, **match.groupdict())
+        return 404, {"detail": "Not found"}
+
+    def _workspace(self, body: dict, query: dict) -> tuple[int, Any]:
+        ws = body.get("id", "")
+        if not _ID.match(ws):
+            return 422, {"detail": "invalid workspace id"}
+        self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
+        return 200, {"id": ws, "metadata": {}, "created_at": self.workspaces[ws]["created_at"]}
+
+    def _peer(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        if not _ID.match(body.get("id", "")):
+            return 422, {"detail": "invalid peer id"}
+        return 200, self._ensure_peer(ws, body["id"])
+
+    def _session(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        sid = body.get("id", "")
+        if not _ID.match(sid):
+            return 422, {"detail": "invalid session id"}
+        session = self._ensure_session(ws, sid)
+        self._apply_peers(ws, sid, session, body.get("peers") or {})
+        session["scopes"].update(body.get("scopes") or [])
+        return 200, self._session_json(ws, sid)
+
+    def _session_peers(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
+        self._apply_peers(ws, sid, self._ensure_session(ws, sid), body)
+        return 200, self._session_json(ws, sid)
+
+    def _add_messages(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
+        batch = body.get("messages")
+        if not isinstance(batch, list) or not 1 <= len(batch) <= MAX_MESSAGES:
+            return 422, {"detail": "messages must hold 1 to 100 items"}
+        for message in batch:
+            if len(message.get("content", "")) > MAX_CHARS or not _ID.match(message.get("peer_id", "")):
+                return 422, {"detail": "invalid message"}
+        session = self._ensure_session(ws, sid)
+        stored = []
+        for message in batch:
+            self._ensure_peer(ws, message["peer_id"])
+            session["peers"].setdefault(message["peer_id"], {})
+            record = {"id": f"msg{len(self.messages) + 1}", "content": message["content"].replace("\x00", ""),
+                      "peer_id": message["peer_id"], "session_id": sid, "workspace_id": ws,
+                      "metadata": message.get("metadata") or {}, "created_at": message.get("created_at") or _now(),
+                      "token_count": len(message["content"]) // 4}
+            self.messages.append(record)
+            stored.append(record)
+        return 200, stored
+
+    def _list_messages(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
+        filters = body.get("filters") or {}
+        found = [m for m in self.session_messages(sid, ws) if _matches(m, filters)]
+        page, size = int(query.get("page", 1)), int(query.get("size", 50))
+        items = found[(page - 1) * size: page * size]
+        pages = max(1, -(-len(found) // size))
+        return 200, {"items": items, "total": len(found), "page": page, "size": size, "pages": pages}
+
+    # -- state helpers -----------------------------------------------------------------------------
+
+    def _ensure_peer(self, ws: str, peer_id: str) -> dict:
+        self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
+        return self.peers.setdefault((ws, peer_id), {"id": peer_id, "workspace_id": ws, "created_at": _now(),
+                                                      "metadata": {}, "configuration": {}})
+
+    def _ensure_session(self, ws: str, sid: str) -> dict:
+        self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
+        return self.sessions.setdefault((ws, sid), {"created_at": _now(), "peers": {}, "scopes": set(),
+                                                    "peers_set_before_messages": {}})
+
+    def _apply_peers(self, ws: str, sid: str, session: dict, peers: dict) -> None:
+        has_messages = bool(self.session_messages(sid, ws))
+        for peer_id, config in peers.items():
+            self._ensure_peer(ws, peer_id)
+            session["peers"][peer_id] = dict(config or {})
+            if not has_messages:
+                session["peers_set_before_messages"][peer_id] = dict(config or {})
+
+    def _session_json(self, ws: str, sid: str) -> dict:
+        return {"id": sid, "is_active": True, "workspace_id": ws, "metadata": {},
+                "created_at": self.sessions[(ws, sid)]["created_at"]}
+
+    # -- transports --------------------------------------------------------------------------------
+
+    def transport(self) -> httpx.MockTransport:
+        """An httpx transport that answers from this fake, raising httpx errors for resets and timeouts."""
+        def answer(request: httpx.Request) -> httpx.Response:
+            body = json.loads(request.content) if request.content else None
+            status, headers, payload, fault = self.handle(request.method, request.url.path,
+                                                          dict(request.url.params), body, dict(request.headers))
+            if fault is not None:
+                raise _transport_error(fault, request)
+            return httpx.Response(status, headers=headers, json=payload)
+        return httpx.MockTransport(answer)
+
+
+def _transport_error(fault: Fault, request: httpx.Request) -> Exception:
+    if fault.kind == "timeout":
+        return (httpx.ReadTimeout if fault.after_store else httpx.ConnectTimeout)("scripted timeout", request=request)
+    if fault.kind == "connect":
+        return httpx.ConnectError("scripted connection refused", request=request)
+    return httpx.RemoteProtocolError("scripted connection reset", request=request)
+
+
+def _matches(message: dict, filters: dict) -> bool:
+    """The subset of Honcho's filter language the plugin uses: AND, OR, metadata and field equality."""
+    for key, wanted in filters.items():
+        if key == "AND" and not all(_matches(message, f) for f in wanted):
+            return False
+        if key == "OR" and not any(_matches(message, f) for f in wanted):
+            return False
+        if key == "metadata" and any(message["metadata"].get(k) != v for k, v in wanted.items()):
+            return False
+        if key not in ("AND", "OR", "metadata") and message.get(key) != wanted:
+            return False
+    return True
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()

@@ -1,0 +1,112 @@
+"""Serve a FakeHoncho over loopback HTTP: in a thread (benches, tests) or as its own process.
+
+Each response goes out in one buffered write on a keep-alive connection, so a client never waits on
+Nagle's algorithm and delayed ACKs; what a benchmark measures is the client, not the fake.
+Control routes under /_fake/ let other processes script faults and read the server's state.
+
+    python tests/loopback.py            # prints the port, serves until stdin closes
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_honcho import Fault, FakeHoncho  # noqa: E402
+
+STALL_S = 30.0  # a "timeout" fault holds the answer this long; clients give up well before
+
+
+def _handler_for(fake: FakeHoncho, stop: threading.Event) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def do_PUT(self) -> None:
+            self._answer()
+
+        def do_DELETE(self) -> None:
+            self._answer()
+
+        def log_message(self, *args) -> None:  # keep test output clean
+            pass
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            body = json.loads(raw) if raw else None
+            parts = urlsplit(self.path)
+            if parts.path.startswith("/_fake/"):
+                return self._send(*_control(fake, parts.path, body))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, extra, payload, fault = fake.handle(self.command, parts.path, dict(parse_qsl(parts.query)),
+                                                        body, headers)
+            if fault is not None:
+                if fault.kind == "timeout":
+                    stop.wait(STALL_S)
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return None
+            return self._send(status, payload, extra)
+
+        def _send(self, status: int, payload, extra: dict | None = None) -> None:
+            data = json.dumps(payload).encode()
+            head = [f"HTTP/1.1 {status} X", "Content-Type: application/json", f"Content-Length: {len(data)}"]
+            head += [f"{k}: {v}" for k, v in (extra or {}).items()]
+            self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+
+    return Handler
+
+
+def _control(fake: FakeHoncho, path: str, body) -> tuple[int, object]:
+    with fake.lock:
+        if path == "/_fake/messages":
+            return 200, fake.messages
+        if path == "/_fake/fail":
+            fake.faults.append(Fault(**body))
+            return 200, {"queued": len(fake.faults)}
+        if path == "/_fake/requests":
+            return 200, fake.requests
+    return 404, {"detail": "unknown control route"}
+
+
+class LoopbackServer:
+    """A running loopback server; `url` is its base URL. Stop it with `close()`."""
+
+    def __init__(self, fake: FakeHoncho) -> None:
+        self.fake = fake
+        self._stop = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake, self._stop))
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-honcho", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+
+def serve(fake: FakeHoncho | None = None) -> LoopbackServer:
+    return LoopbackServer(fake or FakeHoncho())
+
+
+if __name__ == "__main__":
+    server = serve(FakeHoncho(api_key=os.environ.get("FAKE_HONCHO_KEY") or None))
+    print(server.url, flush=True)
+    sys.stdin.read()  # serve until the parent closes our stdin
+    server.close()
