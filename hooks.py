@@ -48,8 +48,9 @@ def install():
         from usr.plugins.honcho.honcho_hub import lifecycle
 
         pip = lifecycle.install_requirements(os.path.join(PLUGIN_DIR, "requirements.txt"))
-        log.info("honcho install finished: requirements %s", pip)
-        return {"requirements": pip}
+        outbox = lifecycle.migrate_outbox(_global_settings().outbox_path)
+        log.info("honcho install finished: requirements %s, outbox %s", pip, outbox)
+        return {"requirements": pip, "outbox": outbox}
     except Exception:
         log.exception("honcho install: incomplete; the plugin stays installed and runs degraded")
         return {"requirements": "error"}
@@ -75,6 +76,24 @@ def _stop_workers(drain_s):
     except Exception:
         log.exception("honcho: workers not stopped")
         return {"workers": 0, "drained": 0, "stopped": 0}
+
+
+def _global_settings():
+    from usr.plugins.honcho.honcho_hub import plugin_config
+    from usr.plugins.honcho.honcho_hub.config import build_settings
+
+    config = plugin_config.merged_config(plugin_config.read_config_file(DEFAULT_CONFIG),
+                                         plugin_config.read_config_file(GLOBAL_CONFIG))
+    return build_settings(config, _agent_zero_secrets(), os.environ)
+
+
+def _agent_zero_secrets():
+    try:
+        from helpers.secrets import get_secrets_manager  # Agent Zero's; absent outside it
+
+        return get_secrets_manager(None).load_secrets()
+    except Exception:
+        return {}
 
 
 def _project_config(project_name):

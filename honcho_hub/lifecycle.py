@@ -53,6 +53,22 @@ def install_requirements(requirements: str, python: str | None = None,
     return "ok"
 
 
+def migrate_outbox(path: str) -> str:
+    """Bring an existing outbox to the current schema; 'absent' when there is none yet (capture makes it)."""
+    from .outbox import Outbox
+    from .outbox_db import OutboxError
+
+    if not os.path.exists(path):
+        return "absent"
+    try:
+        Outbox(path).close()
+    except OutboxError as exc:
+        log.warning("honcho install: outbox not migrated (%s)", exc.code)
+        return exc.code
+    log.info("honcho install: outbox schema is current")
+    return "migrated"
+
+
 def plugin_workers() -> list[threading.Thread]:
     """Live worker threads of this plugin, whatever module generation started them."""
     return [t for t in threading.enumerate() if getattr(t, WORKER_MARKER, False) and t.is_alive()]

@@ -2,6 +2,7 @@
 
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -11,6 +12,7 @@ import hub_testkit
 from hub_testkit import ROOT, import_by_path, stub_agent_zero
 
 from honcho_hub import lifecycle
+from honcho_hub.outbox_schema import SCHEMA_VERSION
 from honcho_hub.settings_spec import defaults
 
 HOOKED = "usr.plugins.honcho.honcho_hub."  # the core's logger names when hooks.py imports it
@@ -101,13 +103,26 @@ class InstallTest(unittest.TestCase):
         self.addCleanup(os.remove, self.constraints.name)
 
     def test_install_with_pip_failing_returns_twice_without_raising(self):
-        with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, PIP_FIND_LINKS=""):
+        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")
+        with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, PIP_FIND_LINKS="",
+                      HONCHO_OUTBOX_PATH=outbox):
             with self.assertLogs(HOOKED + "lifecycle", "WARNING") as logs:
                 first = self.hooks.install()
                 second = self.hooks.install()
-        self.assertEqual(first, {"requirements": "failed"})
+        self.assertEqual(first, {"requirements": "failed", "outbox": "absent"})
         self.assertEqual(second, first)
+        self.assertFalse(os.path.exists(outbox))  # install does not create it: capture does
         self.assertTrue(any("running degraded" in line for line in logs.output))
+
+    def test_install_migrates_an_existing_outbox_idempotently(self):
+        outbox = os.path.join(self.host.root, "outbox.sqlite3")
+        sqlite3.connect(outbox).close()  # an outbox from before any schema: user_version 0
+        with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, HONCHO_OUTBOX_PATH=outbox):
+            self.assertEqual(self.hooks.install()["outbox"], "migrated")
+            self.assertEqual(self.hooks.install()["outbox"], "migrated")
+        conn = sqlite3.connect(outbox)
+        self.assertEqual(conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        conn.close()
 
     def test_pip_success_and_missing_requirements(self):
         with tempfile.TemporaryDirectory() as folder:
