@@ -47,6 +47,7 @@ class NewEvent:
 class LeasedEvent(NewEvent):
     seq: int = 0
     attempts: int = 0
+    error_code: str | None = None  # why the previous attempt failed, if one did
 
 
 @dataclass(frozen=True)
@@ -139,13 +140,13 @@ class Outbox:
             if head is None:
                 return []
             rows = conn.execute(
-                f"SELECT {_COLUMNS}, seq, attempts, state, next_attempt_at FROM events WHERE destination = ?"
+                f"SELECT {_COLUMNS}, seq, attempts, error_code, state, next_attempt_at FROM events WHERE destination = ?"
                 f" AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?", (*head, batch_size)).fetchall()
             batch = []
             for row in rows:
-                if row[11] != "pending" or row[12] > now:
+                if row[12] != "pending" or row[13] > now:
                     break  # keep order: stop at the first row that is not ready
-                batch.append(LeasedEvent(*row[:11]))
+                batch.append(LeasedEvent(*row[:12]))
             self._set(conn, "state = 'leased', lease_owner = ?, lease_expires_at = ?, updated_at = ?",
                       (owner, now + lease_s, now), [e.id for e in batch], "state = 'pending'")
             return batch

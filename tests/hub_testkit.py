@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
+import socket
 import sys
 import tempfile
 import types
@@ -20,6 +21,20 @@ from typing import Any, Iterator
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _loopback_only(host, *args, **kwargs):
+    """Tests may only reach this machine: any other name fails before a packet leaves."""
+    name = host.decode() if isinstance(host, bytes) else str(host)
+    if name not in LOOPBACK_HOSTS and not name.startswith("127."):
+        raise OSError(f"tests may not resolve {name!r}: loopback only")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _loopback_only  # a guard on the standard library, not on our code
 
 
 class StubExtension:
@@ -73,7 +88,9 @@ class StubHost:
         self.root = root
         self.secrets: dict[str, str] = {}
         self.enabled_plugins: list[str] = ["honcho"]
-        self.config: dict[str, Any] = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3")}
+        # Port 9 (discard) on loopback: nothing listens, so a stray delivery fails fast and stays local.
+        self.config: dict[str, Any] = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3"),
+                                       "api_url": "http://127.0.0.1:9", "mcp_url": "http://127.0.0.1:9"}
         self.scheduled_context_ids: set[str] = set()
 
     @property
@@ -123,9 +140,18 @@ def stub_agent_zero() -> Iterator[StubHost]:
         try:
             yield host
         finally:
+            _stop_plugin_workers()
             sys.modules.clear()
             sys.modules.update(saved_modules)
             sys.path[:] = saved_path
+
+
+def _stop_plugin_workers() -> None:
+    """Workers a test started through the adapters must not outlive the stub host."""
+    from honcho_hub import lifecycle
+
+    for worker in lifecycle.plugin_workers():
+        worker.stop(10)
 
 
 def _scheduler_for(host: StubHost) -> type:

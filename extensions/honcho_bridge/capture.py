@@ -11,6 +11,7 @@ from usr.plugins.honcho.honcho_hub.capture_rules import (UserMessageFacts, skip_
                                                          skip_reason_for_user_message)
 
 from . import host
+from .worker import ensure_worker
 
 log = logging.getLogger("honcho_hub.adapters")
 NUDGE_PROMPT = "fw.msg_nudge.md"
@@ -49,6 +50,8 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Out
     request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text)
     outcome = runtime.capture_service(settings).capture(request, settings, host.host_secrets(agent))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
+    ensure_worker()
+    runtime.wake_worker()
     return outcome
 
 

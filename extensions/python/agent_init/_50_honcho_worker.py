@@ -1,0 +1,18 @@
+"""Start the delivery worker when a chat's primary agent is created. Sync point; never raises."""
+
+import logging
+
+from helpers.extension import Extension
+
+log = logging.getLogger("honcho_hub.adapters")
+
+
+class HonchoStartWorker(Extension):
+    def execute(self, **kwargs):
+        try:
+            if getattr(self.agent, "number", None) == 0:
+                from usr.plugins.honcho.extensions.honcho_bridge.worker import ensure_worker
+
+                ensure_worker()
+        except Exception:  # the agent must start even if memory cannot
+            log.exception("honcho: delivery worker not started")

@@ -1,0 +1,171 @@
+"""The only module that talks to the Honcho SDK (`honcho-ai`), and the one place SDK errors are translated.
+
+Clients are built with `max_retries=0` (the outbox owns retries) and the configured timeout, one per
+(API URL, key, workspace); the key is read from the provider on every use, so a fixed key takes
+effect at the next call. `honcho` is imported lazily: capture and status work without it installed.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Sequence
+
+import httpx
+
+from .errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+from .outbox import NewEvent
+
+MAX_MESSAGES_PER_CALL = 100
+SOURCE = "agent-zero/honcho-hub"
+# Observation settings by role, applied before a session's first message (Honcho auto-creates peers
+# with its defaults otherwise): the human is modelled; the agent models others but is not modelled.
+OBSERVATION = {"user": {"observe_me": True, "observe_others": True},
+               "agent": {"observe_me": False, "observe_others": True}}
+_CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def sdk():
+    """The honcho module, or SdkMissingError when it is not installed."""
+    try:
+        import honcho
+    except ImportError as exc:
+        raise SdkMissingError("sdk_missing") from exc
+    return honcho
+
+
+class HonchoGateway:
+    """Sends event batches to one API URL + workspace; safe to call from several sender threads."""
+
+    def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str], timeout_s: float,
+                 http_client_factory: Callable[[], httpx.Client] | None = None) -> None:
+        self.api_url, self.workspace_id = api_url, workspace_id
+        self._key_provider, self._timeout_s = key_provider, timeout_s
+        self._http_client_factory = http_client_factory or httpx.Client
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._client_key: str | None = None
+        self._sessions: dict[str, Any] = {}
+        self._session_peers: dict[str, set[str]] = {}
+
+    def send(self, events: Sequence[NewEvent]) -> None:
+        """Deliver one session's events in order, at most 100 per request; raises DeliveryError."""
+        with _translated():
+            session = self._session(events)
+            for start in range(0, len(events), MAX_MESSAGES_PER_CALL):
+                session.add_messages([_message(e) for e in events[start:start + MAX_MESSAGES_PER_CALL]])
+
+    def existing_event_ids(self, session_id: str, event_ids: Iterable[str]) -> set[str]:
+        """Which of these event ids the session already holds (metadata filter); raises DeliveryError."""
+        wanted = list(event_ids)
+        found: set[str] = set()
+        with _translated():
+            session = self._cached_session(session_id)
+            for start in range(0, len(wanted), MAX_MESSAGES_PER_CALL):
+                part = wanted[start:start + MAX_MESSAGES_PER_CALL]
+                page = session.messages(filters={"OR": [{"metadata": {"event_id": i}} for i in part]},
+                                        size=MAX_MESSAGES_PER_CALL)
+                found.update(str((m.metadata or {}).get("event_id")) for m in page.items)
+        return found & set(wanted)
+
+    def close(self) -> None:
+        """Close the HTTP client; the next call builds a new one."""
+        with self._lock:
+            self._reset_client()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _sdk_client(self) -> Any:
+        key = self._key_provider()
+        with self._lock:
+            if self._client is None or key != self._client_key:
+                self._reset_client()
+                self._client = sdk().Honcho(api_key=key or None, base_url=self.api_url,
+                                            workspace_id=self.workspace_id, max_retries=0,
+                                            timeout=self._timeout_s, http_client=self._http_client_factory())
+                self._client_key = key
+            return self._client
+
+    def _reset_client(self) -> None:
+        if self._client is not None:
+            try:
+                self._client._http.close()  # noqa: SLF001 - the SDK offers no public close
+            except Exception:
+                pass  # closing a half-built client is best effort
+        self._client, self._client_key = None, None
+        self._sessions.clear()
+        self._session_peers.clear()
+
+    def _session(self, events: Sequence[NewEvent]) -> Any:
+        """The session object, created with explicit peer observation settings before any message."""
+        session_id = events[0].session_id
+        client = self._sdk_client()
+        peers = {e.peer_id: OBSERVATION.get(e.role, OBSERVATION["user"]) for e in events}
+        with self._lock:
+            known = self._session_peers.get(session_id)
+            session = self._sessions.get(session_id)
+        missing = {p: c for p, c in peers.items() if known is None or p not in known}
+        if session is None or missing:
+            config = sdk().api_types.SessionPeerConfig
+            pairs = [(p, config(**c)) for p, c in missing.items()]
+            session = client.session(session_id, peers=pairs) if session is None else session
+            if known is not None:
+                session.add_peers(pairs)
+            with self._lock:
+                self._sessions[session_id] = session
+                self._session_peers.setdefault(session_id, set()).update(missing)
+        return session
+
+    def _cached_session(self, session_id: str) -> Any:
+        client = self._sdk_client()
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            from honcho.session import Session  # no request: only reads what is there
+
+            session = Session(session_id, client)
+        return session
+
+
+def _message(event: NewEvent) -> Any:
+    params = sdk().api_types.MessageCreateParams
+    return params(content=event.content, peer_id=event.peer_id,
+                  metadata={"event_id": event.id, "source": SOURCE, "role": event.role},
+                  created_at=datetime.fromtimestamp(event.captured_at, tz=timezone.utc))
+
+
+class _translated:
+    """Translate SDK and httpx errors into our kinds, at this one boundary."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None or isinstance(exc, DeliveryError) or not isinstance(exc, Exception):
+            return False
+        raise translate(exc) from exc
+
+
+def translate(exc: Exception) -> DeliveryError:
+    """Map one SDK/httpx/validation error to a DeliveryError with a sanitized code."""
+    honcho = sdk()
+    status = getattr(exc, "status", 0) if isinstance(exc, honcho.HonchoError) else 0
+    if isinstance(exc, honcho.RateLimitError):
+        return TransientError("http_429", retry_after=exc.retry_after)
+    if isinstance(exc, (honcho.AuthenticationError, honcho.PermissionDeniedError)):
+        return AuthError(f"auth_{status}")
+    if status >= 500:
+        return TransientError(f"http_{status}", ambiguous=True)
+    if status == 408:
+        return TransientError("http_408", ambiguous=True)
+    if status >= 400:
+        return PermanentError(f"http_{status}")
+    if isinstance(exc, (honcho.TimeoutError, honcho.ConnectionError)):
+        cause = exc.__cause__
+        if isinstance(cause, _CONNECT_FAILURES):
+            return UnreachableError("connect_timeout" if isinstance(cause, httpx.TimeoutException) else "unreachable")
+        # The request went out and no answer came back: the server may have stored it.
+        return UnreachableError("timeout" if isinstance(exc, honcho.TimeoutError) else "reset", ambiguous=True)
+    if isinstance(exc, (ValueError, TypeError)):  # pydantic's ValidationError is a ValueError
+        return PermanentError("invalid")
+    return TransientError("unexpected", ambiguous=True)

@@ -1,0 +1,285 @@
+"""The delivery worker: one coordinator thread per process, with a bounded pool of sender threads.
+
+The coordinator alone leases and acks; senders only talk HTTP (no transaction or lock is held across
+a request). All logic is in `step()`, which tests call directly with an injected clock; the thread
+only repeats it, waiting on a wake event (set by enqueue) or the poll timer in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+from .config import Settings
+from .delivery import BatchResult, send_batch
+from .errors import DeliveryError
+from .honcho_gateway import HonchoGateway
+from .outbox import LeasedEvent, Outbox
+from .outbox_db import OutboxError
+from .policy import Action, RetryPolicy, decide
+from .worker_state import WorkerState
+
+log = logging.getLogger(__name__)
+
+PRUNE_EVERY_S = 600.0
+
+
+@dataclass
+class StepReport:
+    leased: int = 0
+    delivered: int = 0
+    dead: int = 0
+    retried: int = 0
+    handoff_flushed: int = 0
+    state: str = "idle"
+
+    @property
+    def moved(self) -> int:
+        return self.delivered + self.dead
+
+
+class DeliveryWorker(threading.Thread):
+    """Drains the outbox of the current settings to their destination."""
+
+    honcho_hub_worker = True  # how lifecycle finds us among threads, whatever module generation we are
+
+    def __init__(self, settings: Callable[[], Settings], *, enabled: Callable[[], bool] = lambda: True,
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+                 rng: random.Random | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
+                 handoff_flush: Callable[[Settings], int] | None = None) -> None:
+        super().__init__(name="honcho-hub-delivery", daemon=True)
+        self._settings, self._enabled = settings, enabled
+        self._clock, self._monotonic = clock, monotonic
+        self._rng = rng or random.Random()
+        self._gateway_factory = gateway_factory or _default_gateway
+        self._handoff_flush = handoff_flush or (lambda s: 0)
+        self.owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.state = WorkerState()
+        self._wake, self._stop_event, self._stepped = threading.Event(), threading.Event(), threading.Condition()
+        self._steps = 0
+        self._last_report = StepReport()
+        self._outbox: Outbox | None = None
+        self._outbox_key: tuple | None = None
+        self._gateway: HonchoGateway | None = None
+        self._gateway_key: tuple | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
+        self._next_prune_mono = 0.0
+
+    # -- thread surface ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                report = self.step()
+            except Exception:  # the loop boundary: log, back off one poll, keep going
+                log.exception("honcho worker: step failed")
+                report = StepReport(state="error")
+            with self._stepped:
+                self._steps += 1
+                self._last_report = report
+                self._stepped.notify_all()
+            if report.leased == 0 or report.state != "running":
+                self._wake.wait(self._poll_s())
+            self._wake.clear()
+        self._close()
+
+    def wake(self) -> None:
+        """Ask for a step now (called after enqueue)."""
+        self._wake.set()
+
+    def drain(self, timeout_s: float) -> dict:
+        """Deliver until nothing is ready or `timeout_s` passed; returns what moved. Never blocks longer."""
+        deadline = self._monotonic() + max(0.0, timeout_s)
+        totals = StepReport()
+        while self._monotonic() < deadline:
+            report = self._one_step_via_thread(deadline) if self.is_alive() else self.step()
+            if report is None:
+                break
+            for name in ("leased", "delivered", "dead", "retried"):
+                setattr(totals, name, getattr(totals, name) + getattr(report, name))
+            if report.leased == 0:
+                break
+        return {"delivered": totals.delivered, "dead": totals.dead, "retried": totals.retried}
+
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() was called."""
+        return self._stop_event.is_set()
+
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Stop and join within `timeout_s`; idempotent. True when the thread has ended."""
+        self._stop_event.set()
+        self._wake.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(max(0.0, timeout_s))
+        if not self.is_alive():
+            self._close()
+        return not self.is_alive()
+
+    # -- one step ------------------------------------------------------------------------------------
+
+    def step(self) -> StepReport:
+        """Lease, send and record one round of batches; returns what happened."""
+        settings = self._settings()
+        if not self._enabled():
+            return self._report(StepReport(state="paused"))
+        report = StepReport(handoff_flushed=self._handoff_flush(settings))
+        outbox = self._open_outbox(settings)
+        destination, now = settings.destination(), self._clock()
+        circuit = self.state.circuit(destination)
+        if circuit.is_open(now):
+            return self._report(StepReport(state="circuit_open", handoff_flushed=report.handoff_flushed))
+        self._maybe_prune(outbox, settings)
+        batches: list[list[LeasedEvent]] = []
+        for _ in range(1 if circuit.probing(now) else settings.concurrency):  # a probe sends one batch
+            batch = outbox.lease(self.owner, settings.batch_size, settings.lease_s, destination=destination)
+            if not batch:
+                break
+            batches.append(batch)
+        if not batches:
+            return self._report(StepReport(state="idle", handoff_flushed=report.handoff_flushed))
+        gateway = self._open_gateway(settings)
+        pool = self._sender_pool(settings.concurrency)
+        results = list(pool.map(lambda b: send_batch(gateway, b, self._monotonic), batches))
+        report.state, report.leased = "running", sum(len(b) for b in batches)
+        for result in results:
+            self._record(outbox, settings, destination, result, report)
+        return self._report(report)
+
+    def _record(self, outbox: Outbox, settings: Settings, destination: str, result: BatchResult,
+                report: StepReport) -> None:
+        now = self._clock()
+        delivered = result.delivered + result.already_there
+        if delivered:
+            outbox.ack(delivered)
+        for event_id, code in result.dead:
+            outbox.dead_letter([event_id], code)
+        with self.state.lock:
+            m = self.state.metrics
+            m.requests += result.requests
+            m.sent += len(result.delivered)
+            m.reconciled += len(result.already_there)
+            m.dead += len(result.dead)
+            if delivered or result.dead:
+                m.last_success_at, m.last_latency_s = now, result.latency_s
+        report.delivered += len(delivered)
+        report.dead += len(result.dead)
+        if result.error is not None:
+            self._retry(outbox, settings, destination, result.failed, result.error, report)
+        elif delivered or result.dead:
+            self._close_circuit(destination)
+
+    def _retry(self, outbox: Outbox, settings: Settings, destination: str, failed: list[LeasedEvent],
+               error: DeliveryError, report: StepReport) -> None:
+        now, policy = self._clock(), RetryPolicy.from_settings(settings)
+        circuit = self.state.circuit(destination)
+        decision = decide(error, failed[0].attempts, now, policy, self._rng, circuit.failures)
+        with self.state.lock:
+            self.state.metrics.failed += len(failed)
+            self.state.metrics.last_error_code, self.state.metrics.last_error_at = error.code, now
+            if decision.action is Action.CIRCUIT:
+                circuit.kind, circuit.code, circuit.open_until = decision.circuit, error.code, decision.next_attempt_at
+                circuit.failures += 1
+        if decision.action is Action.CIRCUIT:
+            log.warning("honcho worker: %s circuit open (%s)", decision.circuit, error.code)
+        # Attempts are per event: only events that used up theirs are dead; the rest keep their order.
+        dead = [e.id for e in failed if decision.burn_attempt and e.attempts + 1 >= policy.max_attempts]
+        rest = [e.id for e in failed if e.id not in set(dead)]
+        if dead:
+            outbox.dead_letter(dead, error.code)
+            report.dead += len(dead)
+            log.error("honcho worker: %d events dead-lettered after %d attempts (%s)", len(dead),
+                      policy.max_attempts, error.code)
+        if rest:
+            outbox.retry_at(rest, decision.next_attempt_at, error.code, decision.burn_attempt)
+            report.retried += len(rest)
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _close_circuit(self, destination: str) -> None:
+        with self.state.lock:
+            circuit = self.state.circuits.get(destination)
+            if circuit is not None and circuit.kind is not None:
+                log.info("honcho worker: %s circuit closed", circuit.kind)
+                circuit.kind, circuit.code, circuit.failures = None, None, 0
+
+    def _report(self, report: StepReport) -> StepReport:
+        with self.state.lock:
+            self.state.state = report.state
+        return report
+
+    def _open_outbox(self, settings: Settings) -> Outbox:
+        key = (settings.outbox_path, settings.outbox_synchronous, settings.max_queued_rows)
+        if self._outbox is None or key != self._outbox_key:
+            if self._outbox is not None:
+                self._outbox.close()
+            # The worker may wait for the write lock longer than capture: it is not on the turn's path.
+            self._outbox = Outbox(settings.outbox_path, synchronous=settings.outbox_synchronous,
+                                  busy_timeout_s=5.0, max_rows=settings.max_queued_rows,
+                                  dead_retention_s=settings.dead_retention_days * 86_400, clock=self._clock)
+            self._outbox_key = key
+        return self._outbox
+
+    def _open_gateway(self, settings: Settings) -> HonchoGateway:
+        key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s)
+        if self._gateway is None or key != self._gateway_key:
+            if self._gateway is not None:
+                self._gateway.close()
+            self._gateway, self._gateway_key = self._gateway_factory(settings), key
+        return self._gateway
+
+    def _sender_pool(self, size: int) -> ThreadPoolExecutor:
+        if self._pool is None or size != self._pool_size:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="honcho-hub-sender")
+            self._pool_size = size
+        return self._pool
+
+    def _maybe_prune(self, outbox: Outbox, settings: Settings) -> None:
+        if self._monotonic() >= self._next_prune_mono:
+            self._next_prune_mono = self._monotonic() + PRUNE_EVERY_S
+            outbox.prune(settings.delivered_retention_h * 3600)
+
+    def _poll_s(self) -> float:
+        try:
+            return self._settings().poll_interval_s
+        except Exception:
+            return 5.0
+
+    def _one_step_via_thread(self, deadline: float) -> StepReport | None:
+        with self._stepped:
+            seen = self._steps
+            self.wake()
+            while self._steps == seen:
+                remaining = deadline - self._monotonic()
+                if remaining <= 0 or not self.is_alive():
+                    return None
+                self._stepped.wait(remaining)
+            return self._last_report
+
+    def _close(self) -> None:
+        with self.state.lock:
+            self.state.state = "stopped"
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        for resource in (self._gateway, self._outbox):
+            if resource is not None:
+                try:
+                    resource.close()
+                except (OutboxError, OSError):
+                    pass  # best-effort cleanup at shutdown
+        self._gateway = self._outbox = None
+
+
+def _default_gateway(settings: Settings) -> HonchoGateway:
+    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s)
