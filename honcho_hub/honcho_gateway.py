@@ -15,8 +15,10 @@ import httpx
 
 from .errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
 from .outbox import NewEvent
+from .settings_values import ID_RE
 
 MAX_MESSAGES_PER_CALL = 100
+MAX_CONTENT_CHARS = 25_000
 SOURCE = "agent-zero/honcho-hub"
 # Observation settings by role, applied before a session's first message (Honcho auto-creates peers
 # with its defaults otherwise): the human is modelled; the agent models others but is not modelled.
@@ -38,8 +40,12 @@ class HonchoGateway:
     """Sends event batches to one API URL + workspace; safe to call from several sender threads."""
 
     def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str], timeout_s: float,
-                 http_client_factory: Callable[[], httpx.Client] | None = None) -> None:
+                 http_client_factory: Callable[[], httpx.Client] | None = None,
+                 peer_roles: dict[str, str] | None = None) -> None:
         self.api_url, self.workspace_id = api_url, workspace_id
+        # The configured peers join every session at creation, so both have their observation
+        # settings before the first message of either; events of other peers (older settings) add theirs.
+        self._peer_roles = dict(peer_roles or {})
         self._key_provider, self._timeout_s = key_provider, timeout_s
         self._http_client_factory = http_client_factory or httpx.Client
         self._lock = threading.Lock()
@@ -50,6 +56,8 @@ class HonchoGateway:
 
     def send(self, events: Sequence[NewEvent]) -> None:
         """Deliver one session's events in order, at most 100 per request; raises DeliveryError."""
+        for event in events:
+            _check(event)
         with _translated():
             session = self._session(events)
             for start in range(0, len(events), MAX_MESSAGES_PER_CALL):
@@ -100,7 +108,8 @@ class HonchoGateway:
         """The session object, created with explicit peer observation settings before any message."""
         session_id = events[0].session_id
         client = self._sdk_client()
-        peers = {e.peer_id: OBSERVATION.get(e.role, OBSERVATION["user"]) for e in events}
+        roles = {**self._peer_roles, **{e.peer_id: e.role for e in events}}
+        peers = {peer: OBSERVATION.get(role, OBSERVATION["user"]) for peer, role in roles.items()}
         with self._lock:
             known = self._session_peers.get(session_id)
             session = self._sessions.get(session_id)
@@ -125,6 +134,12 @@ class HonchoGateway:
 
             session = Session(session_id, client)
         return session
+
+
+def _check(event: NewEvent) -> None:
+    """Client-side validation of Honcho's limits: a rejected event is permanent, sent or not."""
+    if len(event.content) > MAX_CONTENT_CHARS or not ID_RE.match(event.peer_id) or not ID_RE.match(event.session_id):
+        raise PermanentError("invalid")
 
 
 def _message(event: NewEvent) -> Any:
@@ -166,6 +181,6 @@ def translate(exc: Exception) -> DeliveryError:
             return UnreachableError("connect_timeout" if isinstance(cause, httpx.TimeoutException) else "unreachable")
         # The request went out and no answer came back: the server may have stored it.
         return UnreachableError("timeout" if isinstance(exc, honcho.TimeoutError) else "reset", ambiguous=True)
-    if isinstance(exc, (ValueError, TypeError)):  # pydantic's ValidationError is a ValueError
+    if isinstance(exc, (ValueError, TypeError, OverflowError)):  # pydantic's ValidationError is a ValueError
         return PermanentError("invalid")
     return TransientError("unexpected", ambiguous=True)

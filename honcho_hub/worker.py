@@ -229,7 +229,8 @@ class DeliveryWorker(threading.Thread):
         return self._outbox
 
     def _open_gateway(self, settings: Settings) -> HonchoGateway:
-        key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s)
+        key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s, settings.user_peer_id,
+               settings.agent_peer_id)
         if self._gateway is None or key != self._gateway_key:
             if self._gateway is not None:
                 self._gateway.close()
@@ -282,4 +283,10 @@ class DeliveryWorker(threading.Thread):
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
-    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s)
+    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s,
+                         peer_roles=peer_roles(settings))
+
+
+def peer_roles(settings: Settings) -> dict[str, str]:
+    """The configured human and agent peers with their roles."""
+    return {settings.user_peer_id: "user", settings.agent_peer_id: "agent"}

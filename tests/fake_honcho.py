@@ -39,12 +39,14 @@ class FakeHoncho:
     def __init__(self, api_key: str | None = None) -> None:
         self.api_key = api_key
         self.lock = threading.RLock()
+        self.arrived = threading.Condition(self.lock)  # notified on every request, for await_request
         self.workspaces: dict[str, dict] = {}
         self.peers: dict[tuple[str, str], dict] = {}
         self.sessions: dict[tuple[str, str], dict] = {}
         self.messages: list[dict] = []
         self.requests: list[tuple[str, str]] = []
         self.faults: deque[Fault] = deque()
+        self.reject_marker: str | None = None  # a request holding a message with this text gets a 422
         self._routes = [
             ("POST", r"^/v3/workspaces$", self._workspace),
             ("POST", _WS + r"/peers$", self._peer),
@@ -56,8 +58,8 @@ class FakeHoncho:
 
     # -- scripting ---------------------------------------------------------------------------------
 
-    def fail(self, match: str = "/messages", **kw: Any) -> Fault:
-        """Queue a fault for the next request whose path contains `match`."""
+    def fail(self, match: str = r"/messages$", **kw: Any) -> Fault:
+        """Queue a fault for the next request whose path matches the regex `match` (default: add messages)."""
         fault = Fault(match=match, **kw)
         with self.lock:
             self.faults.append(fault)
@@ -66,6 +68,15 @@ class FakeHoncho:
     def session_messages(self, session_id: str, workspace_id: str = "agent-zero") -> list[dict]:
         with self.lock:
             return [m for m in self.messages if m["session_id"] == session_id and m["workspace_id"] == workspace_id]
+
+    def await_request(self, match: str, count: int, timeout_s: float) -> int:
+        """Block until `count` requests matched the regex `match` (or the timeout); returns how many did."""
+        with self.arrived:
+            self.arrived.wait_for(lambda: self._matching(match) >= count, timeout_s)
+            return self._matching(match)
+
+    def _matching(self, match: str) -> int:
+        return sum(1 for _, path in self.requests if re.search(match, path))
 
     def count(self, fragment: str) -> int:
         """How many requests hit a path containing `fragment`."""
@@ -78,6 +89,7 @@ class FakeHoncho:
         """Answer one request: (status, headers, json body, fault to apply after answering or None)."""
         with self.lock:
             self.requests.append((method, path))
+            self.arrived.notify_all()
             fault = self._take_fault(path)
             if fault and not fault.after_store:
                 if fault.kind != "status":
@@ -92,7 +104,7 @@ class FakeHoncho:
 
     def _take_fault(self, path: str) -> Fault | None:
         for fault in self.faults:
-            if fault.match in path:
+            if re.search(fault.match, path):
                 fault.times -= 1
                 if fault.times <= 0:
                     self.faults.remove(fault)
@@ -141,8 +153,11 @@ class FakeHoncho:
         if not isinstance(batch, list) or not 1 <= len(batch) <= MAX_MESSAGES:
             return 422, {"detail": "messages must hold 1 to 100 items"}
         for message in batch:
-            if len(message.get("content", "")) > MAX_CHARS or not _ID.match(message.get("peer_id", "")):
+            content = message.get("content", "")
+            if len(content) > MAX_CHARS or not _ID.match(message.get("peer_id", "")):
                 return 422, {"detail": "invalid message"}
+            if self.reject_marker and self.reject_marker in content:
+                return 422, {"detail": "rejected by the test"}
         session = self._ensure_session(ws, sid)
         stored = []
         for message in batch:

@@ -71,6 +71,8 @@ def _handler_for(fake: FakeHoncho, stop: threading.Event) -> type:
 
 
 def _control(fake: FakeHoncho, path: str, body) -> tuple[int, object]:
+    if path == "/_fake/await":
+        return 200, {"seen": fake.await_request(body["match"], body["count"], body["timeout"])}
     with fake.lock:
         if path == "/_fake/messages":
             return 200, fake.messages

@@ -1,0 +1,84 @@
+"""A delivery test bench: real outbox, real capture, real honcho.Honcho over a MockTransport fake."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import httpx
+
+import hub_testkit  # noqa: F401
+from fake_honcho import FakeHoncho
+from outbox_helpers import ManualClock, temp_outbox_path
+
+from honcho_hub.capture import CaptureRequest, CaptureService, Role
+from honcho_hub.config import build_settings
+from honcho_hub.honcho_gateway import HonchoGateway
+from honcho_hub.worker import DeliveryWorker, peer_roles
+
+KEY = "hch-test-key-0123456789"
+
+
+class Bench:
+    """One process's view: settings, capture, worker, fake server and the clocks the test moves."""
+
+    def __init__(self, test, **overrides) -> None:
+        self.test = test
+        self.path = temp_outbox_path(test)
+        self.fake = FakeHoncho(api_key=KEY)
+        self.secrets = {"HONCHO_API_KEY": KEY}
+        self.clock, self.mono = ManualClock(1_800_000_000.0), ManualClock(1000.0)
+        self.enabled = True
+        self._said = 0
+        plugin = {"outbox_path": self.path, "api_url": "https://honcho.test", **overrides}
+        self.settings = build_settings(plugin, self.secrets, {}, load_secrets=lambda: dict(self.secrets))
+        self.capture_service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono)
+        self.worker = DeliveryWorker(lambda: self.settings, enabled=lambda: self.enabled, clock=self.clock,
+                                     monotonic=self.mono, rng=random.Random(7), gateway_factory=self.gateway,
+                                     handoff_flush=lambda s: self.capture_service.flush_handoff())
+        test.addCleanup(self.worker.stop, 10)
+        test.addCleanup(self.capture_service.close)
+
+    def gateway(self, settings) -> HonchoGateway:
+        return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s,
+                             http_client_factory=lambda: httpx.Client(transport=self.fake.transport()),
+                             peer_roles=peer_roles(settings))
+
+    def say(self, chat: str, n: int, role: Role = Role.USER, text: str = "message") -> list[str]:
+        """Capture n messages in one chat through the real capture path; returns their texts."""
+        texts = []
+        for i in range(n):
+            content = f"{text} {chat} {i}"
+            self._said += 1
+            outcome = self.capture_service.capture(CaptureRequest(chat, role, f"source-{self._said}", content),
+                                                   self.settings)
+            self.test.assertEqual(outcome.value, "queued")
+            texts.append(content)
+        return texts
+
+    def run_until_idle(self, max_steps: int = 200) -> int:
+        """Step until a step leases nothing; returns the number of steps."""
+        for steps in range(1, max_steps + 1):
+            if self.worker.step().leased == 0:
+                return steps
+        raise AssertionError("the worker never went idle")
+
+    def server_texts(self, chat: str) -> list[str]:
+        return [m["content"] for m in self.fake.session_messages(f"chat-{chat}")]
+
+    def states(self) -> dict:
+        conn = sqlite3.connect(self.path)
+        try:
+            return dict(conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
+        finally:
+            conn.close()
+
+    def rows(self) -> list[tuple]:
+        conn = sqlite3.connect(self.path)
+        try:
+            return conn.execute("SELECT id, state, attempts, error_code, next_attempt_at FROM events ORDER BY seq").fetchall()
+        finally:
+            conn.close()
+
+    def assert_exactly_once(self, chat: str, texts: list[str]) -> None:
+        self.test.assertEqual(self.server_texts(chat), texts)

@@ -1,0 +1,220 @@
+"""Every fault a deployment sees, against a fake Honcho behind httpx.MockTransport. No sleeps."""
+
+import email.utils
+import unittest
+
+from delivery_helpers import KEY, Bench
+
+from honcho_hub.capture import Role
+from honcho_hub.outbox import NewEvent, Outbox
+
+
+class HappyPathTest(unittest.TestCase):
+    def test_sessions_arrive_in_order_with_capture_time_ids_and_observation_set_first(self):
+        bench = Bench(self, batch_size=7)
+        texts = {chat: bench.say(chat, 30) for chat in ("a1", "b2", "c3")}
+        bench.say("a1", 2, role=Role.AGENT, text="reply")
+        bench.run_until_idle()
+        for chat, said in texts.items():
+            self.assertEqual(bench.server_texts(chat)[:30], said)
+        self.assertEqual(bench.server_texts("a1")[30:], ["reply a1 0", "reply a1 1"])
+        self.assertEqual(bench.states(), {"delivered": 92})
+        first = bench.fake.session_messages("chat-a1")[0]
+        self.assertEqual(first["metadata"]["event_id"][:3], "ev_")
+        self.assertTrue(first["created_at"].startswith("2027-01-15T08:00:00"))  # the manual clock's time
+        session = bench.fake.sessions[("agent-zero", "chat-a1")]
+        self.assertEqual(session["peers_set_before_messages"],
+                         {"user": {"observe_me": True, "observe_others": True},
+                          "agent-zero": {"observe_me": False, "observe_others": True}})
+        self.assertEqual(bench.fake.count("/sessions/chat-a1/messages"), 5)  # 32 events in batches of 7
+
+    def test_the_key_travels_only_as_a_bearer_header_to_the_configured_url(self):
+        bench = Bench(self)
+        bench.say("k1", 1)
+        bench.run_until_idle()
+        self.assertEqual(bench.states(), {"delivered": 1})  # the fake answers 401 to any other key
+
+
+class ServerErrorTest(unittest.TestCase):
+    def test_5xx_bursts_back_off_burn_attempts_and_deliver_once(self):
+        bench = Bench(self)
+        texts = bench.say("s1", 3)
+        for status in (500, 502, 503):
+            bench.fake.fail(status=status)
+        for expected_attempts in (1, 2, 3):
+            bench.worker.step()
+            rows = bench.rows()
+            self.assertEqual({r[2] for r in rows}, {expected_attempts})
+            self.assertGreater(rows[0][4], bench.clock.now - 1)  # backoff: not before now
+            bench.clock.advance(3600)
+        bench.run_until_idle()
+        bench.assert_exactly_once("s1", texts)
+
+    def test_exhausted_attempts_dead_letter(self):
+        bench = Bench(self, max_attempts=3)
+        bench.say("s2", 2)
+        bench.fake.fail(status=503, times=10)
+        for _ in range(3):
+            bench.worker.step()
+            bench.clock.advance(3600)
+        self.assertEqual(bench.states(), {"dead": 2})
+        self.assertEqual({r[3] for r in bench.rows()}, {"http_503"})
+        self.assertEqual(bench.fake.session_messages("chat-s2"), [])
+
+    def test_a_5xx_after_the_server_stored_the_batch_is_reconciled_not_resent(self):
+        bench = Bench(self)
+        texts = bench.say("s3", 4)
+        bench.fake.fail(status=502, after_store=True)
+        bench.worker.step()
+        bench.clock.advance(3600)
+        bench.run_until_idle()
+        bench.assert_exactly_once("s3", texts)
+        self.assertEqual(bench.worker.state.metrics.reconciled, 4)
+
+
+class RateLimitTest(unittest.TestCase):
+    def test_429_honours_retry_after_in_seconds_and_as_a_date_without_burning_attempts(self):
+        for header, wait in (("120", 120.0), (None, None)):
+            with self.subTest(header=header or "http-date"):
+                bench = Bench(self)
+                texts = bench.say("r1", 2)
+                if header is None:  # the SDK turns an HTTP date into seconds from the real clock
+                    import time
+                    header = email.utils.formatdate(time.time() + 300, usegmt=True)
+                    wait = 300.0
+                bench.fake.fail(status=429, retry_after=header)
+                bench.worker.step()
+                rows = bench.rows()
+                self.assertEqual({r[2] for r in rows}, {0})
+                self.assertAlmostEqual(rows[0][4], bench.clock.now + wait, delta=5)
+                bench.worker.step()
+                self.assertEqual(bench.server_texts("r1"), [])  # not before Retry-After
+                bench.clock.advance(wait + 1)
+                bench.run_until_idle()
+                bench.assert_exactly_once("r1", texts)
+
+    def test_retry_after_is_capped(self):
+        bench = Bench(self, retry_after_cap_s=60)
+        bench.say("r2", 1)
+        bench.fake.fail(status=429, retry_after="86400")
+        bench.worker.step()
+        self.assertAlmostEqual(bench.rows()[0][4], bench.clock.now + 60, delta=0.01)
+
+
+class UnreachableTest(unittest.TestCase):
+    def test_a_connection_reset_opens_the_circuit_without_burning_attempts(self):
+        bench = Bench(self)
+        texts = bench.say("u1", 3)
+        bench.fake.fail(kind="reset")
+        bench.worker.step()
+        self.assertEqual(bench.worker.state.snapshot()["circuits"]["https://honcho.test#agent-zero"]["kind"],
+                         "unreachable")
+        self.assertEqual({r[2] for r in bench.rows()}, {0})
+        self.assertEqual(bench.worker.step().state, "circuit_open")
+        bench.clock.advance(600)
+        bench.run_until_idle()
+        bench.assert_exactly_once("u1", texts)
+        self.assertEqual(bench.worker.state.snapshot()["circuits"], {})
+
+    def test_a_read_timeout_after_the_server_stored_the_batch_leaves_no_duplicate(self):
+        bench = Bench(self)
+        texts = bench.say("u2", 5)
+        bench.fake.fail(kind="timeout", after_store=True)
+        bench.worker.step()
+        self.assertEqual(len(bench.server_texts("u2")), 5)  # stored, but the client never heard
+        self.assertEqual({r[3] for r in bench.rows()}, {"timeout"})
+        bench.clock.advance(600)
+        bench.run_until_idle()
+        bench.assert_exactly_once("u2", texts)
+
+    def test_a_one_hour_outage_dead_letters_nothing_and_everything_arrives_after(self):
+        bench = Bench(self)
+        texts = bench.say("u3", 10)
+        bench.fake.fail(kind="connect", times=10_000)
+        outage_end = bench.clock.now + 3600
+        steps_with_traffic = 0
+        while bench.clock.now < outage_end:
+            if bench.worker.step().leased:
+                steps_with_traffic += 1
+            bench.clock.advance(30)
+            texts += bench.say("u3", 1, text="during outage") if steps_with_traffic == 3 else []
+        self.assertNotIn("dead", bench.states())
+        self.assertEqual({r[2] for r in bench.rows()}, {0})
+        self.assertLess(steps_with_traffic, 40)  # the circuit backs off instead of hammering
+        bench.fake.faults.clear()
+        bench.clock.advance(600)
+        bench.run_until_idle()
+        bench.assert_exactly_once("u3", texts)
+
+
+class AuthTest(unittest.TestCase):
+    def test_401_opens_the_auth_circuit_until_a_fixed_key_is_read_again(self):
+        bench = Bench(self, auth_probe_interval_s=60)
+        texts = bench.say("k2", 3)
+        bench.fake.api_key = "rotated-key-987654321"
+        bench.worker.step()
+        snapshot = bench.worker.state.snapshot()
+        self.assertEqual(snapshot["circuits"]["https://honcho.test#agent-zero"]["code"], "auth_401")
+        self.assertEqual(bench.worker.step().state, "circuit_open")
+        requests = len(bench.fake.requests)
+        bench.clock.advance(61)
+        bench.worker.step()  # one probe, still the old key
+        self.assertEqual(len(bench.fake.requests), requests + 1)
+        bench.secrets["HONCHO_API_KEY"] = "rotated-key-987654321"  # fixed under Settings → Secrets
+        bench.clock.advance(61)
+        bench.run_until_idle()
+        bench.assert_exactly_once("k2", texts)
+        self.assertEqual({r[2] for r in bench.rows()}, {0})
+        self.assertNotIn(KEY, repr(snapshot))
+
+    def test_403_is_an_auth_circuit_and_dead_letters_nothing(self):
+        bench = Bench(self)
+        bench.say("k3", 2)
+        bench.fake.fail(status=403, times=5)
+        for _ in range(5):
+            bench.worker.step()
+            bench.clock.advance(61)
+        self.assertEqual(bench.states(), {"pending": 2})
+        self.assertEqual(bench.worker.state.metrics.last_error_code, "auth_403")
+
+
+class PermanentTest(unittest.TestCase):
+    def test_one_bad_event_in_the_middle_is_isolated_and_the_rest_arrive_in_order(self):
+        bench = Bench(self, batch_size=20)
+        texts = bench.say("p1", 9) + bench.say("p1", 1, text="POISON") + bench.say("p1", 10, text="after")
+        bench.fake.reject_marker = "POISON"
+        bench.run_until_idle()
+        self.assertEqual(bench.server_texts("p1"), [t for t in texts if "POISON" not in t])
+        dead = [r for r in bench.rows() if r[1] == "dead"]
+        self.assertEqual([(r[3], r[2]) for r in dead], [("http_422", 0)])
+        self.assertEqual(bench.states(), {"delivered": 19, "dead": 1})
+
+    def test_a_client_side_validation_error_is_permanent_and_costs_no_request(self):
+        bench = Bench(self)
+        texts = bench.say("p2", 1)
+        oversized = NewEvent("ev_oversized", bench.settings.destination(), "agent-zero", "chat-p2", "user", "user",
+                             "x" * 30_000, bench.clock.now)  # as an older version might have queued it
+        box = Outbox(bench.path, clock=bench.clock)
+        box.enqueue([oversized])
+        box.close()
+        texts += bench.say("p2", 1, text="after")
+        bench.run_until_idle()
+        self.assertEqual(bench.server_texts("p2"), texts)
+        self.assertEqual([r[3] for r in bench.rows() if r[1] == "dead"], ["invalid"])
+        self.assertFalse(any("x" * 30_000 == m["content"] for m in bench.fake.messages))
+
+
+class PauseTest(unittest.TestCase):
+    def test_a_disabled_plugin_pauses_delivery_and_enabling_resumes_it(self):
+        bench = Bench(self)
+        texts = bench.say("d1", 2)
+        bench.enabled = False
+        self.assertEqual(bench.worker.step().state, "paused")
+        self.assertEqual(bench.fake.requests, [])
+        bench.enabled = True
+        bench.run_until_idle()
+        bench.assert_exactly_once("d1", texts)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,166 @@
+"""The worker as a thread and as processes: drain, stop, restarts, leaks, kill -9, four drainers."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+import httpx
+
+from delivery_helpers import Bench
+from hub_testkit import ROOT
+from outbox_helpers import temp_outbox_path
+
+from honcho_hub import lifecycle, runtime
+from honcho_hub.config import build_settings
+from honcho_hub.outbox import NewEvent, Outbox
+from honcho_hub.worker import DeliveryWorker
+
+CHILD = os.path.join(ROOT, "tests", "worker_child.py")
+LOOPBACK = os.path.join(ROOT, "tests", "loopback.py")
+CHILD_KEY = "loopback-test-key"
+
+
+class ThreadLifecycleTest(unittest.TestCase):
+    def test_drain_from_another_thread_returns_what_moved(self):
+        bench = Bench(self)
+        bench.enabled = False  # the thread's own first steps move nothing
+        bench.worker.start()
+        bench.say("t1", 25)
+        bench.enabled = True
+        moved = bench.worker.drain(30)
+        self.assertEqual(moved["delivered"], 25)
+        self.assertEqual(len(bench.server_texts("t1")), 25)
+        self.assertTrue(bench.worker.stop(10))
+        self.assertTrue(bench.worker.stop(10))  # idempotent
+        self.assertEqual(bench.worker.state.state, "stopped")
+
+    def test_drain_without_a_thread_runs_steps_inline_and_respects_its_deadline(self):
+        bench = Bench(self)
+        bench.say("t2", 3)
+        self.assertEqual(bench.worker.drain(0), {"delivered": 0, "dead": 0, "retried": 0})
+        self.assertEqual(bench.worker.drain(30)["delivered"], 3)
+
+    def test_start_stop_50_times_leaves_threads_and_file_handles_at_baseline(self):
+        bench = Bench(self)
+        bench.say("t3", 1)
+        bench.worker.step()  # warm imports and the first client outside the measurement
+        bench.worker.stop(5)
+        threads, handles = threading.active_count(), len(os.listdir("/proc/self/fd"))
+        for i in range(50):
+            worker = DeliveryWorker(lambda: bench.settings, gateway_factory=bench.gateway, clock=bench.clock)
+            worker.start()
+            bench.say("t3", 1)
+            worker.wake()
+            worker.drain(10)
+            self.assertTrue(worker.stop(10))
+        self.assertEqual(threading.active_count(), threads)
+        self.assertEqual(len(os.listdir("/proc/self/fd")), handles)
+        self.assertEqual(len(bench.server_texts("t3")), 51)
+
+
+class EnsureWorkerTest(unittest.TestCase):
+    def setUp(self):
+        self.bench = Bench(self)
+        self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
+        runtime._worker = None
+
+    def ensure(self):
+        return runtime.ensure_worker(lambda: self.bench.settings, lambda: False)  # paused: no traffic
+
+    def test_one_worker_per_process_and_it_comes_back_after_a_stop(self):
+        first = self.ensure()
+        self.assertIs(self.ensure(), first)
+        self.assertEqual(len(lifecycle.plugin_workers()), 1)
+        lifecycle.stop_workers(drain_s=0)
+        second = self.ensure()
+        self.assertIsNot(second, first)
+        self.assertTrue(second.is_alive())
+        self.assertEqual(len(lifecycle.plugin_workers()), 1)
+
+    def test_a_worker_of_this_generation_is_adopted_after_module_globals_reset(self):
+        first = self.ensure()
+        runtime._worker = None  # as after a re-import of the runtime module
+        self.assertIs(self.ensure(), first)
+
+    def test_a_worker_of_an_older_generation_is_stopped_before_a_new_one_starts(self):
+        class OlderGeneration(DeliveryWorker):  # another class object, as a re-imported module makes
+            pass
+        old = OlderGeneration(lambda: self.bench.settings, enabled=lambda: False)
+        old.start()
+        self.assertIsNone(self.ensure())  # asked to stop; never two at once
+        old.join(10)
+        new = self.ensure()
+        self.assertIs(type(new), DeliveryWorker)
+        self.assertEqual(lifecycle.plugin_workers(), [new])
+
+
+class LoopbackServerProcess:
+    """The fake Honcho in its own process: one state for every worker process."""
+
+    def __init__(self, test) -> None:
+        env = dict(os.environ, FAKE_HONCHO_KEY=CHILD_KEY)
+        self.process = subprocess.Popen([sys.executable, LOOPBACK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, env=env)
+        self.url = self.process.stdout.readline().strip()
+        test.addCleanup(self.close)
+
+    def control(self, path: str, body=None, timeout: float = 60):
+        return httpx.post(self.url + path, json=body, timeout=timeout).json()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(30)
+
+
+def seed(path: str, api_url: str, sessions: int, per_session: int) -> None:
+    """Queue per_session messages in each of `sessions` chats, interleaved in capture order."""
+    box = Outbox(path, max_rows=100_000)
+    box.enqueue_batches([[NewEvent(f"ev_{s}_{i}", f"{api_url}#agent-zero", "agent-zero", f"chat-{s}", "user",
+                                   "user", f"{s}:{i}", time.time())]
+                         for i in range(per_session) for s in range(sessions)])
+    box.close()
+
+
+class ProcessesTest(unittest.TestCase):
+    def test_a_process_killed_while_holding_a_lease_is_delivered_by_another_after_expiry(self):
+        server, path = LoopbackServerProcess(self), temp_outbox_path(self)
+        seed(path, server.url, 1, 5)
+        server.control("/_fake/fail", {"match": "/messages$", "kind": "timeout"})
+        child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url])
+        self.assertEqual(server.control("/_fake/await", {"match": "/messages$", "count": 1, "timeout": 60})["seen"], 1)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(30)
+        leased = Outbox(path).stats()["counts"]["leased"]
+        self.assertEqual(leased, 5)
+        settings = build_settings({"outbox_path": path, "api_url": server.url}, {"HONCHO_API_KEY": CHILD_KEY}, {})
+        later = lambda: time.time() + settings.lease_s + 1  # noqa: E731 - the lease has expired by then
+        survivor = DeliveryWorker(lambda: settings, clock=later, rng=random.Random(3))
+        self.addCleanup(survivor.stop, 10)
+        self.assertEqual(survivor.drain(60)["delivered"], 5)
+        stored = [m["content"] for m in server.control("/_fake/messages")]
+        self.assertEqual(stored, [f"0:{i}" for i in range(5)])
+
+    def test_four_processes_drain_one_outbox_exactly_once_in_order(self):
+        server, path = LoopbackServerProcess(self), temp_outbox_path(self)
+        seed(path, server.url, 20, 20)
+        children = [subprocess.Popen([sys.executable, CHILD, "drain", path, server.url, "120"],
+                                     stdout=subprocess.PIPE, text=True) for _ in range(4)]
+        moved = [json.loads(child.communicate(timeout=300)[0]) for child in children]
+        self.assertEqual(sum(m["delivered"] for m in moved), 400)
+        stored = server.control("/_fake/messages")
+        ids = [m["metadata"]["event_id"] for m in stored]
+        self.assertEqual(len(ids), len(set(ids)))
+        self.assertEqual(len(ids), 400)
+        for s in range(20):
+            contents = [m["content"] for m in stored if m["session_id"] == f"chat-{s}"]
+            self.assertEqual(contents, [f"{s}:{i}" for i in range(20)])
+
+
+if __name__ == "__main__":
+    unittest.main()
