@@ -10,51 +10,16 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
-from enum import Enum
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
+from .outbox_records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, Settlement,  # noqa: F401
+                             group_by_code)
 from .outbox_db import OutboxBusy, OutboxError, connect, translate, write_transaction
 
+T = TypeVar("T")
 _LIVE = "('pending', 'leased')"
 _COLUMNS = ("id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id")
 MAX_IDS_PER_STATEMENT = 500  # well under SQLite's variable limit
-
-
-class EventState(str, Enum):
-    PENDING = "pending"
-    LEASED = "leased"
-    DELIVERED = "delivered"
-    DEAD = "dead"
-
-
-@dataclass(slots=True)
-class NewEvent:
-    """One redacted message to deliver; `id` is stable for the same source."""
-
-    id: str
-    destination: str
-    workspace_id: str
-    session_id: str
-    peer_id: str
-    role: str
-    content: str
-    captured_at: float
-    scope_id: str | None = None
-
-
-@dataclass(slots=True)
-class LeasedEvent(NewEvent):
-    seq: int = 0
-    attempts: int = 0
-    error_code: str | None = None  # why the previous attempt failed, if one did
-
-
-@dataclass(frozen=True)
-class EnqueueResult:
-    inserted: int
-    duplicates: int
-    refused: int
 
 
 class Outbox:
@@ -129,48 +94,52 @@ class Outbox:
 
     def lease(self, owner: str, batch_size: int, lease_s: float, destination: str | None = None) -> list[LeasedEvent]:
         """Lease the oldest ready batch of one session whose head nobody holds; [] when none is ready."""
-        now = self._clock()
-        with self._tx() as conn:
+        batches = self.lease_batches(owner, 1, batch_size, lease_s, destination)
+        return batches[0] if batches else []
+
+    def lease_batches(self, owner: str, count: int, batch_size: int, lease_s: float,
+                      destination: str | None = None) -> list[list[LeasedEvent]]:
+        """Up to `count` batches of different sessions, oldest head first, in one transaction."""
+        return self.settle_and_lease(Settlement(), owner, count, batch_size, lease_s, destination)
+
+    def settle(self, settlement: Settlement) -> int:
+        """Record the fate of sent events in one transaction; returns how many rows changed."""
+        return self._write(lambda conn, now: self._settle(conn, settlement, now))
+
+    def settle_and_lease(self, settlement: Settlement, owner: str, count: int, batch_size: int, lease_s: float,
+                         destination: str | None = None) -> list[list[LeasedEvent]]:
+        """Record finished sends and lease up to `count` new batches, in one transaction (one fsync)."""
+        def work(conn, now: float) -> list[list[LeasedEvent]]:
+            self._settle(conn, settlement, now)
             self._recover(conn, now)
-            head = conn.execute(
-                "SELECT destination, session_id FROM events e WHERE state = 'pending' AND next_attempt_at <= ?"
-                " AND (? IS NULL OR destination = ?) AND NOT EXISTS (SELECT 1 FROM events p"
-                f" WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE}"
-                " AND p.seq < e.seq) ORDER BY seq LIMIT 1", (now, destination, destination)).fetchone()
-            if head is None:
-                return []
-            rows = conn.execute(
-                f"SELECT {_COLUMNS}, seq, attempts, error_code, state, next_attempt_at FROM events WHERE destination = ?"
-                f" AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?", (*head, batch_size)).fetchall()
-            batch = []
-            for row in rows:
-                if row[12] != "pending" or row[13] > now:
-                    break  # keep order: stop at the first row that is not ready
-                batch.append(LeasedEvent(*row[:12]))
-            self._set(conn, "state = 'leased', lease_owner = ?, lease_expires_at = ?, updated_at = ?",
-                      (owner, now + lease_s, now), [e.id for e in batch], "state = 'pending'")
-            return batch
+            batches: list[list[LeasedEvent]] = []
+            while len(batches) < count:
+                batch = self._lease_one(conn, owner, batch_size, lease_s, destination, now)
+                if not batch:
+                    break
+                batches.append(batch)
+            return batches
+        return self._write(work)
+
+    def next_batch(self, batch_size: int, destination: str | None = None) -> list[LeasedEvent]:
+        """The batch a lease would take now, without taking it (a read: no transaction, no write)."""
+        with self._locked():
+            try:
+                return self._find_batch(self._conn, batch_size, destination, self._clock())
+            except Exception as exc:
+                raise translate(exc) from exc
 
     def ack(self, ids: Iterable[str]) -> int:
         """Mark events delivered (also when their lease had expired meanwhile: Honcho has them)."""
-        now = self._clock()
-        with self._tx() as conn:
-            return self._set(conn, "state = 'delivered', error_code = NULL, lease_owner = NULL,"
-                             " lease_expires_at = NULL, updated_at = ?", (now,), list(ids), f"state IN {_LIVE}")
+        return self.settle(Settlement(delivered=list(ids)))
 
     def retry_at(self, ids: Iterable[str], next_attempt_at: float, error_code: str, burn_attempt: bool) -> int:
         """Release leased events for a later attempt, counting the attempt only when asked."""
-        with self._tx() as conn:
-            return self._set(conn, "state = 'pending', attempts = attempts + ?, next_attempt_at = ?, error_code = ?,"
-                             " lease_owner = NULL, lease_expires_at = NULL, updated_at = ?",
-                             (int(burn_attempt), next_attempt_at, error_code, self._clock()), list(ids),
-                             f"state IN {_LIVE}")
+        return self.settle(Settlement(retries=[Retry(list(ids), next_attempt_at, error_code, burn_attempt)]))
 
     def dead_letter(self, ids: Iterable[str], error_code: str) -> int:
         """Park events that can never be delivered as they are."""
-        with self._tx() as conn:
-            return self._set(conn, "state = 'dead', error_code = ?, lease_owner = NULL, lease_expires_at = NULL,"
-                             " updated_at = ?", (error_code, self._clock()), list(ids), f"state IN {_LIVE}")
+        return self.settle(Settlement(dead=[(i, error_code) for i in ids]))
 
     def recover_expired(self) -> int:
         """Return leases whose holder died (or stalled past expiry) to pending."""
@@ -246,6 +215,51 @@ class Outbox:
                 "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE state = ? AND updated_at <= ?"
                 " ORDER BY updated_at LIMIT ?)", (state, before, remaining)).rowcount
         return removed
+
+    def _write(self, work: Callable[..., T]) -> T:
+        """Run `work(conn, now)` in one write transaction and return its result."""
+        now = self._clock()
+        with self._tx() as conn:
+            return work(conn, now)
+
+    def _settle(self, conn, settlement: Settlement, now: float) -> int:
+        changed = self._set(conn, "state = 'delivered', error_code = NULL, lease_owner = NULL,"
+                            " lease_expires_at = NULL, updated_at = ?", (now,), settlement.delivered,
+                            f"state IN {_LIVE}")
+        for code, ids in group_by_code(settlement.dead).items():
+            changed += self._set(conn, "state = 'dead', error_code = ?, lease_owner = NULL, lease_expires_at = NULL,"
+                                 " updated_at = ?", (code, now), ids, f"state IN {_LIVE}")
+        for retry in settlement.retries:
+            changed += self._set(conn, "state = 'pending', attempts = attempts + ?, next_attempt_at = ?,"
+                                 " error_code = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?",
+                                 (int(retry.burn_attempt), retry.next_attempt_at, retry.code, now), retry.ids,
+                                 f"state IN {_LIVE}")
+        return changed
+
+    def _lease_one(self, conn, owner: str, batch_size: int, lease_s: float, destination: str | None,
+                   now: float) -> list[LeasedEvent]:
+        batch = self._find_batch(conn, batch_size, destination, now)
+        self._set(conn, "state = 'leased', lease_owner = ?, lease_expires_at = ?, updated_at = ?",
+                  (owner, now + lease_s, now), [e.id for e in batch], "state = 'pending'")
+        return batch
+
+    def _find_batch(self, conn, batch_size: int, destination: str | None, now: float) -> list[LeasedEvent]:
+        head = conn.execute(
+            "SELECT destination, session_id FROM events e WHERE state = 'pending' AND next_attempt_at <= ?"
+            " AND (? IS NULL OR destination = ?) AND NOT EXISTS (SELECT 1 FROM events p"
+            f" WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE}"
+            " AND p.seq < e.seq) ORDER BY seq LIMIT 1", (now, destination, destination)).fetchone()
+        if head is None:
+            return []
+        rows = conn.execute(
+            f"SELECT {_COLUMNS}, seq, attempts, error_code, state, next_attempt_at FROM events WHERE destination = ?"
+            f" AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?", (*head, batch_size)).fetchall()
+        batch = []
+        for row in rows:
+            if row[12] != "pending" or row[13] > now:
+                break  # keep order: stop at the first row that is not ready
+            batch.append(LeasedEvent(*row[:12]))
+        return batch
 
     def _recover(self, conn, now: float) -> int:
         return conn.execute(

@@ -13,7 +13,7 @@ import random
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable
 
@@ -21,7 +21,7 @@ from .config import Settings
 from .delivery import BatchResult, send_batch
 from .errors import DeliveryError
 from .honcho_gateway import HonchoGateway
-from .outbox import LeasedEvent, Outbox
+from .outbox import LeasedEvent, Outbox, Retry, Settlement
 from .outbox_db import OutboxError
 from .policy import Action, RetryPolicy, decide
 from .worker_state import WorkerState
@@ -29,6 +29,15 @@ from .worker_state import WorkerState
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 600.0
+BATCHES_PER_STEP = 25  # per sender: a step returns now and then, so stop() and settings changes apply
+
+
+_MOVED = ("delivered", "dead", "retried")
+
+
+def _add(totals: dict, report: "StepReport") -> None:
+    for name in _MOVED:
+        totals[name] += getattr(report, name)
 
 
 @dataclass
@@ -63,7 +72,8 @@ class DeliveryWorker(threading.Thread):
         self.owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.state = WorkerState()
         self._wake, self._stop_event, self._stepped = threading.Event(), threading.Event(), threading.Condition()
-        self._steps = 0
+        self._began = self._finished = 0  # steps of the thread, for drain() from other threads
+        self._totals = dict.fromkeys(_MOVED, 0)
         self._last_report = StepReport()
         self._outbox: Outbox | None = None
         self._outbox_key: tuple | None = None
@@ -77,14 +87,16 @@ class DeliveryWorker(threading.Thread):
 
     def run(self) -> None:
         while not self._stop_event.is_set():
+            with self._stepped:
+                self._began += 1
             try:
                 report = self.step()
             except Exception:  # the loop boundary: log, back off one poll, keep going
                 log.exception("honcho worker: step failed")
                 report = StepReport(state="error")
             with self._stepped:
-                self._steps += 1
-                self._last_report = report
+                self._finished, self._last_report = self._began, report
+                _add(self._totals, report)
                 self._stepped.notify_all()
             if report.leased == 0 or report.state != "running":
                 self._wake.wait(self._poll_s())
@@ -98,16 +110,15 @@ class DeliveryWorker(threading.Thread):
     def drain(self, timeout_s: float) -> dict:
         """Deliver until nothing is ready or `timeout_s` passed; returns what moved. Never blocks longer."""
         deadline = self._monotonic() + max(0.0, timeout_s)
-        totals = StepReport()
+        if self.is_alive():
+            return self._drain_via_thread(deadline)
+        totals = dict.fromkeys(_MOVED, 0)
         while self._monotonic() < deadline:
-            report = self._one_step_via_thread(deadline) if self.is_alive() else self.step()
-            if report is None:
-                break
-            for name in ("leased", "delivered", "dead", "retried"):
-                setattr(totals, name, getattr(totals, name) + getattr(report, name))
+            report = self.step()
+            _add(totals, report)
             if report.leased == 0:
                 break
-        return {"delivered": totals.delivered, "dead": totals.dead, "retried": totals.retried}
+        return totals
 
     @property
     def stopping(self) -> bool:
@@ -127,41 +138,56 @@ class DeliveryWorker(threading.Thread):
     # -- one step ------------------------------------------------------------------------------------
 
     def step(self) -> StepReport:
-        """Lease, send and record one round of batches; returns what happened."""
+        """Keep up to `concurrency` session batches in flight until nothing is ready (or the step's
+        budget is spent); each finished batch is recorded together with leasing its replacement, in
+        one transaction, while the other batches are still on the wire."""
         settings = self._settings()
         if not self._enabled():
             return self._report(StepReport(state="paused"))
-        report = StepReport(handoff_flushed=self._handoff_flush(settings))
+        report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
         outbox = self._open_outbox(settings)
-        destination, now = settings.destination(), self._clock()
-        circuit = self.state.circuit(destination)
-        if circuit.is_open(now):
-            return self._report(StepReport(state="circuit_open", handoff_flushed=report.handoff_flushed))
+        destination = settings.destination()
+        if self.state.circuit(destination).is_open(self._clock()):
+            report.state = "circuit_open"
+            return self._report(report)
         self._maybe_prune(outbox, settings)
-        batches: list[list[LeasedEvent]] = []
-        for _ in range(1 if circuit.probing(now) else settings.concurrency):  # a probe sends one batch
-            batch = outbox.lease(self.owner, settings.batch_size, settings.lease_s, destination=destination)
-            if not batch:
+        gateway, pool = self._open_gateway(settings), self._sender_pool(settings.concurrency)
+        budget = settings.concurrency * BATCHES_PER_STEP
+        in_flight: dict[Future, list[LeasedEvent]] = {}
+        settlement = Settlement()
+        while True:
+            wanted = self._wanted(settings, destination, len(in_flight), budget)
+            batches = outbox.settle_and_lease(settlement, self.owner, wanted, settings.batch_size,
+                                              settings.lease_s, destination)
+            budget -= len(batches)
+            for batch in batches:
+                report.leased += len(batch)
+                in_flight[pool.submit(send_batch, gateway, batch, self._monotonic)] = batch
+            if not in_flight:
                 break
-            batches.append(batch)
-        if not batches:
-            return self._report(StepReport(state="idle", handoff_flushed=report.handoff_flushed))
-        gateway = self._open_gateway(settings)
-        pool = self._sender_pool(settings.concurrency)
-        results = list(pool.map(lambda b: send_batch(gateway, b, self._monotonic), batches))
-        report.state, report.leased = "running", sum(len(b) for b in batches)
-        for result in results:
-            self._record(outbox, settings, destination, result, report)
+            report.state = "running"
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            settlement = Settlement()
+            for future in done:
+                in_flight.pop(future)
+                self._record(settlement, settings, destination, future.result(), report)
         return self._report(report)
 
-    def _record(self, outbox: Outbox, settings: Settings, destination: str, result: BatchResult,
+    def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int) -> int:
+        """How many new batches to lease: none while stopping or with the circuit open; one to probe."""
+        circuit = self.state.circuit(destination)
+        now = self._clock()
+        if self._stop_event.is_set() or budget <= 0 or circuit.is_open(now):
+            return 0
+        limit = 1 if circuit.probing(now) else settings.concurrency
+        return max(0, min(budget, limit - in_flight))
+
+    def _record(self, settlement: Settlement, settings: Settings, destination: str, result: BatchResult,
                 report: StepReport) -> None:
         now = self._clock()
         delivered = result.delivered + result.already_there
-        if delivered:
-            outbox.ack(delivered)
-        for event_id, code in result.dead:
-            outbox.dead_letter([event_id], code)
+        settlement.delivered.extend(delivered)
+        settlement.dead.extend(result.dead)
         with self.state.lock:
             m = self.state.metrics
             m.requests += result.requests
@@ -173,11 +199,11 @@ class DeliveryWorker(threading.Thread):
         report.delivered += len(delivered)
         report.dead += len(result.dead)
         if result.error is not None:
-            self._retry(outbox, settings, destination, result.failed, result.error, report)
+            self._retry(settlement, settings, destination, result.failed, result.error, report)
         elif delivered or result.dead:
             self._close_circuit(destination)
 
-    def _retry(self, outbox: Outbox, settings: Settings, destination: str, failed: list[LeasedEvent],
+    def _retry(self, settlement: Settlement, settings: Settings, destination: str, failed: list[LeasedEvent],
                error: DeliveryError, report: StepReport) -> None:
         now, policy = self._clock(), RetryPolicy.from_settings(settings)
         circuit = self.state.circuit(destination)
@@ -194,12 +220,12 @@ class DeliveryWorker(threading.Thread):
         dead = [e.id for e in failed if decision.burn_attempt and e.attempts + 1 >= policy.max_attempts]
         rest = [e.id for e in failed if e.id not in set(dead)]
         if dead:
-            outbox.dead_letter(dead, error.code)
+            settlement.dead.extend((event_id, error.code) for event_id in dead)
             report.dead += len(dead)
             log.error("honcho worker: %d events dead-lettered after %d attempts (%s)", len(dead),
                       policy.max_attempts, error.code)
         if rest:
-            outbox.retry_at(rest, decision.next_attempt_at, error.code, decision.burn_attempt)
+            settlement.retries.append(Retry(rest, decision.next_attempt_at, error.code, decision.burn_attempt))
             report.retried += len(rest)
 
     # -- helpers -------------------------------------------------------------------------------------
@@ -222,7 +248,10 @@ class DeliveryWorker(threading.Thread):
             if self._outbox is not None:
                 self._outbox.close()
             # The worker may wait for the write lock longer than capture: it is not on the turn's path.
-            self._outbox = Outbox(settings.outbox_path, synchronous=settings.outbox_synchronous,
+            # Its commits need not be fsynced: captured rows were made durable by capture's own commit,
+            # and a lost delivered/leased mark after a power cut only means a resend (at-least-once),
+            # never a lost message. Capture keeps the configured durability.
+            self._outbox = Outbox(settings.outbox_path, synchronous="NORMAL",
                                   busy_timeout_s=5.0, max_rows=settings.max_queued_rows,
                                   dead_retention_s=settings.dead_retention_days * 86_400, clock=self._clock)
             self._outbox_key = key
@@ -256,16 +285,18 @@ class DeliveryWorker(threading.Thread):
         except Exception:
             return 5.0
 
-    def _one_step_via_thread(self, deadline: float) -> StepReport | None:
+    def _drain_via_thread(self, deadline: float) -> dict:
+        """Wake the thread and wait until a step that began after now found nothing to lease."""
         with self._stepped:
-            seen = self._steps
+            start = dict(self._totals)
+            target = self._began + 1  # a step already running may predate the drain
             self.wake()
-            while self._steps == seen:
+            while not (self._finished >= target and self._last_report.leased == 0):
                 remaining = deadline - self._monotonic()
                 if remaining <= 0 or not self.is_alive():
-                    return None
+                    break
                 self._stepped.wait(remaining)
-            return self._last_report
+            return {name: self._totals[name] - start[name] for name in _MOVED}
 
     def _close(self) -> None:
         with self.state.lock:
