@@ -14,7 +14,9 @@ from typing import Any, Callable, Iterable, Sequence
 import httpx
 
 from .errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+from . import scopes
 from .outbox import NewEvent
+from .recall_pack import ContextData
 from .settings_values import ID_RE
 
 MAX_MESSAGES_PER_CALL = 100
@@ -41,11 +43,16 @@ class HonchoGateway:
 
     def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str], timeout_s: float,
                  http_client_factory: Callable[[], httpx.Client] | None = None,
-                 peer_roles: dict[str, str] | None = None) -> None:
+                 peer_roles: dict[str, str] | None = None,
+                 supports_scopes: Callable[[], bool] | None = None) -> None:
         self.api_url, self.workspace_id = api_url, workspace_id
         # The configured peers join every session at creation, so both have their observation
         # settings before the first message of either; events of other peers (older settings) add theirs.
         self._peer_roles = dict(peer_roles or {})
+        self.supports_scopes = supports_scopes or (lambda: scopes.sdk_supports_scopes(sdk()))
+        self._scopes: dict[str, Any] = {}  # scope id -> Scope object, created once per client
+        self._memberships: set[tuple[str, str]] = set()  # (scope id, session id) known to be set
+        self.scope_problem: str | None = None  # why scoping failed last, for status
         self._key_provider, self._timeout_s = key_provider, timeout_s
         self._http_client_factory = http_client_factory or httpx.Client
         self._lock = threading.Lock()
@@ -59,7 +66,8 @@ class HonchoGateway:
         for event in events:
             _check(event)
         with _translated():
-            session = self._session(events)
+            session = self._session(events[0].session_id, {e.peer_id: e.role for e in events})
+            self._ensure_membership(events[0].session_id, events[-1].scope_id)
             for start in range(0, len(events), MAX_MESSAGES_PER_CALL):
                 session.add_messages([_message(e) for e in events[start:start + MAX_MESSAGES_PER_CALL]])
 
@@ -75,6 +83,31 @@ class HonchoGateway:
                                         size=MAX_MESSAGES_PER_CALL)
                 found.update(str((m.metadata or {}).get("event_id")) for m in page.items)
         return found & set(wanted)
+
+    def context(self, session_id: str, *, query: str | None, tokens: int, target: str, perspective: str,
+                scope: str | None = None, top_k: int | None = None, max_conclusions: int | None = None,
+                limit_to_session: bool = False) -> ContextData:
+        """Session context for recall: scoped (the scope replaces the perspective) or from `perspective`."""
+        with _translated():
+            result = self._cached_session(session_id).context(
+                summary=True, tokens=tokens, peer_target=target, search_query=query or None,
+                peer_perspective=None if scope else perspective, scope=scope,
+                search_top_k=top_k if query else None, max_conclusions=max_conclusions,
+                limit_to_session=limit_to_session and not scope)
+        return ContextData(representation=result.peer_representation, card=list(result.peer_card or []),
+                           summary=result.summary.content if result.summary else None,
+                           messages=[(m.peer_id, m.content) for m in result.messages])
+
+    def ensure_session_in_scope(self, session_id: str, scope_id: str) -> None:
+        """Create the session with its peers' observation settings, then put it in the scope."""
+        with _translated():
+            self._session(session_id, {})
+            self._ensure_membership(session_id, scope_id)
+
+    def scope_status(self, scope_id: str) -> dict[str, str]:
+        """Backfill state per session of a scope (pending, completed, failed); raises DeliveryError."""
+        with _translated():
+            return {sid: job.state for sid, job in self._scope(scope_id).status().items()}
 
     def close(self) -> None:
         """Close the HTTP client; the next call builds a new one."""
@@ -103,12 +136,13 @@ class HonchoGateway:
         self._client, self._client_key = None, None
         self._sessions.clear()
         self._session_peers.clear()
+        self._scopes.clear()
+        self._memberships.clear()
 
-    def _session(self, events: Sequence[NewEvent]) -> Any:
+    def _session(self, session_id: str, event_roles: dict[str, str]) -> Any:
         """The session object, created with explicit peer observation settings before any message."""
-        session_id = events[0].session_id
         client = self._sdk_client()
-        roles = {**self._peer_roles, **{e.peer_id: e.role for e in events}}
+        roles = {**self._peer_roles, **event_roles}
         peers = {peer: OBSERVATION.get(role, OBSERVATION["user"]) for peer, role in roles.items()}
         with self._lock:
             known = self._session_peers.get(session_id)
@@ -124,6 +158,32 @@ class HonchoGateway:
                 self._sessions[session_id] = session
                 self._session_peers.setdefault(session_id, set()).update(missing)
         return session
+
+    def _ensure_membership(self, session_id: str, scope_id: str | None) -> None:
+        """Put the session in its scope before its messages; a refusal does not stop delivery."""
+        if not scope_id or (scope_id, session_id) in self._memberships or not self.supports_scopes():
+            return
+        try:
+            self._scope(scope_id).add_sessions([session_id])
+        except Exception as exc:
+            error = translate(exc)
+            if not isinstance(error, (AuthError, PermanentError)):
+                raise error from exc
+            self.scope_problem = error.code  # e.g. a key that is not workspace-level: deliver unscoped
+            return
+        with self._lock:
+            self._memberships.add((scope_id, session_id))
+        self.scope_problem = None
+
+    def _scope(self, scope_id: str) -> Any:
+        client = self._sdk_client()
+        with self._lock:
+            scope = self._scopes.get(scope_id)
+        if scope is None:
+            scope = client.scope(scope_id)  # get-or-create, once per client
+            with self._lock:
+                self._scopes[scope_id] = scope
+        return scope
 
     def _cached_session(self, session_id: str) -> Any:
         client = self._sdk_client()

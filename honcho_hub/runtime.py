@@ -106,3 +106,44 @@ def wake_worker() -> None:
 def current_worker() -> "DeliveryWorker | None":
     """The running worker of this process, if any."""
     return _worker if _worker is not None and _worker.is_alive() else None
+
+
+_recaller = None
+_registrar = None
+_parts_lock = threading.Lock()
+
+
+def recaller():
+    """The process's Recaller (its cache starts over when Agent Zero re-imports the plugin)."""
+    global _recaller
+    from .recall import Recaller  # imported here: capture must work without the SDK
+
+    with _parts_lock:
+        if _recaller is None:
+            _recaller = Recaller()
+        return _recaller
+
+
+def registrar():
+    """The process's scope registrar thread, started on first use (or again after a stop)."""
+    global _registrar
+    from .honcho_gateway import HonchoGateway
+    from .scope_registrar import ScopeRegistrar
+    from .worker import peer_roles
+
+    with _parts_lock:
+        if _registrar is None or not _registrar.is_alive():
+            _registrar = ScopeRegistrar(lambda s: HonchoGateway(s.api_url, s.workspace_id, s.key_provider,
+                                                                s.sdk_timeout_s, peer_roles=peer_roles(s)))
+            _registrar.start()
+        return _registrar
+
+
+def shutdown() -> None:
+    """Close this generation's capture services and recall cache (the threads stop with them)."""
+    global _recaller
+    close_services()
+    with _parts_lock:
+        if _recaller is not None:
+            _recaller.close()
+            _recaller = None

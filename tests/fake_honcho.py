@@ -47,6 +47,12 @@ class FakeHoncho:
         self.requests: list[tuple[str, str]] = []
         self.faults: deque[Fault] = deque()
         self.reject_marker: str | None = None  # a request holding a message with this text gets a 422
+        self.scopes: dict[tuple[str, str], set[str]] = {}  # (workspace, scope) -> session ids
+        self.representations: dict[tuple[str, str], str] = {}  # (observer or "scope:<id>", target) -> text
+        self.cards: dict[tuple[str, str], list[str]] = {}
+        self.summaries: dict[str, str] = {}  # session id -> summary text
+        self.context_queries: list[dict] = []
+        self.scoped_context_status: int | None = None  # e.g. 403: this key is not workspace-level
         self._routes = [
             ("POST", r"^/v3/workspaces$", self._workspace),
             ("POST", _WS + r"/peers$", self._peer),
@@ -54,6 +60,10 @@ class FakeHoncho:
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/peers$", self._session_peers),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages$", self._add_messages),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages/list$", self._list_messages),
+            ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/context$", self._context),
+            ("POST", _WS + r"/scopes$", self._scope),
+            ("POST", _WS + r"/scopes/(?P<scope>[^/]+)/sessions$", self._scope_sessions),
+            ("GET", _WS + r"/scopes/(?P<scope>[^/]+)/status$", self._scope_status),
         ]
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -179,6 +189,49 @@ class FakeHoncho:
         pages = max(1, -(-len(found) // size))
         return 200, {"items": items, "total": len(found), "page": page, "size": size, "pages": pages}
 
+    def _context(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
+        self.context_queries.append(dict(query))
+        scope, target = query.get("scope"), query.get("peer_target")
+        if scope and self.scoped_context_status:
+            return self.scoped_context_status, {"detail": "scoped context needs a workspace-level key"}
+        observer = f"scope:{scope}" if scope else query.get("peer_perspective", "")
+        budget = int(query.get("tokens", 100_000)) * 4
+        messages, used = [], 0
+        for message in reversed(self.session_messages(sid, ws)):
+            used += len(message["content"])
+            if used > budget:
+                break
+            messages.insert(0, message)
+        summary = self.summaries.get(sid)
+        return 200, {"id": sid, "messages": messages,
+                     "summary": {"content": summary, "message_id": "m", "summary_type": "short",
+                                 "created_at": _now(), "token_count": len(summary) // 4} if summary else None,
+                     "peer_representation": self.representations.get((observer, target)),
+                     "peer_card": self.cards.get((observer, target))}
+
+    def _scope(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        scope = body.get("id", "")
+        if not _ID.match(scope) or len(scope) > 506 or scope.startswith("scope."):
+            return 422, {"detail": "invalid scope id"}
+        self.scopes.setdefault((ws, scope), set())
+        return 200, {"id": scope, "metadata": {}, "created_at": _now()}
+
+    def _scope_sessions(self, body: dict, query: dict, ws: str, scope: str) -> tuple[int, Any]:
+        if (ws, scope) not in self.scopes:
+            return 404, {"detail": "scope not found"}
+        ids = body.get("session_ids") or []
+        if any((ws, sid) not in self.sessions for sid in ids):
+            return 404, {"detail": "session not found"}
+        self.scopes[(ws, scope)].update(ids)
+        return 200, None
+
+    def _scope_status(self, body: dict, query: dict, ws: str, scope: str) -> tuple[int, Any]:
+        if (ws, scope) not in self.scopes:
+            return 404, {"detail": "scope not found"}
+        jobs = {sid: {"state": "completed", "updated_at": _now(), "docs_copied": 0}
+                for sid in sorted(self.scopes[(ws, scope)]) if self.session_messages(sid, ws)}
+        return 200, {"backfill_status": jobs}
+
     # -- state helpers -----------------------------------------------------------------------------
 
     def _ensure_peer(self, ws: str, peer_id: str) -> dict:
@@ -213,6 +266,8 @@ class FakeHoncho:
                                                           dict(request.url.params), body, dict(request.headers))
             if fault is not None:
                 raise _transport_error(fault, request)
+            if payload is None:
+                return httpx.Response(status, headers=headers)
             return httpx.Response(status, headers=headers, json=payload)
         return httpx.MockTransport(answer)
 

@@ -147,11 +147,14 @@ def stub_agent_zero() -> Iterator[StubHost]:
 
 
 def _stop_plugin_workers() -> None:
-    """Workers a test started through the adapters must not outlive the stub host."""
+    """Threads a test started through the adapters must not outlive the stub host."""
     from honcho_hub import lifecycle
 
     for worker in lifecycle.plugin_workers():
         worker.stop(10)
+    hooked = sys.modules.get("usr.plugins.honcho.honcho_hub.runtime")
+    if hooked is not None:
+        hooked.shutdown()
 
 
 def _scheduler_for(host: StubHost) -> type:

@@ -7,6 +7,7 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub import runtime
 from usr.plugins.honcho.honcho_hub.capture import CaptureRequest, Outcome, Role
+from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.capture_rules import (UserMessageFacts, skip_reason_for_tool_result,
                                                          skip_reason_for_user_message)
 
@@ -47,7 +48,9 @@ def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome
 def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Outcome:
     if isinstance(text, str):
         text = host.mask(agent, text)
-    request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text)
+    scope = resolve_scope(settings, host.project_name(agent))  # stored on the event for the worker
+    request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text,
+                             scope_id=scope)
     outcome = runtime.capture_service(settings).capture(request, settings, host.host_secrets(agent))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
     ensure_worker()

@@ -39,6 +39,13 @@ def chat_facts(agent: Any) -> ChatFacts:
                      scheduler_run=_scheduler_owns(context.id))
 
 
+def project_name(agent: Any) -> str | None:
+    """The chat's Agent Zero project, read now: a project is attached after the agent exists."""
+    from helpers.projects import get_context_project_name
+
+    return get_context_project_name(agent.context) or None
+
+
 def _scheduler_owns(context_id: str) -> bool:
     from helpers.task_scheduler import TaskScheduler
 

@@ -1,4 +1,4 @@
-"""Start the delivery worker when a chat's primary agent is created. Sync point; never raises."""
+"""When a chat's primary agent is created: start the worker, queue the scope registration. Never raises."""
 
 import logging
 
@@ -11,8 +11,10 @@ class HonchoStartWorker(Extension):
     def execute(self, **kwargs):
         try:
             if getattr(self.agent, "number", None) == 0:
+                from usr.plugins.honcho.extensions.honcho_bridge.recall import register_chat
                 from usr.plugins.honcho.extensions.honcho_bridge.worker import ensure_worker
 
                 ensure_worker()
+                register_chat(self.agent)
         except Exception:  # the agent must start even if memory cannot
             log.exception("honcho: delivery worker not started")

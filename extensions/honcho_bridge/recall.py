@@ -1,0 +1,62 @@
+"""Recall for Agent Zero: the typed text of agent 0's user turn in, a labelled block in extras out."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from functools import lru_cache
+from typing import Any
+
+from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub.capture import session_id_for
+from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
+
+from . import host
+
+EXTRAS_KEY = "honcho_memory"
+TEMPLATE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "prompts", "honcho.recall_block.md")
+
+
+async def inject_recall(agent: Any, loop_data: Any) -> str:
+    """Before agent 0's first model call of a user turn; returns what happened (for logs and tests)."""
+    if getattr(agent, "number", None) != 0 or getattr(loop_data, "iteration", None) != 0:
+        return "not_first_turn_call"
+    if host.chat_facts(agent).background:
+        return "background_chat"
+    settings = host.settings_for(agent)
+    if not settings.recall_enabled:
+        return "disabled"
+    scope = resolve_scope(settings, host.project_name(agent))
+    text = typed_text(getattr(loop_data, "user_message", None))
+    result = await asyncio.to_thread(runtime.recaller().recall, settings, session_id_for(agent.context.id),
+                                     host.mask(agent, text), template(), scope)
+    if result.block:
+        loop_data.extras_persistent[EXTRAS_KEY] = result.block
+    else:
+        loop_data.extras_persistent.pop(EXTRAS_KEY, None)
+    return result.source
+
+
+def typed_text(message: Any) -> str:
+    """What the human typed: the `user_message` (or `user_intervention`) field, not the wrapper."""
+    content = getattr(message, "content", None)
+    if isinstance(content, dict):
+        value = content.get("user_message") or content.get("user_intervention") or ""
+        return value if isinstance(value, str) else ""
+    return ""
+
+
+@lru_cache(maxsize=1)
+def template() -> str:
+    with open(TEMPLATE, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def register_chat(agent: Any) -> bool:
+    """At chat start: queue the chat's scope registration (a background thread does the requests)."""
+    settings = host.settings_for(agent)
+    scope = resolve_scope(settings, host.project_name(agent))
+    if not scope:
+        return False
+    return runtime.registrar().submit(settings, session_id_for(agent.context.id), scope)

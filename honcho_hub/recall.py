@@ -1,0 +1,124 @@
+"""Recall: the query-aware memory pack injected before a user turn. Bounded in time, cached, never dialectic.
+
+The typed text (redacted) is the search query for `Session.context`, from the agent's perspective
+about the user, or through the chat's scope when it has one. A refused scoped call (a key that is not
+workspace-level, an SDK that rejects the combination) falls back to the unscoped view and says so in
+status; it never touches the delivery worker's circuits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .config import Settings
+from .errors import AuthError, PermanentError
+from .honcho_gateway import HonchoGateway
+from .recall_cache import RecallCache
+from .recall_pack import MemoryPack, build_pack, render_block
+from .redact import RedactionError, redact
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    block: str  # what to inject; '' for nothing
+    source: str  # hit, fresh, stale, timeout, error, disabled
+    pack: MemoryPack | None = None
+
+
+class Recaller:
+    """One per process: a gateway of its own (recall never shares delivery's circuits) and the cache."""
+
+    def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._gateway_factory = gateway_factory or _default_gateway
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._gateway: HonchoGateway | None = None
+        self._gateway_key: tuple | None = None
+        self._cache: RecallCache | None = None
+        self.scope_problem: str | None = None
+
+    def recall(self, settings: Settings, session_id: str, user_text: str, template: str,
+               scope_id: str | None = None) -> RecallResult:
+        """The rendered block for this turn, waiting at most `recall_timeout_s`; never raises on Honcho."""
+        if not settings.recall_enabled:
+            return RecallResult("", "disabled")
+        query = self._query(user_text, settings)
+        gateway, cache = self._parts(settings)
+        key = cache_key(settings, session_id, query, scope_id)
+        pack, source = cache.get(key, (settings.destination(), session_id),
+                                 lambda: self._load(gateway, settings, session_id, query, scope_id),
+                                 settings.recall_timeout_s)
+        return RecallResult(render_block(pack, template) if pack else "", source, pack)
+
+    def clear_cache(self) -> int:
+        """Forget every cached pack; returns how many there were."""
+        with self._lock:
+            return self._cache.clear() if self._cache is not None else 0
+
+    def cache_entries(self) -> int:
+        with self._lock:
+            return self._cache.entries() if self._cache is not None else 0
+
+    def close(self) -> None:
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+            if self._gateway is not None:
+                self._gateway.close()
+            self._cache = self._gateway = None
+
+    def _query(self, user_text: str, settings: Settings) -> str:
+        text = " ".join((user_text or "").split())
+        if len(text) < max(1, settings.recall_min_query_chars):
+            return ""
+        try:
+            return redact(text)[:2000]  # a search query, not the message: bounded
+        except RedactionError:
+            return ""  # fail closed: recall without a query rather than send unredacted text
+
+    def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
+        with self._lock:
+            key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s)
+            if self._gateway is None or key != self._gateway_key:
+                if self._gateway is not None:
+                    self._gateway.close()
+                self._gateway, self._gateway_key = self._gateway_factory(settings), key
+            if (self._cache is None or self._cache.ttl_s != settings.cache_ttl_s
+                    or self._cache.max_entries != settings.cache_max_entries):
+                if self._cache is not None:
+                    self._cache.close(wait=False)  # settings changed: never make a turn wait for it
+                self._cache = RecallCache(settings.cache_ttl_s, settings.cache_max_entries, self._monotonic)
+            return self._gateway, self._cache
+
+    def _load(self, gateway: HonchoGateway, settings: Settings, session_id: str, query: str,
+              scope_id: str | None) -> MemoryPack:
+        common = dict(query=query, tokens=settings.max_context_tokens, target=settings.user_peer_id,
+                      perspective=settings.agent_peer_id, top_k=settings.search_top_k,
+                      max_conclusions=settings.max_conclusions, limit_to_session=settings.recall_limit_to_session)
+        data = None
+        if scope_id and gateway.supports_scopes():
+            try:
+                data = gateway.context(session_id, scope=scope_id, **common)
+                self.scope_problem = None
+            except (AuthError, PermanentError) as exc:
+                self.scope_problem = f"scope unavailable: {exc.code}"
+        if data is None:
+            data = gateway.context(session_id, **common)
+        return build_pack(data, settings.max_context_tokens, settings.recall_include_messages, settings.user_peer_id)
+
+
+def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | None) -> tuple:
+    """Every input that changes what Honcho would return, with the query as a digest."""
+    digest = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()
+    return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, session_id,
+            settings.max_context_tokens, digest, scope_id, settings.search_top_k, settings.max_conclusions,
+            settings.recall_include_messages, settings.recall_limit_to_session)
+
+
+def _default_gateway(settings: Settings) -> HonchoGateway:
+    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s)

@@ -1,0 +1,117 @@
+"""The memory pack: what Honcho returned, trimmed to a token budget and rendered as untrusted data.
+
+Sections in priority order: relevant conclusions (the query-aware representation), the user's card,
+the session summary, relevant recent messages. Empty sections are left out; an empty pack renders
+nothing. Inside the block, text that imitates its delimiters or Agent Zero's secret aliases is
+neutralized, so recalled text can neither close the block early nor become a real secret.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .redact import RedactionError, redact
+
+CHARS_PER_TOKEN = 4  # a conservative estimate for English text; Honcho counts with tiktoken
+BLOCK_TAG = "honcho_memory"
+_TAG_RE = re.compile(r"<\s*/?\s*honcho[_\s-]*memory\s*>", re.IGNORECASE)
+_PLACEHOLDER = "{{sections}}"
+
+
+@dataclass
+class ContextData:
+    """Plain values of a Honcho session context, as the gateway returns them."""
+
+    representation: str | None = None
+    card: list[str] = field(default_factory=list)
+    summary: str | None = None
+    messages: list[tuple[str, str]] = field(default_factory=list)  # (peer id, content), oldest first
+
+
+@dataclass(frozen=True)
+class MemoryPack:
+    sections: tuple[tuple[str, str], ...] = ()  # (title, text)
+
+    @property
+    def empty(self) -> bool:
+        return not self.sections
+
+    def tokens(self) -> int:
+        """Estimated tokens of the sections' text."""
+        return sum(estimate_tokens(title) + estimate_tokens(text) for title, text in self.sections)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of `text`, estimated from its length (rounded up)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def build_pack(data: ContextData, budget_tokens: int, include_messages: bool = True,
+               user_peer: str = "user") -> MemoryPack:
+    """The sections that fit the budget, in priority order; a section that does not fit is cut."""
+    candidates = [
+        ("Relevant conclusions about the user", (data.representation or "").strip()),
+        ("The user's card", "\n".join(f"- {fact.strip()}" for fact in data.card if fact and fact.strip())),
+        ("Summary of this conversation", (data.summary or "").strip()),
+    ]
+    if include_messages:
+        candidates.append(("Relevant recent messages", _messages_text(data.messages, user_peer)))
+    sections, left = [], budget_tokens
+    for title, text in candidates:
+        text = _clean(text)
+        room = left - estimate_tokens(title) - 2
+        if not text or room <= 0:
+            continue
+        fitted = _fit(text, room, keep_end=title.startswith("Relevant recent"))
+        if fitted:
+            sections.append((title, fitted))
+            left -= estimate_tokens(title) + estimate_tokens(fitted) + 2
+    return MemoryPack(tuple(sections))
+
+
+def render_block(pack: MemoryPack, template: str) -> str:
+    """The pack inside the template's block; '' for an empty pack."""
+    if pack.empty:
+        return ""
+    body = "\n\n".join(f"## {title}\n{text}" for title, text in pack.sections)
+    return template.replace(_PLACEHOLDER, body).strip()
+
+
+def neutralize(text: str) -> str:
+    """Make recalled text inert: no block delimiters, no secret aliases, no credentials."""
+    text = _TAG_RE.sub("[memory tag removed]", text)
+    try:
+        return redact(text)  # also rewrites §§secret(...) aliases so Agent Zero cannot unmask them
+    except RedactionError:
+        return ""  # fail closed: a section that cannot be made safe is left out
+
+
+def _clean(text: str) -> str:
+    return neutralize(text).strip() if text else ""
+
+
+def _messages_text(messages: list[tuple[str, str]], user_peer: str) -> str:
+    lines = [f"{'User' if peer == user_peer else 'Assistant'}: {' '.join(content.split())}"
+             for peer, content in messages if content and content.strip()]
+    return "\n".join(lines)
+
+
+def _fit(text: str, room_tokens: int, keep_end: bool) -> str:
+    """Cut `text` to `room_tokens` at a line (else word) boundary; messages keep their newest end."""
+    limit = room_tokens * CHARS_PER_TOKEN
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in (reversed(lines) if keep_end else lines):
+        if used + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if kept:
+        return "\n".join(reversed(kept) if keep_end else kept)
+    cut = text[-limit:] if keep_end else text[:limit]  # one long line: cut at a word
+    cut = cut.split(" ", 1)[-1] if keep_end else cut.rsplit(" ", 1)[0]
+    return ("…" + cut) if keep_end else (cut + "…")

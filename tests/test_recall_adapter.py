@@ -1,0 +1,95 @@
+"""The recall extension and chat registration, loaded as Agent Zero loads them, against a loopback fake."""
+
+import asyncio
+import os
+import sqlite3
+import types
+import unittest
+
+from fake_honcho import FakeHoncho
+from hub_testkit import ContextType, StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
+from loopback import serve
+
+RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
+INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
+USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+KEY = "hch-adapter-key-0987654321"
+
+
+def loop_data(text, iteration=0):
+    wrapper = {"system_message": [], "user_message": text, "attachments": []}
+    return types.SimpleNamespace(iteration=iteration, extras_persistent={},
+                                 user_message=types.SimpleNamespace(content=wrapper))
+
+
+class RecallAdapterTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeHoncho(api_key=KEY)
+        self.fake.representations[("agent-zero", "user")] = "The user prefers green tea."
+        self.fake.representations[("scope:a0-alpha", "user")] = "Inside Alpha the user writes Rust."
+        self.server = serve(self.fake)
+        self.addCleanup(self.server.close)
+        stub = stub_agent_zero()
+        self.host = stub.__enter__()
+        self.addCleanup(stub.__exit__, None, None, None)
+        self.host.config.update(api_url=self.server.url, recall_timeout_s=10)
+        self.host.secrets = {"HONCHO_API_KEY": KEY}
+        self.recall = self.load(RECALL_EXT)
+
+    def load(self, rel):
+        module = import_by_path(os.path.join(self.host.plugin_dir, rel))
+        return next(v for k, v in vars(module).items() if k.startswith("Honcho"))
+
+    def run_recall(self, agent, data):
+        asyncio.run(self.recall(agent=agent).execute(loop_data=data))
+        return data.extras_persistent.get("honcho_memory")
+
+    def test_agent_zeros_first_call_gets_the_block_queried_with_the_typed_text(self):
+        block = self.run_recall(StubAgent(0), loop_data("Which tea should I buy?"))
+        self.assertIn("green tea", block)
+        self.assertTrue(block.startswith("<honcho_memory>"))
+        self.assertEqual(self.fake.context_queries[-1]["search_query"], "Which tea should I buy?")
+
+    def test_no_recall_on_later_iterations_for_subordinates_background_chats_or_when_disabled(self):
+        cases = {"later iteration": (StubAgent(0), loop_data("x y z", iteration=1)),
+                 "subordinate": (StubAgent(1), loop_data("x y z")),
+                 "background": (StubAgent(0, StubContext(type=ContextType.BACKGROUND)), loop_data("x y z"))}
+        for name, (agent, data) in cases.items():
+            with self.subTest(case=name):
+                self.assertIsNone(self.run_recall(agent, data))
+        self.host.config["recall_enabled"] = False
+        self.assertIsNone(self.run_recall(StubAgent(0), loop_data("x y z")))
+        self.assertEqual(self.fake.context_queries, [])
+
+    def test_honcho_down_leaves_the_turn_alone(self):
+        self.server.close()
+        self.host.config["recall_timeout_s"] = 2
+        data = loop_data("anything at all")
+        self.assertIsNone(self.run_recall(StubAgent(0), data))
+
+    def test_a_project_attached_after_the_agent_started(self):
+        context = StubContext(id="Proj0001")
+        agent = StubAgent(0, context)
+        self.load(INIT_EXT)(agent=agent).execute()  # chat start: no project yet, nothing to register
+        self.assertEqual(self.fake.scopes, {})
+        context.project = "Alpha"  # Agent Zero attaches the project afterwards
+        data = {"args": (agent, types.SimpleNamespace(message="I write Rust here", id="")), "kwargs": {},
+                "result": StubHistoryMessage(False, "h1"), "exception": None}
+        self.load(USER_EXT)(agent=agent).execute(data=data)
+        conn = sqlite3.connect(self.host.config["outbox_path"])
+        self.assertEqual(conn.execute("SELECT scope_id FROM events").fetchall(), [("a0-alpha",)])
+        conn.close()
+        block = self.run_recall(agent, loop_data("What language do I use?"))
+        self.assertIn("writes Rust", block)
+        self.assertEqual(self.fake.context_queries[-1]["scope"], "a0-alpha")
+
+    def test_chat_start_in_a_project_registers_the_scope_in_the_background(self):
+        agent = StubAgent(0, StubContext(id="Proj0002", project="Alpha"))
+        self.load(INIT_EXT)(agent=agent).execute()
+        from usr.plugins.honcho.honcho_hub import runtime
+        self.assertTrue(runtime.registrar().stop(10))  # finishes the queued registration
+        self.assertEqual(self.fake.scopes[("agent-zero", "a0-alpha")], {"chat-Proj0002"})
+
+
+if __name__ == "__main__":
+    unittest.main()
