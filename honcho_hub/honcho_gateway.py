@@ -21,6 +21,7 @@ from .settings_values import ID_RE
 
 MAX_MESSAGES_PER_CALL = 100
 MAX_CONTENT_CHARS = 25_000
+MAX_CACHED_READERS = 1_000
 SOURCE = "agent-zero/honcho-hub"
 # Observation settings by role, applied before a session's first message (Honcho auto-creates peers
 # with its defaults otherwise): the human is modelled; the agent models others but is not modelled.
@@ -51,6 +52,7 @@ class HonchoGateway:
         self._peer_roles = dict(peer_roles or {})
         self.supports_scopes = supports_scopes or (lambda: scopes.sdk_supports_scopes(sdk()))
         self._scopes: dict[str, Any] = {}  # scope id -> Scope object, created once per client
+        self._readers: dict[str, Any] = {}  # session id -> Session object used only to read
         self._memberships: set[tuple[str, str]] = set()  # (scope id, session id) known to be set
         self.scope_problem: str | None = None  # why scoping failed last, for status
         self._key_provider, self._timeout_s = key_provider, timeout_s
@@ -137,6 +139,7 @@ class HonchoGateway:
         self._sessions.clear()
         self._session_peers.clear()
         self._scopes.clear()
+        self._readers.clear()
         self._memberships.clear()
 
     def _session(self, session_id: str, event_roles: dict[str, str]) -> Any:
@@ -186,13 +189,18 @@ class HonchoGateway:
         return scope
 
     def _cached_session(self, session_id: str) -> Any:
+        """A session object for reads, without the get-or-create request (and built once)."""
         client = self._sdk_client()
         with self._lock:
-            session = self._sessions.get(session_id)
+            session = self._sessions.get(session_id) or self._readers.get(session_id)
         if session is None:
-            from honcho.session import Session  # no request: only reads what is there
+            from honcho.session import Session
 
             session = Session(session_id, client)
+            with self._lock:
+                if len(self._readers) >= MAX_CACHED_READERS:
+                    self._readers.clear()
+                self._readers[session_id] = session
         return session
 
 

@@ -66,8 +66,6 @@ class Recaller:
 
     def close(self) -> None:
         with self._lock:
-            if self._cache is not None:
-                self._cache.close()
             if self._gateway is not None:
                 self._gateway.close()
             self._cache = self._gateway = None
@@ -83,15 +81,13 @@ class Recaller:
 
     def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
         with self._lock:
-            key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s)
+            key = (settings.api_url, settings.workspace_id, settings.recall_timeout_s)
             if self._gateway is None or key != self._gateway_key:
                 if self._gateway is not None:
                     self._gateway.close()
                 self._gateway, self._gateway_key = self._gateway_factory(settings), key
             if (self._cache is None or self._cache.ttl_s != settings.cache_ttl_s
                     or self._cache.max_entries != settings.cache_max_entries):
-                if self._cache is not None:
-                    self._cache.close(wait=False)  # settings changed: never make a turn wait for it
                 self._cache = RecallCache(settings.cache_ttl_s, settings.cache_max_entries, self._monotonic)
             return self._gateway, self._cache
 
@@ -121,4 +117,5 @@ def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | N
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
-    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s)
+    # Recall's own client times out at the recall deadline: a hung Honcho costs the turn no more.
+    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.recall_timeout_s)

@@ -1,8 +1,9 @@
 """Recall cache: TTL, bounded entries (LRU), single-flight loads, and the last pack per session.
 
-A load slower than the caller's deadline keeps running and fills the cache for the next turn; the
-caller meanwhile gets the session's last pack (stale) or nothing. Concurrent identical recalls share
-one load.
+The first caller of a key loads it in its own thread (the loader's client times out at the recall
+deadline, so no extra thread hand-off is paid on every cold turn); concurrent identical callers wait
+on that load for at most their deadline. A load that fails or times out gives the session's last pack
+(stale) or nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable, Hashable
 
@@ -18,15 +19,13 @@ from .recall_pack import MemoryPack
 
 
 class RecallCache:
-    def __init__(self, ttl_s: float, max_entries: int, monotonic: Callable[[], float] = time.monotonic,
-                 loaders: int = 2) -> None:
+    def __init__(self, ttl_s: float, max_entries: int, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s, self.max_entries = ttl_s, max_entries
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._fresh: OrderedDict[Hashable, tuple[float, MemoryPack]] = OrderedDict()  # key -> (stored at, pack)
         self._last: OrderedDict[Hashable, MemoryPack] = OrderedDict()  # session key -> newest pack
         self._inflight: dict[Hashable, Future] = {}
-        self._pool = ThreadPoolExecutor(max_workers=loaders, thread_name_prefix="honcho-hub-recall")
         self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0}
 
     def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack],
@@ -39,16 +38,18 @@ class RecallCache:
                 self.counters["hits"] += 1
                 return cached[1], "hit"
             future = self._inflight.get(key)
-            if future is None:  # single flight: the first caller loads, the others wait on its future
-                future = self._pool.submit(self._load, key, session_key, loader)
-                self._inflight[key] = future
+            owner = future is None
+            if owner:  # single flight: the first caller loads, the others wait on its future
+                future = self._inflight[key] = Future()
                 self.counters["loads"] += 1
+        if owner:
+            return self._load(key, session_key, loader, future)
         try:
             return future.result(timeout=max(0.0, deadline_s)), "fresh"
         except FutureTimeout:
-            return self._fallback(session_key, "timeouts", "timeout")
-        except Exception:
-            return self._fallback(session_key, "errors", "error")
+            return self._fallback(session_key, "timeout")
+        except Exception as exc:
+            return self._fallback(session_key, _kind(exc))
 
     def clear(self) -> int:
         """Forget every pack; returns how many entries there were."""
@@ -62,31 +63,37 @@ class RecallCache:
         with self._lock:
             return len(self._fresh)
 
-    def close(self, wait: bool = True) -> None:
-        """Stop the loader threads; with wait=False a running load finishes on its own."""
-        self._pool.shutdown(wait=wait)
-
-    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack]) -> MemoryPack:
+    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack],
+              future: Future) -> tuple[MemoryPack | None, str]:
         try:
             pack = loader()
-            with self._lock:
-                self._fresh[key] = (self._monotonic(), pack)
-                self._fresh.move_to_end(key)
-                self._last[session_key] = pack
-                self._last.move_to_end(session_key)
-                for entries in (self._fresh, self._last):
-                    while len(entries) > self.max_entries:
-                        entries.popitem(last=False)
-            return pack
+        except Exception as exc:
+            future.set_exception(exc)
+            return self._fallback(session_key, _kind(exc))
         finally:
             with self._lock:
                 self._inflight.pop(key, None)
-
-    def _fallback(self, session_key: Hashable, counter: str, source: str) -> tuple[MemoryPack | None, str]:
         with self._lock:
-            self.counters[counter] += 1
+            self._fresh[key] = (self._monotonic(), pack)
+            self._fresh.move_to_end(key)
+            self._last[session_key] = pack
+            self._last.move_to_end(session_key)
+            for entries in (self._fresh, self._last):
+                while len(entries) > self.max_entries:
+                    entries.popitem(last=False)
+        future.set_result(pack)
+        return pack, "fresh"
+
+    def _fallback(self, session_key: Hashable, source: str) -> tuple[MemoryPack | None, str]:
+        with self._lock:
+            self.counters[source + "s"] += 1
             stale = self._last.get(session_key)
             if stale is not None:
                 self.counters["stale_served"] += 1
                 return stale, "stale"
         return None, source
+
+
+def _kind(exc: BaseException) -> str:
+    """timeout for a load that ran out of time, error for anything else."""
+    return "timeout" if getattr(exc, "code", "") in ("timeout", "connect_timeout") else "error"

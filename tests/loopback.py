@@ -81,6 +81,10 @@ def _control(fake: FakeHoncho, path: str, body) -> tuple[int, object]:
             return 200, {"queued": len(fake.faults)}
         if path == "/_fake/requests":
             return 200, fake.requests
+        if path == "/_fake/remember":
+            key = (body["observer"], body["target"])
+            fake.representations[key], fake.cards[key] = body.get("representation"), body.get("card")
+            return 200, {}
     return 404, {"detail": "unknown control route"}
 
 

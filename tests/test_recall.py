@@ -41,7 +41,7 @@ class RecallBench:
             if request.url.path.endswith("/context"):
                 self.gate.wait(30)  # a test closes the gate to make Honcho hang
             return fake_transport.handle_request(request)
-        return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s,
+        return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.recall_timeout_s,
                              http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(gated)),
                              supports_scopes=lambda: self.supports_scopes)
 
@@ -167,15 +167,27 @@ class CacheBehaviourTest(unittest.TestCase):
         self.assertIn("prefers tea", results[0].block)
 
     def test_a_hung_honcho_reuses_the_last_pack_then_nothing_without_one(self):
-        bench = RecallBench(self, recall_timeout_s=0.2)
+        bench = RecallBench(self)
         bench.remember()
         first = bench.recall()
         bench.mono.advance(121)
-        bench.gate.clear()  # Honcho hangs
+        bench.fake.fail(match="/context$", kind="timeout", times=2)  # the client's read timeout fires
         stale = bench.recall()
         self.assertEqual((stale.source, stale.block), ("stale", first.block))
         other = bench.recaller.recall(bench.settings, "chat-other", "hello there", TEMPLATE)
         self.assertEqual((other.source, other.block), ("timeout", ""))
+
+    def test_callers_sharing_a_load_give_up_at_their_deadline(self):
+        bench = RecallBench(self, recall_timeout_s=0.2)
+        bench.remember()
+        bench.gate.clear()  # the first caller's load hangs
+        owner = threading.Thread(target=bench.recall)
+        owner.start()
+        self.assertEqual(bench.fake.await_request(r"/v3/workspaces$", 1, 10), 1)  # the owner is loading
+        waiter = bench.recall()
+        self.assertEqual((waiter.source, waiter.block), ("timeout", ""))
+        bench.gate.set()
+        owner.join(10)
 
     def test_an_error_reuses_the_last_pack(self):
         bench = RecallBench(self)
