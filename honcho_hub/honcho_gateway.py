@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import httpx
 
@@ -19,6 +19,7 @@ from .outbox import NewEvent
 from .recall_pack import ContextData
 from .settings_values import ID_RE
 
+T = TypeVar("T")
 MAX_MESSAGES_PER_CALL = 100
 MAX_CONTENT_CHARS = 25_000
 MAX_CACHED_READERS = 1_000
@@ -53,6 +54,7 @@ class HonchoGateway:
         self.supports_scopes = supports_scopes or (lambda: scopes.sdk_supports_scopes(sdk()))
         self._scopes: dict[str, Any] = {}  # scope id -> Scope object, created once per client
         self._readers: dict[str, Any] = {}  # session id -> Session object used only to read
+        self._peers: dict[str, Any] = {}  # peer id -> Peer object, built without a request
         self._memberships: set[tuple[str, str]] = set()  # (scope id, session id) known to be set
         self.scope_problem: str | None = None  # why scoping failed last, for status
         self._key_provider, self._timeout_s = key_provider, timeout_s
@@ -106,6 +108,28 @@ class HonchoGateway:
             self._session(session_id, {})
             self._ensure_membership(session_id, scope_id)
 
+    def call(self, request: Callable[[Any], T]) -> T:
+        """Run `request(client)` with SDK errors translated: for callers composing other SDK calls."""
+        with _translated():
+            return request(self._sdk_client())
+
+    def reader_session(self, session_id: str) -> Any:
+        """A session object for reads (no request), for use inside `call`."""
+        return self._cached_session(session_id)
+
+    def reader_peer(self, peer_id: str) -> Any:
+        """A peer object (no get-or-create request), for use inside `call`."""
+        client = self._sdk_client()
+        with self._lock:
+            peer = self._peers.get(peer_id)
+        if peer is None:
+            from honcho.peer import Peer
+
+            peer = Peer(peer_id, client)
+            with self._lock:
+                self._peers[peer_id] = peer
+        return peer
+
     def scope_status(self, scope_id: str) -> dict[str, str]:
         """Backfill state per session of a scope (pending, completed, failed); raises DeliveryError."""
         with _translated():
@@ -140,6 +164,7 @@ class HonchoGateway:
         self._session_peers.clear()
         self._scopes.clear()
         self._readers.clear()
+        self._peers.clear()
         self._memberships.clear()
 
     def _session(self, session_id: str, event_roles: dict[str, str]) -> Any:

@@ -55,6 +55,10 @@ class Recaller:
                                  settings.recall_timeout_s)
         return RecallResult(render_block(pack, template) if pack else "", source, pack)
 
+    def gateway(self, settings: Settings) -> HonchoGateway:
+        """Recall's gateway (deadline-bound client), also used by status for scope progress."""
+        return self._parts(settings)[0]
+
     def clear_cache(self) -> int:
         """Forget every cached pack; returns how many there were."""
         with self._lock:

@@ -22,6 +22,7 @@ from .capture import CaptureService
 from .config import Settings
 
 if TYPE_CHECKING:
+    from .status import StatusParts
     from .worker import DeliveryWorker
 
 STATE_MODULE = "_honcho_hub_process_state"
@@ -140,10 +141,84 @@ def registrar():
 
 
 def shutdown() -> None:
-    """Close this generation's capture services and recall cache (the threads stop with them)."""
+    """Close this generation's capture services, recall cache and tool clients."""
     global _recaller
     close_services()
     with _parts_lock:
         if _recaller is not None:
             _recaller.close()
             _recaller = None
+        for gateway in _tool_gateways.values():
+            gateway.close()
+        _tool_gateways.clear()
+
+
+def status_parts(settings: Settings, session_id: str | None = None, scope_id: str | None = None,
+                 backfill: bool = False) -> "StatusParts":
+    """Gather status from this process: capture, outbox counters, worker, recall; never raises."""
+    import os
+
+    from .outbox import Outbox
+    from .outbox_db import OutboxError
+    from .status import StatusParts
+
+    state = process_state()
+    with state.lock:
+        counters = dict(state.counters.get(settings.outbox_path, {}))
+        handoff = len(state.handoffs.get(settings.outbox_path, ()))
+    known = _services.get(settings.outbox_path)
+    parts = StatusParts(session_id=session_id, scope_id=scope_id, capture_counters=counters, handoff=handoff,
+                        outbox_problem=known[1].unavailable if known else None)
+    if os.path.exists(settings.outbox_path):  # status never creates the outbox
+        try:
+            box = Outbox(settings.outbox_path, busy_timeout_s=0.25)
+            try:
+                stats = box.stats()
+            finally:
+                box.close()
+            parts.queue_counts = stats["counts"]
+            parts.oldest_pending_captured_at = stats["oldest_pending_captured_at"]
+            parts.next_attempt_at = stats["next_attempt_at"]
+        except OutboxError as exc:
+            parts.outbox_problem = parts.outbox_problem or exc.code
+    worker = current_worker()
+    if worker is not None:
+        parts.worker = worker.state.snapshot()
+    if _recaller is not None:
+        parts.cache_entries, parts.scope_problem = _recaller.cache_entries(), _recaller.scope_problem
+    if backfill and scope_id:
+        parts.scope_backfill, problem = _scope_backfill(settings, scope_id)
+        parts.scope_problem = parts.scope_problem or problem
+    return parts
+
+
+def _scope_backfill(settings: Settings, scope_id: str) -> tuple[dict[str, str], str | None]:
+    from .errors import DeliveryError
+
+    try:
+        return recaller().gateway(settings).scope_status(scope_id), None
+    except DeliveryError as exc:
+        return {}, f"scope status unavailable: {exc.code}"
+
+
+_tool_gateways: dict[tuple, object] = {}
+
+
+def tool_gateway(settings: Settings):
+    """A gateway for the memory tool and the API's checks, one per destination and timeout."""
+    from .honcho_gateway import HonchoGateway
+    from .worker import peer_roles
+
+    key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s, settings.user_peer_id,
+           settings.agent_peer_id)
+    with _parts_lock:
+        gateway = _tool_gateways.get(key)
+        if gateway is None:
+            if len(_tool_gateways) >= 8:  # settings changed often: drop the old clients
+                for old in _tool_gateways.values():
+                    old.close()
+                _tool_gateways.clear()
+            gateway = _tool_gateways[key] = HonchoGateway(settings.api_url, settings.workspace_id,
+                                                          settings.key_provider, settings.sdk_timeout_s,
+                                                          peer_roles=peer_roles(settings))
+        return gateway

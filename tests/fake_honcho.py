@@ -53,6 +53,14 @@ class FakeHoncho:
         self.summaries: dict[str, str] = {}  # session id -> summary text
         self.context_queries: list[dict] = []
         self.scoped_context_status: int | None = None  # e.g. 403: this key is not workspace-level
+        self.conclusions: dict[str, dict] = {}
+        self.dialectic_answer: str | None = "The user prefers green tea."
+        self.dialectic_status: int | None = None  # 500 when the server has no LLM provider
+        self.dreams_status: int | None = None  # 400 when dreams are disabled
+        self.semantic_status: int | None = None  # 500 for conclusion create/query without embeddings
+        self.id_filter_supported = True  # some servers reject the `id: {in: [...]}` conclusion filter
+        self.chat_requests: list[dict] = []
+        self.dreams: list[dict] = []
         self._routes = [
             ("POST", r"^/v3/workspaces$", self._workspace),
             ("POST", _WS + r"/peers$", self._peer),
@@ -64,6 +72,14 @@ class FakeHoncho:
             ("POST", _WS + r"/scopes$", self._scope),
             ("POST", _WS + r"/scopes/(?P<scope>[^/]+)/sessions$", self._scope_sessions),
             ("GET", _WS + r"/scopes/(?P<scope>[^/]+)/status$", self._scope_status),
+            ("POST", _WS + r"/peers/(?P<peer>[^/]+)/chat$", self._chat),
+            ("POST", _WS + r"/conclusions$", self._create_conclusions),
+            ("POST", _WS + r"/conclusions/list$", self._list_conclusions),
+            ("POST", _WS + r"/conclusions/query$", self._query_conclusions),
+            ("DELETE", _WS + r"/conclusions/(?P<cid>[^/]+)$", self._delete_conclusion),
+            ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/search$", self._search_session),
+            ("POST", _WS + r"/search$", self._search_workspace),
+            ("POST", _WS + r"/schedule_dream$", self._dream),
         ]
 
     # -- scripting ---------------------------------------------------------------------------------
@@ -231,6 +247,82 @@ class FakeHoncho:
         jobs = {sid: {"state": "completed", "updated_at": _now(), "docs_copied": 0}
                 for sid in sorted(self.scopes[(ws, scope)]) if self.session_messages(sid, ws)}
         return 200, {"backfill_status": jobs}
+
+    def _chat(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
+        self.chat_requests.append({"peer": peer, **body})
+        if self.dialectic_status:
+            return self.dialectic_status, {"detail": "dialectic unavailable"}
+        return 200, {"content": self.dialectic_answer}
+
+    def _conclusion_json(self, c: dict) -> dict:
+        return {k: c[k] for k in ("id", "content", "observer_id", "observed_id", "session_id", "created_at")}
+
+    def _create_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        if self.semantic_status:
+            return self.semantic_status, {"detail": "no embedding provider"}
+        made = []
+        for item in body.get("conclusions") or []:
+            cid = f"c{len(self.conclusions) + 1:04d}"
+            self.conclusions[cid] = {"id": cid, "content": item["content"], "observer_id": item["observer_id"],
+                                     "observed_id": item["observed_id"], "session_id": item.get("session_id"),
+                                     "created_at": _now(), "workspace_id": ws}
+            made.append(self._conclusion_json(self.conclusions[cid]))
+        return 200, made
+
+    def _matching_conclusions(self, ws: str, filters: dict) -> list[dict]:
+        found = []
+        for c in self.conclusions.values():
+            if c["workspace_id"] != ws:
+                continue
+            if any(k in filters and c[k] != filters[k] for k in ("observer_id", "observed_id")):
+                continue
+            wanted = filters.get("id")
+            if isinstance(wanted, dict) and c["id"] not in wanted.get("in", []):
+                continue
+            found.append(self._conclusion_json(c))
+        return found
+
+    def _list_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        filters = (body or {}).get("filters") or {}
+        if "id" in filters and not self.id_filter_supported:
+            return 422, {"detail": "unsupported filter"}
+        found = self._matching_conclusions(ws, filters)
+        page, size = int(query.get("page", 1)), int(query.get("size", 50))
+        return 200, {"items": found[(page - 1) * size: page * size], "total": len(found), "page": page,
+                     "size": size, "pages": max(1, -(-len(found) // size))}
+
+    def _query_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        if self.semantic_status:
+            return self.semantic_status, {"detail": "no embedding provider"}
+        words = set(body.get("query", "").lower().split())
+        found = [c for c in self._matching_conclusions(ws, body.get("filters") or {})
+                 if words & set(c["content"].lower().split())]
+        return 200, found[: int(body.get("top_k", 10))]
+
+    def _delete_conclusion(self, body: dict, query: dict, ws: str, cid: str) -> tuple[int, Any]:
+        if self.conclusions.pop(cid, None) is None:  # like Honcho: no observer check on delete
+            return 404, {"detail": "conclusion not found"}
+        return 200, None
+
+    def _search(self, messages: list[dict], body: dict) -> list[dict]:
+        words = set(body.get("query", "").lower().split())
+        return [m for m in messages if words & set(m["content"].lower().split())][: int(body.get("limit", 10))]
+
+    def _search_session(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
+        return 200, self._search(self.session_messages(sid, ws), body)
+
+    def _search_workspace(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        messages = [m for m in self.messages if m["workspace_id"] == ws]
+        if body.get("scope"):
+            members = self.scopes.get((ws, body["scope"]), set())
+            messages = [m for m in messages if m["session_id"] in members]
+        return 200, self._search(messages, body)
+
+    def _dream(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        if self.dreams_status:
+            return self.dreams_status, {"detail": "dreams are disabled"}
+        self.dreams.append(dict(body))
+        return 200, None
 
     # -- state helpers -----------------------------------------------------------------------------
 

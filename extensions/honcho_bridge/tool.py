@@ -1,0 +1,41 @@
+"""The honcho_memory tool's Agent Zero side: the chat's context in, one bounded text out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub.actions import ActionContext, run_action
+from usr.plugins.honcho.honcho_hub.capture import session_id_for
+from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.status import build_status, status_text
+
+from . import host
+from .recall import template
+
+
+async def run_tool(agent: Any, args: dict) -> str:
+    """Run one honcho_memory action for this agent's chat; returns the text the agent reads."""
+    ctx = action_context(agent)
+    result = await asyncio.to_thread(run_action, args.get("action"), args, ctx)
+    return result.text
+
+
+def action_context(agent: Any) -> ActionContext:
+    settings = host.settings_for(agent)
+    session = session_id_for(agent.context.id)
+    chat_scope = resolve_scope(settings, host.project_name(agent))
+    gateway = runtime.tool_gateway(settings)
+
+    def recall(query: str, scope: str | None) -> str:
+        return runtime.recaller().recall(settings, session, query, template(), scope).block
+
+    def status() -> str:
+        parts = runtime.status_parts(settings, session, chat_scope, backfill=True)
+        return status_text(build_status(settings, parts, time.time()))
+
+    return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
+                         mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall, status=status,
+                         supports_scopes=gateway.supports_scopes)

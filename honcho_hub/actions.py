@@ -1,0 +1,180 @@
+"""The `honcho_memory` verbs: recall, search, ask, remember, forget, status, dream.
+
+One entry point, `run_action`, shared by the Agent Zero tool, the API and the command line. Inputs are
+bounded and every text argument is masked by the host and redacted before any SDK call (Agent Zero
+hands tools real secret values). Outputs are bounded, redacted and labelled as untrusted recalled
+data. Every failure comes back as one line the agent can act on, never as an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from . import memory_calls as calls
+from .action_messages import error_line, untrusted
+from .config import Settings
+from .errors import DeliveryError
+from .honcho_gateway import HonchoGateway
+from .redact import RedactionError, redact
+from .scopes import MAX_SCOPE_ID, RESERVED_PREFIX
+
+ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream")
+SEARCH_TARGETS = ("conclusions", "session", "workspace")
+REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
+MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, 10_000, 8_000
+MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_SCOPE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % MAX_SCOPE_ID)
+
+
+@dataclass
+class ActionContext:
+    """Where the action runs: settings, the current chat's session, the host's secrets and masker."""
+
+    settings: Settings
+    session_id: str | None = None
+    secrets: Mapping[str, str] = field(default_factory=dict)
+    mask: Callable[[str], str] = lambda text: text
+    gateway: HonchoGateway | None = None
+    recall: Callable[[str, str | None], str] | None = None  # (query, scope) -> rendered block
+    status: Callable[[], str] | None = None
+    supports_scopes: Callable[[], bool] = lambda: True
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    ok: bool
+    text: str
+
+
+class BadInput(ValueError):
+    """An argument the agent can fix; the message says how."""
+
+
+def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
+    """Run one verb; never raises."""
+    try:
+        name = _choice(action, ACTIONS, "action")
+        return ActionResult(True, _bounded(_HANDLERS[name](args, ctx)))
+    except BadInput as exc:
+        return ActionResult(False, f"honcho_memory: {exc}")
+    except DeliveryError as exc:
+        return ActionResult(False, error_line(str(action), exc))
+    except RedactionError:
+        return ActionResult(False, "honcho_memory: the text could not be made safe to send; nothing was sent.")
+
+
+def _recall(args, ctx) -> str:
+    query = _text(args, "query", ctx, MAX_QUERY)
+    block = ctx.recall(query, _scope(args, ctx)) if ctx.recall else ""
+    return block or "Honcho returned nothing relevant for this query (memory may still be processing)."
+
+
+def _search(args, ctx) -> str:
+    target = _choice(args.get("target", "conclusions"), SEARCH_TARGETS, "target")
+    query, limit, s = _text(args, "query", ctx, MAX_QUERY), _limit(args), ctx.settings
+    if target == "conclusions":
+        found = calls.query_conclusions(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, limit)
+    elif target == "session":
+        if not ctx.session_id:
+            raise BadInput("there is no current chat session to search; use target \"workspace\".")
+        found = calls.search_session(ctx.gateway, ctx.session_id, query, limit)
+    else:
+        found = calls.search_workspace(ctx.gateway, query, limit, _scope(args, ctx))
+    if not found:
+        return f"No {target} matched the query."
+    return untrusted("\n".join(f"- [{f.id}]{' ' + f.where + ':' if f.where else ''} {_item(f.content)}"
+                               for f in found))
+
+
+def _ask(args, ctx) -> str:
+    query, s = _text(args, "query", ctx, MAX_ASK_QUERY), ctx.settings
+    level = args.get("reasoning_level")
+    level = _choice(level, REASONING_LEVELS, "reasoning_level") if level not in (None, "") else None
+    answer = calls.ask(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, session_id=ctx.session_id,
+                       scope=_scope(args, ctx), reasoning_level=level, timeout_s=s.ask_timeout_s)
+    return untrusted(_item(answer, MAX_OUTPUT - 200)) if answer else "Honcho has no answer to that yet."
+
+
+def _remember(args, ctx) -> str:
+    content, s = _text(args, "content", ctx, MAX_CONTENT), ctx.settings
+    made = calls.create_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, content, ctx.session_id)
+    return f"Remembered as conclusion {made.id}."
+
+
+def _forget(args, ctx) -> str:
+    conclusion_id, s = str(args.get("id") or "").strip(), ctx.settings
+    if not _ID.match(conclusion_id):
+        raise BadInput("`id` must be a conclusion id (letters, digits, _ or -), as shown by search.")
+    if str(args.get("confirm", "")).strip().lower() not in ("true", "1", "yes"):
+        return (f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}; only after they "
+                "agree, call forget again with \"confirm\": true.")
+    if not calls.owns_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id):
+        return f"Conclusion {conclusion_id} is not one of the agent's conclusions about the user; nothing deleted."
+    calls.delete_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
+    return f"Forgot conclusion {conclusion_id}."
+
+
+def _status(args, ctx) -> str:
+    return ctx.status() if ctx.status else "Status is not available here."
+
+
+def _dream(args, ctx) -> str:
+    s = ctx.settings
+    calls.schedule_dream(ctx.gateway, s.agent_peer_id, s.user_peer_id, ctx.session_id)
+    return "Consolidation (a dream) was requested; Honcho runs it in the background."
+
+
+_HANDLERS = {"recall": _recall, "search": _search, "ask": _ask, "remember": _remember, "forget": _forget,
+             "status": _status, "dream": _dream}
+
+
+def _text(args: Mapping[str, Any], name: str, ctx: ActionContext, limit: int) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(f"`{name}` is required and must be non-empty text.")
+    if len(value) > limit:
+        raise BadInput(f"`{name}` is {len(value):,} characters; the limit is {limit:,}. Shorten it.")
+    return redact(ctx.mask(value.strip()), ctx.secrets)  # Agent Zero unmasked aliases: mask again first
+
+
+def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
+    text = str(value or "").strip().lower()
+    if text not in allowed:
+        raise BadInput(f"`{name}` must be one of: {', '.join(allowed)}.")
+    return text
+
+
+def _limit(args: Mapping[str, Any]) -> int:
+    raw = args.get("limit", DEFAULT_LIMIT)
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise BadInput(f"`limit` must be a whole number from 1 to {MAX_LIMIT}.") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise BadInput(f"`limit` must be a whole number from 1 to {MAX_LIMIT}.")
+    return value
+
+
+def _scope(args: Mapping[str, Any], ctx: ActionContext) -> str | None:
+    """Omitted: the global view. Given: that scope, or a clear error (never a silent widening)."""
+    raw = args.get("scope")
+    if raw in (None, ""):
+        return None
+    scope = str(raw).strip()
+    if not _SCOPE.match(scope) or scope.startswith(RESERVED_PREFIX):
+        raise BadInput("`scope` must be a scope id (letters, digits, _ or -), such as the one status shows.")
+    if not ctx.supports_scopes():
+        raise BadInput("this Honcho SDK has no scopes (honcho-ai 2.4 or newer needed); omit `scope`.")
+    return scope
+
+
+def _item(text: str, limit: int = MAX_ITEM_CHARS) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MAX_OUTPUT else text[:MAX_OUTPUT - 40] + "\n… (output cut to the size limit)"

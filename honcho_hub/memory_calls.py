@@ -1,0 +1,85 @@
+"""The Honcho calls behind the `honcho_memory` tool: plain values in and out, errors as DeliveryError.
+
+Every call goes through `HonchoGateway.call`, so the SDK stays behind the gateway's one translation
+boundary (this module imports no SDK). Nothing here calls the dialectic unless `ask` is called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import PermanentError
+from .honcho_gateway import HonchoGateway
+
+LISTING_PAGE = 100
+LISTING_PAGES = 10  # a bounded walk: at most 1,000 conclusions are checked before giving up
+
+
+@dataclass(frozen=True)
+class Found:
+    id: str
+    content: str
+    where: str = ""  # peer or session, for display
+
+
+def ask(gw: HonchoGateway, observer: str, target: str, query: str, *, session_id: str | None,
+        scope: str | None, reasoning_level: str | None, timeout_s: float) -> str:
+    """The dialectic: what `observer` knows about `target`. A scoped question names no session."""
+    def request(client) -> str:
+        answer = gw.reader_peer(observer).chat(query, target=target, session=None if scope else session_id,
+                                               scope=scope, reasoning_level=reasoning_level, timeout=timeout_s)
+        return str(answer) if answer else ""
+    return gw.call(request)
+
+
+def create_conclusion(gw: HonchoGateway, observer: str, target: str, content: str, session_id: str | None) -> Found:
+    """Exactly one conclusion of `observer` about `target`."""
+    def request(client) -> Found:
+        item = {"content": content, **({"session_id": session_id} if session_id else {})}
+        created = gw.reader_peer(observer).conclusions_of(target).create([item])
+        return Found(created[0].id, created[0].content)
+    return gw.call(request)
+
+
+def owns_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> bool:
+    """Whether the id is one of `observer`'s conclusions about `target` (Honcho's delete does not check).
+
+    A filtered lookup first; a server without the id filter gets a bounded walk over the listing.
+    """
+    view = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target))
+    try:
+        return any(c.id == conclusion_id for c in gw.call(lambda client: view.get_many([conclusion_id])))
+    except PermanentError:
+        pass
+    page = gw.call(lambda client: view.list(size=LISTING_PAGE))
+    for _ in range(LISTING_PAGES):
+        if any(c.id == conclusion_id for c in page.items):
+            return True
+        if not page.has_next_page():
+            return False
+        page = gw.call(lambda client: page.get_next_page())
+    return False
+
+
+def delete_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> None:
+    gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target).delete(conclusion_id))
+
+
+def query_conclusions(gw: HonchoGateway, observer: str, target: str, query: str, limit: int) -> list[Found]:
+    """Semantic search over `observer`'s conclusions about `target` (needs embeddings on the server)."""
+    found = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target).query(query, top_k=limit))
+    return [Found(c.id, c.content) for c in found[:limit]]
+
+
+def search_session(gw: HonchoGateway, session_id: str, query: str, limit: int) -> list[Found]:
+    found = gw.call(lambda client: gw.reader_session(session_id).search(query, limit=limit))
+    return [Found(m.id, m.content, m.peer_id) for m in found[:limit]]
+
+
+def search_workspace(gw: HonchoGateway, query: str, limit: int, scope: str | None) -> list[Found]:
+    found = gw.call(lambda client: client.search(query, limit=limit, **({"scope": scope} if scope else {})))
+    return [Found(m.id, m.content, f"{m.session_id}/{m.peer_id}") for m in found[:limit]]
+
+
+def schedule_dream(gw: HonchoGateway, observer: str, observed: str, session_id: str | None) -> None:
+    gw.call(lambda client: client.schedule_dream(observer=observer, observed=observed, session=session_id))

@@ -1,0 +1,130 @@
+"""One status, shared by the sidebar API, the tool and the command line.
+
+Built from values already in memory or read from the outbox's counters: it never contains a
+credential (nor a digest of one), queued message content, or the outbox path. Health is green,
+amber (degraded, self-healing) or red (needs the user).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Settings
+
+STALE_QUEUE_S = 600.0  # a pending event older than this makes health amber
+
+
+@dataclass
+class StatusParts:
+    """The live pieces status is made of; every field has a safe empty value."""
+
+    session_id: str | None = None
+    scope_id: str | None = None
+    scope_backfill: dict[str, str] = field(default_factory=dict)  # session -> pending/completed/failed
+    scope_problem: str | None = None
+    queue_counts: dict[str, int] = field(default_factory=dict)
+    oldest_pending_captured_at: float | None = None
+    next_attempt_at: float | None = None
+    outbox_problem: str | None = None  # outbox_corrupt, outbox_unavailable…
+    handoff: int = 0
+    capture_counters: dict[str, int] = field(default_factory=dict)
+    worker: dict[str, Any] = field(default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
+    cache_entries: int = 0
+
+
+def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str, Any]:
+    """The status document (stable keys; JSON-safe)."""
+    metrics = parts.worker.get("metrics", {})
+    circuit = parts.worker.get("circuits", {}).get(settings.destination())
+    counts = {state: parts.queue_counts.get(state, 0) for state in ("pending", "leased", "delivered", "dead")}
+    status = {
+        "endpoints": {"mode": settings.endpoint_mode, "api_url": settings.api_url, "mcp_url": settings.mcp_url},
+        "identity": {"workspace_id": settings.workspace_id, "user_peer_id": settings.user_peer_id,
+                     "agent_peer_id": settings.agent_peer_id, "session_id": parts.session_id,
+                     "api_key_configured": settings.has_api_key},
+        "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
+                    "outbox_problem": parts.outbox_problem},
+        "recall": {"enabled": settings.recall_enabled, "cache_entries": parts.cache_entries,
+                   "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens},
+        "scope": {"strategy": settings.scope_strategy, "current": parts.scope_id,
+                  "backfill": _backfill(parts.scope_backfill), "problem": parts.scope_problem},
+        "queue": {**counts, "in_memory": parts.handoff,
+                  "oldest_pending_age_s": _age(now, parts.oldest_pending_captured_at),
+                  "next_attempt_in_s": _until(now, parts.next_attempt_at)},
+        "worker": {"state": parts.worker.get("state", "stopped"),
+                   "circuit": {"kind": circuit["kind"], "reason": circuit["code"],
+                               "retry_in_s": _until(now, circuit["open_until"])} if circuit else None,
+                   "last_success_age_s": _age(now, metrics.get("last_success_at")),
+                   "last_error_code": metrics.get("last_error_code"),
+                   "last_error_age_s": _age(now, metrics.get("last_error_at")),
+                   "last_latency_ms": _ms(metrics.get("last_latency_s")),
+                   "sent": metrics.get("sent", 0), "reconciled": metrics.get("reconciled", 0),
+                   "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
+        "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
+                     "handoff_full": parts.capture_counters.get("refused_handoff_full", 0),
+                     "redaction_failed": parts.capture_counters.get("redaction_failed", 0),
+                     "handed_off": parts.capture_counters.get("handed_off", 0)},
+    }
+    status["health"], status["health_reasons"] = _health(settings, status)
+    return status
+
+
+def status_text(status: dict[str, Any]) -> str:
+    """A compact, human-readable rendering for the tool and the terminal."""
+    q, w, i = status["queue"], status["worker"], status["identity"]
+    lines = [
+        f"Honcho memory: {status['health'].upper()}" + (f" ({'; '.join(status['health_reasons'])})"
+                                                        if status["health_reasons"] else ""),
+        f"API {status['endpoints']['api_url']} · workspace {i['workspace_id']} · user {i['user_peer_id']}"
+        f" · agent {i['agent_peer_id']} · key {'set' if i['api_key_configured'] else 'missing'}",
+        f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall "
+        f"{'on' if status['recall']['enabled'] else 'off'} · scope {status['scope']['current'] or 'none'}"
+        f" ({status['scope']['strategy']})",
+        f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead, {q['in_memory']} in memory"
+        + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
+        f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
+        + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
+    ]
+    return "\n".join(lines)
+
+
+def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
+    red, amber = [], []
+    if not s["identity"]["api_key_configured"] and settings.endpoint_mode == "hosted":
+        red.append("no API key: set HONCHO_API_KEY under Settings → Secrets")
+    if s["capture"]["outbox_problem"]:
+        red.append(f"outbox {s['capture']['outbox_problem']}")
+    circuit = s["worker"]["circuit"]
+    if circuit and circuit["kind"] in ("auth", "sdk_missing"):
+        red.append(f"delivery paused: {circuit['reason']}")
+    elif circuit:
+        amber.append(f"Honcho unreachable ({circuit['reason']})")
+    if s["worker"]["state"] == "stopped" and s["queue"]["pending"]:
+        amber.append("worker stopped with events pending")
+    if s["queue"]["dead"]:
+        amber.append(f"{s['queue']['dead']} dead letters")
+    age = s["queue"]["oldest_pending_age_s"]
+    if age is not None and age > STALE_QUEUE_S:
+        amber.append("queue is not draining")
+    if any(s["refusals"][k] for k in ("queue_full", "handoff_full", "redaction_failed")):
+        amber.append("messages were refused")
+    if s["scope"]["problem"]:
+        amber.append(s["scope"]["problem"])
+    return ("red" if red else "amber" if amber else "green"), red + amber
+
+
+def _backfill(jobs: dict[str, str]) -> dict[str, int]:
+    return {state: sum(1 for v in jobs.values() if v == state) for state in ("pending", "completed", "failed")}
+
+
+def _age(now: float, then: float | None) -> float | None:
+    return None if then is None else round(max(0.0, now - then), 1)
+
+
+def _until(now: float, then: float | None) -> float | None:
+    return None if then is None else round(max(0.0, then - now), 1)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)
