@@ -183,8 +183,9 @@ class CaptureService:
             self._outbox = Outbox(s.outbox_path, synchronous=s.outbox_synchronous,
                                   busy_timeout_s=s.capture_wait_ms / 1000, max_rows=s.max_queued_rows,
                                   dead_retention_s=s.dead_retention_days * 86_400, clock=self._clock)
-        except OutboxError:
-            self._reopen_at = self._monotonic() + REOPEN_AFTER_S
+        except OutboxError as exc:
+            if exc.code != "outbox_busy":  # busy is momentary (another process migrating, say): no cooldown
+                self._reopen_at = self._monotonic() + REOPEN_AFTER_S
             raise
         self.unavailable = None
         return self._outbox

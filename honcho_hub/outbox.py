@@ -161,6 +161,23 @@ class Outbox:
         with self._tx() as conn:
             return self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
 
+    def dead_letters(self, limit: int = 100) -> list[dict]:
+        """Oldest dead letters: id, session, error code, attempts; never their content."""
+        with self._locked():
+            try:
+                rows = self._conn.execute(
+                    "SELECT id, session_id, error_code, attempts, updated_at FROM events WHERE state = 'dead'"
+                    " ORDER BY seq LIMIT ?", (max(0, int(limit)),)).fetchall()
+            except Exception as exc:
+                raise translate(exc) from exc
+        return [{"id": r[0], "session_id": r[1], "error_code": r[2], "attempts": r[3], "dead_since": r[4]}
+                for r in rows]
+
+    def contents(self, limit: int = 100) -> list[str]:
+        """Queued texts, oldest first: for the demo and tests only, never for status or logs."""
+        with self._locked():
+            return [r[0] for r in self._conn.execute("SELECT content FROM events ORDER BY seq LIMIT ?", (limit,))]
+
     def stats(self) -> dict:
         """Counts by state, oldest pending capture time and next attempt time: no content, no path."""
         with self._lock:

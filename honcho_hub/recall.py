@@ -9,6 +9,7 @@ status; it never touches the delivery worker's circuits.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class Recaller:
         self._gateway: HonchoGateway | None = None
         self._gateway_key: tuple | None = None
         self._cache: RecallCache | None = None
+        self._epoch_seen: int | None = None
         self.scope_problem: str | None = None
 
     def recall(self, settings: Settings, session_id: str, user_text: str, template: str,
@@ -49,6 +51,7 @@ class Recaller:
             return RecallResult("", "disabled")
         query = self._query(user_text, settings)
         gateway, cache = self._parts(settings)
+        self._follow_epoch(settings, cache)
         key = cache_key(settings, session_id, query, scope_id)
         pack, source = cache.get(key, (settings.destination(), session_id),
                                  lambda: self._load(gateway, settings, session_id, query, scope_id),
@@ -59,10 +62,19 @@ class Recaller:
         """Recall's gateway (deadline-bound client), also used by status for scope progress."""
         return self._parts(settings)[0]
 
-    def clear_cache(self) -> int:
-        """Forget every cached pack; returns how many there were."""
+    def clear_cache(self, settings: Settings | None = None) -> int:
+        """Forget every cached pack; returns how many there were. With settings, other processes sharing
+        the outbox folder (Agent Zero, the command line) forget theirs at their next recall too."""
+        if settings is not None:
+            bump_epoch(settings)
         with self._lock:
             return self._cache.clear() if self._cache is not None else 0
+
+    def _follow_epoch(self, settings: Settings, cache: RecallCache) -> None:
+        epoch = read_epoch(settings)
+        if self._epoch_seen is not None and epoch != self._epoch_seen:
+            cache.clear()
+        self._epoch_seen = epoch
 
     def cache_entries(self) -> int:
         with self._lock:
@@ -110,6 +122,27 @@ class Recaller:
         if data is None:
             data = gateway.context(session_id, **common)
         return build_pack(data, settings.max_context_tokens, settings.recall_include_messages, settings.user_peer_id)
+
+
+def epoch_path(settings: Settings) -> str:
+    """A marker beside the outbox whose change tells every process to drop its recall cache."""
+    return os.path.join(os.path.dirname(settings.outbox_path), "recall-cache.epoch")
+
+
+def read_epoch(settings: Settings) -> int:
+    try:
+        return os.stat(epoch_path(settings)).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def bump_epoch(settings: Settings) -> None:
+    try:
+        with open(epoch_path(settings), "w", encoding="utf-8") as handle:
+            handle.write(str(time.time_ns()))
+        os.utime(epoch_path(settings), ns=(time.time_ns(), time.time_ns()))
+    except OSError:
+        pass  # no shared folder (yet): this process's cache is still cleared
 
 
 def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | None) -> tuple:

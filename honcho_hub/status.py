@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from .config import Settings
 
@@ -91,7 +92,7 @@ def status_text(status: dict[str, Any]) -> str:
 
 def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     red, amber = [], []
-    if not s["identity"]["api_key_configured"] and settings.endpoint_mode == "hosted":
+    if not s["identity"]["api_key_configured"] and _is_hosted(settings.api_url):
         red.append("no API key: set HONCHO_API_KEY under Settings → Secrets")
     if s["capture"]["outbox_problem"]:
         red.append(f"outbox {s['capture']['outbox_problem']}")
@@ -112,6 +113,12 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     if s["scope"]["problem"]:
         amber.append(s["scope"]["problem"])
     return ("red" if red else "amber" if amber else "green"), red + amber
+
+
+def _is_hosted(api_url: str) -> bool:
+    """Hosted Honcho always needs a key; a self-hosted server may run without auth."""
+    host = urlsplit(api_url).hostname or ""
+    return host == "honcho.dev" or host.endswith(".honcho.dev")
 
 
 def _backfill(jobs: dict[str, str]) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """Capture service: bad input, chunking, stable ids, bounded waits and the in-memory hand-off."""
 
 import os
+import sqlite3
 import unittest
 
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, temp_outbox_path
@@ -126,6 +127,17 @@ class HandoffTest(CaptureTestCase):
         self.assertEqual(self.capture("fourth", source="4"), Outcome.QUEUED)  # flushed the hand-off first
         self.assertEqual([r[4] for r in self.rows()], ["first", "second", "third", "fourth"])
         self.assertEqual(self.service.counters["handed_off"], 2)
+
+    def test_a_lock_held_while_the_outbox_is_first_opened_causes_no_cooldown(self):
+        os.makedirs(os.path.dirname(self.path))
+        sqlite3.connect(self.path).close()  # the file exists; another process is about to migrate it
+        child = hold_write_lock(self.path)
+        try:
+            self.assertEqual(self.capture("early", source="1"), Outcome.HANDED_OFF)
+        finally:
+            release_lock(child)
+        self.assertEqual(self.capture("right after", source="2"), Outcome.QUEUED)  # no 30 s wait
+        self.assertEqual([r[4] for r in self.rows()], ["early", "right after"])
 
     def test_the_worker_can_flush_the_hand_off(self):
         self.capture("first", source="1")

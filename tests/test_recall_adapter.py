@@ -76,6 +76,9 @@ class RecallAdapterTest(unittest.TestCase):
         data = {"args": (agent, types.SimpleNamespace(message="I write Rust here", id="")), "kwargs": {},
                 "result": StubHistoryMessage(False, "h1"), "exception": None}
         self.load(USER_EXT)(agent=agent).execute(data=data)
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+        from usr.plugins.honcho.honcho_hub import runtime
+        runtime.capture_service(host.settings_for(agent)).flush_handoff()  # the worker may have held the lock
         conn = sqlite3.connect(self.host.config["outbox_path"])
         self.assertEqual(conn.execute("SELECT scope_id FROM events").fetchall(), [("a0-alpha",)])
         conn.close()

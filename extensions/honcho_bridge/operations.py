@@ -1,0 +1,54 @@
+"""The sidebar's API side: status and the bounded operator actions, for the chat the UI shows."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from usr.plugins.honcho.honcho_hub import operations, runtime
+from usr.plugins.honcho.honcho_hub.capture import session_id_for
+from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.status import build_status
+
+from .worker import global_settings
+
+ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
+
+
+def status_document(body: Any) -> dict:
+    """Status for the sidebar; with a chat id it includes that chat's session and scope progress."""
+    settings = global_settings()
+    session, scope = _chat(body)
+    parts = runtime.status_parts(settings, session, scope, backfill=scope is not None)
+    return {"ok": True, "status": build_status(settings, parts, time.time())}
+
+
+def run_operation(body: Any) -> dict:
+    """One of ACTIONS; a structured error for anything else."""
+    action = body.get("action") if isinstance(body, dict) else None
+    if action not in ACTIONS:
+        return {"ok": False, "error": f"unknown action; use one of: {', '.join(ACTIONS)}"}
+    settings = global_settings()
+    result = {
+        "check": lambda: operations.check(settings),
+        "wake": operations.wake,
+        "drain": lambda: operations.drain(settings, operations.DRAIN_S),
+        "retry_dead": lambda: operations.retry_dead(settings, operations.MAX_REQUEUE),
+        "clear_cache": lambda: operations.clear_cache(settings),
+    }[action]()
+    return {"ok": "error" not in result, "action": action, "result": result}
+
+
+def _chat(body: Any) -> tuple[str | None, str | None]:
+    context_id = body.get("context") if isinstance(body, dict) else None
+    if not isinstance(context_id, str) or not context_id:
+        return None, None
+    try:
+        from agent import AgentContext
+        from helpers.projects import get_context_project_name
+
+        context = AgentContext.get(context_id)
+        project = get_context_project_name(context) if context is not None else None
+    except Exception:  # an unknown chat or an older host: status without the chat part
+        return session_id_for(context_id), None
+    return session_id_for(context_id), resolve_scope(global_settings(), project)

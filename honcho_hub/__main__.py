@@ -1,0 +1,7 @@
+"""`python -m honcho_hub`: the operator command line (see cli.py)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

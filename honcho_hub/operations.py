@@ -1,0 +1,133 @@
+"""Operator verbs shared by the sidebar API and the command line: check, wake, drain, retry dead,
+dead letters, clear cache. Each returns a JSON-safe dict and never raises on Honcho or disk trouble.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import httpx
+
+from . import runtime
+from .config import Settings
+from .errors import DeliveryError
+from .honcho_gateway import HonchoGateway
+from .outbox import Outbox
+from .outbox_db import OutboxError
+from .worker import DeliveryWorker, peer_roles
+
+MAX_REQUEUE = 100
+DRAIN_S = 5.0
+
+
+def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
+          monotonic: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """One authenticated API request and the MCP server's health, each with its own timeout."""
+    gateway = HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.check_timeout_s,
+                            http_client_factory=http_client_factory, peer_roles=peer_roles(settings))
+    try:
+        api = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
+    finally:
+        gateway.close()
+    return {"api": api, "mcp": _mcp_health(settings, http_client_factory, monotonic)}
+
+
+def wake() -> dict[str, Any]:
+    worker = runtime.current_worker()
+    if worker is not None:
+        worker.wake()
+    return {"woken": worker is not None}
+
+
+def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker | None = None) -> dict[str, Any]:
+    """Deliver for at most `timeout_s`: through the running worker, else with one made for the occasion."""
+    worker = worker or runtime.current_worker()
+    own = worker is None
+    if own:
+        worker = DeliveryWorker(lambda: settings)
+    try:
+        moved = worker.drain(timeout_s)
+    except (OutboxError, DeliveryError) as exc:
+        return {"error": exc.code}
+    finally:
+        if own:
+            worker.stop(timeout_s)
+    return {**moved, "pending": queue_counts(settings).get("pending", 0)}
+
+
+def retry_dead(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
+    """Requeue at most 100 dead letters and let auth circuits probe again now."""
+    try:
+        requeued = _with_outbox(settings, lambda box: box.requeue_dead(max(0, min(int(limit), MAX_REQUEUE))))
+    except OutboxError as exc:
+        return {"error": exc.code}
+    worker = runtime.current_worker()
+    reset = worker.state.reset_auth_circuits() if worker is not None else 0
+    if worker is not None:
+        worker.wake()
+    return {"requeued": requeued, "circuits_reset": reset}
+
+
+def dead_letters(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
+    """Ids, sessions, error codes and attempts of dead letters; no content."""
+    try:
+        return {"dead": _with_outbox(settings, lambda box: box.dead_letters(limit), missing=[])}
+    except OutboxError as exc:
+        return {"error": exc.code}
+
+
+def clear_cache(settings: Settings) -> dict[str, Any]:
+    """Drop recall packs here and, through the shared marker, in every process using this outbox folder."""
+    return {"cleared": runtime.recaller().clear_cache(settings)}
+
+
+def queue_counts(settings: Settings) -> dict[str, int]:
+    try:
+        return _with_outbox(settings, lambda box: box.stats()["counts"], missing={})
+    except OutboxError:
+        return {}
+
+
+def _with_outbox(settings: Settings, work: Callable[[Outbox], Any], missing: Any = 0) -> Any:
+    import os
+
+    if not os.path.exists(settings.outbox_path):  # nothing captured yet: do not create one
+        return missing
+    box = Outbox(settings.outbox_path, busy_timeout_s=5.0, max_rows=settings.max_queued_rows,
+                 dead_retention_s=settings.dead_retention_days * 86_400)
+    try:
+        return work(box)
+    finally:
+        box.close()
+
+
+def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> dict[str, Any]:
+    start = monotonic()
+    try:
+        request()
+        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None}
+    except DeliveryError as exc:
+        status = int(exc.code.rsplit("_", 1)[-1]) if exc.code.rsplit("_", 1)[-1].isdigit() else None
+        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code}
+
+
+def _mcp_health(settings: Settings, http_client_factory, monotonic) -> dict[str, Any]:
+    """GET <MCP origin>/health without credentials: the MCP service is separate from the API."""
+    parts = urlsplit(settings.mcp_url)
+    start = monotonic()
+    try:
+        with http_client_factory(timeout=settings.check_timeout_s) as client:
+            response = client.get(f"{parts.scheme}://{parts.netloc}/health")
+    except httpx.TimeoutException:
+        return {"ok": False, "status": None, "latency_ms": _ms(monotonic() - start), "error": "timeout"}
+    except httpx.HTTPError:
+        return {"ok": False, "status": None, "latency_ms": _ms(monotonic() - start), "error": "unreachable"}
+    ok = 200 <= response.status_code < 300
+    return {"ok": ok, "status": response.status_code, "latency_ms": _ms(monotonic() - start),
+            "error": None if ok else f"http_{response.status_code}"}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
