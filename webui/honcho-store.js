@@ -1,0 +1,99 @@
+// Honcho Memory Hub sidebar store: status while the panel is open, and the five operator actions.
+import { createStore } from "/js/AlpineStore.js";
+import { callJsonApi } from "/js/api.js";
+import {
+  toastFrontendError,
+  toastFrontendSuccess,
+} from "/components/notifications/notification-store.js";
+
+const STATUS_API = "/plugins/honcho/honcho_status";
+const ACTION_API = "/plugins/honcho/honcho_action";
+const REFRESH_MS = 5000;
+
+export const ACTIONS = [
+  { id: "check", label: "Test API + MCP" },
+  { id: "wake", label: "Wake worker" },
+  { id: "drain", label: "Drain 5 s" },
+  { id: "retry_dead", label: "Retry dead" },
+  { id: "clear_cache", label: "Clear cache" },
+];
+
+function describe(action, result) {
+  switch (action) {
+    case "check":
+      return `API ${result.api.ok ? "ok" : "failed (" + result.api.error + ")"} in ${result.api.latency_ms} ms · ` +
+        `MCP ${result.mcp.ok ? "ok" : "failed (" + result.mcp.error + ")"} in ${result.mcp.latency_ms} ms`;
+    case "wake":
+      return result.woken ? "Worker woken" : "No worker is running in this process";
+    case "drain":
+      return `Delivered ${result.delivered}, ${result.pending} still pending`;
+    case "retry_dead":
+      return `Requeued ${result.requeued} dead letters`;
+    case "clear_cache":
+      return `Cleared ${result.cleared} cached memory packs`;
+    default:
+      return "Done";
+  }
+}
+
+export const store = createStore("honchoHub", {
+  status: null,
+  error: null,
+  open: false,
+  running: null,
+  actions: ACTIONS,
+  _timer: null,
+
+  get health() {
+    if (this.status) return this.status.health;
+    return this.error ? "red" : "unknown";
+  },
+
+  get headline() {
+    if (this.error) return this.error;
+    if (!this.status) return "Checking…";
+    const q = this.status.queue;
+    const reasons = this.status.health_reasons;
+    return reasons.length ? reasons[0] : `${q.pending} queued · worker ${this.status.worker.state}`;
+  },
+
+  async refresh() {
+    try {
+      const context = globalThis.getContext ? globalThis.getContext() : null;
+      const answer = await callJsonApi(STATUS_API, { context });
+      if (answer.ok) {
+        this.status = answer.status;
+        this.error = null;
+      } else {
+        this.error = answer.error || "Status unavailable";
+      }
+    } catch (e) {
+      this.error = "Status unavailable";
+    }
+  },
+
+  toggle() {
+    this.open = !this.open;
+    clearInterval(this._timer);
+    this._timer = null;
+    if (this.open) {
+      this.refresh();
+      this._timer = setInterval(() => this.refresh(), REFRESH_MS);
+    }
+  },
+
+  async run(action) {
+    if (this.running) return;
+    this.running = action;
+    try {
+      const answer = await callJsonApi(ACTION_API, { action });
+      if (answer.ok) toastFrontendSuccess(describe(action, answer.result), "Honcho");
+      else toastFrontendError(answer.error || (answer.result && answer.result.error) || "Action failed", "Honcho");
+    } catch (e) {
+      toastFrontendError("The action could not reach Agent Zero", "Honcho");
+    } finally {
+      this.running = null;
+      await this.refresh();
+    }
+  },
+});
