@@ -121,7 +121,8 @@ class FakeHoncho:
                 if fault.kind != "status":
                     return 0, {}, None, fault
                 return self._fault_response(fault) + (None,)
-            if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            public = path == "/health"  # the MCP service's health answers without auth
+            if not public and self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
                 return 401, {}, {"detail": "Invalid API key"}, None
             status, payload = self._route(method, path, query, body)
             if fault:

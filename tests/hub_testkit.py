@@ -141,9 +141,26 @@ def stub_agent_zero() -> Iterator[StubHost]:
             yield host
         finally:
             _stop_plugin_workers()
-            sys.modules.clear()
-            sys.modules.update(saved_modules)
+            _forget_host_modules(saved_modules)
             sys.path[:] = saved_path
+
+
+HOST_MODULE_ROOTS = ("helpers", "usr", "_honcho_hub_process_state")
+
+
+def _forget_host_modules(saved: dict) -> None:
+    """Drop what the stub host and the plugin-as-Agent-Zero-loads-it added; keep everything else.
+
+    Restoring a whole snapshot of sys.modules would also drop third-party modules first imported inside
+    the block (httpcore's backends, say), and their re-import later makes new exception classes that no
+    longer match the ones their callers already hold.
+    """
+    for name in list(sys.modules):
+        if name.split(".")[0] in HOST_MODULE_ROOTS and name not in saved:
+            del sys.modules[name]
+    for name in HOST_MODULE_ROOTS:
+        if name in saved:
+            sys.modules[name] = saved[name]
 
 
 def _stop_plugin_workers() -> None:

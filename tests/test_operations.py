@@ -1,0 +1,248 @@
+"""Operator verbs through the command line and the API handlers: success, Honcho down, 401, bad input."""
+
+import asyncio
+import hashlib
+import io
+import json
+import os
+import time
+import unittest
+
+from fake_honcho import FakeHoncho
+from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_zero
+from loopback import serve
+from outbox_helpers import temp_outbox_path
+
+from honcho_hub import cli, runtime
+from honcho_hub.capture import CaptureRequest, CaptureService, Role
+from honcho_hub.config import build_settings
+from honcho_hub.outbox import Outbox
+from honcho_hub.recall import Recaller
+from honcho_hub.status import build_status
+
+KEY = "hch-ops-key-1357913579"
+SECRET_TEXT = "my password=Hunter2-Very-Secret and ghp_" + "Q1w2E3r4T5" * 4
+
+
+class CliCase(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeHoncho(api_key=KEY)
+        self.server = serve(self.fake)
+        self.addCleanup(self.server.close)
+        self.path = temp_outbox_path(self)
+        self.env = {"HONCHO_API_URL": self.server.url, "HONCHO_MCP_URL": self.server.url, "HONCHO_API_KEY": KEY,
+                    "HONCHO_OUTBOX_PATH": self.path, "HOME": os.path.dirname(self.path)}
+
+    def cli(self, *argv, env=None):
+        out = io.StringIO()
+        code = cli.main(list(argv), environ=env or self.env, out=out)
+        return code, out.getvalue()
+
+    def settings(self):
+        return build_settings({}, {}, self.env)
+
+    def queue(self, n=3, chat="ops1", text="hello"):
+        service = CaptureService(self.settings())
+        for i in range(n):
+            service.capture(CaptureRequest(chat, Role.USER, f"{chat}-{i}", f"{text} {i}"), self.settings())
+        service.close()
+
+    def down(self):
+        self.server.close()  # nothing listens any more: connection refused
+
+    def health_route(self):
+        self.fake._routes.append(("GET", r"^/health$", lambda body, query: (200, {"status": "ok"})))
+
+
+class CheckTest(CliCase):
+    def test_api_and_mcp_ok(self):
+        self.health_route()
+        code, out = self.cli("check", "--json")
+        result = json.loads(out)
+        self.assertEqual(code, 0)
+        self.assertTrue(result["api"]["ok"] and result["mcp"]["ok"])
+        self.assertIsInstance(result["api"]["latency_ms"], float)
+
+    def test_mcp_missing_health_is_degraded(self):
+        code, out = self.cli("check", "--json")
+        self.assertEqual((code, json.loads(out)["mcp"]["error"]), (3, "http_404"))
+
+    def test_honcho_down_and_401(self):
+        code, out = self.cli("check", env={**self.env, "HONCHO_API_KEY": "wrong-key-000000"})
+        self.assertEqual(code, 1)
+        self.assertIn("auth_401", out)
+        self.down()
+        code, out = self.cli("check", "--json")
+        self.assertEqual((code, json.loads(out)["api"]["error"]), (1, "unreachable"))
+
+    def test_the_mcp_check_sends_no_key(self):
+        self.health_route()
+        self.cli("check")
+        self.assertNotIn(KEY, json.dumps(self.fake.requests))  # the log holds paths only; and:
+        self.assertEqual([p for m, p in self.fake.requests if p == "/health"], ["/health"])
+
+
+class DrainAndDeadTest(CliCase):
+    def test_drain_delivers_and_reports(self):
+        self.queue(4)
+        code, out = self.cli("drain", "--json", "--timeout", "30")
+        self.assertEqual((code, json.loads(out)["delivered"], json.loads(out)["pending"]), (0, 4, 0))
+        self.assertEqual(len(self.fake.session_messages("chat-ops1")), 4)
+
+    def test_drain_with_honcho_down_or_401_leaves_events_pending(self):
+        self.queue(2)
+        code, out = self.cli("drain", "--json", "--timeout", "5", env={**self.env, "HONCHO_API_KEY": "bad-key-00000"})
+        self.assertEqual((code, json.loads(out)["pending"]), (3, 2))
+        self.down()
+        code, out = self.cli("drain", "--timeout", "5")
+        self.assertEqual(code, 3)
+        self.assertIn("2 still pending", out)
+
+    def test_dead_letters_are_listed_without_content_and_retried_at_most_100(self):
+        self.queue(3, text=SECRET_TEXT)
+        box = Outbox(self.path)
+        box.dead_letter([e.id for e in box.lease("t", 3, 60)], "http_422")
+        box.close()
+        code, out = self.cli("dead", "--json")
+        dead = json.loads(out)["dead"]
+        self.assertEqual((code, len(dead)), (0, 3))
+        self.assertEqual(set(dead[0]), {"id", "session_id", "error_code", "attempts", "dead_since"})
+        self.assertNotIn("Hunter2", out)
+        code, out = self.cli("retry-dead", "--json", "--limit", "500")
+        self.assertEqual((code, json.loads(out)["requeued"]), (0, 3))
+
+    def test_bad_input_is_a_usage_error(self):
+        for argv in (["retry-dead", "--limit", "many"], ["drain", "--timeout", "soon"], ["fly"], []):
+            with self.subTest(argv=argv):
+                with self.assertRaises(SystemExit) as caught:
+                    self.cli(*argv)
+                self.assertEqual(caught.exception.code, 2)
+
+    def test_nothing_queued_yet_creates_no_outbox(self):
+        for argv in (["dead"], ["retry-dead"], ["status"]):
+            self.cli(*argv)
+        self.assertFalse(os.path.exists(self.path))
+
+
+class StatusTest(CliCase):
+    def test_status_json_is_stable_and_exit_codes_follow_health(self):
+        code, out = self.cli("status", "--json")
+        status = json.loads(out)
+        self.assertEqual(code, 0)
+        self.assertEqual(sorted(status), ["capture", "endpoints", "health", "health_reasons", "identity", "queue",
+                                          "recall", "refusals", "scope", "worker"])
+        self.queue(1)
+        box = Outbox(self.path)
+        box.dead_letter([e.id for e in box.lease("t", 1, 60)], "http_422")
+        box.close()
+        self.assertEqual(self.cli("status")[0], 3)  # amber: a dead letter
+        hosted = {k: v for k, v in self.env.items() if k not in ("HONCHO_API_URL", "HONCHO_API_KEY")}
+        self.assertEqual(self.cli("status", env=hosted)[0], 1)  # red: hosted Honcho without a key
+
+    def test_no_field_of_status_holds_a_credential_its_digest_content_or_the_path(self):
+        self.queue(3, text=SECRET_TEXT)
+        settings = self.settings()
+        parts = runtime.status_parts(settings, "chat-ops1", "a0-alpha")
+        status = build_status(settings, parts, time.time())
+        forbidden = [KEY, KEY[:8], KEY[-8:], hashlib.sha256(KEY.encode()).hexdigest(),
+                     hashlib.sha256(KEY.encode()).hexdigest()[:12], "Hunter2", "Q1w2E3r4T5", "hello",
+                     self.path, os.path.basename(self.path), os.path.dirname(self.path)]
+        for path, value in _leaves(status):
+            for secret in forbidden:
+                with self.subTest(field=path):
+                    self.assertNotIn(secret, str(value))
+        self.assertEqual(status["queue"]["pending"], 3)
+
+
+class CacheAndDemoTest(CliCase):
+    def test_clear_cache_reaches_a_recaller_in_another_process_through_the_marker(self):
+        settings = self.settings()
+        self.fake.representations[("agent-zero", "user")] = "Likes tea."
+        other = Recaller()  # as Agent Zero's process would hold
+        self.addCleanup(other.close)
+        template = "<honcho_memory>{{sections}}</honcho_memory>"
+        self.assertEqual(other.recall(settings, "chat-x", "what drink", template).source, "fresh")
+        self.assertEqual(other.recall(settings, "chat-x", "what drink", template).source, "hit")
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        code, out = self.cli("clear-cache", "--json")
+        self.assertEqual(code, 0)
+        self.assertEqual(other.recall(settings, "chat-x", "what drink", template).source, "fresh")
+
+    def test_demo_end_to_end_and_with_honcho_down(self):
+        self.fake.representations[("demo-agent", "demo-user")] = "The user plans a trip to Lisbon."
+        code, out = self.cli("demo")
+        self.assertEqual(code, 0, out)
+        self.assertIn("Delivered 6 messages", out)
+        self.assertIn("[REDACTED:github_token]", out)
+        self.assertIn("trip to Lisbon", out)
+        self.assertNotIn(KEY, out)
+        self.assertEqual({m["workspace_id"] for m in self.fake.messages}, {"honcho-hub-demo"})
+        self.assertFalse(os.path.exists(self.path))  # the user's outbox was not touched
+        self.down()
+        code, out = self.cli("demo")
+        self.assertEqual(code, 3)
+        self.assertIn("6 are safely queued", out)
+
+
+class ApiHandlersTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeHoncho(api_key=KEY)
+        self.server = serve(self.fake)
+        self.addCleanup(self.server.close)
+        stub = stub_agent_zero()
+        self.host = stub.__enter__()
+        self.addCleanup(stub.__exit__, None, None, None)
+        self.host.config.update(api_url=self.server.url, mcp_url=self.server.url)
+        self.host.secrets = {"HONCHO_API_KEY": KEY}
+        self.handlers = {name: classes_in(import_by_path(os.path.join(self.host.plugin_dir, "api", f"{name}.py")),
+                                          StubApiHandler)[0] for name in ("honcho_status", "honcho_action")}
+
+    def call(self, name, body):
+        return asyncio.run(self.handlers[name]().process(body, None))
+
+    def test_auth_and_csrf_are_required(self):
+        for handler in self.handlers.values():
+            self.assertTrue(handler.requires_auth() and handler.requires_csrf())
+
+    def test_status_and_every_action(self):
+        status = self.call("honcho_status", {"context": "Ab3dE6gH"})
+        self.assertTrue(status["ok"])
+        self.assertEqual(status["status"]["identity"]["session_id"], "chat-Ab3dE6gH")
+        for action in ("check", "wake", "drain", "retry_dead", "clear_cache"):
+            with self.subTest(action=action):
+                answer = self.call("honcho_action", {"action": action})
+                self.assertEqual(answer["action"], action)
+                self.assertIn("result", answer)
+        self.assertNotIn(KEY, json.dumps(status))
+
+    def test_unknown_or_malformed_bodies_get_a_structured_error(self):
+        for body in ({"action": "explode"}, {}, None, [], "drain", {"action": ["drain"]}):
+            with self.subTest(body=repr(body)):
+                answer = self.call("honcho_action", body)
+                self.assertEqual(answer["ok"], False)
+                self.assertIn("unknown action", answer["error"])
+        self.assertTrue(self.call("honcho_status", None)["ok"])
+
+    def test_honcho_down_and_401_are_reported_not_raised(self):
+        self.host.secrets = {"HONCHO_API_KEY": "wrong-key-1234567"}
+        check = self.call("honcho_action", {"action": "check"})
+        self.assertEqual(check["result"]["api"]["error"], "auth_401")
+        self.server.close()
+        check = self.call("honcho_action", {"action": "check"})
+        self.assertEqual(check["result"]["api"]["error"], "unreachable")
+
+
+def _leaves(value, path="status"):
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _leaves(child, f"{path}.{key}")
+            yield f"{path}.{key} (key)", key
+    elif isinstance(value, list):
+        for n, child in enumerate(value):
+            yield from _leaves(child, f"{path}[{n}]")
+    else:
+        yield path, value
+
+
+if __name__ == "__main__":
+    unittest.main()
