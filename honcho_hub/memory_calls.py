@@ -57,7 +57,7 @@ def owns_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id
             return True
         if not page.has_next_page():
             return False
-        page = gw.call(lambda client: page.get_next_page())
+        page = gw.call(lambda client, current=page: current.get_next_page())
     return False
 
 

@@ -1,7 +1,6 @@
 """Settings precedence, bounds and secrecy: every variable and every setting, table-driven."""
 
 import math
-import os
 import tempfile
 import unittest
 

@@ -52,7 +52,7 @@ class ThreadLifecycleTest(unittest.TestCase):
         bench.worker.step()  # warm imports and the first client outside the measurement
         bench.worker.stop(5)
         threads, handles = threading.active_count(), len(os.listdir("/proc/self/fd"))
-        for i in range(50):
+        for _ in range(50):
             worker = DeliveryWorker(lambda: bench.settings, gateway_factory=bench.gateway, clock=bench.clock)
             worker.start()
             bench.say("t3", 1)

@@ -3,12 +3,10 @@
 import json
 import os
 import sqlite3
-import sys
 import tempfile
 import threading
 import unittest
 
-import hub_testkit
 from hub_testkit import ROOT, import_by_path, stub_agent_zero
 
 from honcho_hub import lifecycle
