@@ -30,7 +30,8 @@ from honcho_hub.config import build_settings  # noqa: E402
 MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
            "Please remember that I prefer short answers, metric units and examples in Python. "
            "My sister visits in June; we want a quiet beach within an hour of the city by train. "
-           "Budget is moderate, no car, and I am vegetarian, so restaurant tips should fit that too!")[:400]
+           "Budget is moderate, no car, and I am vegetarian, so restaurant tips should fit that too! "
+           "Thanks a lot for all the help so far, see you soon, and say hello to the team from Ada.")[:400]
 
 
 def rss_mb() -> float:
@@ -128,6 +129,9 @@ def concurrent_rows(folder: str) -> tuple[int, int, list]:
     found = conn.execute("SELECT count(*) FROM events").fetchone()[0]
     conn.close()
     return 10_000, found, reports
+
+
+assert len(MESSAGE) == 400, len(MESSAGE)
 
 
 def main() -> None:

@@ -85,7 +85,7 @@ def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0,
             remaining = deadline - monotonic()
             if remaining > 0:
                 moved = worker.drain(remaining)  # type: ignore[attr-defined]
-                report["drained"] += int(moved) if isinstance(moved, int) else 0
+                report["drained"] += moved.get("delivered", 0) if isinstance(moved, dict) else int(moved or 0)
             worker.stop(stop_s)  # type: ignore[attr-defined]
             report["stopped"] += 1
         except Exception:  # best-effort shutdown: one bad worker must not keep the others running

@@ -83,6 +83,14 @@ class EnsureWorkerTest(unittest.TestCase):
         self.assertTrue(second.is_alive())
         self.assertEqual(len(lifecycle.plugin_workers()), 1)
 
+    def test_pre_update_drains_the_real_worker_then_stops_it(self):
+        self.bench.say("pu", 3)
+        self.bench.worker.start()
+        report = lifecycle.stop_workers(drain_s=5.0)
+        self.assertEqual((report["drained"], report["stopped"]), (3, report["workers"]))
+        self.assertFalse(self.bench.worker.is_alive())
+        self.assertEqual(len(self.bench.server_texts("pu")), 3)
+
     def test_a_worker_of_this_generation_is_adopted_after_module_globals_reset(self):
         first = self.ensure()
         runtime._worker = None  # as after a re-import of the runtime module
