@@ -159,6 +159,21 @@ class ActionErrorsTest(unittest.TestCase):
                 self.assertEqual(result.text.count("\n"), 0)
                 self.assertNotIn("Traceback", result.text)
 
+    def test_every_remote_action_explains_honcho_down_and_401_in_one_line(self):
+        calls = {"search": {"query": "tea"}, "ask": {"query": "tea?"}, "remember": {"content": "likes tea"},
+                 "forget": {"id": "c0001", "confirm": True}, "dream": {}}
+        breaks = {"down": (lambda f: f.fail(match=".*", kind="connect", times=100), "did not answer"),
+                  "401": (lambda f: setattr(f, "api_key", "rotated-key-00000"), "auth_401")}
+        for action, args in calls.items():
+            for name, (brake, expected) in breaks.items():
+                with self.subTest(action=action, failure=name):
+                    bench = ToolBench()
+                    brake(bench.fake)
+                    result = bench.run(action, **args)
+                    self.assertFalse(result.ok)
+                    self.assertIn(expected, result.text)
+                    self.assertNotIn("\n", result.text)
+
     def test_features_the_server_lacks(self):
         self.bench.fake.dreams_status = 400
         self.assertIn("does not run dreams", self.bench.run("dream").text)
