@@ -14,7 +14,6 @@ import sys
 import threading
 import types
 from collections import deque
-
 from typing import TYPE_CHECKING, Callable
 
 from . import lifecycle

@@ -49,10 +49,6 @@ class StepReport:
     handoff_flushed: int = 0
     state: str = "idle"
 
-    @property
-    def moved(self) -> int:
-        return self.delivered + self.dead
-
 
 class DeliveryWorker(threading.Thread):
     """Drains the outbox of the current settings to their destination."""

@@ -4,8 +4,9 @@ import email.utils
 import unittest
 
 from delivery_helpers import KEY, Bench
+from outbox_helpers import hold_write_lock, release_lock
 
-from honcho_hub.capture import Role
+from honcho_hub.capture import CaptureRequest, Role
 from honcho_hub.outbox import NewEvent, Outbox
 
 
@@ -202,6 +203,26 @@ class PermanentTest(unittest.TestCase):
         self.assertEqual(bench.server_texts("p2"), texts)
         self.assertEqual([r[3] for r in bench.rows() if r[1] == "dead"], ["invalid"])
         self.assertFalse(any("x" * 30_000 == m["content"] for m in bench.fake.messages))
+
+
+class HandoffTest(unittest.TestCase):
+    def test_the_worker_persists_the_hand_off_first_then_delivers_in_order(self):
+        bench = Bench(self)
+        texts = bench.say("h1", 1)
+        child = hold_write_lock(bench.path)  # another process holds the outbox: capture hands off
+        try:
+            for n in range(3):
+                bench._said += 1
+                outcome = bench.capture_service.capture(
+                    CaptureRequest("h1", Role.USER, f"late-{n}", f"late {n}"), bench.settings)
+                self.assertEqual(outcome.value, "handed_off")
+                texts.append(f"late {n}")
+        finally:
+            release_lock(child)
+        report = bench.worker.step()
+        self.assertEqual(report.handoff_flushed, 3)
+        bench.run_until_idle()
+        bench.assert_exactly_once("h1", texts)
 
 
 class PauseTest(unittest.TestCase):
