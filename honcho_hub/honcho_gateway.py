@@ -23,6 +23,7 @@ T = TypeVar("T")
 MAX_MESSAGES_PER_CALL = 100
 MAX_CONTENT_CHARS = 25_000
 MAX_CACHED_READERS = 1_000
+MAX_CACHED_SESSIONS = 10_000
 SOURCE = "agent-zero/honcho-hub"
 # Observation settings by role, applied before a session's first message (Honcho auto-creates peers
 # with its defaults otherwise): the human is modelled; the agent models others but is not modelled.
@@ -183,6 +184,9 @@ class HonchoGateway:
             if known is not None:
                 session.add_peers(pairs)
             with self._lock:
+                if len(self._sessions) >= MAX_CACHED_SESSIONS:  # long uptime: forget, re-ensure on next use
+                    self._sessions.clear()
+                    self._session_peers.clear()
                 self._sessions[session_id] = session
                 self._session_peers.setdefault(session_id, set()).update(missing)
         return session
