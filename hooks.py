@@ -89,9 +89,9 @@ def _global_settings():
 
 def _agent_zero_secrets():
     try:
-        from helpers.secrets import get_secrets_manager  # Agent Zero's; absent outside it
+        from helpers.secrets import get_default_secrets_manager  # Agent Zero's; absent outside it
 
-        return get_secrets_manager(None).load_secrets()
+        return get_default_secrets_manager().load_secrets()
     except Exception:
         return {}
 

@@ -130,7 +130,8 @@ def stub_agent_zero() -> Iterator[StubHost]:
                 get_plugin_config=lambda name, agent=None, **kw: dict(host.config)),
             "helpers.task_scheduler": _module("helpers.task_scheduler", TaskScheduler=_scheduler_for(host)),
             "helpers.secrets": _module(
-                "helpers.secrets", get_secrets_manager=lambda context=None: _Secrets(host)),
+                "helpers.secrets", get_secrets_manager=lambda context=None: _Secrets(host),
+                get_default_secrets_manager=lambda: _Secrets(host)),
         }
         for name, module in stubs.items():
             if name != "helpers":

@@ -14,9 +14,12 @@ PLUGIN_NAME = "honcho"
 def settings_for(agent: Any) -> Settings:
     """Effective settings for this agent's chat (project settings merged by our config hook)."""
     from helpers import plugins
+    from helpers.secrets import get_default_secrets_manager
 
     config = plugins.get_plugin_config(PLUGIN_NAME, agent=agent) or {}
-    manager = _secrets_manager(agent)
+    # Identity and the key are global: a project's secrets.env must not switch the workspace or key.
+    # (Project secrets are still masked and redacted: see host_secrets and mask.)
+    manager = get_default_secrets_manager()
     return build_settings(config, _load(manager), os.environ, load_secrets=lambda: _load(manager))
 
 

@@ -18,9 +18,9 @@ def ensure_worker() -> None:
 def global_settings() -> Settings:
     """Delivery settings are global: no agent, no project."""
     from helpers import plugins
-    from helpers.secrets import get_secrets_manager
+    from helpers.secrets import get_default_secrets_manager
 
-    manager = get_secrets_manager(None)
+    manager = get_default_secrets_manager()  # the global secrets file, never a project's
     config = plugins.get_plugin_config(PLUGIN_NAME) or {}
     return build_settings(config, manager.load_secrets(), os.environ, load_secrets=manager.load_secrets)
 
