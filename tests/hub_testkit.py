@@ -86,7 +86,8 @@ class StubHost:
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self.secrets: dict[str, str] = {}
+        self.secrets: dict[str, str] = {}  # usr/secrets.env
+        self.project_secrets: dict[str, str] = {}  # a project's .a0proj/secrets.env (wins when merged)
         self.enabled_plugins: list[str] = ["honcho"]
         # Port 9 (discard) on loopback: nothing listens, so a stray delivery fails fast and stays local.
         self.config: dict[str, Any] = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3"),
@@ -130,7 +131,7 @@ def stub_agent_zero() -> Iterator[StubHost]:
                 get_plugin_config=lambda name, agent=None, **kw: dict(host.config)),
             "helpers.task_scheduler": _module("helpers.task_scheduler", TaskScheduler=_scheduler_for(host)),
             "helpers.secrets": _module(
-                "helpers.secrets", get_secrets_manager=lambda context=None: _Secrets(host),
+                "helpers.secrets", get_secrets_manager=lambda context=None: _Secrets(host, with_project=True),
                 get_default_secrets_manager=lambda: _Secrets(host)),
         }
         for name, module in stubs.items():
@@ -222,11 +223,12 @@ class StubAgent:
 
 
 class _Secrets:
-    def __init__(self, host: StubHost) -> None:
-        self._host = host
+    def __init__(self, host: StubHost, with_project: bool = False) -> None:
+        self._host, self._with_project = host, with_project
 
     def load_secrets(self) -> dict[str, str]:
-        return {k.upper(): v for k, v in self._host.secrets.items()}
+        merged = {**self._host.secrets, **(self._host.project_secrets if self._with_project else {})}
+        return {k.upper(): v for k, v in merged.items()}
 
     def mask_values(self, text: str) -> str:
         for name, value in self.load_secrets().items():

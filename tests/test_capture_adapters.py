@@ -116,6 +116,15 @@ class SecretsAndFailuresTest(AdapterTestCase):
         self.assertNotIn("§§", stored)
         self.assertIn("[secret-ref:DB_PASS]", stored)
 
+    def test_project_secrets_are_masked_but_never_change_identity(self):
+        self.host.project_secrets = {"HONCHO_WORKSPACE_ID": "project-ws", "PROJECT_TOKEN": "pr0ject-t0ken-value"}
+        self.typed(StubAgent(0, StubContext(project="Alpha")), "deploy with pr0ject-t0ken-value please")
+        conn = sqlite3.connect(self.host.config["outbox_path"])
+        workspace, content = conn.execute("SELECT workspace_id, content FROM events").fetchone()
+        conn.close()
+        self.assertEqual(workspace, "agent-zero")
+        self.assertNotIn("pr0ject-t0ken-value", content)
+
     def test_adapters_never_raise_into_agent_zero(self):
         broken = types.SimpleNamespace(number=0)  # no context at all
         with self.assertLogs("honcho_hub.adapters", "ERROR"):
