@@ -10,9 +10,9 @@ from usr.plugins.honcho.honcho_hub.config import Settings, build_settings
 from .host import PLUGIN_NAME
 
 
-def ensure_worker() -> None:
+def ensure_worker():
     """Idempotent and cheap: called by agent_init, job_loop and the capture adapters."""
-    runtime.ensure_worker(global_settings, plugin_enabled)
+    return runtime.ensure_worker(global_settings, plugin_enabled)
 
 
 def global_settings() -> Settings:

@@ -121,6 +121,7 @@ class SidebarTest(unittest.TestCase):
         host = cls.stub.__enter__()
         host.config.update(api_url=cls.honcho.url, mcp_url=cls.honcho.url, workspace_id="browser-ws")
         host.secrets = {"HONCHO_API_KEY": SECRET}
+        cls.start_agent_zero_side()
         handlers = {}
         for name in ("honcho_status", "honcho_action"):
             module = import_by_path(os.path.join(host.plugin_dir, "api", f"{name}.py"))
@@ -130,6 +131,20 @@ class SidebarTest(unittest.TestCase):
         cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
+
+    @classmethod
+    def start_agent_zero_side(cls):
+        """As in a running Agent Zero: the worker started and a short conversation captured."""
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import ensure_worker, global_settings
+        from usr.plugins.honcho.honcho_hub import runtime
+        from usr.plugins.honcho.honcho_hub.capture import CaptureRequest, Role
+
+        settings = global_settings()
+        for n, text in enumerate(("I prefer green tea", "Noted: green tea.", "And short answers, please")):
+            role = Role.USER if n % 2 == 0 else Role.AGENT
+            runtime.capture_service(settings).capture(CaptureRequest("Br0wser1", role, f"b{n}", text), settings)
+        worker = ensure_worker() or runtime.current_worker()
+        worker.drain(30)
 
     @classmethod
     def tearDownClass(cls):
@@ -158,6 +173,8 @@ class SidebarTest(unittest.TestCase):
         self.assertEqual(self.page.inner_text("[data-field=workspace]"), "browser-ws")
         self.assertEqual(self.page.inner_text("[data-field=key]"), "set")
         self.assertIn("0 pending", self.page.inner_text("[data-field=queue]"))
+        self.assertEqual(self.page.inner_text("[data-field=worker]"), "idle")
+        self.assertEqual(len(self.fake.messages), 3)
         expected = {"check": "API ok", "wake": "orker", "drain": "Delivered 0", "retry_dead": "Requeued 0",
                     "clear_cache": "Cleared"}
         for n, (action, text) in enumerate(expected.items(), start=1):
