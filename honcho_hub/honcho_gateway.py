@@ -15,6 +15,7 @@ import httpx
 
 from .errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
 from . import scopes
+from .config import Settings
 from .outbox import NewEvent
 from .recall_pack import ContextData
 from .settings_values import ID_RE
@@ -65,6 +66,14 @@ class HonchoGateway:
         self._client_key: str | None = None
         self._sessions: dict[str, Any] = {}
         self._session_peers: dict[str, set[str]] = {}
+
+    @classmethod
+    def for_settings(cls, settings: Settings, timeout_s: float | None = None, **kwargs: Any) -> "HonchoGateway":
+        """A gateway to the settings' destination, with their key provider and peers; timeout defaults
+        to the SDK timeout (recall and checks pass their own)."""
+        return cls(settings.api_url, settings.workspace_id, settings.key_provider,
+                   settings.sdk_timeout_s if timeout_s is None else timeout_s,
+                   peer_roles={settings.user_peer_id: "user", settings.agent_peer_id: "agent"}, **kwargs)
 
     def send(self, events: Sequence[NewEvent]) -> None:
         """Deliver one session's events in order, at most 100 per request; raises DeliveryError."""

@@ -16,7 +16,7 @@ from .errors import DeliveryError
 from .honcho_gateway import HonchoGateway
 from .outbox import Outbox
 from .outbox_db import OutboxError
-from .worker import DeliveryWorker, peer_roles
+from .worker import DeliveryWorker
 
 MAX_REQUEUE = 100
 DRAIN_S = 5.0
@@ -25,8 +25,7 @@ DRAIN_S = 5.0
 def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
           monotonic: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """One authenticated API request and the MCP server's health, each with its own timeout."""
-    gateway = HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.check_timeout_s,
-                            http_client_factory=http_client_factory, peer_roles=peer_roles(settings))
+    gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s, http_client_factory=http_client_factory)
     try:
         api = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
     finally:

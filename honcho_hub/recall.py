@@ -155,4 +155,4 @@ def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | N
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
     # Recall's own client times out at the recall deadline: a hung Honcho costs the turn no more.
-    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.recall_timeout_s)
+    return HonchoGateway.for_settings(settings, settings.recall_timeout_s)

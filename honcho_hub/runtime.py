@@ -129,12 +129,10 @@ def registrar():
     global _registrar
     from .honcho_gateway import HonchoGateway
     from .scope_registrar import ScopeRegistrar
-    from .worker import peer_roles
 
     with _parts_lock:
         if _registrar is None or not _registrar.is_alive():
-            _registrar = ScopeRegistrar(lambda s: HonchoGateway(s.api_url, s.workspace_id, s.key_provider,
-                                                                s.sdk_timeout_s, peer_roles=peer_roles(s)))
+            _registrar = ScopeRegistrar(HonchoGateway.for_settings)
             _registrar.start()
         return _registrar
 
@@ -206,7 +204,6 @@ _tool_gateways: dict[tuple, object] = {}
 def tool_gateway(settings: Settings):
     """A gateway for the memory tool and the API's checks, one per destination and timeout."""
     from .honcho_gateway import HonchoGateway
-    from .worker import peer_roles
 
     key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s, settings.user_peer_id,
            settings.agent_peer_id)
@@ -217,7 +214,5 @@ def tool_gateway(settings: Settings):
                 for old in _tool_gateways.values():
                     old.close()
                 _tool_gateways.clear()
-            gateway = _tool_gateways[key] = HonchoGateway(settings.api_url, settings.workspace_id,
-                                                          settings.key_provider, settings.sdk_timeout_s,
-                                                          peer_roles=peer_roles(settings))
+            gateway = _tool_gateways[key] = HonchoGateway.for_settings(settings)
         return gateway

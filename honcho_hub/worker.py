@@ -310,10 +310,4 @@ class DeliveryWorker(threading.Thread):
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
-    return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s,
-                         peer_roles=peer_roles(settings))
-
-
-def peer_roles(settings: Settings) -> dict[str, str]:
-    """The configured human and agent peers with their roles."""
-    return {settings.user_peer_id: "user", settings.agent_peer_id: "agent"}
+    return HonchoGateway.for_settings(settings)

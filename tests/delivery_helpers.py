@@ -14,7 +14,7 @@ from outbox_helpers import ManualClock, temp_outbox_path
 from honcho_hub.capture import CaptureRequest, CaptureService, Role
 from honcho_hub.config import build_settings
 from honcho_hub.honcho_gateway import HonchoGateway
-from honcho_hub.worker import DeliveryWorker, peer_roles
+from honcho_hub.worker import DeliveryWorker
 
 KEY = "hch-test-key-0123456789"
 
@@ -40,9 +40,8 @@ class Bench:
         test.addCleanup(self.capture_service.close)
 
     def gateway(self, settings) -> HonchoGateway:
-        return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.sdk_timeout_s,
-                             http_client_factory=lambda: httpx.Client(transport=self.fake.transport()),
-                             peer_roles=peer_roles(settings))
+        return HonchoGateway.for_settings(settings,
+                                          http_client_factory=lambda: httpx.Client(transport=self.fake.transport()))
 
     def say(self, chat: str, n: int, role: Role = Role.USER, text: str = "message") -> list[str]:
         """Capture n messages in one chat through the real capture path; returns their texts."""

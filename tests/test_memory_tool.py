@@ -15,7 +15,6 @@ from loopback import serve
 from honcho_hub.actions import ActionContext, run_action
 from honcho_hub.config import build_settings
 from honcho_hub.honcho_gateway import HonchoGateway
-from honcho_hub.worker import peer_roles
 
 KEY = "hch-tool-key-24680"
 LEAKED = "ghp_" + "Z9y8X7w6V5" * 4  # a real-looking GitHub token a user might paste
@@ -27,9 +26,9 @@ class ToolBench:
         self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": "/tmp/unused.sqlite3"},
                                        {"HONCHO_API_KEY": KEY}, {})
         s = self.settings
-        self.gateway = HonchoGateway(s.api_url, s.workspace_id, s.key_provider, s.sdk_timeout_s,
-                                     http_client_factory=lambda: httpx.Client(transport=self.fake.transport()),
-                                     peer_roles=peer_roles(s), supports_scopes=lambda: supports_scopes)
+        self.gateway = HonchoGateway.for_settings(
+            s, http_client_factory=lambda: httpx.Client(transport=self.fake.transport()),
+            supports_scopes=lambda: supports_scopes)
         self.recalls = []
         self.ctx = ActionContext(settings=s, session_id="chat-T0000001", secrets={"DB_PASS": "pa55-w0rd-xyz"},
                                  gateway=self.gateway, status=lambda: "Honcho memory: GREEN",

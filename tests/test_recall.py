@@ -41,9 +41,9 @@ class RecallBench:
             if request.url.path.endswith("/context"):
                 self.gate.wait(30)  # a test closes the gate to make Honcho hang
             return fake_transport.handle_request(request)
-        return HonchoGateway(settings.api_url, settings.workspace_id, settings.key_provider, settings.recall_timeout_s,
-                             http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(gated)),
-                             supports_scopes=lambda: self.supports_scopes)
+        return HonchoGateway.for_settings(settings, settings.recall_timeout_s,
+                                          http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(gated)),
+                                          supports_scopes=lambda: self.supports_scopes)
 
     def remember(self, representation="The user prefers tea.", card=("Name: Ada",), summary=None, scope=None):
         observer = f"scope:{scope}" if scope else "agent-zero"
