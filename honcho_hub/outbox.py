@@ -180,8 +180,7 @@ class Outbox:
 
     def stats(self) -> dict:
         """Counts by state, oldest pending capture time and next attempt time: no content, no path."""
-        with self._lock:
-            self._check_open()
+        with self._locked():
             try:
                 counts = dict(self._conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
                 oldest, next_at = self._conn.execute(
@@ -193,11 +192,15 @@ class Outbox:
 
     # -- internals -------------------------------------------------------------------------------
 
+    @contextmanager
     def _tx(self):
-        return _LockedTransaction(self)
+        """The outbox lock plus one BEGIN IMMEDIATE transaction."""
+        with self._locked(), write_transaction(self._conn) as conn:
+            yield conn
 
     @contextmanager
     def _locked(self):
+        # Threads of this process queue here; they wait no longer than SQLite would for another process.
         if not self._lock.acquire(timeout=self._busy_timeout_s):
             raise OutboxBusy("outbox is in use by another thread")
         try:
@@ -292,28 +295,3 @@ class Outbox:
                                     (*params, *chunk)).rowcount
         return changed
 
-
-class _LockedTransaction:
-    """The outbox lock plus one BEGIN IMMEDIATE transaction."""
-
-    def __init__(self, outbox: Outbox) -> None:
-        self._outbox = outbox
-        self._tx = None
-
-    def __enter__(self):
-        # Threads of this process queue here; they wait no longer than SQLite would for another process.
-        if not self._outbox._lock.acquire(timeout=self._outbox._busy_timeout_s):
-            raise OutboxBusy("outbox is in use by another thread")
-        try:
-            self._outbox._check_open()
-            self._tx = write_transaction(self._outbox._conn)
-            return self._tx.__enter__()
-        except BaseException:
-            self._outbox._lock.release()
-            raise
-
-    def __exit__(self, *exc_info):
-        try:
-            return self._tx.__exit__(*exc_info)
-        finally:
-            self._outbox._lock.release()
