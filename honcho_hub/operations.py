@@ -14,7 +14,6 @@ from . import runtime
 from .config import Settings
 from .errors import DeliveryError
 from .honcho_gateway import HonchoGateway
-from .outbox import Outbox
 from .outbox_db import OutboxError
 from .worker import DeliveryWorker
 
@@ -59,7 +58,8 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker
 def retry_dead(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
     """Requeue at most 100 dead letters and let auth circuits probe again now."""
     try:
-        requeued = _with_outbox(settings, lambda box: box.requeue_dead(max(0, min(int(limit), MAX_REQUEUE))))
+        requeued = runtime.with_existing_outbox(
+            settings, lambda box: box.requeue_dead(max(0, min(int(limit), MAX_REQUEUE))), 0)
     except OutboxError as exc:
         return {"error": exc.code}
     worker = runtime.current_worker()
@@ -72,7 +72,7 @@ def retry_dead(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
 def dead_letters(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
     """Ids, sessions, error codes and attempts of dead letters; no content."""
     try:
-        return {"dead": _with_outbox(settings, lambda box: box.dead_letters(limit), missing=[])}
+        return {"dead": runtime.with_existing_outbox(settings, lambda box: box.dead_letters(limit), [])}
     except OutboxError as exc:
         return {"error": exc.code}
 
@@ -84,22 +84,9 @@ def clear_cache(settings: Settings) -> dict[str, Any]:
 
 def queue_counts(settings: Settings) -> dict[str, int]:
     try:
-        return _with_outbox(settings, lambda box: box.stats()["counts"], missing={})
+        return runtime.with_existing_outbox(settings, lambda box: box.stats()["counts"], {})
     except OutboxError:
         return {}
-
-
-def _with_outbox(settings: Settings, work: Callable[[Outbox], Any], missing: Any = 0) -> Any:
-    import os
-
-    if not os.path.exists(settings.outbox_path):  # nothing captured yet: do not create one
-        return missing
-    box = Outbox(settings.outbox_path, busy_timeout_s=5.0, max_rows=settings.max_queued_rows,
-                 dead_retention_s=settings.dead_retention_days * 86_400)
-    try:
-        return work(box)
-    finally:
-        box.close()
 
 
 def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> dict[str, Any]:

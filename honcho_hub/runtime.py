@@ -14,7 +14,7 @@ import sys
 import threading
 import types
 from collections import deque
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import lifecycle
 from .capture import CaptureService
@@ -153,9 +153,6 @@ def shutdown() -> None:
 def status_parts(settings: Settings, session_id: str | None = None, scope_id: str | None = None,
                  backfill: bool = False) -> "StatusParts":
     """Gather status from this process: capture, outbox counters, worker, recall; never raises."""
-    import os
-
-    from .outbox import Outbox
     from .outbox_db import OutboxError
     from .status import StatusParts
 
@@ -166,18 +163,15 @@ def status_parts(settings: Settings, session_id: str | None = None, scope_id: st
     known = _services.get(settings.outbox_path)
     parts = StatusParts(session_id=session_id, scope_id=scope_id, capture_counters=counters, handoff=handoff,
                         outbox_problem=known[1].unavailable if known else None)
-    if os.path.exists(settings.outbox_path):  # status never creates the outbox
-        try:
-            box = Outbox(settings.outbox_path, busy_timeout_s=0.25)
-            try:
-                stats = box.stats()
-            finally:
-                box.close()
-            parts.queue_counts = stats["counts"]
-            parts.oldest_pending_captured_at = stats["oldest_pending_captured_at"]
-            parts.next_attempt_at = stats["next_attempt_at"]
-        except OutboxError as exc:
-            parts.outbox_problem = parts.outbox_problem or exc.code
+    try:
+        stats = with_existing_outbox(settings, lambda box: box.stats(), None)
+    except OutboxError as exc:
+        parts.outbox_problem = parts.outbox_problem or exc.code
+        stats = None
+    if stats is not None:
+        parts.queue_counts = stats["counts"]
+        parts.oldest_pending_captured_at = stats["oldest_pending_captured_at"]
+        parts.next_attempt_at = stats["next_attempt_at"]
     worker = current_worker()
     if worker is not None:
         parts.worker = worker.state.snapshot()
@@ -187,6 +181,23 @@ def status_parts(settings: Settings, session_id: str | None = None, scope_id: st
         parts.scope_backfill, problem = _scope_backfill(settings, scope_id)
         parts.scope_problem = parts.scope_problem or problem
     return parts
+
+
+def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> Any:
+    """`work(outbox)` on a short-lived connection, or `missing` when nothing was captured yet: reading
+    status or dead letters never creates an outbox. Raises OutboxError."""
+    import os
+
+    from .outbox import Outbox
+
+    if not os.path.exists(settings.outbox_path):
+        return missing
+    box = Outbox(settings.outbox_path, busy_timeout_s=5.0, max_rows=settings.max_queued_rows,
+                 dead_retention_s=settings.dead_retention_days * 86_400)
+    try:
+        return work(box)
+    finally:
+        box.close()
 
 
 def _scope_backfill(settings: Settings, scope_id: str) -> tuple[dict[str, str], str | None]:
