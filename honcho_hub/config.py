@@ -157,7 +157,7 @@ def build_settings(
         values["outbox_path"] = state_dir_outbox(env)
     static_secrets = dict(_mapping(secrets, "secrets", []))
     provider = KeyProvider(load_secrets or (lambda: static_secrets), dict(env))
-    _log_new(warnings)
+    log_once(warnings)
     return Settings(**values, warnings=tuple(warnings), key_provider=provider)
 
 
@@ -229,7 +229,8 @@ def unknown_setting_warnings(plugin: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _log_new(warnings: list[str]) -> None:
+def log_once(warnings: list[str]) -> None:
+    """Log each distinct settings warning once per process (settings are rebuilt on every turn)."""
     for text in warnings:
         if text not in _logged_warnings:
             _logged_warnings.add(text)
@@ -243,6 +244,7 @@ __all__ = [
     "apply_project_settings",
     "build_settings",
     "defaults",
+    "log_once",
     "state_dir_outbox",
     "unknown_setting_warnings",
 ]

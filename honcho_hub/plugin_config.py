@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from .config import apply_project_settings
+from .config import apply_project_settings, log_once
 from .settings_spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,7 @@ def merged_config(
         merged.update(_known(layer))
     warnings: list[str] = []
     merged = apply_project_settings(merged, project_saved, warnings)
-    for text in warnings:
-        log.warning("honcho settings: %s", text)
+    log_once(warnings)  # Agent Zero reads the config on every turn: warn once, not every time
     return merged
 
 

@@ -63,12 +63,14 @@ class ConfigHooksTest(unittest.TestCase):
         self.write(self.global_file, {"workspace_id": "global-ws"})
         project_file = self.host.project_meta("alpha", "plugins", "honcho", "config.json")
         self.write(project_file, {"workspace_id": "hijack", "recall_enabled": False, "api_key": SECRET})
-        with self.assertLogs(HOOKED + "plugin_config", "WARNING") as logs:
+        with self.assertLogs(HOOKED + "config", "WARNING") as logs:
             config = self.hooks.get_plugin_config(default={}, project_name="alpha")
         self.assertEqual((config["workspace_id"], config["recall_enabled"]), ("global-ws", False))
         self.assertNotIn("api_key", config)
         self.assertNotIn(SECRET, "".join(logs.output))
         self.assertTrue(any("'api_key'" in line for line in logs.output))
+        with self.assertNoLogs(HOOKED + "config", "WARNING"):  # Agent Zero reads config every turn
+            self.hooks.get_plugin_config(default={}, project_name="alpha")
 
     def test_a_corrupt_saved_file_reads_as_defaults(self):
         with open(self.global_file, "w") as handle:
