@@ -67,10 +67,6 @@ def _int(field: Field, raw: Any) -> int:
     return int(number)
 
 
-def _float(field: Field, raw: Any) -> float:
-    return _number(field, raw)
-
-
 def _enum(field: Field, raw: Any) -> str:
     if isinstance(raw, str):
         for choice in field.choices:
@@ -136,7 +132,7 @@ def _text(field: Field, raw: Any) -> str:
 _COERCERS = {
     "bool": _bool,
     "int": _int,
-    "float": _float,
+    "float": _number,
     "enum": _enum,
     "url": _url,
     "id": _id,
