@@ -1,7 +1,8 @@
 """Command line for operators: `python -m honcho_hub <command>`.
 
 Settings come from the same HONCHO_* environment variables as inside Agent Zero, plus an optional
-`--config` YAML file of plugin settings. Exit codes: 0 done and healthy, 1 failed (or health red),
+`--config` YAML file of plugin settings. Exit codes: 0 done and healthy (or Honcho not yet reached),
+1 failed (or health red),
 2 usage error, 3 done but degraded (health amber, events still pending, MCP check failed, demo queued).
 """
 
@@ -43,7 +44,12 @@ def _status(settings: Settings, args, out) -> int:
     parts.worker = {"state": "not_in_this_process", "metrics": {}, "circuits": {}}
     status = build_status(settings, parts, time.time())
     _print(out, status, args.json, status_text)
-    return {"green": EXIT_OK, "amber": EXIT_DEGRADED}.get(status["health"], EXIT_FAILED)
+    return exit_code_for(status)
+
+
+def exit_code_for(status: dict) -> int:
+    """Green and neutral (nothing known to be wrong, Honcho not reached yet) are 0, amber 3, red 1."""
+    return {"green": EXIT_OK, "neutral": EXIT_OK, "amber": EXIT_DEGRADED}.get(status["health"], EXIT_FAILED)
 
 
 def _check(settings: Settings, args, out) -> int:

@@ -12,7 +12,7 @@ import httpx
 
 from . import runtime
 from .config import Settings
-from .errors import DeliveryError
+from .errors import AuthError, DeliveryError
 from .honcho_gateway import HonchoGateway
 from .outbox_db import OutboxError
 from .worker import DeliveryWorker
@@ -22,13 +22,17 @@ DRAIN_S = 5.0
 
 
 def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
-          monotonic: Callable[[], float] = time.monotonic) -> dict[str, Any]:
-    """One authenticated API request and the MCP server's health, each with its own timeout."""
+          monotonic: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> dict[str, Any]:
+    """One authenticated API request and the MCP server's health, each with its own timeout.
+
+    The API's outcome is remembered for status: until something reached the destination, health
+    cannot honestly be green."""
     gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s, http_client_factory=http_client_factory)
     try:
         api = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
     finally:
         gateway.close()
+    runtime.record_api_check(settings.destination(), api["ok"], api["error"], api.pop("auth"), wall())
     return {"api": api, "mcp": _mcp_health(settings, http_client_factory, monotonic)}
 
 
@@ -93,10 +97,11 @@ def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> dict[s
     start = monotonic()
     try:
         request()
-        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None}
+        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None, "auth": False}
     except DeliveryError as exc:
         status = int(exc.code.rsplit("_", 1)[-1]) if exc.code.rsplit("_", 1)[-1].isdigit() else None
-        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code}
+        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code,
+                "auth": isinstance(exc, AuthError)}
 
 
 def _mcp_health(settings: Settings, http_client_factory, monotonic) -> dict[str, Any]:

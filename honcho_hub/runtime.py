@@ -41,7 +41,21 @@ def process_state() -> types.ModuleType:
         state.handoffs = {}  # outbox path -> deque of event lists
         state.counters = {}  # outbox path -> {outcome: count}
         state = sys.modules.setdefault(STATE_MODULE, state)
+    if not hasattr(state, "api_checks"):  # a state made by an older generation lacks it
+        state.api_checks = {}  # destination -> outcome of the last endpoint checks
     return state
+
+
+def record_api_check(destination: str, ok: bool, code: str | None, auth: bool, now: float) -> None:
+    """Remember what an endpoint check learned about the API, for status in this process."""
+    state = process_state()
+    with state.lock:
+        known = state.api_checks.setdefault(destination, {"ok_at": None, "failed_at": None, "code": None,
+                                                          "auth": False})
+        if ok:
+            known["ok_at"] = now
+        else:
+            known.update(failed_at=now, code=code, auth=auth)
 
 
 def capture_service(settings: Settings) -> CaptureService:
@@ -160,9 +174,10 @@ def status_parts(settings: Settings, session_id: str | None = None, scope_id: st
     with state.lock:
         counters = dict(state.counters.get(settings.outbox_path, {}))
         handoff = len(state.handoffs.get(settings.outbox_path, ()))
+        api_check = dict(state.api_checks.get(settings.destination(), {}))
     known = _services.get(settings.outbox_path)
     parts = StatusParts(session_id=session_id, scope_id=scope_id, capture_counters=counters, handoff=handoff,
-                        outbox_problem=known[1].unavailable if known else None)
+                        outbox_problem=known[1].unavailable if known else None, api_check=api_check)
     try:
         stats = with_existing_outbox(settings, lambda box: box.stats(), None)
     except OutboxError as exc:

@@ -2,7 +2,11 @@
 
 Built from values already in memory or read from the outbox's counters: it never contains a
 credential (nor a digest of one), queued message content, or the outbox path. Health is green,
-amber (degraded, self-healing) or red (needs the user).
+amber (degraded, self-healing), red (needs the user), or neutral: nothing is wrong that we know of,
+but nothing has reached the API yet either, so green would be a guess.
+
+Whether the API was reached is known per process (the worker's sends and the endpoint checks made
+here); another process's worker or checks do not count.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class StatusParts:
     capture_counters: dict[str, int] = field(default_factory=dict)
     worker: dict[str, Any] = field(default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
     cache_entries: int = 0
+    api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
 
 
 def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str, Any]:
@@ -40,7 +45,8 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
     circuit = parts.worker.get("circuits", {}).get(settings.destination())
     counts = {state: parts.queue_counts.get(state, 0) for state in ("pending", "leased", "delivered", "dead")}
     status = {
-        "endpoints": {"mode": settings.endpoint_mode, "api_url": settings.api_url, "mcp_url": settings.mcp_url},
+        "endpoints": {"mode": settings.endpoint_mode, "api_url": settings.api_url, "mcp_url": settings.mcp_url,
+                      "api_reach": _reach(now, metrics, parts.api_check)},
         "identity": {"workspace_id": settings.workspace_id, "user_peer_id": settings.user_peer_id,
                      "agent_peer_id": settings.agent_peer_id, "session_id": parts.session_id,
                      "api_key_configured": settings.has_api_key},
@@ -90,8 +96,27 @@ def status_text(status: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
+    """Whether this process reached the API: the newest of the worker's sends and the checks decides."""
+    successes = [t for t in (metrics.get("last_success_at"), check.get("ok_at")) if t is not None]
+    failures = [(metrics.get("last_error_at"), metrics.get("last_error_code"), False),
+                (check.get("failed_at"), check.get("code"), bool(check.get("auth")))]
+    failures = [f for f in failures if f[0] is not None]
+    last_ok = max(successes, default=None)
+    failed_at, code, auth = max(failures, key=lambda f: f[0], default=(None, None, False))
+    if last_ok is None and failed_at is None:
+        state = "not_yet"
+    elif failed_at is not None and (last_ok is None or failed_at > last_ok):
+        state = "failed"
+    else:
+        state = "ok"
+    return {"state": state, "last_ok_age_s": _age(now, last_ok), "last_failure_age_s": _age(now, failed_at),
+            "last_failure": code if state == "failed" else None, "refused_key": state == "failed" and auth}
+
+
 def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     red, amber = [], []
+    reach = s["endpoints"]["api_reach"]
     if not s["identity"]["api_key_configured"] and _is_hosted(settings.api_url):
         red.append("no API key: set HONCHO_API_KEY under Settings → Secrets")
     if s["capture"]["outbox_problem"]:
@@ -101,6 +126,8 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
         red.append(f"delivery paused: {circuit['reason']}")
     elif circuit:
         amber.append(f"Honcho unreachable ({circuit['reason']})")
+    elif reach["state"] == "failed":
+        (red if reach["refused_key"] else amber).append(f"last request to Honcho failed ({reach['last_failure']})")
     if s["worker"]["state"] == "stopped" and s["queue"]["pending"]:
         amber.append("worker stopped with events pending")
     if s["queue"]["dead"]:
@@ -112,7 +139,11 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
         amber.append("messages were refused")
     if s["scope"]["problem"]:
         amber.append(s["scope"]["problem"])
-    return ("red" if red else "amber" if amber else "green"), red + amber
+    if red or amber:
+        return ("red" if red else "amber"), red + amber
+    if reach["state"] == "not_yet":
+        return "neutral", ["Honcho not yet reached"]
+    return "green", []
 
 
 def _is_hosted(api_url: str) -> bool:
