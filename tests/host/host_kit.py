@@ -94,3 +94,220 @@ def new_tree(tmp: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"new-tree failed: {done.stderr[-2000:]}")
     return done.stdout.strip().splitlines()[-1]
+
+
+def save_secret(name: str, value: str) -> None:
+    """Store a secret as Settings → Secrets does (Agent Zero's secrets manager, `usr/secrets.env`)."""
+    from helpers.secrets import get_default_secrets_manager
+
+    manager = get_default_secrets_manager()
+    manager.save_secrets_with_merge(f"{manager.read_secrets_raw()}\n{name}={value}\n")
+
+
+def user_message(text: str) -> Any:
+    """Agent Zero's UserMessage for `AgentContext.communicate` (a turn started without waiting)."""
+    from agent import UserMessage
+
+    return UserMessage(message=text, attachments=[])
+
+
+# -- additions for the seed-guarantee suites (tests/host/host_seed_*.py) --------------------------------
+
+class ProxiedRequest:
+    """One request the proxy saw: what was asked, when, and how it ended."""
+
+    def __init__(self, method: str, path: str, query: dict[str, list[str]], body: bytes) -> None:
+        self.method, self.path, self.query, self.body = method, path, query, body
+        self.arrived_mono = time.monotonic()
+        self.ended_mono: float | None = None
+        self.outcome = "open"  # answered, dropped, client_gave_up
+        self.status: int | None = None
+        self.response: bytes = b""
+
+
+class HonchoProxy:
+    """A loopback HTTP proxy in front of the real Honcho, so faults happen on the network.
+
+    Records every request; `mode` says what happens to the next ones: "forward" (answer from the real
+    Honcho, after `delay_s`), "hold" (keep the request open without an answer until `release()`, then
+    forward it; a client that gives up first is recorded as such) or "drop" (close the connection
+    without an answer). Counts requests in flight at once (`max_in_flight`).
+    """
+
+    def __init__(self, upstream: str, mode: str = "forward", delay_s: float = 0.0) -> None:
+        import http.server
+        from urllib.parse import urlsplit
+
+        self.upstream = urlsplit(upstream)
+        self.mode, self.delay_s = mode, delay_s
+        self.requests: list[ProxiedRequest] = []
+        self.lock = threading.Lock()
+        self.in_flight = self.max_in_flight = 0
+        self._released = threading.Event()
+        self._closed = threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                proxy._handle(self)
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="honcho-proxy", daemon=True)
+        self._thread.start()
+
+    def hold(self) -> None:
+        """From now on, keep new requests open without an answer."""
+        self._released.clear()
+        self.mode = "hold"
+
+    def release(self, mode: str = "forward") -> None:
+        """Forward the held requests (and the next ones, unless `mode` says otherwise)."""
+        self.mode = mode
+        self._released.set()
+
+    def seen(self, predicate: Callable[[ProxiedRequest], bool] = lambda r: True) -> list[ProxiedRequest]:
+        """The recorded requests that match, oldest first."""
+        with self.lock:
+            return [r for r in self.requests if predicate(r)]
+
+    def close(self) -> None:
+        self._closed.set()
+        self._released.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _handle(self, handler: Any) -> None:
+        from urllib.parse import parse_qs, urlsplit
+
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
+        parts = urlsplit(handler.path)
+        record = ProxiedRequest(handler.command, parts.path, parse_qs(parts.query), body)
+        with self.lock:
+            self.requests.append(record)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            mode = self.mode
+            if mode == "hold" and not self._wait_for_release(handler):
+                record.outcome = "client_gave_up"
+                handler.close_connection = True
+                return
+            if self.mode == "drop" or mode == "drop":
+                record.outcome = "dropped"
+                handler.close_connection = True
+                handler.connection.shutdown(2)
+                return
+            if self.delay_s:
+                self._closed.wait(self.delay_s)
+            self._forward(handler, record)
+        finally:
+            record.ended_mono = time.monotonic()
+            with self.lock:
+                self.in_flight -= 1
+
+    def _wait_for_release(self, handler: Any) -> bool:
+        """Wait for release(); False when the client closed its connection first."""
+        import select
+        import socket
+
+        sock = handler.connection
+        while not self._released.wait(0.02):
+            readable, _, _ = select.select([sock], [], [], 0)
+            if readable:
+                try:
+                    if sock.recv(1, socket.MSG_PEEK) == b"":
+                        return False
+                except OSError:
+                    return False
+        return not self._closed.is_set()
+
+    def _forward(self, handler: Any, record: ProxiedRequest) -> None:
+        import http.client
+
+        upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=60)
+        try:
+            headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+            upstream.request(handler.command, handler.path, body=record.body or None, headers=headers)
+            answer = upstream.getresponse()
+            data = answer.read()
+        finally:
+            upstream.close()
+        record.status, record.response, record.outcome = answer.status, data, "answered"
+        head = [f"HTTP/1.1 {answer.status} {answer.reason}"]
+        head += [f"{k}: {v}" for k, v in answer.getheaders()
+                 if k.lower() not in ("content-length", "transfer-encoding", "connection")]
+        head.append(f"Content-Length: {len(data)}")
+        handler.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+        handler.wfile.flush()
+
+
+def user_typed(ctx: Any, text: str) -> Any:
+    """What Agent Zero does with a typed message before the agent loop runs: agent 0's
+    hist_add_user_message (its extensions, our capture among them, run); the model is not called."""
+    import agent
+
+    return ctx.get_agent().hist_add_user_message(agent.UserMessage(message=text, attachments=[]))
+
+
+def outbox_counts(path: str) -> dict[str, int]:
+    """Rows of the outbox file by state, read straight from SQLite (read-only)."""
+    import sqlite3
+
+    if not os.path.exists(path):
+        return {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        return dict(conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
+    finally:
+        conn.close()
+
+
+def plugin_threads(name: str | None = None) -> list[threading.Thread]:
+    """Live threads of the plugin (marked `honcho_hub_worker`), optionally only those called `name`."""
+    return [t for t in threading.enumerate()
+            if getattr(t, "honcho_hub_worker", False) and t.is_alive() and (name is None or t.name == name)]
+
+
+def clean_old_trees(max_age_s: float = 1800.0) -> None:
+    """Remove Agent Zero trees older than `max_age_s` (the trees folder is shared: never newer ones)."""
+    folder = os.path.join(os.environ.get("A0_STATE", os.path.join(tempfile.gettempdir(), "real-agent-zero")),
+                          "trees")
+    if not os.path.isdir(folder):
+        return
+    cutoff = time.time() - max_age_s
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        try:
+            if os.path.isdir(path) and os.stat(path).st_mtime < cutoff:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
+_clients: dict[tuple[str, str], Any] = {}
+
+
+def honcho_client(world: HostWorld, workspace_id: str | None = None) -> Any:
+    """One reused client of the real Honcho per workspace (HostWorld.honcho() makes a new one a call)."""
+    key = (world.honcho_url, workspace_id or world.workspace_id)
+    if key not in _clients:
+        _clients[key] = world.honcho(workspace_id)
+    return _clients[key]
+
+
+def conclusions(world: HostWorld, observer: str = "agent-zero", observed: str = "user") -> list[Any]:
+    """The conclusions `observer` holds about `observed` in the world's workspace (first 100)."""
+    return list(honcho_client(world).peer(observer).conclusions_of(observed).list(size=100).items)
