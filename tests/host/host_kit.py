@@ -281,21 +281,7 @@ def plugin_threads(name: str | None = None) -> list[threading.Thread]:
             if getattr(t, "honcho_hub_worker", False) and t.is_alive() and (name is None or t.name == name)]
 
 
-def clean_old_trees(max_age_s: float = 1800.0) -> None:
-    """Remove Agent Zero trees older than `max_age_s` (the trees folder is shared: never newer ones)."""
-    folder = os.path.join(os.environ.get("A0_STATE", os.path.join(tempfile.gettempdir(), "real-agent-zero")),
-                          "trees")
-    if not os.path.isdir(folder):
-        return
-    cutoff = time.time() - max_age_s
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        try:
-            if os.path.isdir(path) and os.stat(path).st_mtime < cutoff:
-                shutil.rmtree(path, ignore_errors=True)
-        except OSError:
-            pass
-
+# -- additions for the host suites of issue 10 (install, conversation, recall, tool, api, toggle, ...) --
 
 _clients: dict[tuple[str, str], Any] = {}
 
@@ -311,3 +297,9 @@ def honcho_client(world: HostWorld, workspace_id: str | None = None) -> Any:
 def conclusions(world: HostWorld, observer: str = "agent-zero", observed: str = "user") -> list[Any]:
     """The conclusions `observer` holds about `observed` in the world's workspace (first 100)."""
     return list(honcho_client(world).peer(observer).conclusions_of(observed).list(size=100).items)
+
+
+def delivered(world: HostWorld, session_id: str, count: int) -> list[Any] | None:
+    """The session's messages in the real Honcho once there are at least `count` (for wait_for)."""
+    messages = list(honcho_client(world).session(session_id).messages())
+    return messages if len(messages) >= count else None
