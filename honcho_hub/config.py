@@ -151,6 +151,7 @@ def build_settings(
     overrides = _honcho_vars(env)
     overrides.update(_honcho_vars(_mapping(secrets, "secrets", warnings)))  # secrets win
     values = {f.name: _resolve(f, plugin, overrides, warnings) for f in FIELDS}
+    warnings.extend(f"{problem} (kept: {RELATION_EFFECTS[names]})" for names, problem in relation_problems(values))
     values["api_url"] = values["api_url"] or MODE_API_URLS[values["endpoint_mode"]]
     values["mcp_url"] = values["mcp_url"] or MODE_MCP_URLS[values["endpoint_mode"]]
     if values["outbox_path"] == DEFAULT_OUTBOX_PATH and not os.path.isdir(agent_zero_usr):
@@ -177,6 +178,31 @@ def apply_project_settings(
         else:
             warnings.append(f"project setting '{name}' ignored: it can only be set globally")
     return merged
+
+
+# Rules between settings that each fit their own bounds: (the settings involved, holds?, the problem).
+# The settings page refuses to save a value that breaks one. A config that breaks one anyway (edited by
+# hand, or saved before the rule) is kept, with a warning saying what that does: none of them is harmful.
+RELATIONS: tuple[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], bool], str], ...] = (
+    (("retry_base_s", "retry_max_s"), lambda v: v["retry_base_s"] <= v["retry_max_s"],
+     "retry_base_s must not exceed retry_max_s"),
+    (("circuit_base_s", "circuit_max_s"), lambda v: v["circuit_base_s"] <= v["circuit_max_s"],
+     "circuit_base_s must not exceed circuit_max_s"),
+    (("scope_strategy", "scope_custom"), lambda v: v["scope_strategy"] != "custom" or bool(v["scope_custom"].strip()),
+     "scope_strategy custom needs a scope_custom name"),
+)
+
+
+RELATION_EFFECTS = {
+    ("retry_base_s", "retry_max_s"): "every backoff waits up to retry_max_s",
+    ("circuit_base_s", "circuit_max_s"): "every circuit wait is up to circuit_max_s",
+    ("scope_strategy", "scope_custom"): "chats get no scope",
+}
+
+
+def relation_problems(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """The RELATIONS that valid, coerced `values` break: the settings involved and the problem."""
+    return [(names, problem) for names, holds, problem in RELATIONS if not holds(values)]
 
 
 def state_dir_outbox(environ: Mapping[str, str]) -> str:
@@ -245,6 +271,7 @@ __all__ = [
     "build_settings",
     "defaults",
     "log_once",
+    "relation_problems",
     "state_dir_outbox",
     "unknown_setting_warnings",
 ]

@@ -14,8 +14,9 @@ from typing import Any, Mapping
 
 import yaml
 
-from .config import apply_project_settings, log_once
+from .config import apply_project_settings, log_once, relation_problems
 from .settings_spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
+from .settings_values import InvalidValue, coerce
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,31 @@ def config_to_save(settings: Mapping[str, Any] | None, is_project: bool) -> dict
     if is_project:
         known = {k: v for k, v in known.items() if FIELDS_BY_NAME[k].group in PROJECT_GROUPS}
     return known
+
+
+def save_problems(submitted: Any, is_project: bool, saved_global: Mapping[str, Any]) -> list[str]:
+    """Why the settings page's values cannot be saved, each naming the setting and what it accepts.
+
+    The same validation as the settings model (`coerce` per field, then the relations between
+    fields), applied to what would be written; the rest comes from the saved global settings.
+    """
+    if not isinstance(submitted, Mapping):
+        return ["settings must be an object"]
+    values = {name: _valid_or_default(name, raw) for name, raw in {**defaults(), **_known(saved_global)}.items()}
+    problems = []
+    for name, raw in config_to_save(submitted, is_project).items():
+        try:
+            values[name] = coerce(FIELDS_BY_NAME[name], raw)
+        except InvalidValue as exc:
+            problems.append(f"{name}: {exc}")
+    return problems + [problem for _, problem in relation_problems(values)]
+
+
+def _valid_or_default(name: str, raw: Any) -> Any:
+    try:
+        return coerce(FIELDS_BY_NAME[name], raw)
+    except InvalidValue:
+        return FIELDS_BY_NAME[name].default
 
 
 def _known(layer: Mapping[str, Any] | None) -> dict[str, Any]:

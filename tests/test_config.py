@@ -148,7 +148,8 @@ class EnvironmentTest(unittest.TestCase):
         for var, bad in ENV_INVALID.items():
             name = ENV_VARS[var][0]
             with self.subTest(var=var):
-                settings = build({name: VALID[name]}, environ={var: bad})
+                # scope_custom too: the custom strategy without a name would add a warning of its own
+                settings = build({name: VALID[name], "scope_custom": VALID["scope_custom"]}, environ={var: bad})
                 self.assertEqual(getattr(settings, name), VALID[name] if name != "cache_ttl_s" else 0)
                 self.assertEqual(len(settings.warnings), 1)
                 self.assertTrue(settings.warnings[0].startswith(var), settings.warnings)
