@@ -1,8 +1,11 @@
 """Shared test support: the repo on sys.path, and a stub Agent Zero host shaped like AGENT_ZERO.md.
 
-The stub installs small `helpers.*` modules and a `usr/plugins/honcho` folder that points at this
-checkout, so plugin files load exactly as Agent Zero loads them: by file path, with the file stem as
-module name, importing the core as `usr.plugins.honcho.honcho_hub`.
+The stub installs small `helpers.*` modules and a `usr/plugins/honcho` folder in a temporary Agent Zero
+tree, so plugin files load exactly as Agent Zero loads them: by file path, with the file stem as module
+name, importing the core as `usr.plugins.honcho.honcho_hub`. That folder is a real directory whose
+entries link to this checkout's files: whatever Agent Zero writes into a plugin folder (`config.json`,
+`.toggle-*`, `execute_record.json`) lands in the temporary tree, never in the checkout, and a
+`config.json` saved in the checkout is not seen by the tests.
 """
 
 from __future__ import annotations
@@ -98,6 +101,11 @@ class StubHost:
     def plugin_dir(self) -> str:
         return os.path.join(self.root, "usr", "plugins", "honcho")
 
+    @property
+    def global_config(self) -> str:
+        """Where Agent Zero saves the plugin's global settings: `config.json` in the plugin folder."""
+        return os.path.join(self.plugin_dir, "config.json")
+
     def project_meta(self, name: str, *sub: str) -> str:
         return os.path.join(self.root, "usr", "projects", name, ".a0proj", *sub)
 
@@ -108,15 +116,29 @@ def _module(name: str, **attrs: Any) -> types.ModuleType:
     return module
 
 
+# Files Agent Zero writes into a plugin folder (AGENT_ZERO.md): never linked from the checkout.
+HOST_WRITTEN = ("config.json", "execute_record.json")
+
+
+def link_plugin_folder(source: str, plugin_dir: str) -> None:
+    """A plugin folder of links to `source`'s entries, leaving out dot-entries (.git, .venv, .toggle-*,
+    caches) and the files Agent Zero writes there, so the folder's own state starts empty."""
+    os.makedirs(plugin_dir)
+    for entry in sorted(os.listdir(source)):
+        if not entry.startswith(".") and entry not in HOST_WRITTEN:
+            os.symlink(os.path.join(source, entry), os.path.join(plugin_dir, entry))
+
+
 @contextmanager
-def stub_agent_zero() -> Iterator[StubHost]:
-    """Install the stub host for the duration of a `with` block, then restore sys.modules/sys.path."""
+def stub_agent_zero(source: str = ROOT) -> Iterator[StubHost]:
+    """Install the stub host for the duration of a `with` block, then restore sys.modules/sys.path.
+
+    `source` is the plugin checkout the temporary plugin folder links to (a test may pass a copy)."""
     saved_modules = dict(sys.modules)
     saved_path = list(sys.path)
     with tempfile.TemporaryDirectory() as root:
         host = StubHost(root)
-        os.makedirs(os.path.join(root, "usr", "plugins"))
-        os.symlink(ROOT, host.plugin_dir)
+        link_plugin_folder(source, host.plugin_dir)
         helpers = _module("helpers", __path__=[])
         stubs = {
             "helpers": helpers,

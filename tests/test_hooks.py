@@ -7,7 +7,7 @@ import tempfile
 import threading
 import unittest
 
-from hub_testkit import ROOT, import_by_path, stub_agent_zero
+from hub_testkit import ROOT, import_by_path, link_plugin_folder, stub_agent_zero
 
 from honcho_hub import lifecycle
 from honcho_hub.outbox_schema import SCHEMA_VERSION
@@ -42,9 +42,7 @@ class ConfigHooksTest(unittest.TestCase):
         self.host = self.stub.__enter__()
         self.addCleanup(self.stub.__exit__, None, None, None)
         self.hooks = import_by_path(os.path.join(self.host.plugin_dir, "hooks.py"))
-        self.global_file = os.path.join(ROOT, "config.json")
-        self.assertFalse(os.path.exists(self.global_file), "a stray config.json would skew this test")
-        self.addCleanup(lambda: os.path.exists(self.global_file) and os.remove(self.global_file))
+        self.global_file = self.host.global_config  # in the temporary plugin folder, not the checkout
 
     def write(self, path, data):
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -89,6 +87,33 @@ class ConfigHooksTest(unittest.TestCase):
         self.assertIn("scope_strategy", saved)
         for name in ("workspace_id", "api_url", "outbox_path", "batch_size", "api_key"):
             self.assertNotIn(name, saved)
+
+
+class PluginFolderTest(unittest.TestCase):
+    """hooks.py reads the plugin folder it was loaded from; in the tests that folder is temporary."""
+
+    def write(self, path, data):
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+
+    def test_the_hooks_read_the_config_json_of_the_temporary_plugin_folder(self):
+        with stub_agent_zero() as host:
+            hooks = import_by_path(os.path.join(host.plugin_dir, "hooks.py"))
+            self.assertEqual(hooks.GLOBAL_CONFIG, host.global_config)
+            real = os.path.realpath(hooks.GLOBAL_CONFIG)
+            self.assertTrue(real.startswith(os.path.realpath(host.root) + os.sep), real)
+            self.write(host.global_config, {"workspace_id": "temp-ws"})
+            self.assertEqual(hooks.get_plugin_config(default=None)["workspace_id"], "temp-ws")
+
+    def test_a_config_json_saved_in_the_checkout_is_not_read(self):
+        with tempfile.TemporaryDirectory() as folder:
+            checkout = os.path.join(folder, "checkout")  # stands for this checkout after a user saved settings
+            link_plugin_folder(ROOT, checkout)
+            self.write(os.path.join(checkout, "config.json"), {"batch_size": 7, "workspace_id": "saved-by-a-user"})
+            with stub_agent_zero(source=checkout) as host:
+                hooks = import_by_path(os.path.join(host.plugin_dir, "hooks.py"))
+                self.assertEqual(hooks.get_plugin_config(default=None), defaults())
+                self.assertFalse(os.path.exists(host.global_config))
 
 
 class InstallTest(unittest.TestCase):
