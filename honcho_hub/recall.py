@@ -80,6 +80,11 @@ class Recaller:
         with self._lock:
             return self._cache.entries() if self._cache is not None else 0
 
+    def cache_counters(self) -> dict[str, int]:
+        """Hits, loads, stale packs served, timeouts and errors of the current cache, for status."""
+        with self._lock:
+            return dict(self._cache.counters) if self._cache is not None else {}
+
     def close(self) -> None:
         with self._lock:
             if self._gateway is not None:

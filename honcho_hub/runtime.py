@@ -192,6 +192,7 @@ def status_parts(settings: Settings, session_id: str | None = None, scope_id: st
         parts.worker = worker.state.snapshot()
     if _recaller is not None:
         parts.cache_entries, parts.scope_problem = _recaller.cache_entries(), _recaller.scope_problem
+        parts.cache_counters = _recaller.cache_counters()
     if backfill and scope_id:
         parts.scope_backfill, problem = _scope_backfill(settings, scope_id)
         parts.scope_problem = parts.scope_problem or problem

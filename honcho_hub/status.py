@@ -36,6 +36,7 @@ class StatusParts:
     capture_counters: dict[str, int] = field(default_factory=dict)
     worker: dict[str, Any] = field(default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
     cache_entries: int = 0
+    cache_counters: dict[str, int] = field(default_factory=dict)
     api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
 
 
@@ -53,6 +54,8 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
         "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
                     "outbox_problem": parts.outbox_problem},
         "recall": {"enabled": settings.recall_enabled, "cache_entries": parts.cache_entries,
+                   "cache": {name: parts.cache_counters.get(name, 0)
+                             for name in ("hits", "loads", "stale_served", "timeouts", "errors")},
                    "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens},
         "scope": {"strategy": settings.scope_strategy, "current": parts.scope_id,
                   "backfill": _backfill(parts.scope_backfill), "problem": parts.scope_problem},

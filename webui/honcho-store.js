@@ -1,4 +1,6 @@
-// Honcho Memory Hub sidebar store: status while the panel is open, and the five operator actions.
+// Honcho Memory Hub sidebar store: a live health line, the status panel and the five operator actions.
+// Collapsed, the line polls a light status (local state only: no request to Honcho) every 30 s; open,
+// the panel polls the full status (with the shown chat's scope progress) every 5 s.
 import { createStore } from "/js/AlpineStore.js";
 import { callJsonApi } from "/js/api.js";
 import {
@@ -8,7 +10,8 @@ import {
 
 const STATUS_API = "/plugins/honcho/honcho_status";
 const ACTION_API = "/plugins/honcho/honcho_action";
-const REFRESH_MS = 5000;
+const OPEN_REFRESH_MS = 5000;
+const COLLAPSED_REFRESH_MS = 30000;
 
 export const ACTIONS = [
   { id: "check", label: "Test API + MCP" },
@@ -57,10 +60,15 @@ export const store = createStore("honchoHub", {
     return reasons.length ? reasons[0] : `${q.pending} queued · worker ${this.status.worker.state}`;
   },
 
+  init() {
+    this.refresh();
+    this._schedule();
+  },
+
   async refresh() {
     try {
       const context = globalThis.getContext ? globalThis.getContext() : null;
-      const answer = await callJsonApi(STATUS_API, { context });
+      const answer = await callJsonApi(STATUS_API, { context, light: !this.open });
       if (answer.ok) {
         this.status = answer.status;
         this.error = null;
@@ -74,12 +82,13 @@ export const store = createStore("honchoHub", {
 
   toggle() {
     this.open = !this.open;
+    this.refresh();
+    this._schedule();
+  },
+
+  _schedule() {
     clearInterval(this._timer);
-    this._timer = null;
-    if (this.open) {
-      this.refresh();
-      this._timer = setInterval(() => this.refresh(), REFRESH_MS);
-    }
+    this._timer = setInterval(() => this.refresh(), this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);
   },
 
   async run(action) {

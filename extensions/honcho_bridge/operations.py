@@ -16,10 +16,12 @@ ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 
 
 def status_document(body: Any) -> dict:
-    """Status for the sidebar; with a chat id it includes that chat's session and scope progress."""
+    """Status for the sidebar; with a chat id it includes that chat's session and scope progress.
+    `light: true` (the collapsed line's poll) reads local state only: no request to Honcho."""
     settings = global_settings()
     session, scope = _chat(body)
-    parts = runtime.status_parts(settings, session, scope, backfill=scope is not None)
+    light = isinstance(body, dict) and body.get("light") is True
+    parts = runtime.status_parts(settings, session, scope, backfill=scope is not None and not light)
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 
