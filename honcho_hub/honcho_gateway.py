@@ -57,6 +57,7 @@ class HonchoGateway:
         self._scopes: dict[str, Any] = {}  # scope id -> Scope object, created once per client
         self._readers: dict[str, Any] = {}  # session id -> Session object used only to read
         self._peers: dict[str, Any] = {}  # peer id -> Peer object, built without a request
+        self._known_peers: set[str] = set()  # configured peers known to exist on the server
         self._memberships: set[tuple[str, str]] = set()  # (scope id, session id) known to be set
         self.scope_problem: str | None = None  # why scoping failed last, for status
         self._key_provider, self._timeout_s = key_provider, timeout_s
@@ -111,6 +112,22 @@ class HonchoGateway:
         return ContextData(representation=result.peer_representation, card=list(result.peer_card or []),
                            summary=result.summary.content if result.summary else None,
                            messages=[(m.peer_id, m.content) for m in result.messages])
+
+    def ensure_known(self, session_id: str | None) -> None:
+        """Before an explicit action names them: the session with its peers' observation settings, or
+        without a session the configured peers. Honcho answers 404 for a peer or session it has not seen,
+        which is the case in a chat whose first message is still queued. Requests once per client."""
+        with _translated():
+            if session_id:
+                self._session(session_id, {})
+                return
+            client = self._sdk_client()
+            with self._lock:
+                missing = [p for p in self._peer_roles if p not in self._known_peers]
+            for peer_id in missing:
+                client.peer(peer_id)  # get-or-create
+                with self._lock:
+                    self._known_peers.add(peer_id)
 
     def ensure_session_in_scope(self, session_id: str, scope_id: str) -> None:
         """Create the session with its peers' observation settings, then put it in the scope."""
@@ -175,6 +192,7 @@ class HonchoGateway:
         self._scopes.clear()
         self._readers.clear()
         self._peers.clear()
+        self._known_peers.clear()
         self._memberships.clear()
 
     def _session(self, session_id: str, event_roles: dict[str, str]) -> Any:

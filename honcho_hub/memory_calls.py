@@ -25,6 +25,8 @@ class Found:
 def ask(gw: HonchoGateway, observer: str, target: str, query: str, *, session_id: str | None,
         scope: str | None, reasoning_level: str | None, timeout_s: float) -> str:
     """The dialectic: what `observer` knows about `target`. A scoped question names no session."""
+    gw.ensure_known(session_id)
+
     def request(client) -> str:
         answer = gw.reader_peer(observer).chat(query, target=target, session=None if scope else session_id,
                                                scope=scope, reasoning_level=reasoning_level, timeout=timeout_s)
@@ -34,6 +36,8 @@ def ask(gw: HonchoGateway, observer: str, target: str, query: str, *, session_id
 
 def create_conclusion(gw: HonchoGateway, observer: str, target: str, content: str, session_id: str | None) -> Found:
     """Exactly one conclusion of `observer` about `target`."""
+    gw.ensure_known(session_id)
+
     def request(client) -> Found:
         item = {"content": content, **({"session_id": session_id} if session_id else {})}
         created = gw.reader_peer(observer).conclusions_of(target).create([item])
