@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 
-from hub_testkit import ROOT
+import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
 from honcho_hub.outbox import NewEvent
 
@@ -62,8 +62,9 @@ print("released", flush=True)
 
 
 def run_child(script: str, *args: str) -> subprocess.Popen:
+    """A child Python running `script`; its working folder is a temporary one, never the checkout."""
     return subprocess.Popen([sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
 
 
 def hold_write_lock(path: str) -> subprocess.Popen:

@@ -10,7 +10,7 @@ from honcho_hub.config import KeyProvider, Settings, build_settings
 from honcho_hub.settings_spec import FIELDS, FIELDS_BY_NAME, defaults
 
 SECRET = "sk-live-REALKEY-0123456789abcdef"
-A0_USR = tempfile.mkdtemp(prefix="a0usr-")  # stands for /a0/usr existing
+A0_USR = tempfile.gettempdir()  # an existing folder stands for /a0/usr existing; nothing is created
 
 # One valid, non-default value for every setting, as JSON would carry it.
 VALID = {

@@ -6,6 +6,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -114,7 +115,7 @@ class LoopbackServerProcess:
     def __init__(self, test) -> None:
         env = dict(os.environ, FAKE_HONCHO_KEY=CHILD_KEY)
         self.process = subprocess.Popen([sys.executable, LOOPBACK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True, env=env)
+                                        text=True, env=env, cwd=tempfile.gettempdir())
         self.url = self.process.stdout.readline().strip()
         test.addCleanup(self.close)
 
@@ -140,7 +141,7 @@ class ProcessesTest(unittest.TestCase):
         server, path = LoopbackServerProcess(self), temp_outbox_path(self)
         seed(path, server.url, 1, 5)
         server.control("/_fake/fail", {"match": "/messages$", "kind": "timeout"})
-        child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url])
+        child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url], cwd=tempfile.gettempdir())
         self.assertEqual(server.control("/_fake/await", {"match": "/messages$", "count": 1, "timeout": 60})["seen"], 1)
         os.kill(child.pid, signal.SIGKILL)
         child.wait(30)
@@ -158,7 +159,7 @@ class ProcessesTest(unittest.TestCase):
         server, path = LoopbackServerProcess(self), temp_outbox_path(self)
         seed(path, server.url, 20, 20)
         children = [subprocess.Popen([sys.executable, CHILD, "drain", path, server.url, "120"],
-                                     stdout=subprocess.PIPE, text=True) for _ in range(4)]
+                                     stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir()) for _ in range(4)]
         moved = [json.loads(child.communicate(timeout=300)[0]) for child in children]
         self.assertEqual(sum(m["delivered"] for m in moved), 400)
         stored = server.control("/_fake/messages")

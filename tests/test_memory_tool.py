@@ -11,6 +11,7 @@ import httpx
 from fake_honcho import FakeHoncho
 from hub_testkit import ROOT, StubAgent, StubTool, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
+from outbox_helpers import temp_outbox_path
 
 from honcho_hub.actions import ActionContext, run_action
 from honcho_hub.config import build_settings
@@ -21,9 +22,9 @@ LEAKED = "ghp_" + "Z9y8X7w6V5" * 4  # a real-looking GitHub token a user might p
 
 
 class ToolBench:
-    def __init__(self, supports_scopes=True):
+    def __init__(self, test, supports_scopes=True):
         self.fake = FakeHoncho(api_key=KEY)
-        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": "/tmp/unused.sqlite3"},
+        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(test)},
                                        {"HONCHO_API_KEY": KEY}, {})
         s = self.settings
         self.gateway = HonchoGateway.for_settings(
@@ -48,7 +49,7 @@ class ToolBench:
 
 class ActionsTest(unittest.TestCase):
     def setUp(self):
-        self.bench = ToolBench()
+        self.bench = ToolBench(self)
 
     def test_recall_passes_a_redacted_query_and_the_scope(self):
         result = self.bench.run("recall", query=f"what about {LEAKED}?", scope="a0-alpha")
@@ -117,7 +118,7 @@ class ActionsTest(unittest.TestCase):
 
 class ActionErrorsTest(unittest.TestCase):
     def setUp(self):
-        self.bench = ToolBench()
+        self.bench = ToolBench(self)
 
     def test_bad_input_is_a_clear_bounded_message(self):
         cases = {
@@ -150,7 +151,7 @@ class ActionErrorsTest(unittest.TestCase):
         ]
         for name, breaks, expected in cases:
             with self.subTest(case=name):
-                bench = ToolBench()
+                bench = ToolBench(self)
                 breaks(bench.fake)
                 result = bench.run("ask", query="What does the user like?")
                 self.assertFalse(result.ok)
@@ -166,7 +167,7 @@ class ActionErrorsTest(unittest.TestCase):
         for action, args in calls.items():
             for name, (brake, expected) in breaks.items():
                 with self.subTest(action=action, failure=name):
-                    bench = ToolBench()
+                    bench = ToolBench(self)
                     brake(bench.fake)
                     result = bench.run(action, **args)
                     self.assertFalse(result.ok)
@@ -181,7 +182,7 @@ class ActionErrorsTest(unittest.TestCase):
         self.assertIn("embedding provider", self.bench.run("search", query="tea").text)
 
     def test_an_explicit_scope_with_an_old_sdk_is_an_error_not_a_silent_widening(self):
-        bench = ToolBench(supports_scopes=False)
+        bench = ToolBench(self, supports_scopes=False)
         for action, args in (("recall", {"query": "q"}), ("ask", {"query": "q"}),
                              ("search", {"query": "q", "target": "workspace"})):
             with self.subTest(action=action):

@@ -1,5 +1,6 @@
 """The outbox on real SQLite files: schema, order, leases, retries, bounds, crashes, processes."""
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -66,8 +67,10 @@ class FileTest(OutboxTestCase):
         with self.assertRaises(OutboxUnavailable) as caught:
             self.open(target)
         self.assertNotIn(target, str(caught.exception))
-        with self.assertRaises(OutboxUnavailable):
-            self.open("relative/outbox.sqlite3")
+        with contextlib.chdir(os.path.dirname(blocker)):  # were it accepted, it would land in a temp folder
+            with self.assertRaises(OutboxUnavailable):
+                self.open("relative/outbox.sqlite3")
+            self.assertFalse(os.path.exists("relative"))
 
 
 class OrderAndLeaseTest(OutboxTestCase):

@@ -9,7 +9,7 @@ import httpx
 
 import hub_testkit
 from fake_honcho import FakeHoncho
-from outbox_helpers import ManualClock
+from outbox_helpers import ManualClock, temp_outbox_path
 
 from honcho_hub.config import build_settings
 from honcho_hub.honcho_gateway import HonchoGateway
@@ -27,7 +27,7 @@ class RecallBench:
         self.gate = threading.Event()
         self.gate.set()
         self.mono = ManualClock(100.0)
-        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": "/tmp/unused.sqlite3",
+        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(test),
                                         **overrides}, {"HONCHO_API_KEY": KEY}, {})
         self.recaller = Recaller(self.gateway, monotonic=self.mono)
         self.supports_scopes = supports_scopes
