@@ -221,7 +221,10 @@ class DeliveryWorker(threading.Thread):
             log.error("honcho worker: %d events dead-lettered after %d attempts (%s)", len(dead),
                       policy.max_attempts, error.code)
         if rest:
-            settlement.retries.append(Retry(rest, decision.next_attempt_at, error.code, decision.burn_attempt))
+            # Events behind the auth circuit stay ready: the circuit alone says when to probe, so resetting
+            # it (retry_dead, after the key was fixed) makes the next step probe at once.
+            retry_at = now if decision.circuit == "auth" else decision.next_attempt_at
+            settlement.retries.append(Retry(rest, retry_at, error.code, decision.burn_attempt))
             report.retried += len(rest)
 
     # -- helpers -------------------------------------------------------------------------------------
