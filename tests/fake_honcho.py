@@ -3,7 +3,10 @@
 Use `FakeHoncho().transport()` as the `httpx.MockTransport` of a real `honcho.Honcho`, or serve the
 same object over loopback HTTP with `loopback.serve(fake)` so several processes share one state.
 Behaviour follows the server facts in shared/HONCHO.md: get-or-create for workspaces, peers and
-sessions; 1–100 messages per call; 25,000 characters per message; 401 for a wrong key.
+sessions; 1–100 messages per call; 25,000 characters per message; 401 for a wrong key. Checked against
+a real server by tests/real_honcho/contract_fake_parity.py: like Honcho, the dialectic and conclusion
+creation answer 404 for a peer or session it has not seen, a scope reports backfill only for sessions
+that had messages when they joined, an empty listing has 0 pages, and `limit_to_session` drops the card.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections import deque
+from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -48,6 +51,7 @@ class FakeHoncho:
         self.faults: deque[Fault] = deque()
         self.reject_marker: str | None = None  # a request holding a message with this text gets a 422
         self.scopes: dict[tuple[str, str], set[str]] = {}  # (workspace, scope) -> session ids
+        self.backfills: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)  # (workspace, scope) -> jobs
         self.representations: dict[tuple[str, str], str] = {}  # (observer or "scope:<id>", target) -> text
         self.cards: dict[tuple[str, str], list[str]] = {}
         self.summaries: dict[str, str] = {}  # session id -> summary text
@@ -66,6 +70,7 @@ class FakeHoncho:
             ("POST", _WS + r"/peers$", self._peer),
             ("POST", _WS + r"/sessions$", self._session),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/peers$", self._session_peers),
+            ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/peers/(?P<peer>[^/]+)/config$", self._peer_config),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages$", self._add_messages),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages/list$", self._list_messages),
             ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/context$", self._context),
@@ -154,26 +159,37 @@ class FakeHoncho:
         ws = body.get("id", "")
         if not _ID.match(ws):
             return 422, {"detail": "invalid workspace id"}
+        created = ws not in self.workspaces
         self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
-        return 200, {"id": ws, "metadata": {}, "created_at": self.workspaces[ws]["created_at"]}
+        return 201 if created else 200, {"id": ws, "metadata": {}, "configuration": {},
+                                         "created_at": self.workspaces[ws]["created_at"]}
 
     def _peer(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         if not _ID.match(body.get("id", "")):
             return 422, {"detail": "invalid peer id"}
-        return 200, self._ensure_peer(ws, body["id"])
+        created = (ws, body["id"]) not in self.peers
+        return 201 if created else 200, self._ensure_peer(ws, body["id"])
 
     def _session(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         sid = body.get("id", "")
         if not _ID.match(sid):
             return 422, {"detail": "invalid session id"}
+        created = (ws, sid) not in self.sessions
         session = self._ensure_session(ws, sid)
         self._apply_peers(ws, sid, session, body.get("peers") or {})
         session["scopes"].update(body.get("scopes") or [])
-        return 200, self._session_json(ws, sid)
+        return 201 if created else 200, self._session_json(ws, sid)
 
     def _session_peers(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         self._apply_peers(ws, sid, self._ensure_session(ws, sid), body)
         return 200, self._session_json(ws, sid)
+
+    def _peer_config(self, body: dict, query: dict, ws: str, sid: str, peer: str) -> tuple[int, Any]:
+        session = self.sessions.get((ws, sid))
+        if session is None or peer not in session["peers"]:
+            return 404, {"detail": "session peer not found"}
+        config = session["peers"][peer]
+        return 200, {"observe_me": config.get("observe_me"), "observe_others": config.get("observe_others")}
 
     def _add_messages(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         batch = body.get("messages")
@@ -196,15 +212,14 @@ class FakeHoncho:
                       "token_count": len(message["content"]) // 4}
             self.messages.append(record)
             stored.append(record)
-        return 200, stored
+        return 201, stored
 
     def _list_messages(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         filters = body.get("filters") or {}
         found = [m for m in self.session_messages(sid, ws) if _matches(m, filters)]
         page, size = int(query.get("page", 1)), int(query.get("size", 50))
         items = found[(page - 1) * size: page * size]
-        pages = max(1, -(-len(found) // size))
-        return 200, {"items": items, "total": len(found), "page": page, "size": size, "pages": pages}
+        return 200, {"items": items, "total": len(found), "page": page, "size": size, "pages": -(-len(found) // size)}
 
     def _context(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         self.context_queries.append(dict(query))
@@ -224,14 +239,16 @@ class FakeHoncho:
                      "summary": {"content": summary, "message_id": "m", "summary_type": "short",
                                  "created_at": _now(), "token_count": len(summary) // 4} if summary else None,
                      "peer_representation": self.representations.get((observer, target)),
-                     "peer_card": self.cards.get((observer, target))}
+                     # a card has no per-session provenance: Honcho leaves it out of a session-limited context
+                     "peer_card": None if query.get("limit_to_session") == "true" else self.cards.get((observer, target))}
 
     def _scope(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         scope = body.get("id", "")
         if not _ID.match(scope) or len(scope) > 506 or scope.startswith("scope."):
             return 422, {"detail": "invalid scope id"}
+        created = (ws, scope) not in self.scopes
         self.scopes.setdefault((ws, scope), set())
-        return 200, {"id": scope, "metadata": {}, "created_at": _now()}
+        return 201 if created else 200, {"id": scope, "metadata": {}, "created_at": _now()}
 
     def _scope_sessions(self, body: dict, query: dict, ws: str, scope: str) -> tuple[int, Any]:
         if (ws, scope) not in self.scopes:
@@ -239,28 +256,38 @@ class FakeHoncho:
         ids = body.get("session_ids") or []
         if any((ws, sid) not in self.sessions for sid in ids):
             return 404, {"detail": "session not found"}
+        for sid in ids:  # like Honcho: a session that already has messages gets a backfill job
+            if sid not in self.scopes[(ws, scope)] and self.session_messages(sid, ws):
+                self.backfills[(ws, scope)][sid] = {"state": "completed", "updated_at": _now(),
+                                                    "docs_copied": len(self.session_messages(sid, ws))}
         self.scopes[(ws, scope)].update(ids)
         return 200, None
 
     def _scope_status(self, body: dict, query: dict, ws: str, scope: str) -> tuple[int, Any]:
         if (ws, scope) not in self.scopes:
             return 404, {"detail": "scope not found"}
-        jobs = {sid: {"state": "completed", "updated_at": _now(), "docs_copied": 0}
-                for sid in sorted(self.scopes[(ws, scope)]) if self.session_messages(sid, ws)}
-        return 200, {"backfill_status": jobs}
+        return 200, {"backfill_status": dict(self.backfills[(ws, scope)])}
 
     def _chat(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
         self.chat_requests.append({"peer": peer, **body})
+        missing = self._missing(ws, [peer, body.get("target")], body.get("session_id"))
+        if missing:
+            return 404, {"detail": f"{missing} not found"}
         if self.dialectic_status:
             return self.dialectic_status, {"detail": "dialectic unavailable"}
         return 200, {"content": self.dialectic_answer}
 
     def _conclusion_json(self, c: dict) -> dict:
-        return {k: c[k] for k in ("id", "content", "observer_id", "observed_id", "session_id", "created_at")}
+        return {"level": "explicit",
+                **{k: c[k] for k in ("id", "content", "observer_id", "observed_id", "session_id", "created_at")}}
 
     def _create_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         if self.semantic_status:
             return self.semantic_status, {"detail": "no embedding provider"}
+        for item in body.get("conclusions") or []:
+            missing = self._missing(ws, [item.get("observer_id"), item.get("observed_id")], item.get("session_id"))
+            if missing:
+                return 404, {"detail": f"{missing} not found"}
         made = []
         for item in body.get("conclusions") or []:
             cid = f"c{len(self.conclusions) + 1:04d}"
@@ -268,7 +295,7 @@ class FakeHoncho:
                                      "observed_id": item["observed_id"], "session_id": item.get("session_id"),
                                      "created_at": _now(), "workspace_id": ws}
             made.append(self._conclusion_json(self.conclusions[cid]))
-        return 200, made
+        return 201, made
 
     def _matching_conclusions(self, ws: str, filters: dict) -> list[dict]:
         found = []
@@ -290,7 +317,7 @@ class FakeHoncho:
         found = self._matching_conclusions(ws, filters)
         page, size = int(query.get("page", 1)), int(query.get("size", 50))
         return 200, {"items": found[(page - 1) * size: page * size], "total": len(found), "page": page,
-                     "size": size, "pages": max(1, -(-len(found) // size))}
+                     "size": size, "pages": -(-len(found) // size)}
 
     def _query_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         if self.semantic_status:
@@ -327,6 +354,15 @@ class FakeHoncho:
 
     # -- state helpers -----------------------------------------------------------------------------
 
+    def _missing(self, ws: str, peer_ids: list, session_id: str | None) -> str | None:
+        """What a read-only call names that the server has not seen (Honcho answers 404 for it)."""
+        for peer_id in peer_ids:
+            if peer_id and (ws, peer_id) not in self.peers:
+                return f"peer {peer_id}"
+        if session_id and (ws, session_id) not in self.sessions:
+            return f"session {session_id}"
+        return None
+
     def _ensure_peer(self, ws: str, peer_id: str) -> dict:
         self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
         return self.peers.setdefault((ws, peer_id), {"id": peer_id, "workspace_id": ws, "created_at": _now(),
@@ -346,7 +382,7 @@ class FakeHoncho:
                 session["peers_set_before_messages"][peer_id] = dict(config or {})
 
     def _session_json(self, ws: str, sid: str) -> dict:
-        return {"id": sid, "is_active": True, "workspace_id": ws, "metadata": {},
+        return {"id": sid, "is_active": True, "workspace_id": ws, "metadata": {}, "configuration": {},
                 "created_at": self.sessions[(ws, sid)]["created_at"]}
 
     # -- transports --------------------------------------------------------------------------------
