@@ -24,7 +24,7 @@ from fake_honcho import Fault, FakeHoncho  # noqa: E402
 STALL_S = 30.0  # a "timeout" fault holds the answer this long; clients give up well before
 
 
-def _handler_for(fake: FakeHoncho, stop: threading.Event) -> type:
+def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -51,6 +51,7 @@ def _handler_for(fake: FakeHoncho, stop: threading.Event) -> type:
             if parts.path.startswith("/_fake/"):
                 return self._send(*_control(fake, parts.path, body))
             headers = {k.lower(): v for k, v in self.headers.items()}
+            seen.append({"method": self.command, "path": self.path, "headers": headers, "body": raw.decode()})
             status, extra, payload, fault = fake.handle(self.command, parts.path, dict(parse_qsl(parts.query)),
                                                         body, headers)
             if fault is not None:
@@ -93,8 +94,9 @@ class LoopbackServer:
 
     def __init__(self, fake: FakeHoncho) -> None:
         self.fake = fake
+        self.seen: list[dict] = []  # every API request as it arrived: method, path with query, headers, body
         self._stop = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake, self._stop))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake, self._stop, self.seen))
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-honcho", daemon=True)

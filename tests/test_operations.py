@@ -16,7 +16,7 @@ from outbox_helpers import temp_outbox_path
 from honcho_hub import cli, runtime
 from honcho_hub.capture import CaptureRequest, CaptureService, Role
 from honcho_hub.config import build_settings
-from honcho_hub.outbox import Outbox
+from honcho_hub.outbox import NewEvent, Outbox
 from honcho_hub.recall import Recaller
 from honcho_hub.status import build_status
 
@@ -78,8 +78,13 @@ class CheckTest(CliCase):
     def test_the_mcp_check_sends_no_key(self):
         self.health_route()
         self.cli("check")
-        self.assertNotIn(KEY, json.dumps(self.fake.requests))  # the log holds paths only; and:
-        self.assertEqual([p for m, p in self.fake.requests if p == "/health"], ["/health"])
+        health = [r for r in self.server.seen if r["path"] == "/health"]
+        self.assertEqual(len(health), 1)
+        self.assertNotIn("authorization", health[0]["headers"])
+        self.assertNotIn(KEY, json.dumps(health))
+        api = [r for r in self.server.seen if r["path"] != "/health"]
+        self.assertTrue(api)  # the API check went out too, and it alone carries the key
+        self.assertTrue(all(r["headers"].get("authorization") == f"Bearer {KEY}" for r in api))
 
 
 class DrainAndDeadTest(CliCase):
@@ -205,15 +210,30 @@ class ApiHandlersTest(unittest.TestCase):
             self.assertTrue(handler.requires_auth() and handler.requires_csrf())
 
     def test_status_and_every_action(self):
+        self.fake._routes.append(("GET", r"^/health$", lambda body, query: (200, {"status": "ok"})))
+        destination = f"{self.server.url}#agent-zero"
+        box = Outbox(self.host.config["outbox_path"])
+        box.enqueue([NewEvent(f"ev_api_{i}", destination, "agent-zero", f"chat-api{i % 2}", "user", "user",
+                              f"hello {i}", float(i)) for i in range(4)])
+        box.dead_letter([e.id for e in box.lease("t", 1, 60)], "http_422")  # chat-api0's head
+        box.close()
         status = self.call("honcho_status", {"context": "Ab3dE6gH"})
         self.assertTrue(status["ok"])
         self.assertEqual(status["status"]["identity"]["session_id"], "chat-Ab3dE6gH")
+        self.assertNotIn(KEY, json.dumps(status))
+        answers = {}
         for action in ("check", "wake", "drain", "retry_dead", "clear_cache"):
             with self.subTest(action=action):
-                answer = self.call("honcho_action", {"action": action})
-                self.assertEqual(answer["action"], action)
-                self.assertIn("result", answer)
-        self.assertNotIn(KEY, json.dumps(status))
+                answer = answers[action] = self.call("honcho_action", {"action": action})
+                self.assertEqual((answer["ok"], answer["action"]), (True, action), answer)
+                self.assertNotIn("error", answer["result"])
+        self.assertEqual((answers["check"]["result"]["api"]["ok"], answers["check"]["result"]["mcp"]["ok"]),
+                         (True, True))
+        self.assertEqual(set(answers["wake"]["result"]), {"woken"})
+        self.assertEqual((answers["drain"]["result"]["delivered"], answers["drain"]["result"]["pending"]), (3, 0))
+        self.assertEqual(len(self.fake.messages), 3)
+        self.assertEqual(answers["retry_dead"]["result"]["requeued"], 1)
+        self.assertIsInstance(answers["clear_cache"]["result"]["cleared"], int)
 
     def test_unknown_or_malformed_bodies_get_a_structured_error(self):
         for body in ({"action": "explode"}, {}, None, [], "drain", {"action": ["drain"]}):
