@@ -4,9 +4,10 @@ Use `FakeHoncho().transport()` as the `httpx.MockTransport` of a real `honcho.Ho
 same object over loopback HTTP with `loopback.serve(fake)` so several processes share one state.
 Behaviour follows the server facts in shared/HONCHO.md: get-or-create for workspaces, peers and
 sessions; 1–100 messages per call; 25,000 characters per message; 401 for a wrong key. Checked against
-a real server by tests/real_honcho/contract_fake_parity.py: like Honcho, the dialectic and conclusion
-creation answer 404 for a peer or session it has not seen, a scope reports backfill only for sessions
-that had messages when they joined, an empty listing has 0 pages, and `limit_to_session` drops the card.
+a real server by tests/real_honcho/contract_fake_parity.py: like Honcho, the dialectic (about its target,
+in its session) and conclusion creation answer 404 for a peer or session not seen yet; a scope reports
+backfill only for sessions that had messages when they joined; an empty listing has 0 pages; and
+`limit_to_session` drops the card.
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ class FakeHoncho:
 
     def _chat(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
         self.chat_requests.append({"peer": peer, **body})
-        missing = self._missing(ws, [peer, body.get("target")], body.get("session_id"))
+        self._ensure_peer(ws, peer)  # like Honcho: the asking peer is get-or-created, the others must exist
+        missing = self._missing(ws, [body.get("target")], body.get("session_id"))
         if missing:
             return 404, {"detail": f"{missing} not found"}
         if self.dialectic_status:

@@ -1,0 +1,165 @@
+"""The fake Honcho of the unit tests (tests/fake_honcho.py) against the real server: every behaviour the fake
+encodes, run through the same plugin gateway on both, must give the same observable answer."""
+
+import unittest
+from typing import Any, Callable
+
+import httpx
+from real_kit import AGENT, USER, RealHonchoCase, events, real_settings, user_events
+
+from fake_honcho import FakeHoncho
+from honcho_hub.errors import DeliveryError
+from honcho_hub.honcho_gateway import HonchoGateway
+
+
+def outcome(scenario: Callable[[HonchoGateway, str], Any], gateway: HonchoGateway, ws: str) -> Any:
+    """What the scenario observed, or the sanitized code of the error it met."""
+    try:
+        return scenario(gateway, ws)
+    except DeliveryError as exc:
+        return ("error", type(exc).__name__, exc.code)
+
+
+def messages(gw: HonchoGateway, session_id: str) -> list:
+    return list(gw.call(lambda c: gw.reader_session(session_id).messages(size=100)).items)
+
+
+def observation_settings(gw, ws):
+    gw.send(events("p-observe", ["hello", "hi"], workspace_id=ws))
+    session = gw.reader_session("p-observe")
+    return {p: tuple(gw.call(lambda c: session.get_peer_configuration(p)).model_dump().items()) for p in (USER, AGENT)}
+
+
+def ordered_messages(gw, ws):
+    gw.send(events("p-order", ["one", "two", "three"], workspace_id=ws))
+    return [(m.peer_id, m.content, m.metadata, m.created_at.timestamp()) for m in messages(gw, "p-order")]
+
+
+def nul_bytes_stripped(gw, ws):
+    gw.send(user_events("p-nul", ["a\x00b"], workspace_id=ws))
+    return [m.content for m in messages(gw, "p-nul")]
+
+
+def messages_to_an_unseen_session_create_it(gw, ws):
+    gw.call(lambda c: gw.reader_session("p-auto").add_messages([gw.reader_peer(USER).message("auto")]))
+    return [m.content for m in messages(gw, "p-auto")]
+
+
+def event_id_lookup(gw, ws):
+    gw.send(user_events("p-lookup", ["x", "y"], workspace_id=ws))
+    gw.send(user_events("p-lookup-other", ["z"], workspace_id=ws, tag="other"))
+    return sorted(gw.existing_event_ids("p-lookup", ["ev_p-lookup_u0001", "ev_other_u0000", "ev_nope"]))
+
+
+def empty_listing(gw, ws):
+    page = gw.call(lambda c: gw.reader_session("p-never").messages(size=10))
+    return (len(page.items), page.total, page.pages, page.has_next_page())
+
+
+def paging(gw, ws):
+    gw.send(user_events("p-pages", ["a", "b", "c"], workspace_id=ws))
+    page = gw.call(lambda c: gw.reader_session("p-pages").messages(size=2))
+    second = gw.call(lambda c: page.get_next_page())
+    return ([m.content for m in page.items], page.pages, page.has_next_page(), [m.content for m in second.items],
+            second.has_next_page())
+
+
+def context_of_an_unseen_session(gw, ws):
+    gw.send(user_events("p-ctx", ["hello"], workspace_id=ws))  # the peers exist
+    return gw.context("p-ctx-unseen", query=None, tokens=500, target=USER, perspective=AGENT)
+
+
+def context_window(gw, ws):
+    gw.send(events("p-window", ["first", "second", "third"], workspace_id=ws))
+    return gw.context("p-window", query=None, tokens=500, target=USER, perspective=AGENT)
+
+
+def scope_backfill(gw, ws):
+    gw.send(user_events("p-before", ["had messages before joining"], workspace_id=ws))
+    gw.ensure_session_in_scope("p-before", "p-scope")
+    gw.ensure_session_in_scope("p-empty", "p-scope")  # joins before any message
+    gw.send(user_events("p-empty", ["after joining"], workspace_id=ws, scope_id="p-scope"))
+    return sorted(gw.scope_status("p-scope"))
+
+
+def scoped_workspace_search(gw, ws):
+    gw.send(user_events("p-in", ["zebra crossing"], workspace_id=ws, scope_id="p-search"))
+    gw.send(user_events("p-out", ["zebra stripes"], workspace_id=ws))
+    found = gw.call(lambda c: c.search("zebra", limit=10, scope="p-search"))
+    return sorted({m.session_id for m in found})
+
+
+def session_search_ranks_the_match_first(gw, ws):
+    gw.send(user_events("p-rank", ["apples are red", "the sky is blue", "grass is green"], workspace_id=ws))
+    return gw.call(lambda c: gw.reader_session("p-rank").search("sky", limit=5))[0].content
+
+
+def conclusions_round_trip(gw, ws):
+    gw.send(user_events("p-concl", ["hello"], workspace_id=ws))
+    view = gw.call(lambda c: gw.reader_peer(AGENT).conclusions_of(USER))
+    made = gw.call(lambda c: view.create([{"content": "likes tea", "session_id": "p-concl"}]))[0]
+    got = [c.id for c in gw.call(lambda c: view.get_many([made.id, "no-such-id"]))]
+    other = [c.id for c in gw.call(lambda c: gw.reader_peer(USER).conclusions_of(USER).get_many([made.id]))]
+    listed = [(c.content, c.observer_id, c.observed_id, c.session_id) for c in gw.call(lambda c: view.list()).items]
+    gw.call(lambda c: view.delete(made.id))
+    after = gw.call(lambda c: view.list()).total
+    return (got == [made.id], other, listed, after)
+
+
+def dream_accepted(gw, ws):
+    gw.send(user_events("p-dream", ["hello"], workspace_id=ws))
+    return gw.call(lambda c: c.schedule_dream(observer=AGENT, observed=USER, session="p-dream"))
+
+
+def refusal(request):
+    def scenario(gw, ws):
+        gw.send(user_events("p-refuse", ["exists"], workspace_id=ws))
+        gw.call(request(gw))
+        return "accepted"
+    return scenario
+
+
+REFUSALS = {
+    "101 messages in one call": lambda gw: lambda c: gw.reader_session("p-refuse").add_messages(
+        [gw.reader_peer(USER).message("m")] * 101),
+    "an unseen session added to a scope": lambda gw: lambda c: c.scope("p-refuse").add_sessions(["p-unseen"]),
+    "an unknown conclusion deleted": lambda gw: lambda c: gw.reader_peer(AGENT).conclusions_of(USER).delete("nope"),
+    "a dialectic naming an unseen session": lambda gw: lambda c: gw.reader_peer(AGENT).chat(
+        "q", target=USER, session="p-unseen"),
+    "a dialectic by an unseen peer (it is created)": lambda gw: lambda c: gw.reader_peer("p-asker").chat(
+        "q", target=USER),
+    "a dialectic about an unseen peer": lambda gw: lambda c: gw.reader_peer(AGENT).chat("q", target="p-unknown"),
+    "a conclusion in an unseen session": lambda gw: lambda c: gw.reader_peer(AGENT).conclusions_of(USER).create(
+        [{"content": "x", "session_id": "p-unseen"}]),
+    "a conclusion about an unseen peer": lambda gw: lambda c: gw.reader_peer(AGENT).conclusions_of(
+        "p-stranger").create([{"content": "x"}]),
+    "a conclusion by an unseen peer": lambda gw: lambda c: gw.reader_peer("p-newcomer").conclusions_of(
+        USER).create([{"content": "x"}]),
+}
+
+SCENARIOS = {f.__name__: f for f in (
+    observation_settings, ordered_messages, nul_bytes_stripped, messages_to_an_unseen_session_create_it,
+    event_id_lookup, empty_listing, paging, context_of_an_unseen_session, context_window, scope_backfill,
+    scoped_workspace_search, session_search_ranks_the_match_first, conclusions_round_trip, dream_accepted)}
+SCENARIOS.update({name: refusal(request) for name, request in REFUSALS.items()})
+
+
+class FakeParityTest(RealHonchoCase):
+    quiet = True  # no derivation: what the fake never does is not compared
+
+    def test_the_fake_answers_like_the_real_server(self):
+        for name, scenario in SCENARIOS.items():
+            with self.subTest(name):
+                real = outcome(scenario, self.gateway(), self.workspace_id)
+                fake_ws = "fake-" + self.workspace_id
+                fake = FakeHoncho()
+                settings = real_settings(self.addCleanup, "https://honcho.test", fake_ws, secrets={})
+                gateway = HonchoGateway.for_settings(
+                    settings, http_client_factory=lambda: httpx.Client(transport=fake.transport()))
+                self.addCleanup(gateway.close)
+                self.assertEqual(outcome(scenario, gateway, fake_ws), real,
+                                 f"tests/fake_honcho.py answers {name!r} unlike the real server")
+
+
+if __name__ == "__main__":
+    unittest.main()
