@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import types
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
@@ -89,7 +90,9 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
     """Start the process's delivery worker unless one of this module generation runs; cheap when it does.
 
     A worker left by an older generation (Agent Zero re-imported the plugin) is asked to stop, and the
-    new one starts on a later call once it has gone, so there are never two. Never blocks.
+    new one starts once it has gone, so there are never two: on a later call, or from a short-lived
+    helper thread that waits for the old one (else a lone message after a reload would wait for the
+    next call, possibly the job loop a minute later). Never blocks.
     """
     global _worker
     from .worker import DeliveryWorker  # imported here: capture must work without httpx/tenacity/honcho
@@ -103,12 +106,33 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
                 _worker = thread  # ours, started before this module's globals were reset: adopt it
                 return thread
             thread.stop(0)  # older generation or stopping: signal only; the turn must not wait
-        if any(t.is_alive() for t in lifecycle.plugin_workers()):
+        older = [t for t in lifecycle.plugin_workers() if t.is_alive()]
+        if older:
+            _start_after(older, settings, enabled)
             return None
         _worker = DeliveryWorker(settings, enabled=enabled,
                                  handoff_flush=lambda s: capture_service(s).flush_handoff())
         _worker.start()
         return _worker
+
+
+RESTART_WAIT_S = 60.0
+_successor: threading.Thread | None = None
+
+
+def _start_after(older: list[threading.Thread], settings: Callable[[], Settings], enabled: Callable[[], bool]) -> None:
+    """One helper thread (call under _worker_lock) that starts the worker once `older` have ended."""
+    global _successor
+
+    def start_when_gone() -> None:
+        deadline = time.monotonic() + RESTART_WAIT_S
+        for thread in older:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        ensure_worker(settings, enabled)  # still alive past the deadline: the job loop tries again
+
+    if _successor is None or not _successor.is_alive():
+        _successor = threading.Thread(target=start_when_gone, name="honcho-hub-restart", daemon=True)
+        _successor.start()
 
 
 def wake_worker() -> None:
