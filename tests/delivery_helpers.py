@@ -20,12 +20,19 @@ KEY = "hch-test-key-0123456789"
 
 
 class Bench:
-    """One process's view: settings, capture, worker, fake server and the clocks the test moves."""
+    """One process's view: settings, capture, worker, fake server and the clocks the test moves.
 
-    def __init__(self, test, **overrides) -> None:
+    Every request a client built here sends is kept in `sent` (URL, headers and body as they left).
+    `supports_scopes` injects the SDK capability check (False: an SDK without scopes)."""
+
+    def __init__(self, test, supports_scopes: bool | None = None, **overrides) -> None:
         self.test = test
         self.path = temp_outbox_path(test)
         self.fake = FakeHoncho(api_key=KEY)
+        self.sent: list[httpx.Request] = []
+        self._fake_transport = self.fake.transport()
+        self.transport = httpx.MockTransport(self._record)
+        self.supports_scopes = None if supports_scopes is None else (lambda: supports_scopes)
         self.secrets = {"HONCHO_API_KEY": KEY}
         self.clock, self.mono = ManualClock(1_800_000_000.0), ManualClock(1000.0)
         self.enabled = True
@@ -39,9 +46,17 @@ class Bench:
         test.addCleanup(self.worker.stop, 10)
         test.addCleanup(self.capture_service.close)
 
-    def gateway(self, settings) -> HonchoGateway:
-        return HonchoGateway.for_settings(settings,
-                                          http_client_factory=lambda: httpx.Client(transport=self.fake.transport()))
+    def _record(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request)
+        return self._fake_transport.handle_request(request)
+
+    def http_client(self, **kwargs) -> httpx.Client:
+        """An httpx client whose requests reach the fake and are kept in `sent`."""
+        return httpx.Client(transport=self.transport, **kwargs)
+
+    def gateway(self, settings, timeout_s: float | None = None) -> HonchoGateway:
+        return HonchoGateway.for_settings(settings, timeout_s, http_client_factory=self.http_client,
+                                          supports_scopes=self.supports_scopes)
 
     def say(self, chat: str, n: int, role: Role = Role.USER, text: str = "message") -> list[str]:
         """Capture n messages in one chat through the real capture path; returns their texts."""

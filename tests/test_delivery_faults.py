@@ -1,13 +1,22 @@
 """Every fault a deployment sees, against a fake Honcho behind httpx.MockTransport. No sleeps."""
 
 import email.utils
+import json
+import os
 import unittest
 
 from delivery_helpers import KEY, Bench
+from hub_testkit import ROOT
 from outbox_helpers import hold_write_lock, release_lock
 
+from honcho_hub import operations
+from honcho_hub.actions import ActionContext, run_action
 from honcho_hub.capture import CaptureRequest, Role
 from honcho_hub.outbox import NewEvent, Outbox
+from honcho_hub.recall import Recaller
+from honcho_hub.scope_registrar import ScopeRegistrar
+
+TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
 
 
 class HappyPathTest(unittest.TestCase):
@@ -30,10 +39,41 @@ class HappyPathTest(unittest.TestCase):
         self.assertEqual(bench.fake.count("/sessions/chat-a1/messages"), 5)  # 32 events in batches of 7
 
     def test_the_key_travels_only_as_a_bearer_header_to_the_configured_url(self):
-        bench = Bench(self)
-        bench.say("k1", 1)
-        bench.run_until_idle()
-        self.assertEqual(bench.states(), {"delivered": 1})  # the fake answers 401 to any other key
+        api, mcp = "https://honcho-key.test", "https://mcp-key.test"
+        bench = Bench(self, api_url=api, mcp_url=mcp)
+        # Every component that talks to Honcho, each through a client whose requests are recorded:
+        bench.capture_service.capture(CaptureRequest("k1", Role.USER, "k-1", "I like tea", "a0-key"),
+                                      bench.settings)
+        bench.run_until_idle()  # delivery, with the session joining its scope first
+        self.assertEqual(bench.states(), {"delivered": 1})
+        self.assertTrue(ScopeRegistrar(bench.gateway).register(bench.settings, "chat-k2", "a0-key"))
+        recaller = Recaller(lambda s: bench.gateway(s, s.recall_timeout_s))
+        self.addCleanup(recaller.close)
+        self.assertEqual(recaller.recall(bench.settings, "chat-k1", "what do I drink?", TEMPLATE, "a0-key").source,
+                         "fresh")
+        ctx = ActionContext(settings=bench.settings, session_id="chat-k1", gateway=bench.gateway(bench.settings),
+                            recall=lambda q, scope: recaller.recall(bench.settings, "chat-k1", q, TEMPLATE, scope).block)
+        for action, args in (("recall", {"query": "tea again please"}), ("search", {"query": "tea"}),
+                             ("search", {"query": "tea", "target": "workspace", "scope": "a0-key"}),
+                             ("ask", {"query": "What does the user drink?"}), ("remember", {"content": "Likes tea"}),
+                             ("dream", {})):
+            self.assertTrue(run_action(action, args, ctx).ok, action)
+        check = operations.check(bench.settings, http_client_factory=bench.http_client)
+        self.assertTrue(check["api"]["ok"], check)
+        paths = [request.url.path for request in bench.sent]
+        for fragment in ("/sessions/chat-k1/messages", "/scopes/a0-key/sessions", "/context", "/chat",
+                         "/conclusions", "/search", "/schedule_dream", "/health"):
+            self.assertTrue(any(fragment in path for path in paths), fragment)
+        for request in bench.sent:
+            with self.subTest(request=f"{request.method} {request.url}"):
+                headers = {k.lower(): v for k, v in request.headers.items()}
+                bearer = headers.pop("authorization", None)
+                self.assertNotIn(KEY, str(request.url) + json.dumps(headers) + request.content.decode("utf-8", "replace"))
+                if request.url.path == "/health":  # the MCP server's health: no credentials at all
+                    self.assertEqual((str(request.url), bearer), (mcp + "/health", None))
+                else:
+                    self.assertTrue(str(request.url).startswith(api + "/"))
+                    self.assertEqual(bearer, f"Bearer {KEY}")
 
 
 class ServerErrorTest(unittest.TestCase):

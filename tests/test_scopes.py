@@ -118,17 +118,11 @@ class DeliveryInScopeTest(unittest.TestCase):
         self.assertEqual(bench.worker._gateway.scope_problem, "auth_403")
 
     def test_an_old_sdk_skips_scopes_entirely(self):
-        bench = Bench(self)
-        original = bench.gateway
-
-        def old_sdk_gateway(settings):
-            gateway = original(settings)
-            gateway.supports_scopes = lambda: False
-            return gateway
-        bench.worker._gateway_factory = old_sdk_gateway
+        bench = Bench(self, supports_scopes=False)  # the capability check injected, nothing patched
         self.capture(bench, "p4", "a0-delta", 2)
         bench.run_until_idle()
         self.assertEqual(bench.fake.scopes, {})
+        self.assertFalse(any("/scopes" in request.url.path for request in bench.sent))
         self.assertEqual(len(bench.server_texts("p4")), 2)
 
 
