@@ -43,12 +43,14 @@ def wake() -> dict[str, Any]:
     return {"woken": worker is not None}
 
 
-def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker | None = None) -> dict[str, Any]:
-    """Deliver for at most `timeout_s`: through the running worker, else with one made for the occasion."""
+def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker | None = None,
+          enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
+    """Deliver for at most `timeout_s`: through the running worker, else with one made for the occasion
+    that, like the running one, delivers nothing while `enabled()` says the plugin is switched off."""
     worker = worker or runtime.current_worker()
     own = worker is None
     if own:
-        worker = DeliveryWorker(lambda: settings)
+        worker = DeliveryWorker(lambda: settings, enabled=enabled)
     try:
         moved = worker.drain(timeout_s)
     except (OutboxError, DeliveryError) as exc:

@@ -170,10 +170,11 @@ class DeliveryWorker(threading.Thread):
         return self._report(report)
 
     def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int) -> int:
-        """How many new batches to lease: none while stopping or with the circuit open; one to probe."""
+        """How many new batches to lease: none while stopping, switched off or with the circuit open;
+        one to probe. Asked before every lease, so switching the plugin off stops a long step too."""
         circuit = self.state.circuit(destination)
         now = self._clock()
-        if self._stop_event.is_set() or budget <= 0 or circuit.is_open(now):
+        if self._stop_event.is_set() or budget <= 0 or circuit.is_open(now) or not self._enabled():
             return 0
         limit = 1 if circuit.probing(now) else settings.concurrency
         return max(0, min(budget, limit - in_flight))

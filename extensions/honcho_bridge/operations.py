@@ -10,7 +10,7 @@ from usr.plugins.honcho.honcho_hub.capture import session_id_for
 from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.status import build_status
 
-from .worker import global_settings
+from .worker import global_settings, plugin_enabled
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 
@@ -34,7 +34,7 @@ def run_operation(body: Any) -> dict:
     result = {
         "check": lambda: operations.check(settings),
         "wake": operations.wake,
-        "drain": lambda: operations.drain(settings, operations.DRAIN_S),
+        "drain": lambda: operations.drain(settings, operations.DRAIN_S, enabled=plugin_enabled),
         "retry_dead": lambda: operations.retry_dead(settings, operations.MAX_REQUEUE),
         "clear_cache": lambda: operations.clear_cache(settings),
     }[action]()

@@ -275,6 +275,24 @@ def outbox_counts(path: str) -> dict[str, int]:
         conn.close()
 
 
+def honcho_action(host: Any, action: str) -> dict[str, Any]:
+    """POST /api/plugins/honcho/honcho_action through Agent Zero's Flask app; the action's result."""
+    response = host.api("plugins/honcho/honcho_action", {"action": action})
+    body = response.get_json(silent=True)
+    if response.status_code != 200 or not body or not body.get("ok"):
+        raise AssertionError(f"honcho_action {action}: {response.status_code} {response.get_data(as_text=True)[:500]}")
+    return body["result"]
+
+
+def honcho_status(host: Any, ctx: Any = None) -> dict[str, Any]:
+    """POST /api/plugins/honcho/honcho_status (for the chat `ctx` when given); the status document."""
+    response = host.api("plugins/honcho/honcho_status", {"context": ctx.id} if ctx is not None else {})
+    body = response.get_json(silent=True)
+    if response.status_code != 200 or not body or not body.get("ok"):
+        raise AssertionError(f"honcho_status: {response.status_code} {response.get_data(as_text=True)[:500]}")
+    return body["status"]
+
+
 def plugin_threads(name: str | None = None) -> list[threading.Thread]:
     """Live threads of the plugin (marked `honcho_hub_worker`), optionally only those called `name`."""
     return [t for t in threading.enumerate()

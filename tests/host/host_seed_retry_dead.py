@@ -13,11 +13,18 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import HostWorld, honcho_client, outbox_counts, required_env, user_typed, wait_for  # noqa: E402
+from host_kit import (HostWorld, honcho_action, honcho_client, honcho_status, outbox_counts, required_env,  # noqa: E402
+                      user_typed, wait_for)
 
 PLUGIN = "honcho"
 DEAD_LETTERS = 105  # more than one retry_dead may requeue
-ADMIN_KEY_FILE = os.environ.get("HONCHO_REAL_ADMIN_KEY_FILE", "/tmp/real-honcho/admin_key")
+
+
+def read_admin_key() -> str:
+    """The real Honcho's admin JWT (../shared/real-honcho writes it into its state folder)."""
+    state = os.environ.get("REAL_HONCHO_STATE", os.path.join(os.environ.get("TMPDIR", "/tmp"), "real-honcho"))
+    with open(os.path.join(state, "admin_key"), encoding="utf-8") as handle:
+        return handle.read().strip()
 
 
 def set_global_secret(name: str, value: str) -> None:
@@ -34,8 +41,7 @@ class RetryDead(unittest.TestCase):
         cls.host = cls.world.host
         cls.real_url = cls.world.honcho_url
         cls.auth_url = required_env("HONCHO_REAL_AUTH_URL")
-        with open(ADMIN_KEY_FILE) as f:
-            cls.admin_key = f.read().strip()
+        cls.admin_key = os.environ.get("HONCHO_REAL_ADMIN_KEY") or read_admin_key()
         # An hour between auth probes: only the reset by retry_dead can make the worker probe in time.
         cls.host.save_config(PLUGIN, {"auth_probe_interval_s": 3600})
 
@@ -43,16 +49,10 @@ class RetryDead(unittest.TestCase):
         self.host.toggle(PLUGIN, True)
 
     def action(self, name):
-        response = self.host.api("plugins/honcho/honcho_action", {"action": name})
-        self.assertEqual(response.status_code, 200, response.get_data(as_text=True))
-        body = response.get_json()
-        self.assertTrue(body["ok"], body)
-        return body["result"]
+        return honcho_action(self.host, name)
 
-    def status(self, ctx=None):
-        response = self.host.api("plugins/honcho/honcho_status", {"context": ctx.id} if ctx else {})
-        self.assertEqual(response.status_code, 200, response.get_data(as_text=True))
-        return response.get_json()["status"]
+    def status(self):
+        return honcho_status(self.host)
 
     def messages(self, ctx):
         return list(honcho_client(self.world).session(f"chat-{ctx.id}").messages())

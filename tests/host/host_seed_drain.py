@@ -1,0 +1,116 @@
+"""Seed guarantee: "Drain 5 s" is bounded and respects the plugin switch.
+
+Real Agent Zero v1.7 (the sidebar's API handler, the capture extension, plugin toggles) and a real
+Honcho behind a loopback proxy that can hold requests without answering or drop connections: the
+faults happen on the network, nothing of the plugin is patched.
+"""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from host_kit import (HonchoProxy, HostWorld, honcho_action, honcho_client, honcho_status,  # noqa: E402
+                      outbox_counts, required_env, user_typed, wait_for)
+
+PLUGIN = "honcho"
+SDK_TIMEOUT_S = 30  # a drain that waited for the SDK would take this long
+DRAIN_S = 5.0
+SLACK_S = 3.0
+
+
+class Drain(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
+        cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
+        cls.host = cls.world.host
+        cls.host.save_config(PLUGIN, {"sdk_timeout_s": SDK_TIMEOUT_S, "circuit_base_s": 1, "concurrency": 1,
+                                      "poll_interval_s": 0.5})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.release()
+        cls.proxy.close()
+
+    def setUp(self):
+        self.proxy.release()
+        self.host.toggle(PLUGIN, True)
+
+    def texts(self, ctx):
+        return [m.content for m in honcho_client(self.world).session(f"chat-{ctx.id}").messages()]
+
+    def live(self):
+        counts = outbox_counts(self.world.outbox_path)
+        return counts.get("pending", 0) + counts.get("leased", 0)
+
+    def test_drain_returns_in_about_5_s_when_the_server_never_answers_and_loses_nothing(self):
+        self.proxy.hold()
+        ctx = self.host.new_chat()
+        sent = [f"held message {n}" for n in range(3)]
+        for text in sent:
+            user_typed(ctx, text)
+        wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10, "a request held at the proxy")
+
+        started = time.monotonic()
+        result = honcho_action(self.host, "drain")
+        elapsed = time.monotonic() - started
+        self.assertLess(elapsed, DRAIN_S + SLACK_S, "the drain is bounded, whatever the SDK timeout")
+        self.assertGreaterEqual(elapsed, DRAIN_S - 0.5, "it kept trying for its 5 s")
+        self.assertEqual(result["delivered"], 0)
+        self.assertEqual(self.live(), len(sent), "nothing lost while the server hangs")
+
+        self.proxy.release()
+        wait_for(lambda: self.texts(ctx) == sent, 20, "the held messages, once each, in order")
+
+    def test_drain_delivers_nothing_while_the_plugin_is_switched_off(self):
+        self.proxy.hold()
+        first = self.host.new_chat()
+        user_typed(first, "in flight when the plugin is switched off")
+        wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10, "a request held at the proxy")
+        second = self.host.new_chat()
+        queued = ["queued before the switch 1", "queued before the switch 2"]
+        for text in queued:
+            user_typed(second, text)
+        self.host.toggle(PLUGIN, False)
+        self.proxy.release()  # the send already on the wire may finish; nothing new may start
+        wait_for(lambda: self.texts(first), 20, "the send that was in flight")
+
+        result = honcho_action(self.host, "drain")
+        self.assertEqual(result["delivered"], 0)
+        self.assertEqual(self.texts(second), [], "nothing sent while the plugin is off")
+        self.assertEqual(self.live(), len(queued))
+
+        self.host.toggle(PLUGIN, True)
+        result = honcho_action(self.host, "drain")
+        self.assertEqual(result["delivered"], len(queued))
+        self.assertEqual(self.texts(second), queued)
+
+    def test_drain_delivers_nothing_while_switched_off_even_with_no_worker_running(self):
+        self.proxy.mode = "drop"  # Honcho unreachable: the events wait for a later attempt
+        ctx = self.host.new_chat()
+        queued = ["waits while the plugin is off 1", "waits while the plugin is off 2"]
+        for text in queued:
+            user_typed(ctx, text)
+        wait_for(lambda: honcho_status(self.host)["worker"]["circuit"], 10, "the unreachable circuit")
+        self.host.toggle(PLUGIN, False)
+        self.host.hook(PLUGIN, "pre_update")  # stops the worker, as before an update
+        self.proxy.release()  # Honcho is back
+        wait_for(lambda: honcho_status(self.host)["queue"]["next_attempt_in_s"] == 0, 10,
+                 "the events to be due again")
+
+        result = honcho_action(self.host, "drain")
+        self.assertEqual(result["delivered"], 0)
+        self.assertEqual(self.texts(ctx), [], "nothing sent while the plugin is off")
+        self.assertEqual(self.live(), len(queued))
+
+        self.host.toggle(PLUGIN, True)
+        result = honcho_action(self.host, "drain")
+        self.assertEqual(result["delivered"], len(queued))
+        self.assertEqual(self.texts(ctx), queued)
+
+
+if __name__ == "__main__":
+    unittest.main()
