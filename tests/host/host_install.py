@@ -1,0 +1,123 @@
+"""Install and discovery in a real Agent Zero v1.7: the install hook as the installer calls it, and
+Agent Zero's own loaders finding the plugin's extensions, tool, API handlers and prompt — with no file
+of ours named like one of Agent Zero's (its loaders merge by file name: first wins).
+"""
+
+from __future__ import annotations
+
+import os
+import unittest
+
+import host_kit
+
+POINTS = {  # extension point -> the class our file there defines
+    "agent_init": "HonchoStartWorker",
+    "job_loop": "HonchoKeepWorker",
+    "message_loop_prompts_after": "HonchoRecall",
+    "tool_execute_after": "HonchoCaptureResponse",
+    "_functions/agent/Agent/hist_add_user_message/end": "HonchoCaptureUser",
+}
+
+world: host_kit.HostWorld
+first_install: object = None
+
+
+def setUpModule() -> None:
+    global world, first_install
+    world = host_kit.HostWorld()
+    first_install = world.host.hook("honcho", "install")  # before any chat: no outbox yet
+
+
+def source_of(cls: type) -> str:
+    """The file a class was loaded from (Agent Zero loads extensions by path, outside sys.modules)."""
+    return cls.execute.__code__.co_filename
+
+
+def ours(path: str) -> bool:
+    return os.path.realpath(path).startswith(os.path.realpath(world.plugin_dir) + os.sep)
+
+
+def others_files(kind: str) -> set[str]:
+    """Base names of files under any `<kind>` folder of the tree outside our plugin (core and plugins)."""
+    names: set[str] = set()
+    for root, dirs, files in os.walk(world.tree):
+        dirs[:] = [d for d in dirs if not ours(os.path.join(root, d)) and d not in ("tmp", "node_modules")]
+        if f"{os.sep}{kind}" in root + os.sep:
+            names.update(files)
+    return names
+
+
+class InstallHookTest(unittest.TestCase):
+    def test_install_as_the_installer_calls_it_reports_requirements_ok(self) -> None:
+        self.assertEqual(first_install, {"requirements": "ok", "outbox": "absent"})
+
+    def test_install_again_after_capture_migrates_the_existing_outbox(self) -> None:
+        world.host.script("Hello.")
+        world.host.turn(world.host.new_chat(), "Hello there.")
+        self.assertTrue(os.path.exists(world.outbox_path))
+        self.assertEqual(world.host.hook("honcho", "install"), {"requirements": "ok", "outbox": "migrated"})
+
+
+class DiscoveryTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.ctx = world.host.new_chat()
+        cls.agent = cls.ctx.get_agent()
+
+    def test_agent_zero_loads_our_extension_at_each_point(self) -> None:
+        from helpers.extension import _get_extension_classes
+
+        for point, class_name in POINTS.items():
+            with self.subTest(point=point):
+                agent = None if point == "job_loop" else self.agent
+                found = [c for c in _get_extension_classes(point, agent=agent) if ours(source_of(c))]
+                self.assertEqual([c.__name__ for c in found], [class_name])
+
+    def test_no_extension_file_of_ours_is_named_like_another(self) -> None:
+        mine = {name for point in POINTS for name in os.listdir(os.path.join(world.plugin_dir, "extensions",
+                                                                              "python", point))}
+        self.assertTrue(mine and all(name.startswith("_") and "honcho" in name for name in mine), mine)
+        self.assertEqual(mine & others_files(os.path.join("extensions", "python")), set())
+
+    def test_agent_zero_finds_the_tool_and_only_ours(self) -> None:
+        from helpers import subagents
+
+        tool = self.agent.get_tool(name="honcho_memory", method=None, args={}, message="", loop_data=None)
+        self.assertEqual(type(tool).__name__, "HonchoMemory")
+        self.assertTrue(ours(source_of(type(tool))))
+        paths = subagents.get_paths(self.agent, "tools", "honcho_memory.py")
+        self.assertEqual([ours(p) for p in paths], [True])
+
+    def test_agent_zero_routes_both_api_handlers_to_ours(self) -> None:
+        for handler in ("honcho_status", "honcho_action"):
+            with self.subTest(handler=handler):
+                self.assertFalse(os.path.exists(os.path.join(world.tree, "api", f"{handler}.py")))
+                body = {"action": "wake"} if handler == "honcho_action" else {}
+                response = world.host.api(f"plugins/honcho/{handler}", body)
+                self.assertEqual(response.status_code, 200, response.get_data(as_text=True)[:300])
+                self.assertIs(response.get_json()["ok"], True)
+
+    def test_the_tool_prompt_is_read_by_agent_zero_and_is_in_the_system_prompt(self) -> None:
+        text = self.agent.read_prompt("agent.system.tool.honcho_memory.md")
+        self.assertTrue(text.startswith("### honcho_memory"), text[:80])
+        world.host.script("Hi.")
+        ctx = world.host.new_chat()
+        world.host.turn(ctx, "Hi.")
+        system = str(world.host.model_calls(ctx)[0]["messages"][0])
+        self.assertIn("### honcho_memory", system)
+
+    def test_no_prompt_file_of_ours_is_named_like_another(self) -> None:
+        mine = set(os.listdir(os.path.join(world.plugin_dir, "prompts")))
+        self.assertEqual(mine, {"agent.system.tool.honcho_memory.md", "honcho.recall_block.md"})
+        self.assertEqual(mine & others_files("prompts"), set())
+
+    def test_no_tool_or_api_file_of_ours_is_named_like_another(self) -> None:
+        for kind in ("tools", "api"):
+            with self.subTest(kind=kind):
+                mine = {n for n in os.listdir(os.path.join(world.plugin_dir, kind)) if n.endswith(".py")}
+                self.assertTrue(mine)
+                self.assertEqual(mine & others_files(kind), set())
+
+
+if __name__ == "__main__":
+    unittest.main()
