@@ -102,13 +102,22 @@ class HonchoGateway:
     def context(self, session_id: str, *, query: str | None, tokens: int, target: str, perspective: str,
                 scope: str | None = None, top_k: int | None = None, max_conclusions: int | None = None,
                 limit_to_session: bool = False) -> ContextData:
-        """Session context for recall: scoped (the scope replaces the perspective) or from `perspective`."""
-        with _translated():
-            result = self._cached_session(session_id).context(
-                summary=True, tokens=tokens, peer_target=target, search_query=query or None,
-                peer_perspective=None if scope else perspective, scope=scope,
-                search_top_k=top_k if query else None, max_conclusions=max_conclusions,
-                limit_to_session=limit_to_session and not scope)
+        """Session context for recall: scoped (the scope replaces the perspective) or from `perspective`.
+
+        Honcho answers 404 when a peer, the session or the scope does not exist yet (a new install's first
+        turn, a chat whose first message is still queued): nothing is known there, so the context is empty.
+        """
+        try:
+            with _translated():
+                result = self._cached_session(session_id).context(
+                    summary=True, tokens=tokens, peer_target=target, search_query=query or None,
+                    peer_perspective=None if scope else perspective, scope=scope,
+                    search_top_k=top_k if query else None, max_conclusions=max_conclusions,
+                    limit_to_session=limit_to_session and not scope)
+        except PermanentError as exc:
+            if exc.code != "http_404":
+                raise
+            return ContextData()
         return ContextData(representation=result.peer_representation, card=list(result.peer_card or []),
                            summary=result.summary.content if result.summary else None,
                            messages=[(m.peer_id, m.content) for m in result.messages])
