@@ -7,7 +7,7 @@ import sqlite3
 from contextlib import contextmanager
 from typing import Iterator
 
-from .outbox_schema import SchemaTooNew, migrate
+from .outbox_schema import SchemaTooNew, migrate, refuse_newer
 
 # Primary SQLite result codes (the low byte of extended codes).
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
@@ -69,6 +69,7 @@ def connect(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Conne
         if not os.path.exists(path):
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
         conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+        refuse_newer(conn)  # before WAL mode: switching it would rewrite a newer plugin's file
         if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
             raise OutboxUnavailable("outbox cannot use WAL mode here")
         conn.execute(f"PRAGMA synchronous={synchronous}")

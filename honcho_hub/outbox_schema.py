@@ -44,11 +44,17 @@ class SchemaTooNew(Exception):
     """The file was written by a newer plugin version; it is left untouched."""
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply missing steps; returns the resulting version. Safe when several processes race."""
+def refuse_newer(conn: sqlite3.Connection) -> int:
+    """The file's schema version; raises SchemaTooNew, having written nothing, if a newer plugin wrote it."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise SchemaTooNew(f"outbox schema {version} is newer than {SCHEMA_VERSION}")
+    return version
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply missing steps; returns the resulting version. Safe when several processes race."""
+    version = refuse_newer(conn)
     while version < SCHEMA_VERSION:
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -161,6 +161,7 @@ class HandoffTest(CaptureTestCase):
             release_lock(child)
         self.assertEqual(outcomes.count(Outcome.HANDED_OFF), 16)
         self.assertEqual(outcomes[-1], Outcome.REFUSED_HANDOFF_FULL)
+        self.assertEqual(self.service.counters["refused_handoff_full"], 1)
 
     def test_an_unusable_outbox_keeps_messages_in_memory_until_it_is_fixed(self):
         blocker = os.path.dirname(self.path)

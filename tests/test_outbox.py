@@ -48,8 +48,13 @@ class FileTest(OutboxTestCase):
         conn = sqlite3.connect(self.path)
         conn.execute("PRAGMA user_version = 99")
         conn.close()
+        with open(self.path, "rb") as handle:
+            before = handle.read()
         with self.assertRaises(OutboxCorrupt):
             self.open()
+        with open(self.path, "rb") as handle:
+            self.assertEqual(handle.read(), before)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(self.path))), [os.path.basename(self.path)])
 
     def test_a_corrupted_file_is_a_clear_error(self):
         os.makedirs(os.path.dirname(self.path))

@@ -137,7 +137,9 @@ class CacheBehaviourTest(unittest.TestCase):
         bench = RecallBench(self)
         bench.remember()
         self.assertEqual(bench.recall().source, "fresh")
+        requests = len(bench.fake.requests)
         self.assertEqual(bench.recall().source, "hit")
+        self.assertEqual(len(bench.fake.requests), requests)  # no request of any kind
         self.assertEqual(bench.fake.count("/context"), 1)
         bench.mono.advance(121)
         self.assertEqual(bench.recall().source, "fresh")

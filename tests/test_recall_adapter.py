@@ -66,6 +66,7 @@ class RecallAdapterTest(unittest.TestCase):
         self.host.config["recall_timeout_s"] = 2
         data = loop_data("anything at all")
         self.assertIsNone(self.run_recall(StubAgent(0), data))
+        self.assertEqual((data.extras_persistent, data.iteration), ({}, 0))
 
     def test_a_project_attached_after_the_agent_started(self):
         context = StubContext(id="Proj0001")
