@@ -243,6 +243,9 @@ class PermanentTest(unittest.TestCase):
         self.assertEqual(bench.server_texts("p2"), texts)
         self.assertEqual([r[3] for r in bench.rows() if r[1] == "dead"], ["invalid"])
         self.assertFalse(any("x" * 30_000 == m["content"] for m in bench.fake.messages))
+        bodies = [request.content.decode() for request in bench.sent if request.url.path.endswith("/messages")]
+        self.assertEqual(len(bodies), 2)  # the two good events; none for the oversized one
+        self.assertFalse(any("x" * 25_001 in body for body in bodies))
 
 
 class HandoffTest(unittest.TestCase):

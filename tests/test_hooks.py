@@ -10,6 +10,7 @@ import unittest
 from hub_testkit import ROOT, import_by_path, link_plugin_folder, stub_agent_zero
 
 from honcho_hub import lifecycle
+from honcho_hub.outbox import NewEvent, Outbox
 from honcho_hub.outbox_schema import SCHEMA_VERSION
 from honcho_hub.settings_spec import defaults
 
@@ -205,13 +206,19 @@ class WorkerStopTest(unittest.TestCase):
 
     def test_uninstall_stops_without_draining_and_keeps_the_outbox(self):
         worker = self.start_worker()
-        with tempfile.TemporaryDirectory() as folder:
-            outbox = os.path.join(folder, "outbox.sqlite3")
-            open(outbox, "wb").close()
-            report = self.hooks.uninstall()
-            self.assertTrue(os.path.exists(outbox))
+        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")  # the one the saved settings name
+        with open(self.host.global_config, "w", encoding="utf-8") as handle:
+            json.dump({"outbox_path": outbox}, handle)
+        box = Outbox(outbox)
+        box.enqueue([NewEvent("ev_kept", "https://api.honcho.dev#agent-zero", "agent-zero", "chat-u", "user", "user",
+                              "kept", 1.0)])
+        box.close()
+        report = self.hooks.uninstall()
         self.assertEqual(report["stopped"], 1)
         self.assertEqual(worker.drains, [])
+        box = Outbox(outbox)
+        self.assertEqual(box.stats()["counts"]["pending"], 1)
+        box.close()
         self.assertEqual(self.hooks.uninstall()["workers"], 0)
 
     def test_a_worker_that_fails_to_stop_does_not_stop_the_others(self):

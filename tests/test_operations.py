@@ -105,15 +105,20 @@ class DrainAndDeadTest(CliCase):
 
     def test_dead_letters_are_listed_without_content_and_retried_at_most_100(self):
         self.queue(3, text=SECRET_TEXT)
+        self.queue(100, chat="ops2")
         box = Outbox(self.path)
-        box.dead_letter([e.id for e in box.lease("t", 3, 60)], "http_422")
+        for chat in ("ops1", "ops2"):
+            box.dead_letter([e.id for e in box.lease("t", 100, 60)], "http_422")
+        self.assertEqual(box.stats()["counts"]["dead"], 103)
         box.close()
         code, out = self.cli("dead", "--json")
         dead = json.loads(out)["dead"]
-        self.assertEqual((code, len(dead)), (0, 3))
+        self.assertEqual((code, len(dead)), (0, 100))
         self.assertEqual(set(dead[0]), {"id", "session_id", "error_code", "attempts", "dead_since"})
         self.assertNotIn("Hunter2", out)
         code, out = self.cli("retry-dead", "--json", "--limit", "500")
+        self.assertEqual((code, json.loads(out)["requeued"]), (0, 100))
+        code, out = self.cli("retry-dead", "--json")
         self.assertEqual((code, json.loads(out)["requeued"]), (0, 3))
 
     def test_bad_input_is_a_usage_error(self):

@@ -22,11 +22,12 @@ def read(*parts):
 
 
 def plugin_files(folder, suffix=".py"):
+    """The folder's files with that suffix; never empty, so a loop over them always asserts something."""
     base = os.path.join(ROOT, folder)
-    for dirpath, _, names in os.walk(base):
-        for name in sorted(names):
-            if name.endswith(suffix):
-                yield os.path.join(dirpath, name)
+    found = [os.path.join(dirpath, name) for dirpath, _, names in os.walk(base)
+             for name in sorted(names) if name.endswith(suffix)]
+    assert found, f"no {suffix} file under {folder}: a moved folder would make every check here pass"
+    return found
 
 
 class ManifestTest(unittest.TestCase):

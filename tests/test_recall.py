@@ -251,6 +251,7 @@ class ScopedCallTest(unittest.TestCase):
         bench.remember()
         for text in ("a", "what do I like?", "tell me everything you know about me"):
             bench.recall(text)
+        self.assertEqual(bench.fake.count("/context"), 3)  # each recall reached Honcho
         self.assertFalse(any(re.search(r"/chat$", path) for _, path in bench.fake.requests))  # dialectic routes
         off = build_settings({"recall_enabled": False}, {}, {})
         self.assertEqual(bench.recall(settings=off).source, "disabled")
