@@ -29,6 +29,7 @@ class Drain(unittest.TestCase):
         cls.host = cls.world.host
         cls.host.save_config(PLUGIN, {"sdk_timeout_s": SDK_TIMEOUT_S, "circuit_base_s": 1, "concurrency": 1,
                                       "poll_interval_s": 0.5})
+        honcho_status(cls.host)  # Agent Zero builds its API app on the first call (seconds): not timed
 
     @classmethod
     def tearDownClass(cls):

@@ -1,0 +1,72 @@
+"""Seed guarantee: the SDK timeout (`sdk_timeout_s`) and the sender concurrency (`concurrency`) take effect.
+
+Real Agent Zero v1.7 (settings saved as the settings page does, the capture extension, the worker it
+starts) and a real Honcho behind a loopback proxy that holds or delays requests and counts how many
+are in flight at once.
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from host_kit import (HonchoProxy, HostWorld, honcho_client, honcho_status, required_env,  # noqa: E402
+                      user_typed, wait_for)
+
+PLUGIN = "honcho"
+
+
+class DeliverySettings(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
+        cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
+        cls.host = cls.world.host
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.release()
+        cls.proxy.close()
+
+    def setUp(self):
+        self.proxy.release()
+        self.proxy.delay_s = 0.0
+
+    def texts(self, ctx):
+        return [m.content for m in honcho_client(self.world).session(f"chat-{ctx.id}").messages()]
+
+    def test_a_send_to_a_server_that_never_answers_gives_up_after_sdk_timeout_s(self):
+        self.host.save_config(PLUGIN, {"sdk_timeout_s": 1, "circuit_base_s": 1, "poll_interval_s": 0.5})
+        self.proxy.hold()
+        ctx = self.host.new_chat()
+        user_typed(ctx, "a send that meets a hanging server")
+        gave_up = wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "client_gave_up"), 10,
+                           "the plugin to give up on a held request")[0]
+        held_s = gave_up.ended_mono - gave_up.arrived_mono
+        self.assertGreaterEqual(held_s, 0.8)
+        self.assertLess(held_s, 2.5, "about 1 s, not the default 10 s")
+
+        self.proxy.release()
+        wait_for(lambda: self.texts(ctx) == ["a send that meets a hanging server"], 15,
+                 "delivery once the server answers again")
+        self.assertEqual(honcho_status(self.host)["worker"]["last_error_code"], "timeout")
+
+    def test_concurrency_bounds_the_sends_in_flight_and_uses_them_all(self):
+        senders = 3
+        self.host.save_config(PLUGIN, {"concurrency": senders, "poll_interval_s": 0.5})
+        self.proxy.hold()
+        chats = [self.host.new_chat() for _ in range(senders + 2)]
+        user_typed(chats[0], "message of chat 0")
+        wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10, "the first chat's send, held")
+        for n, ctx in enumerate(chats[1:], start=1):
+            user_typed(ctx, f"message of chat {n}")  # queued while the first send hangs
+        self.proxy.delay_s = 0.3  # every answer takes a while: sends of different chats overlap
+        self.proxy.release()
+        for n, ctx in enumerate(chats):
+            wait_for(lambda: self.texts(ctx) == [f"message of chat {n}"], 20, f"chat {n}'s message")
+        self.assertEqual(self.proxy.max_in_flight, senders, "never more than `concurrency`, and all of them used")
+
+
+if __name__ == "__main__":
+    unittest.main()
