@@ -64,6 +64,8 @@ class SessionCreationTest(RealHonchoCase):
 
 
 class OrderedMessagesTest(RealHonchoCase):
+    quiet = True
+
     def test_a_batch_over_100_arrives_in_order_with_capture_time_and_event_metadata(self):
         gateway = self.gateway()
         sent = events("chat-order", [f"line {i}: counting sheep" for i in range(130)], workspace_id=self.workspace_id)
@@ -77,6 +79,8 @@ class OrderedMessagesTest(RealHonchoCase):
 
 
 class ReconciliationLookupTest(RealHonchoCase):
+    quiet = True
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -113,6 +117,8 @@ class ReconciliationLookupTest(RealHonchoCase):
 
 
 class ServerRefusalTest(RealHonchoCase):
+    quiet = True
+
     def test_refusals_are_permanent_errors_with_a_sanitized_code(self):
         gateway = self.gateway()
         gateway.send(user_events("chat-refusals", ["exists"], workspace_id=self.workspace_id))

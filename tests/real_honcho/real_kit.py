@@ -117,6 +117,16 @@ def await_derivation(gateway: HonchoGateway, what: str, *, until: Callable[[], A
         pause.wait(POLL_S)
 
 
+def quiet_workspace(gateway: HonchoGateway) -> None:
+    """Turn off derivation and summaries for a workspace whose tests need neither, so the one deriver the
+    server shares between workspaces stays free for the tests that wait on it."""
+    from honcho.api_types import ReasoningConfiguration, SummaryConfiguration, WorkspaceConfiguration
+
+    off = WorkspaceConfiguration(reasoning=ReasoningConfiguration(enabled=False),
+                                 summary=SummaryConfiguration(enabled=False))
+    gateway.call(lambda client: client.set_configuration(off))
+
+
 def conclusions_about(gateway: HonchoGateway, observer: str, observed: str) -> list[Any]:
     """Every conclusion of `observer` about `observed` (first 100)."""
     return list(gateway.call(lambda c: gateway.reader_peer(observer).conclusions_of(observed).list(size=100)).items)
@@ -128,10 +138,14 @@ class RealHonchoCase(unittest.TestCase):
     url: str
     workspace_id: str
 
+    quiet = False  # True: this class's workspace has no derivation or summaries
+
     @classmethod
     def setUpClass(cls) -> None:
         cls.url = required_url()
         cls.workspace_id = fresh_workspace(cls.__name__)
+        if cls.quiet:
+            quiet_workspace(cls.class_gateway())
 
     @classmethod
     def class_gateway(cls, **plugin: Any) -> HonchoGateway:
