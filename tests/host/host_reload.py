@@ -70,19 +70,37 @@ class ReloadTest(unittest.TestCase):
             "a single message typed after the third reload delivered" + WITHOUT_JOB_LOOP)
         cls.after_third = coordinators()
 
+        # A chat in a project also starts the scope registrar thread (marked like the worker).
+        host.create_project("reload-proj")
+        host.script("Fourth.", "Fifth.")
+        cls.project_chat = project_chat = host.new_chat(project="reload-proj")
+        host.turn(project_chat, "In a project, before the fourth reload.")
+        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{project_chat.id}", 2), RESTART_S,
+                          "the project chat's first turn delivered")
+        cls.fourth_worker = coordinators()[-1]
+        reload_plugin()
+        host.turn(project_chat, "In a project, after the fourth reload.")
+        cls.project_messages = host_kit.wait_for(
+            lambda: host_kit.delivered(world, f"chat-{project_chat.id}", 4), RESTART_S,
+            "the project chat's turn delivered after the fourth reload" + WITHOUT_JOB_LOOP)
+        cls.after_fourth = coordinators()
+
     def test_agent_zero_purged_the_plugin_modules(self) -> None:
         self.assertTrue(self.purged)
         self.assertIn(WORKER_MODULE, sys.modules)  # imported again by the next extension call
 
     def test_exactly_one_coordinator_of_the_new_generation_after_each_reload(self) -> None:
-        for after in (self.after_first, self.after_second, self.after_third):
+        for after in (self.after_first, self.after_second, self.after_third, self.after_fourth):
             self.assertEqual(len(after), 1, after)
-        self.assertIs(type(self.after_third[0]), sys.modules[WORKER_MODULE].DeliveryWorker)
-        for older in (self.first_worker, self.second_worker, self.third_worker):
+        self.assertIs(type(self.after_fourth[0]), sys.modules[WORKER_MODULE].DeliveryWorker)
+        for older in (self.first_worker, self.second_worker, self.third_worker, self.fourth_worker):
             self.assertFalse(older.is_alive(), older)
 
     def test_no_thread_of_the_plugin_is_left_from_older_generations(self) -> None:
-        self.assertEqual(host_kit.plugin_threads(), self.after_third)
+        workers = [t for t in host_kit.plugin_threads() if t.name == "honcho-hub-delivery"]
+        self.assertEqual(workers, self.after_fourth)
+        registrars = [t for t in host_kit.plugin_threads() if t.name == "honcho-hub-scopes"]
+        self.assertLessEqual(len(registrars), 1, registrars)
         senders = [t.name for t in threading.enumerate() if t.name.startswith("honcho-hub-sender")]
         self.assertLessEqual(len(senders), 2, senders)  # the default concurrency
 
@@ -90,6 +108,9 @@ class ReloadTest(unittest.TestCase):
         self.assertEqual([m.content for m in self.old_chat_messages],
                          ["Before any reload.", "First.", "After the second reload, in the old chat.", "Third.",
                           "After the third reload, one typed message alone."])
+        self.assertEqual([m.content for m in self.project_messages],
+                         ["In a project, before the fourth reload.", "Fourth.",
+                          "In a project, after the fourth reload.", "Fifth."])
 
 if __name__ == "__main__":
     unittest.main()
