@@ -262,15 +262,29 @@ def user_typed(ctx: Any, text: str) -> Any:
     return ctx.get_agent().hist_add_user_message(agent.UserMessage(message=text, attachments=[]))
 
 
-def outbox_counts(path: str) -> dict[str, int]:
-    """Rows of the outbox file by state, read straight from SQLite (read-only)."""
+def outbox_counts(path: str, session_id: str | None = None) -> dict[str, int]:
+    """Rows of the outbox file by state (only `session_id`'s when given), read straight from SQLite."""
+    rows = _outbox_read(path, "SELECT state, count(*) FROM events WHERE ? IS NULL OR session_id = ?"
+                              " GROUP BY state", (session_id, session_id))
+    return dict(rows)
+
+
+def outbox_due(path: str, session_id: str | None = None) -> bool:
+    """Whether every pending row (of `session_id`, when given) may be attempted now."""
+    rows = _outbox_read(path, "SELECT max(next_attempt_at) FROM events WHERE state = 'pending'"
+                              " AND (? IS NULL OR session_id = ?)", (session_id, session_id))
+    latest = rows[0][0] if rows else None
+    return latest is None or latest <= time.time()
+
+
+def _outbox_read(path: str, sql: str, params: tuple) -> list[tuple]:
     import sqlite3
 
     if not os.path.exists(path):
-        return {}
+        return []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
-        return dict(conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
+        return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
 

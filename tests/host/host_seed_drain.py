@@ -13,7 +13,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from host_kit import (HonchoProxy, HostWorld, honcho_action, honcho_client, honcho_status,  # noqa: E402
-                      outbox_counts, required_env, user_typed, wait_for)
+                      outbox_counts, outbox_due, required_env, user_typed, wait_for)
 
 PLUGIN = "honcho"
 SDK_TIMEOUT_S = 30  # a drain that waited for the SDK would take this long
@@ -43,8 +43,8 @@ class Drain(unittest.TestCase):
     def texts(self, ctx):
         return [m.content for m in honcho_client(self.world).session(f"chat-{ctx.id}").messages()]
 
-    def live(self):
-        counts = outbox_counts(self.world.outbox_path)
+    def live(self, ctx):
+        counts = outbox_counts(self.world.outbox_path, f"chat-{ctx.id}")
         return counts.get("pending", 0) + counts.get("leased", 0)
 
     def test_drain_returns_in_about_5_s_when_the_server_never_answers_and_loses_nothing(self):
@@ -61,7 +61,7 @@ class Drain(unittest.TestCase):
         self.assertLess(elapsed, DRAIN_S + SLACK_S, "the drain is bounded, whatever the SDK timeout")
         self.assertGreaterEqual(elapsed, DRAIN_S - 0.5, "it kept trying for its 5 s")
         self.assertEqual(result["delivered"], 0)
-        self.assertEqual(self.live(), len(sent), "nothing lost while the server hangs")
+        self.assertEqual(self.live(ctx), len(sent), "nothing lost while the server hangs")
 
         self.proxy.release()
         wait_for(lambda: self.texts(ctx) == sent, 20, "the held messages, once each, in order")
@@ -82,7 +82,7 @@ class Drain(unittest.TestCase):
         result = honcho_action(self.host, "drain")
         self.assertEqual(result["delivered"], 0)
         self.assertEqual(self.texts(second), [], "nothing sent while the plugin is off")
-        self.assertEqual(self.live(), len(queued))
+        self.assertEqual(self.live(second), len(queued))
 
         self.host.toggle(PLUGIN, True)
         result = honcho_action(self.host, "drain")
@@ -99,13 +99,12 @@ class Drain(unittest.TestCase):
         self.host.toggle(PLUGIN, False)
         self.host.hook(PLUGIN, "pre_update")  # stops the worker, as before an update
         self.proxy.release()  # Honcho is back
-        wait_for(lambda: honcho_status(self.host)["queue"]["next_attempt_in_s"] == 0, 10,
-                 "the events to be due again")
+        wait_for(lambda: outbox_due(self.world.outbox_path, f"chat-{ctx.id}"), 10, "the events to be due again")
 
         result = honcho_action(self.host, "drain")
         self.assertEqual(result["delivered"], 0)
         self.assertEqual(self.texts(ctx), [], "nothing sent while the plugin is off")
-        self.assertEqual(self.live(), len(queued))
+        self.assertEqual(self.live(ctx), len(queued))
 
         self.host.toggle(PLUGIN, True)
         result = honcho_action(self.host, "drain")
