@@ -6,6 +6,7 @@ import { callJsonApi } from "/js/api.js";
 import {
   toastFrontendError,
   toastFrontendSuccess,
+  toastFrontendWarning,
 } from "/components/notifications/notification-store.js";
 
 const STATUS_API = "/plugins/honcho/honcho_status";
@@ -20,6 +21,12 @@ export const ACTIONS = [
   { id: "retry_dead", label: "Retry dead" },
   { id: "clear_cache", label: "Clear cache" },
 ];
+
+// A check that ran can still have failed: the API failing is an error, only the MCP server a warning.
+function toastFor(action, result) {
+  if (action !== "check" || (result.api.ok && result.mcp.ok)) return toastFrontendSuccess;
+  return result.api.ok ? toastFrontendWarning : toastFrontendError;
+}
 
 function describe(action, result) {
   switch (action) {
@@ -96,7 +103,7 @@ export const store = createStore("honchoHub", {
     this.running = action;
     try {
       const answer = await callJsonApi(ACTION_API, { action });
-      if (answer.ok) toastFrontendSuccess(describe(action, answer.result), "Honcho");
+      if (answer.ok) toastFor(action, answer.result)(describe(action, answer.result), "Honcho");
       else toastFrontendError(answer.error || (answer.result && answer.result.error) || "Action failed", "Honcho");
     } catch (e) {
       toastFrontendError("The action could not reach Agent Zero", "Honcho");
