@@ -65,6 +65,7 @@ class HonchoGateway:
         self._lock = threading.Lock()
         self._client: Any = None
         self._client_key: str | None = None
+        self._http: httpx.Client | None = None  # ours: the SDK closes only clients it made itself
         self._sessions: dict[str, Any] = {}
         self._session_peers: dict[str, set[str]] = {}
 
@@ -183,19 +184,22 @@ class HonchoGateway:
         with self._lock:
             if self._client is None or key != self._client_key:
                 self._reset_client()
+                self._http = self._http_client_factory()
                 self._client = sdk().Honcho(api_key=key or None, base_url=self.api_url,
                                             workspace_id=self.workspace_id, max_retries=0,
-                                            timeout=self._timeout_s, http_client=self._http_client_factory())
+                                            timeout=self._timeout_s, http_client=self._http)
                 self._client_key = key
             return self._client
 
     def _reset_client(self) -> None:
-        if self._client is not None:
+        # The SDK leaves an HTTP client it was given open, so its connections would linger until garbage
+        # collection (after close(), a stopped worker or a changed key): we close the one we made.
+        if self._http is not None:
             try:
-                self._client._http.close()  # noqa: SLF001 - the SDK offers no public close
+                self._http.close()
             except Exception:
-                pass  # closing a half-built client is best effort
-        self._client, self._client_key = None, None
+                pass  # closing is best effort
+        self._client, self._client_key, self._http = None, None, None
         self._sessions.clear()
         self._session_peers.clear()
         self._scopes.clear()

@@ -131,7 +131,7 @@ class HonchoProxy:
     Records every request; `mode` says what happens to the next ones: "forward" (answer from the real
     Honcho, after `delay_s`), "hold" (keep the request open without an answer until `release()`, then
     forward it; a client that gives up first is recorded as such) or "drop" (close the connection
-    without an answer). Counts requests in flight at once (`max_in_flight`).
+    without an answer). Counts requests in flight at once (`max_in_flight`) and open client connections.
     """
 
     def __init__(self, upstream: str, mode: str = "forward", delay_s: float = 0.0) -> None:
@@ -143,6 +143,7 @@ class HonchoProxy:
         self.requests: list[ProxiedRequest] = []
         self.lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0
+        self.open_connections = 0  # client connections not yet closed (keep-alive ones included)
         self._released = threading.Event()
         self._closed = threading.Event()
         proxy = self
@@ -154,6 +155,18 @@ class HonchoProxy:
                 proxy._handle(self)
 
             do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+            def setup(self) -> None:
+                super().setup()
+                with proxy.lock:
+                    proxy.open_connections += 1
+
+            def finish(self) -> None:
+                try:
+                    super().finish()
+                finally:
+                    with proxy.lock:
+                        proxy.open_connections -= 1
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -1,7 +1,8 @@
 """Seed guarantee: uninstall() keeps the configured outbox file with its queued rows and stops the worker.
 
 Real Agent Zero v1.7 (the hook called as the installer calls it, the capture extension) and a real
-Honcho behind a loopback proxy that drops connections, so the captured messages stay queued.
+Honcho behind a loopback proxy that drops connections (so the captured messages stay queued) or
+forwards them and counts the connections left open.
 """
 
 import os
@@ -11,8 +12,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HonchoProxy, HostWorld, honcho_status, outbox_counts, plugin_threads,  # noqa: E402
-                      required_env, user_typed, wait_for)
+from host_kit import (HonchoProxy, HostWorld, delivered, honcho_status, outbox_counts,  # noqa: E402
+                      plugin_threads, required_env, user_typed, wait_for)
 
 PLUGIN = "honcho"
 WORKER_THREAD = "honcho-hub-delivery"
@@ -27,7 +28,7 @@ def sender_threads():
 class Uninstall(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"), mode="drop")  # Honcho unreachable
+        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
         cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
         cls.host = cls.world.host
 
@@ -36,6 +37,7 @@ class Uninstall(unittest.TestCase):
         cls.proxy.close()
 
     def test_uninstall_keeps_the_outbox_and_its_queued_rows_and_stops_the_worker(self):
+        self.proxy.mode = "drop"  # Honcho unreachable: the messages stay queued
         ctx = self.host.new_chat()
         queued = [f"queued before uninstall {n}" for n in range(3)]
         for text in queued:
@@ -50,13 +52,28 @@ class Uninstall(unittest.TestCase):
         self.assertGreaterEqual(report["workers"], 1)
         self.assertEqual(report["stopped"], report["workers"])
         self.assertTrue(os.path.isfile(self.world.outbox_path), "the configured outbox file is kept")
-        self.assertEqual(outbox_counts(self.world.outbox_path), {"pending": len(queued)})
+        session = f"chat-{ctx.id}"
+        self.assertEqual(outbox_counts(self.world.outbox_path, session), {"pending": len(queued)})
         conn = sqlite3.connect(f"file:{self.world.outbox_path}?mode=ro", uri=True)
         try:
-            kept = [row[0] for row in conn.execute("SELECT content FROM events ORDER BY seq")]
+            kept = [row[0] for row in conn.execute("SELECT content FROM events WHERE session_id = ? ORDER BY seq",
+                                                   (session,))]
         finally:
             conn.close()
         self.assertEqual(kept, queued, "the queued messages are intact, in order")
+
+
+    def test_uninstall_closes_the_workers_connections_to_honcho(self):
+        self.proxy.mode = "forward"
+        ctx = self.host.new_chat()
+        user_typed(ctx, "delivered before uninstall")
+        wait_for(lambda: delivered(self.world, f"chat-{ctx.id}", 1), 15, "the message in the real Honcho")
+        self.assertGreaterEqual(self.proxy.open_connections, 1, "the worker keeps its connection alive")
+
+        self.host.hook(PLUGIN, "uninstall")
+
+        self.assertEqual(plugin_threads(WORKER_THREAD), [])
+        wait_for(lambda: self.proxy.open_connections == 0, 5, "every connection of the stopped worker closed")
 
 
 if __name__ == "__main__":
