@@ -17,6 +17,7 @@ from host_kit import (HonchoProxy, HostWorld, delivered, honcho_status, outbox_c
 
 PLUGIN = "honcho"
 WORKER_THREAD = "honcho-hub-delivery"
+HANGING_SDK_TIMEOUT_S = 7  # longer than uninstall's 5 s wait for the worker
 
 
 def sender_threads():
@@ -74,6 +75,26 @@ class Uninstall(unittest.TestCase):
 
         self.assertEqual(plugin_threads(WORKER_THREAD), [])
         wait_for(lambda: self.proxy.open_connections == 0, 5, "every connection of the stopped worker closed")
+
+
+    def test_uninstall_during_a_hanging_send_reports_the_worker_as_not_yet_stopped(self):
+        self.host.save_config(PLUGIN, {"sdk_timeout_s": HANGING_SDK_TIMEOUT_S})
+        self.proxy.hold()  # Honcho takes the request and never answers
+        try:
+            ctx = self.host.new_chat()
+            user_typed(ctx, "on the wire when uninstall comes")
+            wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10, "a send hanging at the proxy")
+
+            report = self.host.hook(PLUGIN, "uninstall")
+
+            still_running = plugin_threads(WORKER_THREAD)
+            self.assertEqual(len(still_running), 1, "the hanging send outlives uninstall's 5 s wait")
+            self.assertEqual(report["stopped"], report["workers"] - 1, "the report says so")
+            wait_for(lambda: not still_running[0].is_alive(), HANGING_SDK_TIMEOUT_S, "the worker to end")
+            self.assertEqual(outbox_counts(self.world.outbox_path, f"chat-{ctx.id}"), {"pending": 1})
+        finally:
+            self.proxy.release()
+            self.host.save_config(PLUGIN, {})
 
 
 if __name__ == "__main__":
