@@ -202,6 +202,7 @@ class HonchoProxy:
     # -- internals ---------------------------------------------------------------------------------
 
     def _handle(self, handler: Any) -> None:
+        import socket
         from urllib.parse import parse_qs, urlsplit
 
         length = int(handler.headers.get("Content-Length") or 0)
@@ -213,15 +214,14 @@ class HonchoProxy:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            mode = self.mode
-            if mode == "hold" and not self._wait_for_release(handler):
+            if self.mode == "hold" and not self._wait_for_release(handler):
                 record.outcome = "client_gave_up"
                 handler.close_connection = True
                 return
-            if self.mode == "drop" or mode == "drop":
+            if self.mode == "drop":
                 record.outcome = "dropped"
                 handler.close_connection = True
-                handler.connection.shutdown(2)
+                handler.connection.shutdown(socket.SHUT_RDWR)
                 return
             if self.delay_s:
                 self._closed.wait(self.delay_s)
@@ -280,6 +280,12 @@ def outbox_counts(path: str, session_id: str | None = None) -> dict[str, int]:
     rows = _outbox_read(path, "SELECT state, count(*) FROM events WHERE ? IS NULL OR session_id = ?"
                               " GROUP BY state", (session_id, session_id))
     return dict(rows)
+
+
+def outbox_rows(path: str, session_id: str | None = None) -> list[tuple[str, str | None, str]]:
+    """(state, error code, content) of each row (only `session_id`'s when given), in capture order."""
+    return _outbox_read(path, "SELECT state, error_code, content FROM events WHERE ? IS NULL OR session_id = ?"
+                              " ORDER BY seq", (session_id, session_id))
 
 
 def outbox_due(path: str, session_id: str | None = None) -> bool:

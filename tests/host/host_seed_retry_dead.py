@@ -13,8 +13,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HostWorld, honcho_action, honcho_client, honcho_status, outbox_counts, required_env,  # noqa: E402
-                      user_typed, wait_for)
+from host_kit import (HostWorld, honcho_action, honcho_client, honcho_status, outbox_counts,  # noqa: E402
+                      outbox_rows, required_env, user_typed, wait_for)
 
 PLUGIN = "honcho"
 DEAD_LETTERS = 105  # more than one retry_dead may requeue
@@ -64,6 +64,8 @@ class RetryDead(unittest.TestCase):
             user_typed(ctx, f"dead letter number {n}")
         wait_for(lambda: outbox_counts(self.world.outbox_path).get("dead", 0) >= DEAD_LETTERS, 60,
                  f"{DEAD_LETTERS} dead letters")
+        codes = {code for _, code, _ in outbox_rows(self.world.outbox_path, f"chat-{ctx.id}")}
+        self.assertEqual(codes, {"http_404"}, "each event refused by the real server")
         self.host.toggle(PLUGIN, False)  # the worker pauses: requeued rows stay visible as pending
         before = outbox_counts(self.world.outbox_path)
 

@@ -6,14 +6,13 @@ forwards them and counts the connections left open.
 """
 
 import os
-import sqlite3
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from host_kit import (HonchoProxy, HostWorld, delivered, honcho_status, outbox_counts,  # noqa: E402
-                      plugin_threads, required_env, user_typed, wait_for)
+                      outbox_rows, plugin_threads, required_env, user_typed, wait_for)
 
 PLUGIN = "honcho"
 WORKER_THREAD = "honcho-hub-delivery"
@@ -55,12 +54,7 @@ class Uninstall(unittest.TestCase):
         self.assertTrue(os.path.isfile(self.world.outbox_path), "the configured outbox file is kept")
         session = f"chat-{ctx.id}"
         self.assertEqual(outbox_counts(self.world.outbox_path, session), {"pending": len(queued)})
-        conn = sqlite3.connect(f"file:{self.world.outbox_path}?mode=ro", uri=True)
-        try:
-            kept = [row[0] for row in conn.execute("SELECT content FROM events WHERE session_id = ? ORDER BY seq",
-                                                   (session,))]
-        finally:
-            conn.close()
+        kept = [content for _, _, content in outbox_rows(self.world.outbox_path, session)]
         self.assertEqual(kept, queued, "the queued messages are intact, in order")
 
 
