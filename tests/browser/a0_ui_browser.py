@@ -209,21 +209,25 @@ class SettingsPageTest(UiCase):
         return page.locator('.modal-footer .btn-ok[\\@click="context.save()"]')
 
     def assert_laid_out(self, page):
+        """Every section and field spans the modal's content; labels and inputs form two aligned columns.
+        Measured on Agent Zero's own classes (section-title, field…), so a rule of anyone's that squeezes
+        the page shows."""
         body = page.locator(".plugin-settings-body")
         content = body.evaluate("(el) => { const c = getComputedStyle(el), b = el.getBoundingClientRect();"
                                 " return b.width - parseFloat(c.paddingLeft) - parseFloat(c.paddingRight); }")
-        groups = page.locator(".honcho-config-group")
-        self.assertEqual(groups.count(), 8)
-        for i in range(groups.count()):
-            with self.subTest(group=groups.nth(i).get_attribute("data-group")):
-                self.assertAlmostEqual(self.box(groups.nth(i))["width"], content, delta=PX)
-                self.assertEqual(groups.nth(i).evaluate("(el) => getComputedStyle(el).display"), "block")
-        labels = {round(self.box(page.locator(".honcho-config .field-label").nth(i))["left"])
-                  for i in range(page.locator(".honcho-config .field-label").count())}
-        controls = {round(self.box(page.locator(".honcho-config .field-control").nth(i))["left"])
-                    for i in range(page.locator(".honcho-config .field-control").count())}
+        self.assertEqual(page.locator(".honcho-config-group").count(), 8)
+        for kind in (".section-title", ".section-description", ".field"):
+            boxes = page.locator(f".plugin-settings-body {kind}")
+            self.assertGreater(boxes.count(), 7, kind)
+            for i in range(boxes.count()):
+                with self.subTest(element=kind, index=i):
+                    self.assertAlmostEqual(self.box(boxes.nth(i))["width"], content, delta=PX)
+        labels = {round(self.box(page.locator(".plugin-settings-body .field-label").nth(i))["left"])
+                  for i in range(page.locator(".plugin-settings-body .field-label").count())}
+        controls = {round(self.box(page.locator(".plugin-settings-body .field-control").nth(i))["left"])
+                    for i in range(page.locator(".plugin-settings-body .field-control").count())}
         self.assertEqual((len(labels), len(controls)), (1, 1), (labels, controls))
-        field = self.box(page.locator(".honcho-config .field").first)
+        field = self.box(page.locator(".plugin-settings-body .field").first)
         self.assertGreater(controls.pop() - field["left"], 0.5 * field["width"])  # label column, then control
 
     def test_global_scope_lays_out_and_refuses_an_out_of_range_value(self):
