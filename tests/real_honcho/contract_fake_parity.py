@@ -94,6 +94,11 @@ def session_search_ranks_the_match_first(gw, ws):
     return gw.call(lambda c: gw.reader_session("p-rank").search("sky", limit=5))[0].content
 
 
+def session_search_without_a_shared_word_answers_the_nearest(gw, ws):
+    gw.send(user_events("p-near", ["apples are red", "the sky is blue"], workspace_id=ws))
+    return sorted(m.content for m in gw.call(lambda c: gw.reader_session("p-near").search("zebra", limit=5)))
+
+
 def conclusions_round_trip(gw, ws):
     gw.send(user_events("p-concl", ["hello"], workspace_id=ws))
     view = gw.call(lambda c: gw.reader_peer(AGENT).conclusions_of(USER))
@@ -140,7 +145,8 @@ REFUSALS = {
 SCENARIOS = {f.__name__: f for f in (
     observation_settings, ordered_messages, nul_bytes_stripped, messages_to_an_unseen_session_create_it,
     event_id_lookup, empty_listing, paging, context_of_an_unseen_session, context_window, scope_backfill,
-    scoped_workspace_search, session_search_ranks_the_match_first, conclusions_round_trip, dream_accepted)}
+    scoped_workspace_search, session_search_ranks_the_match_first, session_search_without_a_shared_word_answers_the_nearest,
+    conclusions_round_trip, dream_accepted)}
 SCENARIOS.update({name: refusal(request) for name, request in REFUSALS.items()})
 
 
