@@ -71,7 +71,7 @@ class ScriptedConversationTest(unittest.TestCase):
         everything = "\n".join(m.content for m in self.messages)
         for text in (TO_SUBORDINATE, SUBORDINATE_RESULT, "wait", "tool_name", "user_intervention"):
             self.assertNotIn(text, everything)
-        sessions = [s.id for s in host_kit.honcho_client(world).sessions()]
+        sessions = [s.id for s in world.honcho().sessions()]
         self.assertEqual(sessions, [self.session_id], "a subordinate or tool made its own session")
 
     def test_the_key_and_the_secret_value_are_redacted(self) -> None:
@@ -90,7 +90,7 @@ class ScriptedConversationTest(unittest.TestCase):
         self.assertEqual(roles, ["user", "user", "agent", "user", "agent"])
 
     def test_the_session_holds_exactly_the_two_configured_peers(self) -> None:
-        peers = {p.id for p in host_kit.honcho_client(world).session(self.session_id).peers()}
+        peers = {p.id for p in world.honcho().session(self.session_id).peers()}
         self.assertEqual(peers, {"user", "agent-zero"})
 
 

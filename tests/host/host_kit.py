@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import unittest
 import uuid
 from typing import Any, Callable
 
@@ -67,17 +68,41 @@ class HostWorld:
         import a0host
 
         self.host = a0host.start(self.tree)
+        self._clients: dict[str, Any] = {}
 
     def honcho(self, workspace_id: str | None = None):
-        """A client of the real Honcho, outside the plugin, to check what arrived."""
+        """A client of the real Honcho, outside the plugin, to check what arrived (one per workspace)."""
         from honcho import Honcho
 
-        return Honcho(base_url=self.honcho_url, workspace_id=workspace_id or self.workspace_id,
-                      api_key=os.environ.get("HONCHO_REAL_ADMIN_KEY") or None, max_retries=0, timeout=15)
+        workspace_id = workspace_id or self.workspace_id
+        if workspace_id not in self._clients:
+            self._clients[workspace_id] = Honcho(base_url=self.honcho_url, workspace_id=workspace_id,
+                                                 api_key=os.environ.get("HONCHO_REAL_ADMIN_KEY") or None,
+                                                 max_retries=0, timeout=15)
+        return self._clients[workspace_id]
 
     def session_messages(self, session_id: str) -> list[Any]:
         """Messages the real Honcho holds for a session, oldest first."""
         return list(self.honcho().session(session_id).messages())
+
+    def chat_texts(self, ctx: Any) -> list[str]:
+        """What the real Honcho holds for a chat, oldest first."""
+        return [m.content for m in self.session_messages(f"chat-{ctx.id}")]
+
+
+class ProxiedHostCase(unittest.TestCase):
+    """Tests whose Agent Zero reaches the real Honcho through a HonchoProxy, to make faults on the wire."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
+        cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
+        cls.host = cls.world.host
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.proxy.release()
+        cls.proxy.close()
 
 
 def staged_plugin(tmp: str) -> str:
@@ -334,23 +359,12 @@ def plugin_threads(name: str | None = None) -> list[threading.Thread]:
 
 # -- additions for the host suites of issue 10 (install, conversation, recall, tool, api, toggle, ...) --
 
-_clients: dict[tuple[str, str], Any] = {}
-
-
-def honcho_client(world: HostWorld, workspace_id: str | None = None) -> Any:
-    """One reused client of the real Honcho per workspace (HostWorld.honcho() makes a new one a call)."""
-    key = (world.honcho_url, workspace_id or world.workspace_id)
-    if key not in _clients:
-        _clients[key] = world.honcho(workspace_id)
-    return _clients[key]
-
-
 def conclusions(world: HostWorld, observer: str = "agent-zero", observed: str = "user") -> list[Any]:
     """The conclusions `observer` holds about `observed` in the world's workspace (first 100)."""
-    return list(honcho_client(world).peer(observer).conclusions_of(observed).list(size=100).items)
+    return list(world.honcho().peer(observer).conclusions_of(observed).list(size=100).items)
 
 
 def delivered(world: HostWorld, session_id: str, count: int) -> list[Any] | None:
     """The session's messages in the real Honcho once there are at least `count` (for wait_for)."""
-    messages = list(honcho_client(world).session(session_id).messages())
+    messages = world.session_messages(session_id)
     return messages if len(messages) >= count else None

@@ -11,30 +11,21 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HonchoProxy, HostWorld, honcho_client, honcho_status, required_env,  # noqa: E402
+from host_kit import (ProxiedHostCase, honcho_status,  # noqa: E402
                       user_typed, wait_for)
 
 PLUGIN = "honcho"
 
 
-class DeliverySettings(unittest.TestCase):
+class DeliverySettings(ProxiedHostCase):
     @classmethod
     def setUpClass(cls):
-        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
-        cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
-        cls.host = cls.world.host
+        super().setUpClass()
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.release()
-        cls.proxy.close()
 
     def setUp(self):
         self.proxy.release()
         self.proxy.delay_s = 0.0
-
-    def texts(self, ctx):
-        return [m.content for m in honcho_client(self.world).session(f"chat-{ctx.id}").messages()]
 
     def test_a_send_to_a_server_that_never_answers_gives_up_after_sdk_timeout_s(self):
         self.host.save_config(PLUGIN, {"sdk_timeout_s": 1, "circuit_base_s": 1, "poll_interval_s": 0.5})
@@ -48,7 +39,7 @@ class DeliverySettings(unittest.TestCase):
         self.assertLess(held_s, 2.5, "about 1 s, not the default 10 s")
 
         self.proxy.release()
-        wait_for(lambda: self.texts(ctx) == ["a send that meets a hanging server"], 15,
+        wait_for(lambda: self.world.chat_texts(ctx) == ["a send that meets a hanging server"], 15,
                  "delivery once the server answers again")
         self.assertEqual(honcho_status(self.host)["worker"]["last_error_code"], "timeout")
 
@@ -64,7 +55,7 @@ class DeliverySettings(unittest.TestCase):
         self.proxy.delay_s = 0.3  # every answer takes a while: sends of different chats overlap
         self.proxy.release()
         for n, ctx in enumerate(chats):
-            wait_for(lambda: self.texts(ctx) == [f"message of chat {n}"], 20, f"chat {n}'s message")
+            wait_for(lambda: self.world.chat_texts(ctx) == [f"message of chat {n}"], 20, f"chat {n}'s message")
         self.assertEqual(self.proxy.max_in_flight, senders, "never more than `concurrency`, and all of them used")
 
 

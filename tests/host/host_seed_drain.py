@@ -12,8 +12,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HonchoProxy, HostWorld, honcho_action, honcho_client, honcho_status,  # noqa: E402
-                      outbox_counts, outbox_due, required_env, user_typed, wait_for)
+from host_kit import (ProxiedHostCase, honcho_action, honcho_status,  # noqa: E402
+                      outbox_counts, outbox_due, user_typed, wait_for)
 
 PLUGIN = "honcho"
 SDK_TIMEOUT_S = 30  # a drain that waited for the SDK would take this long
@@ -21,27 +21,18 @@ DRAIN_S = 5.0
 SLACK_S = 3.0
 
 
-class Drain(unittest.TestCase):
+class Drain(ProxiedHostCase):
     @classmethod
     def setUpClass(cls):
-        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
-        cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
-        cls.host = cls.world.host
+        super().setUpClass()
         cls.host.save_config(PLUGIN, {"sdk_timeout_s": SDK_TIMEOUT_S, "circuit_base_s": 1, "concurrency": 1,
                                       "poll_interval_s": 0.5})
         honcho_status(cls.host)  # Agent Zero builds its API app on the first call (seconds): not timed
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.release()
-        cls.proxy.close()
 
     def setUp(self):
         self.proxy.release()
         self.host.toggle(PLUGIN, True)
-
-    def texts(self, ctx):
-        return [m.content for m in honcho_client(self.world).session(f"chat-{ctx.id}").messages()]
 
     def live(self, ctx):
         counts = outbox_counts(self.world.outbox_path, f"chat-{ctx.id}")
@@ -64,7 +55,7 @@ class Drain(unittest.TestCase):
         self.assertEqual(self.live(ctx), len(sent), "nothing lost while the server hangs")
 
         self.proxy.release()
-        wait_for(lambda: self.texts(ctx) == sent, 20, "the held messages, once each, in order")
+        wait_for(lambda: self.world.chat_texts(ctx) == sent, 20, "the held messages, once each, in order")
 
     def test_drain_delivers_nothing_while_the_plugin_is_switched_off(self):
         self.proxy.hold()
@@ -77,17 +68,17 @@ class Drain(unittest.TestCase):
             user_typed(second, text)
         self.host.toggle(PLUGIN, False)
         self.proxy.release()  # the send already on the wire may finish; nothing new may start
-        wait_for(lambda: self.texts(first), 20, "the send that was in flight")
+        wait_for(lambda: self.world.chat_texts(first), 20, "the send that was in flight")
 
         result = honcho_action(self.host, "drain")
         self.assertEqual(result["delivered"], 0)
-        self.assertEqual(self.texts(second), [], "nothing sent while the plugin is off")
+        self.assertEqual(self.world.chat_texts(second), [], "nothing sent while the plugin is off")
         self.assertEqual(self.live(second), len(queued))
 
         self.host.toggle(PLUGIN, True)
         result = honcho_action(self.host, "drain")
         self.assertEqual(result["delivered"], len(queued))
-        self.assertEqual(self.texts(second), queued)
+        self.assertEqual(self.world.chat_texts(second), queued)
 
     def test_drain_delivers_nothing_while_switched_off_even_with_no_worker_running(self):
         self.proxy.mode = "drop"  # Honcho unreachable: the events wait for a later attempt
@@ -103,13 +94,13 @@ class Drain(unittest.TestCase):
 
         result = honcho_action(self.host, "drain")
         self.assertEqual(result["delivered"], 0)
-        self.assertEqual(self.texts(ctx), [], "nothing sent while the plugin is off")
+        self.assertEqual(self.world.chat_texts(ctx), [], "nothing sent while the plugin is off")
         self.assertEqual(self.live(ctx), len(queued))
 
         self.host.toggle(PLUGIN, True)
         result = honcho_action(self.host, "drain")
         self.assertEqual(result["delivered"], len(queued))
-        self.assertEqual(self.texts(ctx), queued)
+        self.assertEqual(self.world.chat_texts(ctx), queued)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HonchoProxy, HostWorld, conclusions, delivered, required_env,  # noqa: E402
+from host_kit import (ProxiedHostCase, conclusions, delivered,  # noqa: E402
                       wait_for)
 
 PLUGIN = "honcho"
@@ -25,12 +25,10 @@ MESSAGES_TITLE = "Relevant recent messages"
 CONCLUSIONS_TITLE = "Relevant conclusions about the user"
 
 
-class RecallSettings(unittest.TestCase):
+class RecallSettings(ProxiedHostCase):
     @classmethod
     def setUpClass(cls):
-        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
-        cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
-        cls.host = cls.world.host
+        super().setUpClass()
         cls.host.script("Noted: a blue boat named Petrel.")
         cls.ctx = cls.host.new_chat()
         cls.host.turn(cls.ctx, FACT)
@@ -38,9 +36,6 @@ class RecallSettings(unittest.TestCase):
         wait_for(lambda: any("Petrel" in c.content for c in conclusions(cls.world)), 90,
                  "the deriver's conclusion about Petrel")
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.close()
 
     def recall_turn(self, settings, text):
         """One turn with these settings saved; its recall request (and Honcho's answer) and its pack."""

@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HostWorld, honcho_action, honcho_client, honcho_status, outbox_counts,  # noqa: E402
+from host_kit import (HostWorld, honcho_action, honcho_status, outbox_counts,  # noqa: E402
                       outbox_rows, required_env, user_typed, wait_for)
 
 PLUGIN = "honcho"
@@ -55,7 +55,7 @@ class RetryDead(unittest.TestCase):
         return honcho_status(self.host)
 
     def messages(self, ctx):
-        return list(honcho_client(self.world).session(f"chat-{ctx.id}").messages())
+        return list(self.world.honcho().session(f"chat-{ctx.id}").messages())
 
     def test_retry_dead_requeues_at_most_100_dead_letters(self):
         os.environ["HONCHO_API_URL"] = self.real_url + "/not-the-api"  # the real server: 404 for everything

@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import HostWorld, delivered, honcho_client, honcho_status, plugin_threads, wait_for  # noqa: E402
+from host_kit import HostWorld, delivered, honcho_status, plugin_threads, wait_for  # noqa: E402
 
 PROJECT = "seedproj"
 SCOPE = "a0-seedproj"
@@ -29,7 +29,7 @@ class ScopeRegistrar(unittest.TestCase):
         cls.host.create_project(PROJECT)
 
     def scope_sessions(self):
-        return [s.id for s in honcho_client(self.world).scope(SCOPE).sessions()]
+        return [s.id for s in self.world.honcho().scope(SCOPE).sessions()]
 
     def api(self, path, body):
         response = self.host.api(path, body)

@@ -11,8 +11,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HonchoProxy, HostWorld, delivered, honcho_status, outbox_counts,  # noqa: E402
-                      outbox_rows, plugin_threads, required_env, user_typed, wait_for)
+from host_kit import (ProxiedHostCase, delivered, honcho_status, outbox_counts,  # noqa: E402
+                      outbox_rows, plugin_threads, user_typed, wait_for)
 
 PLUGIN = "honcho"
 WORKER_THREAD = "honcho-hub-delivery"
@@ -25,16 +25,11 @@ def sender_threads():
     return [t for t in threading.enumerate() if t.name.startswith("honcho-hub-sender") and t.is_alive()]
 
 
-class Uninstall(unittest.TestCase):
+class Uninstall(ProxiedHostCase):
     @classmethod
     def setUpClass(cls):
-        cls.proxy = HonchoProxy(required_env("HONCHO_REAL_URL"))
-        cls.world = HostWorld(env={"HONCHO_API_URL": cls.proxy.url})
-        cls.host = cls.world.host
+        super().setUpClass()
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.proxy.close()
 
     def test_uninstall_keeps_the_outbox_and_its_queued_rows_and_stops_the_worker(self):
         self.proxy.mode = "drop"  # Honcho unreachable: the messages stay queued

@@ -93,12 +93,12 @@ class RememberSearchForgetTest(unittest.TestCase):
         self.assertNotIn(conclusion_id, {c.id for c in host_kit.conclusions(world)})
 
     def test_forget_refuses_another_peers_conclusion(self) -> None:
-        other = host_kit.honcho_client(world).peer("user").conclusions_of("user").create(
+        other = world.honcho().peer("user").conclusions_of("user").create(
             [{"content": "The user thinks of themselves as a sailor."}])[0]
         text = tool(action="forget", id=other.id, confirm=True)
         self.assertEqual(text, f"Conclusion {other.id} is not one of the agent's conclusions about the user; "
                                "nothing deleted.")
-        left = host_kit.honcho_client(world).peer("user").conclusions_of("user").list(size=100).items
+        left = world.honcho().peer("user").conclusions_of("user").list(size=100).items
         self.assertIn(other.id, {c.id for c in left})
 
 
