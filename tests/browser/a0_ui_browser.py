@@ -116,10 +116,17 @@ class UiCase(unittest.TestCase):
         self.addCleanup(page.close)
         if block_ours:
             page.route(OUR_FILES, lambda route: route.abort())
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)[:200]))
         page.goto(ui.url, wait_until="networkidle")
         if page.locator("#left-panel.hidden").count():
             page.click("#toggle-sidebar")
-        page.locator(".pref-section .pref-header").wait_for()
+        try:
+            page.locator(".pref-section .pref-header").wait_for(timeout=60_000)
+        except Exception as exc:  # say what the page showed instead
+            page.screenshot(path=os.path.join(shots, f"failed-load-{uuid.uuid4().hex[:6]}.png"))
+            shown = page.evaluate("() => document.body.innerText.slice(0, 400)")
+            raise AssertionError(f"Agent Zero's sidebar did not render: {shown!r}; page errors: {errors}") from exc
         return page
 
     def open_settings(self, page, plugin_title: str):
