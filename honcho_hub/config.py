@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from .settings_spec import (
     DEFAULT_OUTBOX_PATH,
@@ -151,7 +151,7 @@ def build_settings(
     overrides = _honcho_vars(env)
     overrides.update(_honcho_vars(_mapping(secrets, "secrets", warnings)))  # secrets win
     values = {f.name: _resolve(f, plugin, overrides, warnings) for f in FIELDS}
-    warnings.extend(f"{problem} (kept: {RELATION_EFFECTS[names]})" for names, problem in relation_problems(values))
+    warnings.extend(f"{broken.problem} (kept: {broken.effect})" for broken in relation_problems(values))
     values["api_url"] = values["api_url"] or MODE_API_URLS[values["endpoint_mode"]]
     values["mcp_url"] = values["mcp_url"] or MODE_MCP_URLS[values["endpoint_mode"]]
     if values["outbox_path"] == DEFAULT_OUTBOX_PATH and not os.path.isdir(agent_zero_usr):
@@ -180,29 +180,32 @@ def apply_project_settings(
     return merged
 
 
-# Rules between settings that each fit their own bounds: (the settings involved, holds?, the problem).
-# The settings page refuses to save a value that breaks one. A config that breaks one anyway (edited by
-# hand, or saved before the rule) is kept, with a warning saying what that does: none of them is harmful.
-RELATIONS: tuple[tuple[tuple[str, ...], Callable[[Mapping[str, Any]], bool], str], ...] = (
-    (("retry_base_s", "retry_max_s"), lambda v: v["retry_base_s"] <= v["retry_max_s"],
-     "retry_base_s must not exceed retry_max_s"),
-    (("circuit_base_s", "circuit_max_s"), lambda v: v["circuit_base_s"] <= v["circuit_max_s"],
-     "circuit_base_s must not exceed circuit_max_s"),
-    (("scope_strategy", "scope_custom"), lambda v: v["scope_strategy"] != "custom" or bool(v["scope_custom"].strip()),
-     "scope_strategy custom needs a scope_custom name"),
+class Relation(NamedTuple):
+    """A rule between settings that each fit their own bounds."""
+
+    names: tuple[str, ...]
+    holds: Callable[[Mapping[str, Any]], bool]
+    problem: str
+    effect: str  # what a config that breaks it does anyway
+
+
+# The settings page refuses to save a value that breaks a relation. A config that breaks one anyway
+# (edited by hand, or saved before the rule) is kept, with a warning saying what that does: none of
+# them is harmful.
+RELATIONS = (
+    Relation(("retry_base_s", "retry_max_s"), lambda v: v["retry_base_s"] <= v["retry_max_s"],
+             "retry_base_s must not exceed retry_max_s", "every backoff waits up to retry_max_s"),
+    Relation(("circuit_base_s", "circuit_max_s"), lambda v: v["circuit_base_s"] <= v["circuit_max_s"],
+             "circuit_base_s must not exceed circuit_max_s", "every circuit wait is up to circuit_max_s"),
+    Relation(("scope_strategy", "scope_custom"),
+             lambda v: v["scope_strategy"] != "custom" or bool(v["scope_custom"].strip()),
+             "scope_strategy custom needs a scope_custom name", "chats get no scope"),
 )
 
 
-RELATION_EFFECTS = {
-    ("retry_base_s", "retry_max_s"): "every backoff waits up to retry_max_s",
-    ("circuit_base_s", "circuit_max_s"): "every circuit wait is up to circuit_max_s",
-    ("scope_strategy", "scope_custom"): "chats get no scope",
-}
-
-
-def relation_problems(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-    """The RELATIONS that valid, coerced `values` break: the settings involved and the problem."""
-    return [(names, problem) for names, holds, problem in RELATIONS if not holds(values)]
+def relation_problems(values: Mapping[str, Any]) -> list[Relation]:
+    """The RELATIONS that valid, coerced `values` break."""
+    return [relation for relation in RELATIONS if not relation.holds(values)]
 
 
 def state_dir_outbox(environ: Mapping[str, str]) -> str:

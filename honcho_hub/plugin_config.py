@@ -80,7 +80,7 @@ def save_problems(submitted: Any, is_project: bool, saved_global: Mapping[str, A
             values[name] = coerce(FIELDS_BY_NAME[name], raw)
         except InvalidValue as exc:
             problems.append(f"{name}: {exc}")
-    return problems + [problem for _, problem in relation_problems(values)]
+    return problems + [broken.problem for broken in relation_problems(values)]
 
 
 def _valid_or_default(name: str, raw: Any) -> Any:
