@@ -22,7 +22,6 @@ class DeliverySettings(ProxiedHostCase):
     def setUpClass(cls):
         super().setUpClass()
 
-
     def setUp(self):
         self.proxy.release()
         self.proxy.delay_s = 0.0

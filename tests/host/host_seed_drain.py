@@ -29,7 +29,6 @@ class Drain(ProxiedHostCase):
                                       "poll_interval_s": 0.5})
         honcho_status(cls.host)  # Agent Zero builds its API app on the first call (seconds): not timed
 
-
     def setUp(self):
         self.proxy.release()
         self.host.toggle(PLUGIN, True)

@@ -36,7 +36,6 @@ class RecallSettings(ProxiedHostCase):
         wait_for(lambda: any("Petrel" in c.content for c in conclusions(cls.world)), 90,
                  "the deriver's conclusion about Petrel")
 
-
     def recall_turn(self, settings, text):
         """One turn with these settings saved; its recall request (and Honcho's answer) and its pack."""
         self.host.save_config(PLUGIN, settings)

@@ -30,7 +30,6 @@ class Uninstall(ProxiedHostCase):
     def setUpClass(cls):
         super().setUpClass()
 
-
     def test_uninstall_keeps_the_outbox_and_its_queued_rows_and_stops_the_worker(self):
         self.proxy.mode = "drop"  # Honcho unreachable: the messages stay queued
         ctx = self.host.new_chat()
@@ -52,7 +51,6 @@ class Uninstall(ProxiedHostCase):
         kept = [content for _, _, content in outbox_rows(self.world.outbox_path, session)]
         self.assertEqual(kept, queued, "the queued messages are intact, in order")
 
-
     def test_uninstall_closes_the_workers_connections_to_honcho(self):
         self.proxy.mode = "forward"
         ctx = self.host.new_chat()
@@ -64,7 +62,6 @@ class Uninstall(ProxiedHostCase):
 
         self.assertEqual(plugin_threads(WORKER_THREAD), [])
         wait_for(lambda: self.proxy.open_connections == 0, 5, "every connection of the stopped worker closed")
-
 
     def test_uninstall_during_a_hanging_send_reports_the_worker_as_not_yet_stopped(self):
         self.host.save_config(PLUGIN, {"sdk_timeout_s": HANGING_SDK_TIMEOUT_S})
