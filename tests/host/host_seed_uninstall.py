@@ -26,10 +26,6 @@ def sender_threads():
 
 
 class Uninstall(ProxiedHostCase):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-
     def test_uninstall_keeps_the_outbox_and_its_queued_rows_and_stops_the_worker(self):
         self.proxy.mode = "drop"  # Honcho unreachable: the messages stay queued
         ctx = self.host.new_chat()
