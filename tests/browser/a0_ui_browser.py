@@ -10,6 +10,7 @@ are copied into `HONCHO_HUB_SCREENSHOTS` only when that variable names a folder 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -111,9 +112,11 @@ def tearDownModule():
 
 
 class UiCase(unittest.TestCase):
-    def open_page(self, block_ours: bool = False):
+    def open_page(self, block_ours: bool = False, fake_clock: bool = False):
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         self.addCleanup(page.close)
+        if fake_clock:  # timers advance only when the test says so
+            page.clock.install()
         if block_ours:
             page.route(OUR_FILES, lambda route: route.abort())
         errors: list[str] = []
@@ -153,6 +156,22 @@ class SidebarTest(UiCase):
         headline = page.locator(".honcho-sidebar-headline")
         wait_for(lambda: headline.inner_text() not in ("", "Checking…"), 15, "the collapsed line's first status")
         self.assertRegex(headline.inner_text(), r"^(Honcho not yet reached|\d+ queued · worker \w+)$")
+
+    def test_the_line_polls_light_status_every_30_s_and_the_open_panel_full_status_every_5_s(self):
+        page = self.open_page(fake_clock=True)
+        asked: list[bool] = []  # the `light` flag of each status request, in order
+        page.on("request", lambda r: asked.append(json.loads(r.post_data or "{}").get("light"))
+                if r.url.endswith("/plugins/honcho/honcho_status") else None)
+        page.clock.run_for(29_000)
+        self.assertEqual(asked, [], "no poll before 30 s")
+        page.clock.run_for(1_000)
+        wait_for(lambda: asked == [True], 10, "one light status request at 30 s")
+        page.click(".honcho-sidebar-line")
+        wait_for(lambda: asked == [True, False], 10, "a full status request when the panel opens")
+        page.clock.run_for(5_000)
+        wait_for(lambda: asked == [True, False, False], 10, "a full status request 5 s later")
+        page.click(".honcho-sidebar-line")
+        wait_for(lambda: asked == [True, False, False, True], 10, "back to light when the panel closes")
 
     def test_a_chat_is_delivered_and_each_action_answers_with_a_toast(self):
         # The only test that sends a chat: before it, nothing of this tree has reached Honcho.
