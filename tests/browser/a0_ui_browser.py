@@ -119,7 +119,7 @@ class UiCase(unittest.TestCase):
             page.clock.install()
         if block_ours:
             page.route(OUR_FILES, lambda route: route.abort())
-        errors: list[str] = []
+        errors = self.page_errors = []
         page.on("pageerror", lambda error: errors.append(str(error)[:200]))
         page.goto(ui.url, wait_until="networkidle")
         if page.locator("#left-panel.hidden").count():
@@ -138,6 +138,17 @@ class UiCase(unittest.TestCase):
         page.locator(".plugin-card", has_text=plugin_title).get_by_role("button", name="Config").click()
         page.locator(".plugin-settings-body").wait_for()
         page.wait_for_function("() => !document.querySelector('.plugin-settings-loading')?.offsetParent")
+
+    def new_chat(self, page) -> str:
+        """Click New Chat and wait until Agent Zero selected it (a message sent before that is lost)."""
+        page.locator("h3.welcome-action-title", has_text="New Chat").click()
+        try:
+            page.wait_for_function("() => !!Alpine.store('chats').selectedContext")
+        except Exception as exc:  # say what the chats store held instead
+            held = page.evaluate("() => { const c = Alpine.store('chats'); return {selected: c.selected,"
+                                 " contexts: (c.contexts || []).length}; }")
+            raise AssertionError(f"the new chat was not selected: {held}; page errors: {self.page_errors}") from exc
+        return page.evaluate("() => globalThis.getContext()")
 
     def box(self, locator) -> dict:
         return locator.evaluate(BOX)
@@ -179,9 +190,7 @@ class SidebarTest(UiCase):
         headline = page.locator(".honcho-sidebar-headline")
         wait_for(lambda: headline.inner_text() == "Honcho not yet reached", 15, "the neutral line before any chat")
         self.assertIn("honcho-sidebar-neutral", page.locator(".honcho-sidebar-dot").get_attribute("class"))
-        page.locator("h3.welcome-action-title", has_text="New Chat").click()
-        page.wait_for_function("() => !!Alpine.store('chats').selectedContext")
-        context_id = page.evaluate("() => globalThis.getContext()")
+        context_id = self.new_chat(page)
         page.fill("#chat-input", "I keep two sailing boats at the marina")
         page.press("#chat-input", "Enter")
         page.get_by_text(SCRIPTED_ANSWER).first.wait_for(timeout=60_000)
