@@ -138,6 +138,9 @@ class UiCase(unittest.TestCase):
         page.locator(".plugin-card", has_text=plugin_title).get_by_role("button", name="Config").click()
         page.locator(".plugin-settings-body").wait_for()
         page.wait_for_function("() => !document.querySelector('.plugin-settings-loading')?.offsetParent")
+        # Modals slide in: measure once every finite animation has ended (spinners run forever).
+        page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running'"
+                               " || a.effect.getComputedTiming().endTime === Infinity)")
 
     def new_chat(self, page) -> str:
         """Click New Chat and wait until Agent Zero selected it (a message sent before that is lost)."""
