@@ -113,6 +113,25 @@ def tearDownModule():
 
 class UiCase(unittest.TestCase):
     def open_page(self, block_ours: bool = False, fake_clock: bool = False):
+        """Agent Zero's home page with the sidebar open. Agent Zero's own page sometimes fails to build
+        its sidebar at load (a null `appendChild` in its component loader, seen twice in CI on a fresh
+        state); when no page error comes from our files, it is loaded once more, and says so."""
+        for attempt in (1, 2):
+            page, errors = self._load(block_ours, fake_clock)
+            try:
+                page.locator(".pref-section .pref-header").wait_for(timeout=30_000)
+                return page
+            except Exception as exc:
+                shown = page.evaluate("() => document.body.innerText.slice(0, 300)")
+                page.screenshot(path=os.path.join(shots, f"failed-load-{uuid.uuid4().hex[:6]}.png"))
+                if attempt == 2 or any("/plugins/honcho/" in error for error in errors):
+                    raise AssertionError(f"Agent Zero's sidebar did not render: {shown!r}; "
+                                         f"page errors: {errors}") from exc
+                print(f"browser: Agent Zero's page did not render (page errors: {errors}); loading it again",
+                      file=sys.stderr)
+                page.close()
+
+    def _load(self, block_ours: bool, fake_clock: bool):
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         self.addCleanup(page.close)
         if fake_clock:  # timers advance only when the test says so
@@ -120,17 +139,11 @@ class UiCase(unittest.TestCase):
         if block_ours:
             page.route(OUR_FILES, lambda route: route.abort())
         errors = self.page_errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)[:200]))
+        page.on("pageerror", lambda error: errors.append(f"{error} @ {(error.stack or '')[:400]}"))
         page.goto(ui.url, wait_until="networkidle")
         if page.locator("#left-panel.hidden").count():
             page.click("#toggle-sidebar")
-        try:
-            page.locator(".pref-section .pref-header").wait_for(timeout=60_000)
-        except Exception as exc:  # say what the page showed instead
-            page.screenshot(path=os.path.join(shots, f"failed-load-{uuid.uuid4().hex[:6]}.png"))
-            shown = page.evaluate("() => document.body.innerText.slice(0, 400)")
-            raise AssertionError(f"Agent Zero's sidebar did not render: {shown!r}; page errors: {errors}") from exc
-        return page
+        return page, errors
 
     def open_settings(self, page, plugin_title: str):
         page.click("#header-settings")
