@@ -115,9 +115,9 @@ class UiCase(unittest.TestCase):
     def open_page(self, block_ours: bool = False, fake_clock: bool = False):
         """Agent Zero's home page with the sidebar open. Agent Zero's own page sometimes fails to build
         its sidebar at load: its quick-actions component teleports (Alpine `x-teleport`) into a slot that
-        does not exist yet, and Alpine's `appendChild` on null stops the sidebar (seen in 3 of 6 CI
-        runs on fresh target state, never in 55 loads in a row outside CI). When no page error comes from our files, the page is loaded once
-        more, and the test says so."""
+        does not exist yet, and Alpine's `appendChild` on null stops the sidebar (seen in 3 of 6 CI runs
+        on fresh target state, never in 55 loads in a row outside CI). When no page error comes from our
+        files, the page is loaded once more, and the test says so."""
         for attempt in (1, 2):
             page, errors = self._load(block_ours, fake_clock)
             try:
