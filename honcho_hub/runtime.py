@@ -101,12 +101,14 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
     if current is not None and current.is_alive() and not current.stopping:
         return current
     with _worker_lock:
-        for thread in lifecycle.plugin_workers():
+        # This generation's scope registrar is one of the plugin's threads but not a delivery worker:
+        # it neither stops nor waits for the worker.
+        for thread in _other_plugin_threads():
             if type(thread) is DeliveryWorker and not thread.stopping:
                 _worker = thread  # ours, started before this module's globals were reset: adopt it
                 return thread
             thread.stop(0)  # older generation or stopping: signal only; the turn must not wait
-        older = [t for t in lifecycle.plugin_workers() if t.is_alive()]
+        older = _other_plugin_threads()
         if older:
             _start_after(older, settings, enabled)
             return None
@@ -114,6 +116,10 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
                                  handoff_flush=lambda s: capture_service(s).flush_handoff())
         _worker.start()
         return _worker
+
+
+def _other_plugin_threads() -> list[threading.Thread]:
+    return [t for t in lifecycle.plugin_workers() if t is not _registrar]
 
 
 RESTART_WAIT_S = 60.0

@@ -1,5 +1,6 @@
 """The worker as a thread and as processes: drain, stop, restarts, leaks, kill -9, four drainers."""
 
+import functools
 import json
 import os
 import random
@@ -19,7 +20,9 @@ from outbox_helpers import temp_outbox_path
 
 from honcho_hub import lifecycle, runtime
 from honcho_hub.config import build_settings
+from honcho_hub.honcho_gateway import HonchoGateway
 from honcho_hub.outbox import NewEvent, Outbox
+from honcho_hub.scope_registrar import ScopeRegistrar
 from honcho_hub.worker import DeliveryWorker
 
 CHILD = os.path.join(ROOT, "tests", "worker_child.py")
@@ -107,6 +110,33 @@ class EnsureWorkerTest(unittest.TestCase):
         new = self.ensure()
         self.assertIs(type(new), DeliveryWorker)
         self.assertEqual(lifecycle.plugin_workers(), [new])
+
+
+class RegistrarAndWorkerTest(unittest.TestCase):
+    def test_this_generations_busy_scope_registrar_neither_stops_nor_delays_the_worker(self):
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
+        release = threading.Event()
+
+        def held(request):  # the registrar's first request waits until the test is done with it
+            release.wait(10)
+            return httpx.Response(503)
+
+        client = functools.partial(httpx.Client, transport=httpx.MockTransport(held))
+        registrar = ScopeRegistrar(lambda s: HonchoGateway.for_settings(s, http_client_factory=client))
+        registrar.start()
+        self.addCleanup(registrar.stop, 10)
+        self.addCleanup(release.set)  # runs before the stop above
+        self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers() if w is not registrar])
+        self.addCleanup(setattr, runtime, "_registrar", runtime._registrar)
+        self.addCleanup(setattr, runtime, "_worker", runtime._worker)
+        runtime._registrar, runtime._worker = registrar, None
+        self.assertTrue(registrar.submit(settings, "chat-busy", "a0-busy"))
+
+        worker = runtime.ensure_worker(lambda: settings, lambda: False)
+        self.assertIsInstance(worker, DeliveryWorker, "started at once, not after the registrar ended")
+        release.set()
+        self.assertTrue(registrar.submit(settings, "chat-next", "a0-busy"), "the registrar still takes work")
+        self.assertIs(runtime.registrar(), registrar, "and is the same, running thread")
 
 
 class LoopbackServerProcess:
