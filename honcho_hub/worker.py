@@ -82,12 +82,15 @@ class DeliveryWorker(threading.Thread):
     # -- thread surface ------------------------------------------------------------------------------
 
     def run(self) -> None:
-        while not self._stop_event.is_set():
+        while not self._stop_event.is_set() and _process_running():
             with self._stepped:
                 self._began += 1
             try:
                 report = self.step()
             except Exception:  # the loop boundary: log, back off one poll, keep going
+                if not _process_running():  # the interpreter refuses new thread-pool work as it exits
+                    log.info("honcho worker: the process is exiting; leased events go out again after their lease")
+                    break
                 log.exception("honcho worker: step failed")
                 report = StepReport(state="error")
             with self._stepped:
@@ -311,6 +314,11 @@ class DeliveryWorker(threading.Thread):
                 except (OutboxError, OSError):
                     pass  # best-effort cleanup at shutdown
         self._gateway = self._outbox = None
+
+
+def _process_running() -> bool:
+    """False once the interpreter is shutting down (its main thread has ended)."""
+    return threading.main_thread().is_alive()
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:

@@ -167,6 +167,15 @@ def seed(path: str, api_url: str, sessions: int, per_session: int) -> None:
 
 
 class ProcessesTest(unittest.TestCase):
+    def test_a_step_that_begins_while_the_process_exits_ends_the_worker_quietly(self):
+        path = temp_outbox_path(self)
+        seed(path, "http://127.0.0.1:9", 1, 2)  # ready events: the step leases and would send them
+        child = subprocess.run([sys.executable, CHILD, "exit", path, "http://127.0.0.1:9"], capture_output=True,
+                               text=True, timeout=60, cwd=tempfile.gettempdir())
+        self.assertEqual(child.returncode, 0, child.stderr)
+        self.assertEqual(json.loads(child.stdout), {"stopped": True})
+        self.assertNotIn("Traceback", child.stderr)
+
     def test_a_process_killed_while_holding_a_lease_is_delivered_by_another_after_expiry(self):
         server, path = LoopbackServerProcess(self), temp_outbox_path(self)
         seed(path, server.url, 1, 5)
