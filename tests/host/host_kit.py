@@ -357,6 +357,11 @@ def plugin_threads(name: str | None = None) -> list[threading.Thread]:
             if getattr(t, "honcho_hub_worker", False) and t.is_alive() and (name is None or t.name == name)]
 
 
+def delivery_workers() -> list[threading.Thread]:
+    """Live delivery coordinator threads of the plugin, whatever module generation started them."""
+    return plugin_threads("honcho-hub-delivery")
+
+
 # -- additions for the host suites of issue 10 (install, conversation, recall, tool, api, toggle, ...) --
 
 def conclusions(world: HostWorld, observer: str = "agent-zero", observed: str = "user") -> list[Any]:

@@ -32,10 +32,6 @@ def reload_plugin() -> None:
     world.host.plugins.after_plugin_change(["honcho"], python_change=True)
 
 
-def coordinators() -> list:
-    return [t for t in host_kit.plugin_threads() if t.name == "honcho-hub-delivery"]
-
-
 class ReloadTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -45,7 +41,7 @@ class ReloadTest(unittest.TestCase):
         host.turn(old_chat, "Before any reload.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{old_chat.id}", 2), 30,
                           "the first turn delivered")
-        cls.first_worker = coordinators()[0]
+        cls.first_worker = host_kit.delivery_workers()[0]
 
         reload_plugin()
         cls.purged = WORKER_MODULE not in sys.modules
@@ -53,14 +49,14 @@ class ReloadTest(unittest.TestCase):
         host.turn(new_chat, "After the first reload, in a new chat.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{new_chat.id}", 2), RESTART_S,
                           "the new chat's turn delivered after the first reload" + WITHOUT_JOB_LOOP)
-        cls.after_first = coordinators()
+        cls.after_first = host_kit.delivery_workers()
 
         cls.second_worker = cls.after_first[-1]
         reload_plugin()
         host.turn(old_chat, "After the second reload, in the old chat.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{old_chat.id}", 4), RESTART_S,
                           "the old chat's turn delivered after the second reload" + WITHOUT_JOB_LOOP)
-        cls.after_second = coordinators()
+        cls.after_second = host_kit.delivery_workers()
 
         cls.third_worker = cls.after_second[-1]
         reload_plugin()
@@ -68,7 +64,7 @@ class ReloadTest(unittest.TestCase):
         cls.old_chat_messages = host_kit.wait_for(
             lambda: host_kit.delivered(world, f"chat-{old_chat.id}", 5), RESTART_S,
             "a single message typed after the third reload delivered" + WITHOUT_JOB_LOOP)
-        cls.after_third = coordinators()
+        cls.after_third = host_kit.delivery_workers()
 
         # A chat in a project also starts the scope registrar thread (marked like the worker).
         host.create_project("reload-proj")
@@ -77,13 +73,13 @@ class ReloadTest(unittest.TestCase):
         host.turn(project_chat, "In a project, before the fourth reload.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{project_chat.id}", 2), RESTART_S,
                           "the project chat's first turn delivered")
-        cls.fourth_worker = coordinators()[-1]
+        cls.fourth_worker = host_kit.delivery_workers()[-1]
         reload_plugin()
         host.turn(project_chat, "In a project, after the fourth reload.")
         cls.project_messages = host_kit.wait_for(
             lambda: host_kit.delivered(world, f"chat-{project_chat.id}", 4), RESTART_S,
             "the project chat's turn delivered after the fourth reload" + WITHOUT_JOB_LOOP)
-        cls.after_fourth = coordinators()
+        cls.after_fourth = host_kit.delivery_workers()
 
     def test_agent_zero_purged_the_plugin_modules(self) -> None:
         self.assertTrue(self.purged)
@@ -97,7 +93,7 @@ class ReloadTest(unittest.TestCase):
             self.assertFalse(older.is_alive(), older)
 
     def test_no_thread_of_the_plugin_is_left_from_older_generations(self) -> None:
-        workers = [t for t in host_kit.plugin_threads() if t.name == "honcho-hub-delivery"]
+        workers = host_kit.delivery_workers()
         self.assertEqual(workers, self.after_fourth)
         registrars = [t for t in host_kit.plugin_threads() if t.name == "honcho-hub-scopes"]
         self.assertLessEqual(len(registrars), 1, registrars)

@@ -37,6 +37,15 @@ class Drain(ProxiedHostCase):
         counts = outbox_counts(self.world.outbox_path, f"chat-{ctx.id}")
         return counts.get("pending", 0) + counts.get("leased", 0)
 
+    def assert_drain_waits_for_the_switch(self, ctx, queued):
+        """Switched off, a drain delivers nothing and the events stay; switched on, it delivers them."""
+        self.assertEqual(honcho_action(self.host, "drain")["delivered"], 0)
+        self.assertEqual(self.world.chat_texts(ctx), [], "nothing sent while the plugin is off")
+        self.assertEqual(self.live(ctx), len(queued))
+        self.host.toggle(PLUGIN, True)
+        self.assertEqual(honcho_action(self.host, "drain")["delivered"], len(queued))
+        self.assertEqual(self.world.chat_texts(ctx), queued)
+
     def test_drain_returns_in_about_5_s_when_the_server_never_answers_and_loses_nothing(self):
         self.proxy.hold()
         ctx = self.host.new_chat()
@@ -69,15 +78,7 @@ class Drain(ProxiedHostCase):
         self.proxy.release()  # the send already on the wire may finish; nothing new may start
         wait_for(lambda: self.world.chat_texts(first), 20, "the send that was in flight")
 
-        result = honcho_action(self.host, "drain")
-        self.assertEqual(result["delivered"], 0)
-        self.assertEqual(self.world.chat_texts(second), [], "nothing sent while the plugin is off")
-        self.assertEqual(self.live(second), len(queued))
-
-        self.host.toggle(PLUGIN, True)
-        result = honcho_action(self.host, "drain")
-        self.assertEqual(result["delivered"], len(queued))
-        self.assertEqual(self.world.chat_texts(second), queued)
+        self.assert_drain_waits_for_the_switch(second, queued)
 
     def test_drain_delivers_nothing_while_switched_off_even_with_no_worker_running(self):
         self.proxy.mode = "drop"  # Honcho unreachable: the events wait for a later attempt
@@ -91,15 +92,7 @@ class Drain(ProxiedHostCase):
         self.proxy.release()  # Honcho is back
         wait_for(lambda: outbox_due(self.world.outbox_path, f"chat-{ctx.id}"), 10, "the events to be due again")
 
-        result = honcho_action(self.host, "drain")
-        self.assertEqual(result["delivered"], 0)
-        self.assertEqual(self.world.chat_texts(ctx), [], "nothing sent while the plugin is off")
-        self.assertEqual(self.live(ctx), len(queued))
-
-        self.host.toggle(PLUGIN, True)
-        result = honcho_action(self.host, "drain")
-        self.assertEqual(result["delivered"], len(queued))
-        self.assertEqual(self.world.chat_texts(ctx), queued)
+        self.assert_drain_waits_for_the_switch(ctx, queued)
 
 
 if __name__ == "__main__":

@@ -54,9 +54,6 @@ class RetryDead(unittest.TestCase):
     def status(self):
         return honcho_status(self.host)
 
-    def messages(self, ctx):
-        return list(self.world.honcho().session(f"chat-{ctx.id}").messages())
-
     def test_retry_dead_requeues_at_most_100_dead_letters(self):
         os.environ["HONCHO_API_URL"] = self.real_url + "/not-the-api"  # the real server: 404 for everything
         ctx = self.host.new_chat()
@@ -92,15 +89,15 @@ class RetryDead(unittest.TestCase):
         set_global_secret("HONCHO_API_KEY", self.admin_key)  # the key is fixed under Settings → Secrets
         drained = self.action("drain")  # a step now: the circuit still holds until its probe time
         self.assertEqual(drained["delivered"], 0)
-        self.assertEqual(self.messages(ctx), [])
+        self.assertEqual(self.world.chat_texts(ctx), [])
 
         started = time.monotonic()
         result = self.action("retry_dead")
         self.assertEqual(result["circuits_reset"], 1)
-        messages = wait_for(lambda: self.messages(ctx), 10,
+        messages = wait_for(lambda: self.world.chat_texts(ctx), 10,
                             "delivery after the probe with the fixed key")
         self.assertLess(time.monotonic() - started, 10, "far sooner than the hour between probes")
-        self.assertEqual([m.content for m in messages], ["a message that waits for a good key"])
+        self.assertEqual(messages, ["a message that waits for a good key"])
         self.assertIsNone(self.status()["worker"]["circuit"], "the probe succeeded: circuit closed")
 
 

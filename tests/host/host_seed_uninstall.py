@@ -11,11 +11,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (ProxiedHostCase, delivered, honcho_status, outbox_counts,  # noqa: E402
-                      outbox_rows, plugin_threads, user_typed, wait_for)
+from host_kit import (ProxiedHostCase, delivered, delivery_workers, honcho_status,  # noqa: E402
+                      outbox_counts, outbox_rows, user_typed, wait_for)
 
 PLUGIN = "honcho"
-WORKER_THREAD = "honcho-hub-delivery"
 HANGING_SDK_TIMEOUT_S = 7  # longer than uninstall's 5 s wait for the worker
 
 
@@ -33,11 +32,11 @@ class Uninstall(ProxiedHostCase):
         for text in queued:
             user_typed(ctx, text)
         wait_for(lambda: honcho_status(self.host)["worker"]["circuit"], 15, "the worker to try and fail")
-        self.assertEqual(len(plugin_threads(WORKER_THREAD)), 1)
+        self.assertEqual(len(delivery_workers()), 1)
 
         report = self.host.hook(PLUGIN, "uninstall")
 
-        self.assertEqual(plugin_threads(WORKER_THREAD), [], "the delivery coordinator has ended")
+        self.assertEqual(delivery_workers(), [], "the delivery coordinator has ended")
         self.assertEqual(sender_threads(), [], "its sender threads have ended")
         self.assertGreaterEqual(report["workers"], 1)
         self.assertEqual(report["stopped"], report["workers"])
@@ -56,7 +55,7 @@ class Uninstall(ProxiedHostCase):
 
         self.host.hook(PLUGIN, "uninstall")
 
-        self.assertEqual(plugin_threads(WORKER_THREAD), [])
+        self.assertEqual(delivery_workers(), [])
         wait_for(lambda: self.proxy.open_connections == 0, 5, "every connection of the stopped worker closed")
 
     def test_uninstall_during_a_hanging_send_reports_the_worker_as_not_yet_stopped(self):
@@ -69,7 +68,7 @@ class Uninstall(ProxiedHostCase):
 
             report = self.host.hook(PLUGIN, "uninstall")
 
-            still_running = plugin_threads(WORKER_THREAD)
+            still_running = delivery_workers()
             self.assertEqual(len(still_running), 1, "the hanging send outlives uninstall's 5 s wait")
             self.assertEqual(report["stopped"], report["workers"] - 1, "the report says so")
             wait_for(lambda: not still_running[0].is_alive(), HANGING_SDK_TIMEOUT_S, "the worker to end")

@@ -9,9 +9,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import HostWorld, outbox_counts, plugin_threads  # noqa: E402
+from host_kit import HostWorld, delivery_workers, outbox_counts  # noqa: E402
 
-WORKER_THREAD = "honcho-hub-delivery"
 
 
 class WorkerStartsAtChatInit(unittest.TestCase):
@@ -20,9 +19,9 @@ class WorkerStartsAtChatInit(unittest.TestCase):
         cls.world = HostWorld()
         cls.host = cls.world.host
         # Agent Zero is imported and running, but no chat exists yet: no worker may run.
-        cls.before_chat = plugin_threads(WORKER_THREAD)
+        cls.before_chat = delivery_workers()
         cls.ctx = cls.host.new_chat()
-        cls.after_chat = plugin_threads(WORKER_THREAD)
+        cls.after_chat = delivery_workers()
 
     def test_new_chat_starts_the_delivery_coordinator_before_any_turn(self):
         self.assertEqual(self.before_chat, [], "no worker before the first chat")
@@ -33,7 +32,7 @@ class WorkerStartsAtChatInit(unittest.TestCase):
 
     def test_another_chat_reuses_the_running_coordinator(self):
         self.host.new_chat()
-        self.assertEqual(plugin_threads(WORKER_THREAD), self.after_chat, "one worker per process, not one per chat")
+        self.assertEqual(delivery_workers(), self.after_chat, "one worker per process, not one per chat")
 
 
 if __name__ == "__main__":

@@ -37,12 +37,6 @@ def queue_directly(ctx, text: str, source_id: str) -> str:
     return runtime.capture_service(settings).capture(request, settings, {}).value
 
 
-def status() -> dict:
-    response = world.host.api("plugins/honcho/honcho_status", {})
-    assert response.status_code == 200, response.get_data(as_text=True)[:300]
-    return response.get_json()["status"]
-
-
 class ToggleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -61,7 +55,7 @@ class ToggleTest(unittest.TestCase):
         cls.counts_after_off_turn = host_kit.outbox_counts(world.outbox_path)
         cls.queued = queue_directly(ctx, "Queued by another process while off.", "host-toggle-queued")
         cls.drained_while_off = cls.worker.drain(5.0)
-        cls.status_while_off = status()
+        cls.status_while_off = host_kit.honcho_status(world.host)
         cls.in_honcho_while_off = [m.content for m in world.session_messages(cls.session_id)]
 
         host.toggle("honcho", True)
@@ -96,7 +90,7 @@ class ToggleTest(unittest.TestCase):
 
     def test_the_same_worker_thread_paused_and_resumed(self) -> None:
         self.assertTrue(self.worker.is_alive())
-        self.assertEqual(host_kit.plugin_threads("honcho-hub-delivery"), [self.worker])
+        self.assertEqual(host_kit.delivery_workers(), [self.worker])
 
 
 if __name__ == "__main__":
