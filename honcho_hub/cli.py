@@ -2,8 +2,8 @@
 
 Settings come from the same HONCHO_* environment variables as inside Agent Zero, plus an optional
 `--config` YAML file of plugin settings. Exit codes: 0 done and healthy (or Honcho not yet reached),
-1 failed (or health red),
-2 usage error, 3 done but degraded (health amber, events still pending, MCP check failed, demo queued).
+1 failed (or health red), 2 usage error, 3 done but degraded (health amber, events still pending, MCP
+check failed, demo queued).
 """
 
 from __future__ import annotations

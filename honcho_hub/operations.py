@@ -29,10 +29,11 @@ def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] =
     cannot honestly be green."""
     gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s, http_client_factory=http_client_factory)
     try:
-        api = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
+        api, failure = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
     finally:
         gateway.close()
-    runtime.record_api_check(settings.destination(), api["ok"], api["error"], api.pop("auth"), wall())
+    runtime.record_api_check(settings.destination(), failure is None, api["error"], isinstance(failure, AuthError),
+                             wall())
     return {"api": api, "mcp": _mcp_health(settings, http_client_factory, monotonic)}
 
 
@@ -95,15 +96,15 @@ def queue_counts(settings: Settings) -> dict[str, int]:
         return {}
 
 
-def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> dict[str, Any]:
+def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> tuple[dict[str, Any], DeliveryError | None]:
+    """The check's result, and the error when it failed."""
     start = monotonic()
     try:
         request()
-        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None, "auth": False}
+        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None}, None
     except DeliveryError as exc:
         status = int(exc.code.rsplit("_", 1)[-1]) if exc.code.rsplit("_", 1)[-1].isdigit() else None
-        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code,
-                "auth": isinstance(exc, AuthError)}
+        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code}, exc
 
 
 def _mcp_health(settings: Settings, http_client_factory, monotonic) -> dict[str, Any]:

@@ -38,7 +38,8 @@ def save_refusal(request: dict) -> str | None:
 
 
 def is_ours(data: Any) -> dict | None:
-    """The request of an extensible `Plugins._get_config` / `_save_config` call when it is for this plugin."""
+    """The request of an extensible `Plugins._get_config` / `_save_config` call (self, input) when it is
+    for this plugin."""
     args = data.get("args") if isinstance(data, dict) else None
-    request = args[1] if isinstance(args, tuple) and len(args) > 1 else (data or {}).get("kwargs", {}).get("input")
+    request = args[1] if isinstance(args, tuple) and len(args) > 1 else None
     return request if isinstance(request, dict) and request.get("plugin_name") == PLUGIN_NAME else None
