@@ -1,8 +1,10 @@
-"""Sending one leased session batch: reconcile after an ambiguous failure, split to isolate a bad event.
+"""Sending one leased session batch: reconcile when Honcho may hold it already, split to isolate a bad event.
 
 Runs on a sender thread and touches no database: it returns what happened, and the coordinator
 records it. Order within the session is kept: once a send fails (other than a permanent rejection),
-that event and every later one of the batch wait for the next attempt.
+that event and every later one of the batch wait for the next attempt. A batch Honcho may already
+hold (an earlier send failed after it may have arrived, or a dead worker's lease was recovered) is
+never sent before a lookup of its event ids succeeded: if the lookup fails, nothing is sent.
 """
 
 from __future__ import annotations
@@ -13,9 +15,6 @@ from typing import Protocol, Sequence
 
 from .errors import DeliveryError, PermanentError
 from .outbox import LeasedEvent
-
-# Codes of failures after which the server may already hold the events.
-AMBIGUOUS_CODES = frozenset({"timeout", "reset", "unexpected", "http_408"}) | {f"http_{s}" for s in range(500, 600)}
 
 
 class Gateway(Protocol):
@@ -31,8 +30,14 @@ class BatchResult:
     dead: list[tuple[str, str]] = field(default_factory=list)  # (event id, code)
     failed: list[LeasedEvent] = field(default_factory=list)  # to retry, in order
     error: DeliveryError | None = None
+    reconcile_failed: bool = False  # `error` came from the lookup: nothing was sent
     requests: int = 0
     latency_s: float = 0.0
+
+    @property
+    def failed_ambiguous(self) -> bool:
+        """Whether Honcho may hold some of `failed`: the next attempt must reconcile first."""
+        return self.error is not None and (self.reconcile_failed or self.error.ambiguous)
 
 
 def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.monotonic) -> BatchResult:
@@ -40,8 +45,12 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.mo
     result = BatchResult()
     started = monotonic()
     pending = list(batch)
-    if any(e.error_code in AMBIGUOUS_CODES for e in pending):
-        pending = _reconcile(gateway, pending, result)
+    if any(e.ambiguous for e in pending):
+        try:
+            pending = _reconcile(gateway, pending, result)
+        except DeliveryError as exc:
+            result.error, result.failed, result.reconcile_failed = exc, pending, True
+            pending = []
     segments = [pending] if pending else []
     while segments and result.error is None:
         segment = segments.pop(0)
@@ -63,11 +72,8 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.mo
 
 
 def _reconcile(gateway: Gateway, pending: list[LeasedEvent], result: BatchResult) -> list[LeasedEvent]:
-    """Drop events Honcho already holds; if asking fails, send them all (at-least-once)."""
-    try:
-        result.requests += 1
-        held = gateway.existing_event_ids(pending[0].session_id, [e.id for e in pending])
-    except DeliveryError:
-        return pending
+    """Drop events Honcho already holds; raises DeliveryError when the lookup fails."""
+    result.requests += 1
+    held = gateway.existing_event_ids(pending[0].session_id, [e.id for e in pending])
     result.already_there.extend(e.id for e in pending if e.id in held)
     return [e for e in pending if e.id not in held]

@@ -21,6 +21,22 @@ _LIVE = "('pending', 'leased')"
 _COLUMNS = ("id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id")
 MAX_IDS_PER_STATEMENT = 500  # well under SQLite's variable limit
 
+# The head (first live row) of every session, one index seek each: the next session of the same
+# destination, else the first session of the next destination. Then the oldest head that is ready.
+_READY_HEAD = f"""WITH RECURSIVE heads(seq) AS (
+    SELECT (SELECT seq FROM events WHERE state IN {_LIVE} ORDER BY destination, session_id, seq LIMIT 1)
+    UNION ALL
+    SELECT coalesce(
+        (SELECT n.seq FROM events n WHERE n.state IN {_LIVE} AND n.destination = h.destination
+         AND n.session_id > h.session_id ORDER BY n.destination, n.session_id, n.seq LIMIT 1),
+        (SELECT n.seq FROM events n WHERE n.state IN {_LIVE} AND n.destination > h.destination
+         ORDER BY n.destination, n.session_id, n.seq LIMIT 1))
+    FROM heads JOIN events h ON h.seq = heads.seq
+)
+SELECT e.destination, e.session_id FROM heads JOIN events e ON e.seq = heads.seq
+WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?)
+ORDER BY e.seq LIMIT 1"""
+
 
 class Outbox:
     """Operations on the outbox file at `path`; safe to share between threads of one process."""
@@ -31,7 +47,6 @@ class Outbox:
         self._conn = connect(path, synchronous, busy_timeout_s)
         self._lock = threading.Lock()
         self._busy_timeout_s = busy_timeout_s
-        self._min_seq_hint = 0  # a lower bound of min(seq), refreshed whenever the exact value is read
         self._max_rows = max_rows
         self._dead_retention_s = dead_retention_s
         self._clock = clock
@@ -51,22 +66,21 @@ class Outbox:
         return self.enqueue_batches([events])[0]
 
     def _insert_if_far_from_bound(self, e: NewEvent) -> bool:
-        """The common case in one autocommit statement: a new id, far from the row bound.
+        """The common case in one autocommit statement: a new id, with room below the row bound.
 
-        False means "not inserted here" (a duplicate id, or near the bound); the transactional path then
-        decides precisely. Rows never outnumber max(seq) - min(seq) + 1, and min(seq) only grows (new
-        rows get larger seqs), so a remembered, possibly older min(seq) can only overestimate the count.
-        Saving the bound queries and BEGIN/COMMIT round trips keeps capture close to a bare insert.
+        False means "not inserted here" (a duplicate id, or a full queue); the transactional path then
+        decides precisely, pruning terminal rows to make room. Counting the rows costs a few
+        microseconds (SQLite walks the smallest index); saving BEGIN/COMMIT round trips keeps capture
+        close to a bare insert.
         """
         now = self._clock()
         with self._locked():
             try:
                 return self._conn.execute(
                     f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at)"
-                    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE coalesce((SELECT max(seq) FROM events), 0)"
-                    " - ? + 2 <= ?",
+                    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM events) < ?",
                     (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
-                     e.captured_at, e.scope_id, now, now, self._min_seq_hint, self._max_rows)).rowcount == 1
+                     e.captured_at, e.scope_id, now, now, self._max_rows)).rowcount == 1
             except Exception as exc:
                 raise translate(exc) from exc
 
@@ -107,10 +121,13 @@ class Outbox:
         return self._write(lambda conn, now: self._settle(conn, settlement, now))
 
     def settle_and_lease(self, settlement: Settlement, owner: str, count: int, batch_size: int, lease_s: float,
-                         destination: str | None = None) -> list[list[LeasedEvent]]:
-        """Record finished sends and lease up to `count` new batches, in one transaction (one fsync)."""
+                         destination: str | None = None, renew: Sequence[str] = ()) -> list[list[LeasedEvent]]:
+        """In one transaction (one fsync): record finished sends (retries and dead letters only of rows
+        `owner` still holds), extend `owner`'s leases of the `renew` ids still on the wire, recover
+        expired leases, and lease up to `count` new batches."""
         def work(conn, now: float) -> list[list[LeasedEvent]]:
-            self._settle(conn, settlement, now)
+            self._settle(conn, settlement, now, owner)
+            self._renew(conn, owner, renew, now + lease_s, now)
             self._recover(conn, now)
             batches: list[list[LeasedEvent]] = []
             while len(batches) < count:
@@ -147,13 +164,14 @@ class Outbox:
             return self._recover(conn, self._clock())
 
     def requeue_dead(self, limit: int) -> int:
-        """Give at most `limit` dead letters (oldest first) a fresh set of attempts."""
+        """Give at most `limit` dead letters (oldest first) a fresh set of attempts. Rows Honcho may
+        already hold stay marked so: they are reconciled before they are sent."""
         now = self._clock()
         with self._tx() as conn:
             ids = [r[0] for r in conn.execute(
                 "SELECT id FROM events WHERE state = 'dead' ORDER BY seq LIMIT ?", (max(0, int(limit)),))]
-            return self._set(conn, "state = 'pending', attempts = 0, next_attempt_at = ?, error_code = NULL,"
-                             " updated_at = ?", (now, now), ids, "state = 'dead'")
+            return self._set(conn, "state = 'pending', attempts = 0, reconcile_failures = 0, next_attempt_at = ?,"
+                             " error_code = NULL, updated_at = ?", (now, now), ids, "state = 'dead'")
 
     def prune(self, delivered_retention_s: float) -> int:
         """Delete delivered rows older than their retention and dead rows older than theirs."""
@@ -214,12 +232,6 @@ class Outbox:
             raise OutboxError("outbox is closed")
 
     def _has_room(self, conn, needed: int, now: float) -> bool:
-        # max(seq) - min(seq) + 1 bounds the row count from above in O(log n): count only near the bound.
-        low, high = conn.execute(  # two subqueries: SQLite optimizes a lone min() or max(), not both at once
-            "SELECT (SELECT min(seq) FROM events), (SELECT max(seq) FROM events)").fetchone()
-        self._min_seq_hint = max(self._min_seq_hint, low or 0)
-        if low is None or (high - low + 1) + needed <= self._max_rows:
-            return True
         excess = conn.execute("SELECT count(*) FROM events").fetchone()[0] + needed - self._max_rows
         if excess > 0:
             excess -= self._prune_terminal(conn, now, now - self._dead_retention_s, excess)
@@ -242,19 +254,27 @@ class Outbox:
         with self._tx() as conn:
             return work(conn, now)
 
-    def _settle(self, conn, settlement: Settlement, now: float) -> int:
+    def _settle(self, conn, settlement: Settlement, now: float, owner: str | None = None) -> int:
+        held = f"state IN {_LIVE}" if owner is None else "state = 'leased' AND lease_owner = ?"
+        fence = () if owner is None else (owner,)
         changed = self._set(conn, "state = 'delivered', error_code = NULL, lease_owner = NULL,"
                             " lease_expires_at = NULL, updated_at = ?", (now,), settlement.delivered,
                             f"state IN {_LIVE}")
         for code, ids in group_by_code(settlement.dead).items():
             changed += self._set(conn, "state = 'dead', error_code = ?, lease_owner = NULL, lease_expires_at = NULL,"
-                                 " updated_at = ?", (code, now), ids, f"state IN {_LIVE}")
+                                 " updated_at = ?", (code, now), ids, held, fence)
         for retry in settlement.retries:
             changed += self._set(conn, "state = 'pending', attempts = attempts + ?, next_attempt_at = ?,"
-                                 " error_code = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?",
-                                 (int(retry.burn_attempt), retry.next_attempt_at, retry.code, now), retry.ids,
-                                 f"state IN {_LIVE}")
+                                 " error_code = ?, ambiguous = ?, reconcile_failures = CASE WHEN ? THEN"
+                                 " reconcile_failures + ? ELSE 0 END, lease_owner = NULL, lease_expires_at = NULL,"
+                                 " updated_at = ?",
+                                 (int(retry.burn_attempt), retry.next_attempt_at, retry.code, int(retry.ambiguous),
+                                  int(retry.ambiguous), int(retry.reconcile_failed), now), retry.ids, held, fence)
         return changed
+
+    def _renew(self, conn, owner: str, ids: Sequence[str], expires_at: float, now: float) -> int:
+        return self._set(conn, "lease_expires_at = ?, updated_at = ?", (expires_at, now), list(ids),
+                         "state = 'leased' AND lease_owner = ?", (owner,))
 
     def _lease_one(self, conn, owner: str, batch_size: int, lease_s: float, destination: str | None,
                    now: float) -> list[LeasedEvent]:
@@ -264,34 +284,37 @@ class Outbox:
         return batch
 
     def _find_batch(self, conn, batch_size: int, destination: str | None, now: float) -> list[LeasedEvent]:
-        head = conn.execute(
-            "SELECT destination, session_id FROM events e WHERE state = 'pending' AND next_attempt_at <= ?"
-            " AND (? IS NULL OR destination = ?) AND NOT EXISTS (SELECT 1 FROM events p"
-            f" WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE}"
-            " AND p.seq < e.seq) ORDER BY seq LIMIT 1", (now, destination, destination)).fetchone()
+        """The oldest ready session head and the ready rows behind it, in order.
+
+        Walks the heads of the sessions with live rows, one index seek per session (a skip scan of
+        `events_live_by_session`), so a session whose head is in flight or backing off costs one seek
+        however long its backlog is."""
+        head = conn.execute(_READY_HEAD, (now, destination, destination)).fetchone()
         if head is None:
             return []
         rows = conn.execute(
-            f"SELECT {_COLUMNS}, seq, attempts, error_code, state, next_attempt_at FROM events WHERE destination = ?"
-            f" AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?", (*head, batch_size)).fetchall()
+            f"SELECT {_COLUMNS}, seq, attempts, error_code, ambiguous, reconcile_failures, state, next_attempt_at"
+            f" FROM events WHERE destination = ? AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?",
+            (*head, batch_size)).fetchall()
         batch = []
         for row in rows:
-            if row[12] != "pending" or row[13] > now:
+            if row[14] != "pending" or row[15] > now:
                 break  # keep order: stop at the first row that is not ready
-            batch.append(LeasedEvent(*row[:12]))
+            batch.append(LeasedEvent(*row[:12], bool(row[12]), row[13]))
         return batch
 
     def _recover(self, conn, now: float) -> int:
+        # The holder died or stalled after its request may have reached Honcho: reconcile before resending.
         return conn.execute(
-            "UPDATE events SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?"
-            " WHERE state = 'leased' AND lease_expires_at <= ?", (now, now)).rowcount
+            "UPDATE events SET state = 'pending', ambiguous = 1, lease_owner = NULL, lease_expires_at = NULL,"
+            " updated_at = ? WHERE state = 'leased' AND lease_expires_at <= ?", (now, now)).rowcount
 
-    def _set(self, conn, assignments: str, params: tuple, ids: list[str], guard: str) -> int:
+    def _set(self, conn, assignments: str, params: tuple, ids: list[str], guard: str, guard_params: tuple = ()) -> int:
         changed = 0
         for start in range(0, len(ids), MAX_IDS_PER_STATEMENT):
             chunk = ids[start:start + MAX_IDS_PER_STATEMENT]
             marks = ", ".join("?" * len(chunk))
             changed += conn.execute(f"UPDATE events SET {assignments} WHERE id IN ({marks}) AND {guard}",
-                                    (*params, *chunk)).rowcount
+                                    (*params, *chunk, *guard_params)).rowcount
         return changed
 

@@ -33,6 +33,8 @@ class LeasedEvent(NewEvent):
     seq: int = 0
     attempts: int = 0
     error_code: str | None = None  # why the previous attempt failed, if one did
+    ambiguous: bool = False  # Honcho may hold it already: reconcile before sending
+    reconcile_failures: int = 0  # consecutive permanent failures to reconcile it
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,18 @@ class Retry:
     next_attempt_at: float
     code: str
     burn_attempt: bool
+    ambiguous: bool = False  # Honcho may hold them: the next attempt reconciles first
+    reconcile_failed: bool = False  # asking Honcho failed permanently once more (counts toward the limit)
 
 
 @dataclass
 class Settlement:
-    """The fate of one round of sends, recorded together."""
+    """The fate of one round of sends, recorded together.
+
+    Delivered ids are recorded whoever holds their lease now (Honcho has them); retries and dead letters
+    only while the settling owner still holds the lease, so a worker that lost its lease cannot release
+    rows another worker is sending.
+    """
 
     delivered: list[str] = field(default_factory=list)
     dead: list[tuple[str, str]] = field(default_factory=list)  # (event id, error code)

@@ -35,6 +35,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # No index for pruning terminal rows: it runs every ten minutes or when the queue is full, and a
         # scan of at most max_queued_rows then costs less than maintaining an index on every ack.
     ),
+    (
+        # Honcho may already hold the row (a send failed after it may have arrived, or its lease was
+        # recovered from a worker that died or stalled): ask Honcho before sending it again.
+        "ALTER TABLE events ADD COLUMN ambiguous INTEGER NOT NULL DEFAULT 0",
+        # Consecutive permanent failures to ask Honcho which of these rows it holds.
+        "ALTER TABLE events ADD COLUMN reconcile_failures INTEGER NOT NULL DEFAULT 0",
+        # Rows the previous version left leased or marked with an ambiguous failure code.
+        """UPDATE events SET ambiguous = 1 WHERE state = 'leased' OR error_code IN ('timeout', 'reset',
+            'unexpected', 'http_408') OR error_code GLOB 'http_5[0-9][0-9]'""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,6 +8,10 @@
   attempts not counted, so an outage of hours dead-letters nothing.
 - 401/403: the auth circuit opens until the next probe; attempts not counted.
 - Permanent rejections: dead letter (the worker first splits a batch to find the one bad event).
+- Asking Honcho which events it holds (before resending events it may hold) fails as above, except
+  that a permanent refusal is retried with backoff, burning no attempt, until RECONCILE_LIMIT refusals
+  in a row make the events dead letters coded `unreconcilable` (a key that may not list messages, a
+  server without metadata filters): they are never sent blind, and must not hold their chat forever.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ import tenacity
 
 from .config import Settings
 from .errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+
+
+RECONCILE_LIMIT = 3
+UNRECONCILABLE = "unreconcilable"
 
 
 class Action(str, Enum):
@@ -52,6 +60,7 @@ class Decision:
     next_attempt_at: float
     burn_attempt: bool = False
     circuit: str | None = None  # "unreachable", "auth" or "sdk_missing" when action is CIRCUIT
+    reconcile_failed: bool = False  # a permanent refusal of the lookup, counted toward RECONCILE_LIMIT
 
 
 def backoff_ceiling_s(attempt_number: int, base_s: float, max_s: float) -> float:
@@ -62,8 +71,16 @@ def backoff_ceiling_s(attempt_number: int, base_s: float, max_s: float) -> float
 
 
 def decide(error: DeliveryError, attempts: int, now: float, policy: RetryPolicy, rng: random.Random,
-           circuit_failures: int = 0) -> Decision:
-    """What to do with events whose send failed with `error` after `attempts` earlier counted attempts."""
+           circuit_failures: int = 0, *, reconcile_failures: int | None = None) -> Decision:
+    """What to do with events whose send failed with `error` after `attempts` earlier counted attempts.
+
+    `reconcile_failures` is given when `error` came from the lookup of which events Honcho holds (the
+    events were not sent): how many permanent refusals of that lookup came before this one."""
+    if isinstance(error, PermanentError) and reconcile_failures is not None:
+        if reconcile_failures + 1 >= RECONCILE_LIMIT:
+            return Decision(Action.DEAD, UNRECONCILABLE, now)
+        wait = rng.uniform(0, backoff_ceiling_s(reconcile_failures + 1, policy.base_s, policy.max_s))
+        return Decision(Action.RETRY, error.code, now + wait, reconcile_failed=True)
     if isinstance(error, PermanentError):
         return Decision(Action.DEAD, error.code, now)
     if isinstance(error, AuthError):

@@ -3,6 +3,11 @@
 The coordinator alone leases and acks; senders only talk HTTP (no transaction or lock is held across
 a request). All logic is in `step()`, which tests call directly with an injected clock; the thread
 only repeats it, waiting on a wake event (set by enqueue) or the poll timer in between.
+
+While batches are on the wire the coordinator renews their leases every third of `lease_s`, so no
+other worker takes them over. A settlement that meets a locked outbox is kept in memory and retried
+until it is recorded or a stop is requested; rows it leaves leased are recovered after their lease as
+events Honcho may hold, and reconciled before anything is sent again.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Sequence
+
+import tenacity
 
 from .config import Settings
 from .delivery import BatchResult, send_batch
 from .errors import DeliveryError
 from .honcho_gateway import HonchoGateway
 from .outbox import LeasedEvent, Outbox, Retry, Settlement
-from .outbox_db import OutboxError
+from .outbox_db import OutboxBusy, OutboxError, OutboxUnavailable
 from .policy import Action, RetryPolicy, decide
 from .worker_state import WorkerState
 
@@ -30,6 +37,9 @@ log = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 600.0
 BATCHES_PER_STEP = 25  # per sender: a step returns now and then, so stop() and settings changes apply
+RENEWALS_PER_LEASE = 3  # leases on the wire are renewed this many times per lease_s
+# Waits between settlement attempts while another writer holds the outbox: short, growing, jittered.
+SETTLE_WAIT = tenacity.wait_exponential(multiplier=0.05, max=2.0) + tenacity.wait_random(0, 0.05)
 
 
 _MOVED = ("delivered", "dead", "retried")
@@ -58,7 +68,8 @@ class DeliveryWorker(threading.Thread):
     def __init__(self, settings: Callable[[], Settings], *, enabled: Callable[[], bool] = lambda: True,
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
                  rng: random.Random | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
-                 handoff_flush: Callable[[Settings], int] | None = None) -> None:
+                 handoff_flush: Callable[[Settings], int] | None = None, busy_timeout_s: float = 5.0,
+                 settle_sleep: Callable[[float], Any] | None = None) -> None:
         super().__init__(name="honcho-hub-delivery", daemon=True)
         self._settings, self._enabled = settings, enabled
         self._clock, self._monotonic = clock, monotonic
@@ -68,6 +79,9 @@ class DeliveryWorker(threading.Thread):
         self.owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.state = WorkerState()
         self._wake, self._stop_event, self._stepped = threading.Event(), threading.Event(), threading.Condition()
+        # The worker may wait for the write lock longer than capture: it is not on the turn's path.
+        self._busy_timeout_s = busy_timeout_s
+        self._settle_sleep = settle_sleep or self._stop_event.wait  # a stop cuts a wait short
         self._began = self._finished = 0  # steps of the thread, for drain() from other threads
         self._totals = dict.fromkeys(_MOVED, 0)
         self._last_report = StepReport()
@@ -154,10 +168,22 @@ class DeliveryWorker(threading.Thread):
         budget = settings.concurrency * BATCHES_PER_STEP
         in_flight: dict[Future, list[LeasedEvent]] = {}
         settlement = Settlement()
+        renew_every = settings.lease_s / RENEWALS_PER_LEASE
+        renew_at = self._monotonic() + renew_every
         while True:
             wanted = self._wanted(settings, destination, len(in_flight), budget)
-            batches = outbox.settle_and_lease(settlement, self.owner, wanted, settings.batch_size,
-                                              settings.lease_s, destination)
+            renew: list[str] = []
+            if in_flight and self._monotonic() >= renew_at:
+                renew = [e.id for batch in in_flight.values() for e in batch]
+                renew_at = self._monotonic() + renew_every
+            try:
+                batches = self._settle_and_lease(outbox, settlement, settings, destination, wanted, renew)
+            except OutboxError:
+                if not self._stop_event.is_set():
+                    raise
+                log.warning("honcho worker: stopped before %d results could be recorded; their events go out"
+                            " again after their lease, once Honcho was asked what it holds", len(in_flight) + 1)
+                break
             budget -= len(batches)
             for batch in batches:
                 report.leased += len(batch)
@@ -165,12 +191,23 @@ class DeliveryWorker(threading.Thread):
             if not in_flight:
                 break
             report.state = "running"
-            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            done, _ = wait(in_flight, timeout=max(0.0, renew_at - self._monotonic()), return_when=FIRST_COMPLETED)
             settlement = Settlement()
             for future in done:
                 in_flight.pop(future)
                 self._record(settlement, settings, destination, future.result(), report)
         return self._report(report)
+
+    def _settle_and_lease(self, outbox: Outbox, settlement: Settlement, settings: Settings, destination: str,
+                          wanted: int, renew: Sequence[str]) -> list[list[LeasedEvent]]:
+        """One settle-renew-lease transaction, retried while the outbox is locked or unwritable, until it
+        is recorded or a stop is requested (then the last OutboxError is raised)."""
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type((OutboxBusy, OutboxUnavailable)), wait=SETTLE_WAIT,
+            stop=lambda attempt: self._stop_event.is_set(), sleep=self._settle_sleep,
+            before_sleep=_log_settle_retry, reraise=True)
+        return retrying(outbox.settle_and_lease, settlement, self.owner, wanted, settings.batch_size,
+                        settings.lease_s, destination, renew)
 
     def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int) -> int:
         """How many new batches to lease: none while stopping, switched off or with the circuit open;
@@ -193,21 +230,24 @@ class DeliveryWorker(threading.Thread):
             m.requests += result.requests
             m.sent += len(result.delivered)
             m.reconciled += len(result.already_there)
+            m.reconcile_failures += int(result.reconcile_failed)
             m.dead += len(result.dead)
             if delivered or result.dead:
                 m.last_success_at, m.last_latency_s = now, result.latency_s
         report.delivered += len(delivered)
         report.dead += len(result.dead)
         if result.error is not None:
-            self._retry(settlement, settings, destination, result.failed, result.error, report)
+            self._retry(settlement, settings, destination, result, report)
         elif delivered or result.dead:
             self._close_circuit(destination)
 
-    def _retry(self, settlement: Settlement, settings: Settings, destination: str, failed: list[LeasedEvent],
-               error: DeliveryError, report: StepReport) -> None:
+    def _retry(self, settlement: Settlement, settings: Settings, destination: str, result: BatchResult,
+               report: StepReport) -> None:
         now, policy = self._clock(), RetryPolicy.from_settings(settings)
+        failed, error = result.failed, result.error
         circuit = self.state.circuit(destination)
-        decision = decide(error, failed[0].attempts, now, policy, self._rng, circuit.failures)
+        decision = decide(error, failed[0].attempts, now, policy, self._rng, circuit.failures,
+                          reconcile_failures=failed[0].reconcile_failures if result.reconcile_failed else None)
         with self.state.lock:
             self.state.metrics.failed += len(failed)
             self.state.metrics.last_error_code, self.state.metrics.last_error_at = error.code, now
@@ -216,19 +256,24 @@ class DeliveryWorker(threading.Thread):
                 circuit.failures += 1
         if decision.action is Action.CIRCUIT:
             log.warning("honcho worker: %s circuit open (%s)", decision.circuit, error.code)
-        # Attempts are per event: only events that used up theirs are dead; the rest keep their order.
-        dead = [e.id for e in failed if decision.burn_attempt and e.attempts + 1 >= policy.max_attempts]
+        if decision.action is Action.DEAD and not decision.burn_attempt:  # the lookup can never succeed here
+            dead = [e.id for e in failed]
+        else:  # attempts are per event: only events that used up theirs are dead; the rest keep their order
+            dead = [e.id for e in failed if decision.burn_attempt and e.attempts + 1 >= policy.max_attempts]
         rest = [e.id for e in failed if e.id not in set(dead)]
         if dead:
-            settlement.dead.extend((event_id, error.code) for event_id in dead)
+            settlement.dead.extend((event_id, decision.code) for event_id in dead)
             report.dead += len(dead)
-            log.error("honcho worker: %d events dead-lettered after %d attempts (%s)", len(dead),
-                      policy.max_attempts, error.code)
+            with self.state.lock:
+                self.state.metrics.dead += len(dead)
+            log.error("honcho worker: %d events dead-lettered (%s)", len(dead), decision.code)
         if rest:
             # Events behind the auth circuit stay ready: the circuit alone says when to probe, so resetting
             # it (retry_dead, after the key was fixed) makes the next step probe at once.
             retry_at = now if decision.circuit == "auth" else decision.next_attempt_at
-            settlement.retries.append(Retry(rest, retry_at, error.code, decision.burn_attempt))
+            settlement.retries.append(Retry(rest, retry_at, error.code, decision.burn_attempt,
+                                            ambiguous=result.failed_ambiguous,
+                                            reconcile_failed=decision.reconcile_failed))
             report.retried += len(rest)
 
     # -- helpers -------------------------------------------------------------------------------------
@@ -250,12 +295,11 @@ class DeliveryWorker(threading.Thread):
         if self._outbox is None or key != self._outbox_key:
             if self._outbox is not None:
                 self._outbox.close()
-            # The worker may wait for the write lock longer than capture: it is not on the turn's path.
             # Its commits need not be fsynced: captured rows were made durable by capture's own commit,
             # and a lost delivered/leased mark after a power cut only means a resend (at-least-once),
             # never a lost message. Capture keeps the configured durability.
             self._outbox = Outbox(settings.outbox_path, synchronous="NORMAL",
-                                  busy_timeout_s=5.0, max_rows=settings.max_queued_rows,
+                                  busy_timeout_s=self._busy_timeout_s, max_rows=settings.max_queued_rows,
                                   dead_retention_s=settings.dead_retention_days * 86_400, clock=self._clock)
             self._outbox_key = key
         return self._outbox
@@ -319,6 +363,13 @@ class DeliveryWorker(threading.Thread):
 def _process_running() -> bool:
     """False once the interpreter is shutting down (its main thread has ended)."""
     return threading.main_thread().is_alive()
+
+
+def _log_settle_retry(attempt: tenacity.RetryCallState) -> None:
+    if attempt.attempt_number == 1:  # once per settlement: the busy spell may last a while
+        error = attempt.outcome.exception() if attempt.outcome is not None else None
+        log.warning("honcho worker: outbox %s; keeping the results in memory and retrying",
+                    getattr(error, "code", "unavailable"))
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:

@@ -27,6 +27,7 @@ class Circuit:
 class Metrics:
     sent: int = 0
     reconciled: int = 0
+    reconcile_failures: int = 0  # lookups of which events Honcho holds that failed (nothing was sent)
     failed: int = 0
     dead: int = 0
     requests: int = 0

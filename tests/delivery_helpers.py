@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from typing import Callable
 
 import httpx
 
@@ -25,11 +26,13 @@ class Bench:
     Every request a client built here sends is kept in `sent` (URL, headers and body as they left).
     `supports_scopes` injects the SDK capability check (False: an SDK without scopes)."""
 
-    def __init__(self, test, supports_scopes: bool | None = None, **overrides) -> None:
+    def __init__(self, test, supports_scopes: bool | None = None, worker_options: dict | None = None,
+                 **overrides) -> None:
         self.test = test
         self.path = temp_outbox_path(test)
         self.fake = FakeHoncho(api_key=KEY)
         self.sent: list[httpx.Request] = []
+        self.on_request: Callable[[httpx.Request], None] | None = None  # runs before the fake answers
         self._fake_transport = self.fake.transport()
         self.transport = httpx.MockTransport(self._record)
         self.supports_scopes = None if supports_scopes is None else (lambda: supports_scopes)
@@ -40,15 +43,26 @@ class Bench:
         plugin = {"outbox_path": self.path, "api_url": "https://honcho.test", **overrides}
         self.settings = build_settings(plugin, self.secrets, {}, load_secrets=lambda: dict(self.secrets))
         self.capture_service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono)
-        self.worker = DeliveryWorker(lambda: self.settings, enabled=lambda: self.enabled, clock=self.clock,
-                                     monotonic=self.mono, rng=random.Random(7), gateway_factory=self.gateway,
-                                     handoff_flush=lambda s: self.capture_service.flush_handoff())
-        test.addCleanup(self.worker.stop, 10)
         test.addCleanup(self.capture_service.close)
+        self.worker = self.new_worker(**(worker_options or {}))
+
+    def new_worker(self, **options) -> DeliveryWorker:
+        """A worker of this process on the bench's outbox, fake and clocks (another owner each time)."""
+        worker = DeliveryWorker(lambda: self.settings, enabled=lambda: self.enabled, clock=self.clock,
+                                monotonic=self.mono, rng=random.Random(7), gateway_factory=self.gateway,
+                                handoff_flush=lambda s: self.capture_service.flush_handoff(), **options)
+        self.test.addCleanup(worker.stop, 10)
+        return worker
 
     def _record(self, request: httpx.Request) -> httpx.Response:
         self.sent.append(request)
+        if self.on_request is not None:
+            self.on_request(request)
         return self._fake_transport.handle_request(request)
+
+    def adds(self, chat: str) -> int:
+        """How many add-messages requests reached the fake for this chat."""
+        return self.fake.count(f"/sessions/chat-{chat}/messages") - self.fake.count(f"/sessions/chat-{chat}/messages/")
 
     def http_client(self, **kwargs) -> httpx.Client:
         """An httpx client whose requests reach the fake and are kept in `sent`."""
