@@ -151,7 +151,12 @@ def build_settings(
     overrides = _honcho_vars(env)
     overrides.update(_honcho_vars(_mapping(secrets, "secrets", warnings)))  # secrets win
     values = {f.name: _resolve(f, plugin, overrides, warnings) for f in FIELDS}
-    warnings.extend(f"{broken.problem} (kept: {broken.effect})" for broken in relation_problems(values))
+    for broken in relation_problems(values):
+        if broken.repair is None:
+            warnings.append(f"{broken.problem} (kept: {broken.effect})")
+        else:
+            values.update(broken.repair(values))
+            warnings.append(f"{broken.problem} (used instead: {broken.effect})")
     values["api_url"] = values["api_url"] or MODE_API_URLS[values["endpoint_mode"]]
     values["mcp_url"] = values["mcp_url"] or MODE_MCP_URLS[values["endpoint_mode"]]
     if values["outbox_path"] == DEFAULT_OUTBOX_PATH and not os.path.isdir(agent_zero_usr):
@@ -187,12 +192,22 @@ class Relation(NamedTuple):
     holds: Callable[[Mapping[str, Any]], bool]
     problem: str
     effect: str  # what a config that breaks it does anyway
+    repair: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None  # values used instead, if harmful
+
+
+def _lease_covering_requests(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {"lease_s": max(FIELDS_BY_NAME["lease_s"].default, 3 * values["sdk_timeout_s"])}
 
 
 # The settings page refuses to save a value that breaks a relation. A config that breaks one anyway
-# (edited by hand, or saved before the rule) is kept, with a warning saying what that does: none of
-# them is harmful.
+# (edited by hand, or saved before the rule) is kept when that is harmless, with a warning saying what
+# it does; otherwise the relation's repair gives the values used instead, with a warning saying so.
 RELATIONS = (
+    # A lease must outlast any single request (renewals happen between them), or another worker could
+    # take over a batch that is still on the wire and send it again.
+    Relation(("lease_s", "sdk_timeout_s"), lambda v: v["lease_s"] >= 3 * v["sdk_timeout_s"],
+             "lease_s must be at least 3 × sdk_timeout_s",
+             "the default lease_s, or 3 × sdk_timeout_s when that is longer", _lease_covering_requests),
     Relation(("retry_base_s", "retry_max_s"), lambda v: v["retry_base_s"] <= v["retry_max_s"],
              "retry_base_s must not exceed retry_max_s", "every backoff waits up to retry_max_s"),
     Relation(("circuit_base_s", "circuit_max_s"), lambda v: v["circuit_base_s"] <= v["circuit_max_s"],

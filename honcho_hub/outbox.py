@@ -197,15 +197,18 @@ class Outbox:
             return [r[0] for r in self._conn.execute("SELECT content FROM events ORDER BY seq LIMIT ?", (limit,))]
 
     def stats(self) -> dict:
-        """Counts by state, oldest pending capture time and next attempt time: no content, no path."""
+        """Counts by state, dead letters by error code, oldest pending capture time and next attempt time:
+        no content, no path."""
         with self._locked():
             try:
                 counts = dict(self._conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
                 oldest, next_at = self._conn.execute(
                     "SELECT min(captured_at), min(next_attempt_at) FROM events WHERE state = 'pending'").fetchone()
+                dead_by_code = dict(self._conn.execute(
+                    "SELECT error_code, count(*) FROM events WHERE state = 'dead' GROUP BY error_code").fetchall())
             except Exception as exc:
                 raise translate(exc) from exc
-        return {"counts": {s.value: counts.get(s.value, 0) for s in EventState},
+        return {"counts": {s.value: counts.get(s.value, 0) for s in EventState}, "dead_by_code": dead_by_code,
                 "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
 
     # -- internals -------------------------------------------------------------------------------

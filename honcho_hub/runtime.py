@@ -214,7 +214,7 @@ def status_parts(settings: Settings, session_id: str | None = None, scope_id: st
         parts.outbox_problem = parts.outbox_problem or exc.code
         stats = None
     if stats is not None:
-        parts.queue_counts = stats["counts"]
+        parts.queue_counts, parts.dead_by_code = stats["counts"], stats["dead_by_code"]
         parts.oldest_pending_captured_at = stats["oldest_pending_captured_at"]
         parts.next_attempt_at = stats["next_attempt_at"]
     worker = current_worker()

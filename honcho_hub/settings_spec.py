@@ -107,7 +107,7 @@ FIELDS: tuple[Field, ...] = (
        lo=5, hi=3_600),
     _f("auth_probe_interval_s", "float", 60.0, "delivery", "Probe interval after a 401/403, seconds.",
        lo=5, hi=3_600),
-    _f("lease_s", "float", 120.0, "delivery", "Lease of a batch being sent, seconds.", lo=10, hi=3_600),
+    _f("lease_s", "float", 120.0, "delivery", "Lease of a batch being sent, seconds; at least 3 × sdk_timeout_s.", lo=10, hi=3_600),
     _f("poll_interval_s", "float", 5.0, "delivery", "Worker timer between wake-ups, seconds.",
        lo=0.5, hi=300),
     # recall

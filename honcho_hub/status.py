@@ -29,6 +29,7 @@ class StatusParts:
     scope_backfill: dict[str, str] = field(default_factory=dict)  # session -> pending/completed/failed
     scope_problem: str | None = None
     queue_counts: dict[str, int] = field(default_factory=dict)
+    dead_by_code: dict[str, int] = field(default_factory=dict)
     oldest_pending_captured_at: float | None = None
     next_attempt_at: float | None = None
     outbox_problem: str | None = None  # outbox_corrupt, outbox_unavailable…
@@ -59,7 +60,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens},
         "scope": {"strategy": settings.scope_strategy, "current": parts.scope_id,
                   "backfill": _backfill(parts.scope_backfill), "problem": parts.scope_problem},
-        "queue": {**counts, "in_memory": parts.handoff,
+        "queue": {**counts, "dead_by_code": dict(parts.dead_by_code), "in_memory": parts.handoff,
                   "oldest_pending_age_s": _age(now, parts.oldest_pending_captured_at),
                   "next_attempt_in_s": _until(now, parts.next_attempt_at)},
         "worker": {"state": parts.worker.get("state", "stopped"),
@@ -70,6 +71,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "last_error_age_s": _age(now, metrics.get("last_error_at")),
                    "last_latency_ms": _ms(metrics.get("last_latency_s")),
                    "sent": metrics.get("sent", 0), "reconciled": metrics.get("reconciled", 0),
+                   "reconcile_failures": metrics.get("reconcile_failures", 0),
                    "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
         "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
                      "handoff_full": parts.capture_counters.get("refused_handoff_full", 0),
@@ -134,7 +136,8 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     if s["worker"]["state"] == "stopped" and s["queue"]["pending"]:
         amber.append("worker stopped with events pending")
     if s["queue"]["dead"]:
-        amber.append(f"{s['queue']['dead']} dead letters")
+        codes = ", ".join(f"{n} {code}" for code, n in sorted(s["queue"]["dead_by_code"].items(), key=str))
+        amber.append(f"{s['queue']['dead']} dead letters" + (f" ({codes})" if codes else ""))
     age = s["queue"]["oldest_pending_age_s"]
     if age is not None and age > STALE_QUEUE_S:
         amber.append("queue is not draining")

@@ -21,7 +21,7 @@ VALID = {
     "capture_wait_ms": 100, "handoff_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
     "batch_size": 100, "concurrency": 8, "max_attempts": 3, "retry_base_s": 0.5, "retry_max_s": 60,
     "retry_after_cap_s": 120, "circuit_base_s": 2, "circuit_max_s": 60, "auth_probe_interval_s": 30,
-    "lease_s": 30, "poll_interval_s": 1, "recall_enabled": False, "cache_ttl_s": 0,
+    "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "cache_ttl_s": 0,
     "cache_max_entries": 10, "max_context_tokens": 2000, "search_top_k": 3, "max_conclusions": 5,
     "recall_timeout_s": 1.5, "recall_min_query_chars": 0, "recall_include_messages": False,
     "recall_limit_to_session": True, "ask_timeout_s": 120, "scope_strategy": "custom",
@@ -116,10 +116,12 @@ class SettingBoundsTest(unittest.TestCase):
         self.assertEqual((settings.batch_size, settings.recall_enabled, settings.retry_base_s), (50, False, 0.25))
 
     def test_bounds_are_inclusive(self):
+        partners = {"lease_s": {"sdk_timeout_s": 1}}  # so that the bound also keeps the relations between fields
         for spec in (f for f in FIELDS if f.kind in ("int", "float")):
             with self.subTest(name=spec.name):
-                self.assertEqual(getattr(build({spec.name: spec.lo}), spec.name), spec.lo)
-                self.assertEqual(getattr(build({spec.name: spec.hi}), spec.name), spec.hi)
+                for bound in (spec.lo, spec.hi):
+                    self.assertEqual(getattr(build({spec.name: bound, **partners.get(spec.name, {})}), spec.name),
+                                     bound)
 
     def test_unknown_settings_are_ignored_with_a_warning(self):
         settings = build({"api_key": SECRET, "colour": "blue"})

@@ -176,23 +176,28 @@ class ProcessesTest(unittest.TestCase):
         self.assertEqual(json.loads(child.stdout), {"stopped": True})
         self.assertNotIn("Traceback", child.stderr)
 
-    def test_a_process_killed_while_holding_a_lease_is_delivered_by_another_after_expiry(self):
-        server, path = LoopbackServerProcess(self), temp_outbox_path(self)
-        seed(path, server.url, 1, 5)
-        server.control("/_fake/fail", {"match": "/messages$", "kind": "timeout"})
-        child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url], cwd=tempfile.gettempdir())
-        self.assertEqual(server.control("/_fake/await", {"match": "/messages$", "count": 1, "timeout": 60})["seen"], 1)
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(30)
-        leased = Outbox(path).stats()["counts"]["leased"]
-        self.assertEqual(leased, 5)
-        settings = build_settings({"outbox_path": path, "api_url": server.url}, {"HONCHO_API_KEY": CHILD_KEY}, {})
-        later = lambda: time.time() + settings.lease_s + 1  # noqa: E731 - the lease has expired by then
-        survivor = DeliveryWorker(lambda: settings, clock=later, rng=random.Random(3))
-        self.addCleanup(survivor.stop, 10)
-        self.assertEqual(survivor.drain(60)["delivered"], 5)
-        stored = [m["content"] for m in server.control("/_fake/messages")]
-        self.assertEqual(stored, [f"0:{i}" for i in range(5)])
+    def test_a_process_killed_while_holding_a_lease_is_delivered_by_another_after_expiry_exactly_once(self):
+        # Killed while the request hangs before the server stored it, and after (the batch is held, the
+        # answer never came): either way the survivor delivers every event once.
+        for stored_first in (False, True):
+            with self.subTest(server_stored_the_batch=stored_first):
+                server, path = LoopbackServerProcess(self), temp_outbox_path(self)
+                seed(path, server.url, 1, 5)
+                server.control("/_fake/fail", {"match": "/messages$", "kind": "timeout", "after_store": stored_first})
+                child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url], cwd=tempfile.gettempdir())
+                seen = server.control("/_fake/await", {"match": "/messages$", "count": 1, "timeout": 60})["seen"]
+                self.assertEqual(seen, 1)
+                os.kill(child.pid, signal.SIGKILL)
+                child.wait(30)
+                self.assertEqual(Outbox(path).stats()["counts"]["leased"], 5)
+                settings = build_settings({"outbox_path": path, "api_url": server.url},
+                                          {"HONCHO_API_KEY": CHILD_KEY}, {})
+                later = lambda: time.time() + settings.lease_s + 1  # noqa: E731 - the lease has expired by then
+                survivor = DeliveryWorker(lambda: settings, clock=later, rng=random.Random(3))
+                self.addCleanup(survivor.stop, 10)
+                self.assertEqual(survivor.drain(60)["delivered"], 5)
+                stored = [m["content"] for m in server.control("/_fake/messages")]
+                self.assertEqual(stored, [f"0:{i}" for i in range(5)])
 
     def test_four_processes_drain_one_outbox_exactly_once_in_order(self):
         server, path = LoopbackServerProcess(self), temp_outbox_path(self)

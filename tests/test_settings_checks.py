@@ -24,6 +24,19 @@ class RelationsTest(unittest.TestCase):
                                  {k: (float(v) if isinstance(v, int) else v) for k, v in plugin.items()})
                 self.assertIn(warning, settings.warnings)
 
+    def test_a_lease_shorter_than_three_sdk_timeouts_falls_back_with_one_warning_naming_the_key(self):
+        warning = ("lease_s must be at least 3 × sdk_timeout_s (used instead: the default lease_s,"
+                   " or 3 × sdk_timeout_s when that is longer)")
+        for plugin, lease_s in (({"lease_s": 20, "sdk_timeout_s": 10}, 120.0),
+                                ({"sdk_timeout_s": 60}, 180.0), ({"lease_s": 29.9, "sdk_timeout_s": 10}, 120.0)):
+            with self.subTest(plugin=plugin):
+                settings = build_settings(plugin, {}, {})
+                self.assertEqual(settings.lease_s, lease_s)
+                self.assertEqual(settings.warnings, (warning,))
+        self.assertEqual(build_settings({"lease_s": 30, "sdk_timeout_s": 10}, {}, {}).lease_s, 30.0)
+        self.assertEqual(save_problems({"lease_s": 20}, False, {"sdk_timeout_s": 10}),
+                         ["lease_s must be at least 3 × sdk_timeout_s"])
+
     def test_relations_that_hold_keep_the_values(self):
         settings = build_settings({"retry_base_s": 100, "retry_max_s": 100, "scope_strategy": "custom",
                                    "scope_custom": "team"}, {}, {})

@@ -24,7 +24,7 @@ KEY = "loopback-test-key"
 
 def main() -> None:
     mode, outbox, api_url = sys.argv[1:4]
-    settings = build_settings({"outbox_path": outbox, "api_url": api_url, "sdk_timeout_s": 120, "batch_size": 10},
+    settings = build_settings({"outbox_path": outbox, "api_url": api_url, "sdk_timeout_s": 40, "batch_size": 10},
                               {"HONCHO_API_KEY": KEY}, {})
     if mode == "exit":
         return step_while_exiting(settings)
