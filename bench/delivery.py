@@ -1,12 +1,33 @@
 """Delivery benchmark: prints one JSON line.
 
-10,000 events across 50 sessions drained by the real worker (default settings: batches of 20, two
-senders), against, in the same run and on the same server: (a) the naive path, one `add_messages`
-call per message; (b) the ceiling, a tight SDK loop over pre-built batches of the same size with
-setup excluded. Also the lease query time at 100 vs 10,000 queued rows, the worker's RSS growth,
-and lost/duplicate events counted on the server side through the SDK.
+What is measured, all against one server (a loopback fake the bench starts, or `--url`):
 
-    python bench/delivery.py [--url URL --key KEY]   # default: a loopback fake the bench starts
+- **Worker drain.** `--events` (10,000) events across `--sessions` (50) sessions, queued in a fresh outbox
+  and drained by the real worker with default settings (batches of 20, two senders). Not timed: imports,
+  the HTTP client and session creation (one warm-up message per session first). Lost and duplicate
+  events are counted on the server through the SDK; RSS growth is the process's over the first drain.
+- **Ceiling: the server's own ingest rate** for the same events, batch size and concurrency, without the
+  worker: the request bodies are built before timing, exactly as the SDK would send them (`POST
+  /v3/workspaces/{ws}/sessions/{sid}/messages`, `{"messages": [{content, peer_id, metadata, created_at}]}`),
+  the sessions are created with their peers and get one warm-up message each before timing, then
+  `concurrency` threads, each with its own keep-alive `httpx.Client`, post them as fast as the server
+  answers (each session's batches in order on one thread, as the worker never sends one session twice at
+  once). No outbox, no SDK.
+- Drain and ceiling alternate `--repeats` times (drain, ceiling, drain, ceiling, ...), each on a fresh
+  workspace, because client and server share the machine's cores: medians and every repeat are reported,
+  with the client's CPU share (this process's CPU seconds / wall seconds; 1.0 is one core) and the whole
+  machine's busy share (from /proc/stat) during each timed section, so a CPU-bound client shows.
+- **Naive rate**: one `add_messages` call per message, through the SDK.
+- **Lease time** at 100 vs 10,000 queued rows (medians of 200 rounds, on a local SQLite file):
+  - best case: rows of 20-row sessions interleaved, so the oldest row is a ready head; the same batch
+    is leased and put back at the head every round;
+  - worst case: one session's head batch is blocked (backing off: released with a far-future retry
+    time; or in flight: leased) with the rest of the queued rows behind it in the same session, and one
+    ready 20-row session captured after that whole backlog; its batch is leased and put back
+    (`retry_at(ids, 0.0)`) every round. The worse of the two variants is reported as the worst case.
+  `*_query_*` keys time `Outbox.next_batch` alone; the others the `Outbox.lease` transaction.
+
+    python bench/delivery.py [--url URL --key KEY] [--events N] [--repeats R]
 """
 
 from __future__ import annotations
@@ -14,26 +35,84 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
+from datetime import datetime, timezone
+
+import httpx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from honcho_hub.config import build_settings  # noqa: E402
+from honcho_hub.honcho_gateway import OBSERVATION, SOURCE  # noqa: E402
 from honcho_hub.outbox import NewEvent, Outbox  # noqa: E402
 from honcho_hub.worker import DeliveryWorker  # noqa: E402
 
 TEXT = "Delivery benchmark message with a realistic length for a chat turn, about two lines. " * 2
+LEASE_SIZES = (100, 10_000)
+LEASE_BATCH = 20
+YEAR_S = 365 * 86_400.0
+WORST_VARIANTS = {"head_backing_off": "the blocked session's head batch is backing off (pending, retry far ahead)",
+                  "head_in_flight": "the blocked session's head batch is leased (in flight)"}
 
 
 def rss_mb() -> float:
     with open("/proc/self/status") as handle:
         return next(int(line.split()[1]) / 1024 for line in handle if line.startswith("VmRSS:"))
 
+
+def upper_median(values: list[float]) -> float:
+    """The upper median, as the lease figures have always been computed (of 200 rounds, the 101st)."""
+    return sorted(values)[len(values) // 2]
+
+
+# -- CPU accounting --------------------------------------------------------------------------------
+
+def machine_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, in clock ticks, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:9]]  # user..steal; guest is inside user
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of another process so far (the loopback fake)."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Timed:
+    """Wall seconds, this process's CPU share and the machine's busy share over a `with` block."""
+
+    def __init__(self, server_pid: int | None = None) -> None:
+        self.server_pid = server_pid
+        self.wall_s = self.client_cpu_share = self.machine_busy_share = 0.0
+        self.server_cpu_share: float | None = None
+
+    def __enter__(self) -> "Timed":
+        self._server = process_cpu_s(self.server_pid) if self.server_pid else 0.0
+        self._machine = machine_jiffies()
+        self._cpu, self._wall = time.process_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.wall_s = time.perf_counter() - self._wall
+        self.client_cpu_share = (time.process_time() - self._cpu) / self.wall_s
+        busy, total = (end - start for end, start in zip(machine_jiffies(), self._machine))
+        self.machine_busy_share = busy / total if total else 0.0
+        if self.server_pid:
+            self.server_cpu_share = (process_cpu_s(self.server_pid) - self._server) / self.wall_s
+
+
+# -- shared setup ----------------------------------------------------------------------------------
 
 def start_loopback(key: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "loopback.py")], stdin=subprocess.PIPE,
@@ -47,32 +126,19 @@ def client(url: str, key: str, workspace: str):
     return Honcho(base_url=url, api_key=key, workspace_id=workspace, max_retries=0, timeout=30)
 
 
+def bench_events(destination: str, workspace: str, events: int, sessions: int) -> list[NewEvent]:
+    """The benchmark's events: event n goes to session `bench-{n % sessions}`, captured in order."""
+    return [NewEvent(f"ev_{workspace}_{n}", destination, workspace, f"bench-{n % sessions}", "user", "user",
+                     f"{n} {TEXT}", time.time()) for n in range(events)]
+
+
 def queue_events(path: str, destination: str, workspace: str, events: int, sessions: int) -> None:
     box = Outbox(path, max_rows=1_000_000)
-    box.enqueue_batches([[NewEvent(f"ev_{workspace}_{n}", destination, workspace, f"bench-{n % sessions}", "user",
-                                   "user", f"{n} {TEXT}", time.time())] for n in range(events)])
+    box.enqueue_batches([[e] for e in bench_events(destination, workspace, events, sessions)])
     box.close()
 
 
-def lease_ms(folder: str, queued: int, runs: int = 200) -> tuple[float, float]:
-    """Medians, in ms, of the lease query (finding the oldest ready session head and reading its batch)
-    and of the whole lease transaction (query, marking the rows, commit). `queued` pending rows, 20 per
-    session with sessions interleaved, so both sizes lease the same 20-event batch."""
-    path = os.path.join(folder, f"lease-{queued}.sqlite3")
-    queue_events(path, "d", "lease", queued, max(1, queued // 20))
-    box = Outbox(path, max_rows=1_000_000)
-    query, transaction = [], []
-    for _ in range(runs):
-        start = time.perf_counter()
-        box.next_batch(20, destination="d")
-        query.append((time.perf_counter() - start) * 1000)
-        start = time.perf_counter()
-        batch = box.lease("bench", 20, 60, destination="d")
-        transaction.append((time.perf_counter() - start) * 1000)
-        box.retry_at([e.id for e in batch], 0.0, "bench", burn_attempt=False)
-    box.close()
-    return sorted(query)[runs // 2], sorted(transaction)[runs // 2]
-
+# -- worker drain ----------------------------------------------------------------------------------
 
 def warm_up(worker: DeliveryWorker, path: str, settings, workspace: str, sessions: int) -> None:
     """One message per session first: imports, the HTTP client and session creation are not growth."""
@@ -98,6 +164,118 @@ def count_on_server(url: str, key: str, workspace: str, sessions: int, prefix: s
     return len(set(ids)), len(ids) - len(set(ids))
 
 
+def worker_settings(url: str, key: str, workspace: str, path: str):
+    return build_settings({"outbox_path": path, "api_url": url, "workspace_id": workspace,
+                           "max_queued_rows": 1_000_000}, {"HONCHO_API_KEY": key}, {})
+
+
+def drain_once(url: str, key: str, workspace: str, folder: str, events: int, sessions: int,
+               server_pid: int | None) -> dict:
+    """One timed drain by a fresh worker into a fresh workspace, then the server-side count."""
+    path = os.path.join(folder, f"outbox-{workspace}.sqlite3")
+    settings = worker_settings(url, key, workspace, path)
+    worker = DeliveryWorker(lambda: settings)
+    try:
+        warm_up(worker, path, settings, workspace, sessions)
+        queue_events(path, settings.destination(), workspace, events, sessions)
+        rss_before = rss_mb()
+        with Timed(server_pid) as timed:
+            moved = worker.drain(600)
+        rss_growth = rss_mb() - rss_before
+    finally:
+        worker.stop(10)
+    unique, duplicates = count_on_server(url, key, workspace, sessions, f"ev_{workspace}_")
+    return {"rate": moved["delivered"] / timed.wall_s, "delivered": moved["delivered"], "lost": events - unique,
+            "duplicates": duplicates, "rss_growth_mb": rss_growth, "timed": timed}
+
+
+# -- ceiling: the server's ingest rate -------------------------------------------------------------
+
+def message_body(events: list[NewEvent]) -> bytes:
+    """The JSON body the SDK posts for these events, built the way the worker builds its messages and
+    encoded the way httpx encodes `json=` (compact separators, UTF-8)."""
+    from honcho.api_types import MessageCreateParams
+
+    messages = [MessageCreateParams(content=e.content, peer_id=e.peer_id,
+                                    metadata={"event_id": e.id, "source": SOURCE, "role": e.role},
+                                    created_at=datetime.fromtimestamp(e.captured_at, tz=timezone.utc))
+                .model_dump(mode="json", exclude_none=True) for e in events]
+    return json.dumps({"messages": messages}, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def ceiling_plan(workspace: str, events: int, sessions: int, batch: int, concurrency: int) -> list[dict]:
+    """Per thread: its warm-up posts (one message per session) and its timed posts, as (path, body).
+    Each session belongs to one thread, its batches in capture order; a thread takes its sessions in
+    turn, as the worker leases the oldest head first."""
+    from honcho.http import routes
+
+    rows: dict[str, list[NewEvent]] = {}
+    for event in bench_events("ceiling", workspace, events, sessions):
+        rows.setdefault(event.session_id, []).append(event)
+    plans = [{"warm": [], "timed": []} for _ in range(concurrency)]
+    queues: list[list[list]] = [[] for _ in range(concurrency)]  # per thread, per session: its batches
+    for s in range(sessions):
+        sid = f"bench-{s}"
+        path, mine = routes.messages(workspace, sid), rows.get(sid, [])
+        warm = NewEvent(f"warm_{workspace}_{s}", "ceiling", workspace, sid, "user", "user", "warm-up", time.time())
+        plans[s % concurrency]["warm"].append((path, message_body([warm])))
+        queues[s % concurrency].append([(path, message_body(mine[i:i + batch])) for i in range(0, len(mine), batch)])
+    for plan, sessions_of_thread in zip(plans, queues):
+        for k in range(max(map(len, sessions_of_thread), default=0)):
+            plan["timed"].extend(batches[k] for batches in sessions_of_thread if k < len(batches))
+    return plans
+
+
+def create_sessions(url: str, key: str, workspace: str, sessions: int, settings) -> None:
+    """Sessions with both configured peers' observation settings, as the worker creates them (not timed)."""
+    from honcho.api_types import SessionPeerConfig
+
+    honcho = client(url, key, workspace)
+    roles = {settings.user_peer_id: "user", settings.agent_peer_id: "agent"}
+    pairs = [(peer, SessionPeerConfig(**OBSERVATION[role])) for peer, role in roles.items()]
+    for s in range(sessions):
+        honcho.session(f"bench-{s}", peers=pairs)
+
+
+def ceiling_once(url: str, key: str, workspace: str, events: int, sessions: int, settings,
+                 server_pid: int | None) -> dict:
+    """One timed run of `concurrency` raw-httpx posters over pre-built bodies into a fresh workspace."""
+    from honcho.http.client import default_host_header
+
+    create_sessions(url, key, workspace, sessions, settings)
+    plans = ceiling_plan(workspace, events, sessions, settings.batch_size, settings.concurrency)
+    headers = {"Content-Type": "application/json", "X-Honcho-Host": default_host_header()}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    # A poster that fails before the start breaks the barriers (after their timeout) instead of hanging.
+    ready, go = (threading.Barrier(len(plans) + 1, timeout=300) for _ in range(2))
+    failed = [0] * len(plans)
+
+    def post_all(index: int) -> None:
+        with httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=30) as http:
+            for path, body in plans[index]["warm"]:  # one message per session: keep-alive up, state as the drain's
+                http.post(path, content=body)
+            ready.wait()
+            go.wait()
+            for path, body in plans[index]["timed"]:
+                try:
+                    failed[index] += not http.post(path, content=body).is_success
+                except httpx.HTTPError:
+                    failed[index] += 1
+
+    threads = [threading.Thread(target=post_all, args=(i,), name=f"ceiling-{i}") for i in range(len(plans))]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    with Timed(server_pid) as timed:
+        go.wait()
+        for thread in threads:
+            thread.join()
+    return {"rate": events / timed.wall_s, "failed_requests": sum(failed), "timed": timed}
+
+
+# -- naive -----------------------------------------------------------------------------------------
+
 def naive_rate(url: str, key: str, workspace: str, messages: int) -> float:
     honcho = client(url, key, workspace)
     session, peer = honcho.session("naive"), honcho.peer("user")
@@ -107,18 +285,116 @@ def naive_rate(url: str, key: str, workspace: str, messages: int) -> float:
     return messages / (time.perf_counter() - start)
 
 
-def ceiling_rate(url: str, key: str, workspace: str, events: int, sessions: int, batch: int) -> float:
-    from honcho.api_types import MessageCreateParams
+# -- lease -----------------------------------------------------------------------------------------
 
-    honcho = client(url, key, workspace)
-    targets = [honcho.session(f"ceiling-{s}") for s in range(sessions)]  # setup, not timed
-    batches = [(targets[(i // batch) % sessions], [MessageCreateParams(content=f"{n} {TEXT}", peer_id="user")
-                                                   for n in range(i, min(i + batch, events))])
-               for i in range(0, events, batch)]
-    start = time.perf_counter()
-    for session, messages in batches:
-        session.add_messages(messages)
-    return events / (time.perf_counter() - start)
+def lease_ms(folder: str, queued: int, runs: int = 200) -> tuple[float, float]:
+    """Best case. Medians, in ms, of the lease query (finding the oldest ready session head and reading
+    its batch) and of the whole lease transaction (query, marking the rows, commit). `queued` pending
+    rows, 20 per session with sessions interleaved, so both sizes lease the same 20-event batch."""
+    path = os.path.join(folder, f"lease-{queued}.sqlite3")
+    queue_events(path, "d", "lease", queued, max(1, queued // 20))
+    box = Outbox(path, max_rows=1_000_000)
+    query, transaction = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        box.next_batch(20, destination="d")
+        query.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        batch = box.lease("bench", 20, 60, destination="d")
+        transaction.append((time.perf_counter() - start) * 1000)
+        box.retry_at([e.id for e in batch], 0.0, "bench", burn_attempt=False)
+    box.close()
+    return upper_median(query), upper_median(transaction)
+
+
+def blocked_outbox(path: str, queued: int, variant: str) -> Outbox:
+    """`queued` rows: session "blocked" (its head batch backing off or in flight, the backlog behind it),
+    then session "ready" (one batch, captured after the whole backlog)."""
+    box = Outbox(path, max_rows=1_000_000)
+    rows = [("blocked", n) for n in range(queued - LEASE_BATCH)] + [("ready", n) for n in range(LEASE_BATCH)]
+    box.enqueue_batches([[NewEvent(f"{sid}_{n}", "d", "lease", sid, "user", "user", f"{n} {TEXT}", time.time())]
+                         for sid, n in rows])
+    head = box.lease("bench-head", LEASE_BATCH, YEAR_S, destination="d")  # a lease that never expires here
+    if len(head) != LEASE_BATCH or any(e.session_id != "blocked" for e in head):
+        raise SystemExit("lease worst case: the first lease did not take the blocked session's head batch")
+    if variant == "head_backing_off" and box.retry_at([e.id for e in head], time.time() + YEAR_S, "bench",
+                                                      burn_attempt=False) != LEASE_BATCH:
+        raise SystemExit("lease worst case: the blocked session's head batch was not released to back off")
+    return box
+
+
+def expect_ready(batch: list, what: str) -> list[str]:
+    if len(batch) != LEASE_BATCH or any(e.session_id != "ready" for e in batch):
+        raise SystemExit(f"lease worst case: {what} did not return the ready session's batch")
+    return [e.id for e in batch]
+
+
+def lease_worst_ms(folder: str, queued: int, variant: str, runs: int = 200) -> tuple[float, float]:
+    """Worst case. Medians, in ms, of `next_batch` (the query alone) and of the `lease` transaction
+    finding the ready session behind a blocked session's backlog; put back with retry_at(ids, 0.0)."""
+    box = blocked_outbox(os.path.join(folder, f"lease-worst-{variant}-{queued}.sqlite3"), queued, variant)
+    query, transaction = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        batch = box.next_batch(LEASE_BATCH, destination="d")
+        query.append((time.perf_counter() - start) * 1000)
+        expect_ready(batch, "next_batch")
+        start = time.perf_counter()
+        batch = box.lease("bench", LEASE_BATCH, 60, destination="d")
+        transaction.append((time.perf_counter() - start) * 1000)
+        if box.retry_at(expect_ready(batch, "lease"), 0.0, "bench", burn_attempt=False) != LEASE_BATCH:
+            raise SystemExit("lease worst case: the ready session's batch was not put back")
+    box.close()
+    return upper_median(query), upper_median(transaction)
+
+
+def lease_figures(folder: str) -> dict:
+    """Best-case and worst-case lease keys; the worst variant is the slower lease at 10,000 rows."""
+    low, high = LEASE_SIZES
+    (q_low, tx_low), (q_high, tx_high) = lease_ms(folder, low), lease_ms(folder, high)
+    variants = {v: {n: lease_worst_ms(folder, n, v) for n in LEASE_SIZES} for v in WORST_VARIANTS}
+    worst = max(variants, key=lambda v: variants[v][high][1])
+    (wq_low, wtx_low), (wq_high, wtx_high) = variants[worst][low], variants[worst][high]
+    return {
+        "lease_ms_100": round(q_low, 3), "lease_ms_10000": round(q_high, 3),
+        "lease_ratio_10000_vs_100": round(q_high / q_low, 2),
+        "lease_txn_ms_100": round(tx_low, 3), "lease_txn_ms_10000": round(tx_high, 3),
+        "lease_txn_ratio_10000_vs_100": round(tx_high / tx_low, 2),
+        "lease_worst_ms_100": round(wtx_low, 3), "lease_worst_ms_10000": round(wtx_high, 3),
+        "lease_worst_ratio_10000_vs_100": round(wtx_high / wtx_low, 2),
+        "lease_worst_query_ms_100": round(wq_low, 3), "lease_worst_query_ms_10000": round(wq_high, 3),
+        "lease_worst_query_ratio_10000_vs_100": round(wq_high / wq_low, 2),
+        "lease_worst_case": WORST_VARIANTS[worst],
+        "lease_worst_variants_ms": {v: {f"lease_ms_{n}": round(variants[v][n][1], 3) for n in LEASE_SIZES}
+                                    | {f"query_ms_{n}": round(variants[v][n][0], 3) for n in LEASE_SIZES}
+                                    for v in variants},
+        "lease_measures": "median of 200 rounds, ms. lease_ms_*: best case, next_batch query; lease_txn_ms_*:"
+                          " best case, Outbox.lease transaction; lease_worst_ms_*: worst case, Outbox.lease"
+                          " transaction; lease_worst_query_ms_*: worst case, next_batch query",
+    }
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+def interleaved(url: str, key: str, base: str, folder: str, args, settings,
+                server_pid: int | None) -> tuple[list, list]:
+    """drain, ceiling, drain, ceiling, ... each on its own fresh workspace."""
+    drains, ceilings = [], []
+    for r in range(args.repeats):
+        drains.append(drain_once(url, key, f"{base}-r{r}-drain", folder, args.events, args.sessions, server_pid))
+        ceilings.append(ceiling_once(url, key, f"{base}-r{r}-ceiling", args.events, args.sessions, settings,
+                                     server_pid))
+    return drains, ceilings
+
+
+def cpu_keys(name: str, runs: list[dict]) -> dict:
+    timed = [run["timed"] for run in runs]
+    keys = {f"client_cpu_share_{name}": round(statistics.median([t.client_cpu_share for t in timed]), 2),
+            f"client_cpu_share_{name}_per_repeat": [round(t.client_cpu_share, 2) for t in timed],
+            f"machine_cpu_busy_share_{name}_per_repeat": [round(t.machine_busy_share, 2) for t in timed]}
+    if timed[0].server_cpu_share is not None:
+        keys[f"loopback_server_cpu_share_{name}_per_repeat"] = [round(t.server_cpu_share, 2) for t in timed]
+    return keys
 
 
 def main() -> None:
@@ -128,47 +404,54 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--naive-messages", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     server, url, key = None, args.url, args.key
     if url is None:
         key = key or "bench-key"
         server, url = start_loopback(key)
-    workspace = f"honcho-hub-bench-{uuid.uuid4().hex[:8]}"  # never a user's own workspace
+    base = f"honcho-hub-bench-{uuid.uuid4().hex[:8]}"  # never a user's own workspace
     try:
         with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
-            path = os.path.join(folder, "outbox.sqlite3")
-            settings = build_settings({"outbox_path": path, "api_url": url, "workspace_id": workspace,
-                                       "max_queued_rows": 1_000_000}, {"HONCHO_API_KEY": key}, {})
-            worker = DeliveryWorker(lambda: settings)
-            warm_up(worker, path, settings, workspace, args.sessions)
-            queue_events(path, settings.destination(), workspace, args.events, args.sessions)
-            rss_before = rss_mb()
-            start = time.perf_counter()
-            moved = worker.drain(600)
-            drain_s = time.perf_counter() - start
-            rss_growth = rss_mb() - rss_before
-            worker.stop(10)
-            unique, duplicates = count_on_server(url, key, workspace, args.sessions, f"ev_{workspace}_")
-            naive = naive_rate(url, key, workspace, args.naive_messages)
-            ceiling = ceiling_rate(url, key, workspace, args.events, args.sessions, settings.batch_size)
-            (lease_100, lease_tx_100), (lease_10000, lease_tx_10000) = lease_ms(folder, 100), lease_ms(folder, 10_000)
+            settings = worker_settings(url, key, base, os.path.join(folder, "unused.sqlite3"))  # defaults to match
+            drains, ceilings = interleaved(url, key, base, folder, args, settings, server.pid if server else None)
+            naive = naive_rate(url, key, f"{base}-naive", args.naive_messages)
+            lease = lease_figures(folder)
     finally:
         if server is not None:
             server.stdin.close()
             server.wait(30)
-    drain_rate = moved["delivered"] / drain_s
+    drain_rate = statistics.median([d["rate"] for d in drains])
+    ceiling = statistics.median([c["rate"] for c in ceilings])
     print(json.dumps({
         "bench": "delivery", "server": "loopback-fake" if args.url is None else "given-url",
         "events": args.events, "sessions": args.sessions, "batch_size": settings.batch_size,
-        "concurrency": settings.concurrency, "delivered": moved["delivered"],
-        "drain_events_per_s": round(drain_rate, 1), "naive_events_per_s": round(naive, 1),
-        "naive_messages": args.naive_messages, "ceiling_events_per_s": round(ceiling, 1),
+        "concurrency": settings.concurrency, "repeats": args.repeats, "cpu_count": os.cpu_count(),
+        "delivered_per_repeat": [d["delivered"] for d in drains],
+        "drain_events_per_s": round(drain_rate, 1),
+        "drain_events_per_s_per_repeat": [round(d["rate"], 1) for d in drains],
+        "naive_events_per_s": round(naive, 1), "naive_messages": args.naive_messages,
+        "ceiling_events_per_s": round(ceiling, 1),
+        "ceiling_events_per_s_per_repeat": [round(c["rate"], 1) for c in ceilings],
+        "ceiling_method": "raw httpx, pre-built bodies as the SDK sends them, same events, batch size and"
+                          " concurrency as the worker (one keep-alive client per thread, each session's batches"
+                          " in order on one thread); sessions with peers created and warmed before timing;"
+                          " no outbox, no SDK",
+        "ceiling_failed_requests": sum(c["failed_requests"] for c in ceilings),
         "speedup_vs_naive": round(drain_rate / naive, 2), "ratio_to_ceiling": round(drain_rate / ceiling, 3),
-        "lease_ms_100": round(lease_100, 3), "lease_ms_10000": round(lease_10000, 3),
-        "lease_ratio_10000_vs_100": round(lease_10000 / lease_100, 2),
-        "lease_txn_ms_100": round(lease_tx_100, 3), "lease_txn_ms_10000": round(lease_tx_10000, 3),
-        "lease_txn_ratio_10000_vs_100": round(lease_tx_10000 / lease_tx_100, 2), "rss_growth_mb": round(rss_growth, 2),
-        "lost": args.events - unique, "duplicates": duplicates,
+        "ratio_to_ceiling_per_repeat": [round(d["rate"] / c["rate"], 3) for d, c in zip(drains, ceilings)],
+        "rate_measures": "drain_events_per_s, ceiling_events_per_s: medians over the repeats of events / wall"
+                         " seconds of the timed section; ratio_to_ceiling: drain median / ceiling median;"
+                         " *_per_repeat: in run order, drain r ran just before ceiling r, each on a fresh workspace",
+        **cpu_keys("drain", drains), **cpu_keys("ceiling", ceilings),
+        "cpu_share_means": "client: this process's CPU seconds / wall seconds of the timed section (1.0 = one"
+                           " core busy); machine: busy share of all cores from /proc/stat (1.0 = all busy);"
+                           " loopback server: the fake's process, like the client's",
+        **lease,
+        "rss_growth_mb": round(drains[0]["rss_growth_mb"], 2),
+        "rss_growth_mb_per_repeat": [round(d["rss_growth_mb"], 2) for d in drains],
+        "lost": sum(d["lost"] for d in drains), "duplicates": sum(d["duplicates"] for d in drains),
+        "lost_per_repeat": [d["lost"] for d in drains], "duplicates_per_repeat": [d["duplicates"] for d in drains],
     }))
 
 
