@@ -2,6 +2,8 @@
 the metadata-filter lookup reconciliation relies on, and how the server's refusals are classified."""
 
 import dataclasses
+import random
+import time
 import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, events, user_events
@@ -9,12 +11,15 @@ from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_
 from honcho_hub.delivery import send_batch
 from honcho_hub.errors import PermanentError
 from honcho_hub.honcho_gateway import SOURCE
-from honcho_hub.outbox import LeasedEvent
+from honcho_hub.outbox import LeasedEvent, Outbox
+from honcho_hub.worker import DeliveryWorker
 
 
-def leased(event, error_code=None) -> LeasedEvent:
-    """An event as the outbox leases it after a failed attempt with `error_code`."""
-    return LeasedEvent(**dataclasses.asdict(event), attempts=1 if error_code else 0, error_code=error_code)
+def leased(event, error_code=None, ambiguous=False) -> LeasedEvent:
+    """An event as the outbox leases it after a failed attempt with `error_code` (one after which
+    Honcho may hold it when `ambiguous`)."""
+    return LeasedEvent(**dataclasses.asdict(event), attempts=1 if error_code else 0, error_code=error_code,
+                       ambiguous=ambiguous)
 
 
 def all_messages(gateway, session_id: str) -> list:
@@ -109,11 +114,33 @@ class ReconciliationLookupTest(RealHonchoCase):
         gateway = self.gateway()
         batch = events("chat-reconcile", [f"reconcile {i}" for i in range(10)], workspace_id=self.workspace_id)
         gateway.send(batch[:6])  # the server stored these although the worker saw a timeout
-        result = send_batch(gateway, [leased(e, "timeout") for e in batch])
+        result = send_batch(gateway, [leased(e, "timeout", ambiguous=True) for e in batch])
         self.assertEqual((result.already_there, result.delivered, result.error),
                          ([e.id for e in batch[:6]], [e.id for e in batch[6:]], None))
         self.assertEqual([m.metadata["event_id"] for m in all_messages(gateway, "chat-reconcile")],
                          [e.id for e in batch])
+
+
+class CrashRecoveryTest(RealHonchoCase):
+    quiet = True
+
+    def test_a_batch_the_server_stored_before_its_worker_died_is_reconciled_not_resent(self):
+        clock = [time.time()]
+        settings = self.settings()
+        queued = events("chat-crash", [f"crash {i}" for i in range(8)], workspace_id=self.workspace_id)
+        for event in queued:
+            event.destination = settings.destination()
+        box = Outbox(settings.outbox_path, clock=lambda: clock[0])
+        self.addCleanup(box.close)
+        box.enqueue_batches([queued])
+        self.gateway().send(box.lease("dead-worker", 20, settings.lease_s, settings.destination()))
+        clock[0] += settings.lease_s + 1  # the dead worker's lease has expired
+        survivor = DeliveryWorker(lambda: settings, clock=lambda: clock[0], rng=random.Random(5))
+        self.addCleanup(survivor.stop, 10)
+        self.assertEqual(survivor.drain(60)["delivered"], 8)
+        self.assertEqual(survivor.state.metrics.reconciled, 8)
+        self.assertEqual([m.metadata["event_id"] for m in all_messages(self.gateway(), "chat-crash")],
+                         [e.id for e in queued])
 
 
 class ServerRefusalTest(RealHonchoCase):

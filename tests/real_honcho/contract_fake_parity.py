@@ -51,6 +51,10 @@ def event_id_lookup(gw, ws):
     return sorted(gw.existing_event_ids("p-lookup", ["ev_p-lookup_u0001", "ev_other_u0000", "ev_nope"]))
 
 
+def event_id_lookup_in_an_unseen_session(gw, ws):
+    return sorted(gw.existing_event_ids("p-lookup-never", ["ev_p-lookup-never_u0000"]))
+
+
 def empty_listing(gw, ws):
     page = gw.call(lambda c: gw.reader_session("p-never").messages(size=10))
     return (len(page.items), page.total, page.pages, page.has_next_page())
@@ -144,7 +148,7 @@ REFUSALS = {
 
 SCENARIOS = {f.__name__: f for f in (
     observation_settings, ordered_messages, nul_bytes_stripped, messages_to_an_unseen_session_create_it,
-    event_id_lookup, empty_listing, paging, context_of_an_unseen_session, context_window, scope_backfill,
+    event_id_lookup, event_id_lookup_in_an_unseen_session, empty_listing, paging, context_of_an_unseen_session, context_window, scope_backfill,
     scoped_workspace_search, session_search_ranks_the_match_first, session_search_without_a_shared_word_answers_the_nearest,
     conclusions_round_trip, dream_accepted)}
 SCENARIOS.update({name: refusal(request) for name, request in REFUSALS.items()})
