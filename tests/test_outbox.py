@@ -12,7 +12,7 @@ from hub_testkit import ROOT
 
 from honcho_hub.outbox import Outbox
 from honcho_hub.outbox_db import OutboxBusy, OutboxCorrupt, OutboxUnavailable
-from honcho_hub.outbox_schema import SCHEMA_VERSION
+from honcho_hub.outbox_schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class OutboxTestCase(unittest.TestCase):
@@ -42,6 +42,26 @@ class FileTest(OutboxTestCase):
         self.open().enqueue([event(1)])
         again = self.open()
         self.assertEqual(again.stats()["counts"]["pending"], 1)
+
+    def test_rows_of_the_first_schema_that_honcho_may_hold_are_marked_ambiguous_by_the_migration(self):
+        os.makedirs(os.path.dirname(self.path))
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+        rows = {"leased-by-old-worker": ("leased", None), "after-timeout": ("pending", "timeout"),
+                "after-503": ("pending", "http_503"), "after-429": ("pending", "http_429"),
+                "never-tried": ("pending", None), "refused": ("dead", "http_422")}
+        for event_id, (state, code) in rows.items():
+            conn.execute("INSERT INTO events (id, destination, workspace_id, session_id, peer_id, role, content,"
+                         " captured_at, next_attempt_at, updated_at, state, error_code)"
+                         " VALUES (?, 'd', 'w', 's', 'p', 'user', 'c', 0, 0, 0, ?, ?)", (event_id, state, code))
+        conn.close()
+        box = self.open()
+        marked = dict(box._conn.execute("SELECT id, ambiguous FROM events").fetchall())
+        self.assertEqual(marked, {"leased-by-old-worker": 1, "after-timeout": 1, "after-503": 1, "after-429": 0,
+                                  "never-tried": 0, "refused": 0})
+        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
 
     def test_a_newer_schema_is_refused_untouched(self):
         os.makedirs(os.path.dirname(self.path))
