@@ -26,7 +26,6 @@ import tenacity
 
 from .config import Settings
 from .delivery import BatchResult, send_batch
-from .errors import DeliveryError
 from .honcho_gateway import HonchoGateway
 from .outbox import LeasedEvent, Outbox, Retry, Settlement
 from .outbox_db import OutboxBusy, OutboxError, OutboxUnavailable
@@ -181,8 +180,9 @@ class DeliveryWorker(threading.Thread):
             except OutboxError:
                 if not self._stop_event.is_set():
                     raise
-                log.warning("honcho worker: stopped before %d results could be recorded; their events go out"
-                            " again after their lease, once Honcho was asked what it holds", len(in_flight) + 1)
+                log.warning("honcho worker: stopped while the outbox was locked; unrecorded results and %d"
+                            " batches on the wire go out again after their lease, once Honcho was asked what"
+                            " it holds", len(in_flight))
                 break
             budget -= len(batches)
             for batch in batches:
