@@ -21,7 +21,20 @@ _LIVE = "('pending', 'leased')"
 _COLUMNS = ("id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id")
 MAX_IDS_PER_STATEMENT = 500  # well under SQLite's variable limit
 
-# The head (first live row) of every session, one index seek each: the next session of the same
+# How many of the oldest pending rows the lease looks at before walking session heads instead.
+NEAR_FRONT_ROWS = 32
+
+# The oldest ready session head among the oldest pending rows: found here whenever the queue's front is
+# ready (the usual case), in time that does not grow with the backlog or the number of sessions.
+_READY_HEAD_NEAR_FRONT = f"""SELECT destination, session_id FROM (
+    SELECT seq, destination, session_id, next_attempt_at FROM events WHERE state = 'pending'
+    ORDER BY seq LIMIT {NEAR_FRONT_ROWS}) e
+WHERE e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND NOT EXISTS (SELECT 1 FROM events p
+    WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE} AND p.seq < e.seq)
+ORDER BY e.seq LIMIT 1"""
+
+# Otherwise (the front is blocked: heads in flight or backing off with their backlogs behind them) the
+# head (first live row) of every session, one index seek each: the next session of the same
 # destination, else the first session of the next destination. Then the oldest head that is ready.
 _READY_HEAD = f"""WITH RECURSIVE heads(seq) AS (
     SELECT (SELECT seq FROM events WHERE state IN {_LIVE} ORDER BY destination, session_id, seq LIMIT 1)
@@ -289,10 +302,13 @@ class Outbox:
     def _find_batch(self, conn, batch_size: int, destination: str | None, now: float) -> list[LeasedEvent]:
         """The oldest ready session head and the ready rows behind it, in order.
 
-        Walks the heads of the sessions with live rows, one index seek per session (a skip scan of
-        `events_live_by_session`), so a session whose head is in flight or backing off costs one seek
-        however long its backlog is."""
-        head = conn.execute(_READY_HEAD, (now, destination, destination)).fetchone()
+        First among the oldest pending rows; failing that, by walking the heads of the sessions with
+        live rows, one index seek per session (a skip scan of `events_live_by_session`), so a session
+        whose head is in flight or backing off costs one seek however long its backlog is. A head found
+        near the front is the oldest ready one: every head further back was captured later."""
+        ready = (now, destination, destination)
+        head = (conn.execute(_READY_HEAD_NEAR_FRONT, ready).fetchone()
+                or conn.execute(_READY_HEAD, ready).fetchone())
         if head is None:
             return []
         rows = conn.execute(
