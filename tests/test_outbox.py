@@ -114,6 +114,21 @@ class OrderAndLeaseTest(OutboxTestCase):
         self.assertEqual([e.id for e in second], [f"ev_chat-a_{i}" for i in (1, 3, 5, 7, 9)])
         self.assertEqual(box.lease("w2", 10, 60), [])  # chat-b's head is leased: its tail waits
 
+    def test_sessions_blocked_behind_a_long_backlog_do_not_hide_the_oldest_ready_head(self):
+        # More blocked rows than the lease looks at near the front: it walks session heads instead.
+        box = self.open()
+        box.enqueue_batches([[event(i, "chat-backing-off")] for i in range(50)]
+                            + [[event(i, "chat-in-flight")] for i in range(50)]
+                            + [[event(i, "chat-other-place", dest="https://elsewhere#agent-zero")] for i in range(3)]
+                            + [[event(i, "chat-ready-1")] for i in range(3)] + [[event(i, "chat-ready-2")] for i in range(3)])
+        backing_off = box.lease("w", 20, 60, DEST)
+        box.retry_at([e.id for e in backing_off], self.clock.now + 600, "http_503", burn_attempt=True)
+        self.assertEqual(box.lease("w", 20, 60, DEST)[0].session_id, "chat-in-flight")
+        self.assertEqual([e.id for e in box.lease("w", 20, 60, DEST)], [f"ev_chat-ready-1_{i}" for i in range(3)])
+        self.assertEqual([e.id for e in box.lease("w", 20, 60, DEST)], [f"ev_chat-ready-2_{i}" for i in range(3)])
+        self.assertEqual(box.lease("w", 20, 60, DEST), [])
+        self.assertEqual(box.lease("w", 20, 60)[0].session_id, "chat-other-place")  # any destination
+
     def test_a_failed_head_blocks_only_its_own_session(self):
         box = self.open()
         box.enqueue([event(1, "chat-a"), event(2, "chat-a"), event(3, "chat-b")])
