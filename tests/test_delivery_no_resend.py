@@ -25,6 +25,20 @@ def add_path(request) -> str | None:
     return None
 
 
+def lock_while_answering(test, bench: Bench, chat: str) -> sqlite3.Connection:
+    """Another writer takes the outbox's write lock when the chat's first batch reaches Honcho, and holds it
+    until the test ends the returned connection's transaction."""
+    other = sqlite3.connect(bench.path, isolation_level=None, check_same_thread=False)
+    test.addCleanup(other.close)
+
+    def lock(request) -> None:
+        if add_path(request) == chat and not other.in_transaction:
+            other.execute("BEGIN IMMEDIATE")
+
+    bench.on_request = lock
+    return other
+
+
 def ambiguous_flags(bench: Bench) -> set:
     conn = sqlite3.connect(bench.path)
     try:
@@ -99,12 +113,7 @@ class FailedSettlementTest(unittest.TestCase):
         waits: list[float] = []
         bench = Bench(self, worker_options={"busy_timeout_s": 0.01, "settle_sleep": lambda s: release(s)})
         texts = bench.say("l1", 3)
-        other = sqlite3.connect(bench.path, isolation_level=None, check_same_thread=False)
-        self.addCleanup(other.close)
-
-        def lock_during_send(request) -> None:
-            if add_path(request) == "l1" and not other.in_transaction:
-                other.execute("BEGIN IMMEDIATE")  # another writer holds the outbox when the answer comes
+        other = lock_while_answering(self, bench, "l1")
 
         def release(seconds: float) -> bool:
             waits.append(seconds)
@@ -112,7 +121,6 @@ class FailedSettlementTest(unittest.TestCase):
                 other.execute("ROLLBACK")
             return False
 
-        bench.on_request = lock_during_send
         report = bench.worker.step()
         self.assertEqual(len(waits), 2)  # two failed settlements, then the third one went through
         self.assertEqual(report.delivered, 3)
@@ -126,18 +134,12 @@ class FailedSettlementTest(unittest.TestCase):
     def test_a_stop_requested_while_the_outbox_stays_locked_ends_the_step_and_the_rows_are_reconciled_later(self):
         bench = Bench(self, worker_options={"busy_timeout_s": 0.01, "settle_sleep": lambda s: stop_now(s)})
         texts = bench.say("l2", 3)
-        other = sqlite3.connect(bench.path, isolation_level=None, check_same_thread=False)
-        self.addCleanup(other.close)
-
-        def lock_during_send(request) -> None:
-            if add_path(request) == "l2" and not other.in_transaction:
-                other.execute("BEGIN IMMEDIATE")
+        other = lock_while_answering(self, bench, "l2")
 
         def stop_now(seconds: float) -> bool:
             bench.worker._stop_event.set()  # what stop() does first, from the settling thread itself
             return True
 
-        bench.on_request = lock_during_send
         bench.worker.step()  # returns: the settlement is given up because a stop was requested
         other.execute("ROLLBACK")
         bench.on_request = None
