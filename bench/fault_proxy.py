@@ -11,6 +11,8 @@ Every request that reaches the proxy gets one seeded random draw, in arrival ord
 
 The proxy keeps one record per request (route, session, fault, the event ids of a message add, the
 server's status, whether the answer reached the client socket), so a run can be explained afterwards.
+A caller may arm an action (bench/faults.py kills the worker process) to run on the next request about
+to be answered, after the server answered it.
 
     proxy = FaultProxy("http://127.0.0.1:8000", DEFAULT_MIX, seed=1)
     ...  # point clients at proxy.url
@@ -78,6 +80,7 @@ class ProxiedRequest:
     upstream_status: int | None = None  # the server's status when forwarded and answered
     upstream_error: str | None = None  # why forwarding failed (the client then got a 502)
     answered: bool = False  # the proxy's answer was written to the client's socket
+    killed: bool = False  # an armed action (a kill of the client) ran on it: the connection was then closed
 
     @property
     def stored(self) -> bool:
@@ -96,7 +99,7 @@ class FaultProxy:
         self.mix = dict(mix)
         self.records: list[ProxiedRequest] = []
         self._lock = threading.Lock()
-        self._armed: Callable[[ProxiedRequest], None] | None = None
+        self._armed: tuple[Callable[[ProxiedRequest], None], str | None] | None = None
         self._rng = random.Random(seed)
         self._upstream = httpx.Client(base_url=self.upstream_url, timeout=FORWARD_TIMEOUT_S)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -126,11 +129,11 @@ class FaultProxy:
             self.records.append(record)
             return record
 
-    def arm(self, action: Callable[[ProxiedRequest], None]) -> None:
-        """Run `action(record)` once, on the next request about to be answered (or reset): after the
-        server answered it when it was forwarded, before the client hears anything."""
+    def arm(self, action: Callable[[ProxiedRequest], None], route: str | None = None) -> None:
+        """Run `action(record)` once, on the next request (of `route`, if given) about to be answered or
+        reset: after the server answered it when it was forwarded, before the client hears anything."""
         with self._lock:
-            self._armed = action
+            self._armed = (action, route)
 
     def disarm(self) -> bool:
         """Cancel an armed action; False when a request already took it."""
@@ -138,11 +141,16 @@ class FaultProxy:
             armed, self._armed = self._armed, None
             return armed is not None
 
-    def about_to_answer(self, record: ProxiedRequest) -> None:
+    def about_to_answer(self, record: ProxiedRequest) -> bool:
+        """Run the armed action if it wants this request; True when it ran."""
         with self._lock:
-            action, self._armed = self._armed, None
-        if action is not None:
-            action(record)
+            armed = self._armed
+            if armed is None or armed[1] not in (None, record.route):
+                return False
+            self._armed = None
+        record.killed = True
+        armed[0](record)
+        return True
 
     def forward(self, method: str, path: str, headers: dict[str, str], body: bytes) -> httpx.Response:
         kept = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -200,7 +208,8 @@ def _handler_for(proxy: FaultProxy) -> type:
                     record.upstream_status = response.status_code
                 except httpx.HTTPError as exc:
                     record.upstream_error = type(exc).__name__
-            proxy.about_to_answer(record)
+            if proxy.about_to_answer(record):
+                return self._reset()  # its client is gone: nobody to answer
             if record.fault == "http_503":
                 return self._answer(record, 503, b'{"detail":"injected 503"}', JSON)
             if record.fault == "http_429":

@@ -14,8 +14,8 @@ SDK (`max_retries=0`), repeated at once on any exception, up to 20 tries.
 
 With `--kill K`, the drain runs in a child process that is killed with SIGKILL, K times, each time
 restarted; a last child drains to the end. A kill comes a seeded random 0.5-5 s after the child began
-draining, at the first request it then has in flight, while the proxy holds the server's answer (so a
-message add the server stored is never acknowledged); without a request within 5 s, it comes anyway.
+draining, at its next message add, once the server stored the batch and while the proxy holds the answer
+(the worst moment: stored, never acknowledged); without a message add within 5 s, it comes anyway.
 Children use the smallest lease the settings accept (10 s, or 3 × sdk_timeout_s = 30 s where the
 settings demand that), so a restart waits at most that long for a dead worker's leases. Counts are over
 the whole run.
@@ -57,7 +57,7 @@ TEXT = "Fault benchmark message with a realistic length for a chat turn, about t
 LEASE_FLOOR_S = 10.0  # the lower bound of lease_s; the settings may demand more (3 × sdk_timeout_s)
 IDLE_POLL_S = 0.1  # between drains while nothing is ready (backoff or an open circuit)
 KILL_WINDOW_S = (0.5, 5.0)  # a child is killed this long after it reported it is draining...
-KILL_ARMED_S = 5.0  # ...at its next request in flight, if one comes within this long
+KILL_ARMED_S = 5.0  # ...at its next message add in flight, if one comes within this long
 NAIVE_TRIES = 20
 SERVER_READ_TIMEOUT_S = 60.0
 CHILD_START_TIMEOUT_S = 60.0
@@ -246,16 +246,16 @@ def drain_with_kills(folder: str, outbox_path: str, api_url: str, workspace: str
                      kills: int, bound_s: float, proxy: FaultProxy) -> dict:
     """K children killed with SIGKILL mid-drain, then one that drains to the end.
 
-    A kill waits a seeded 0.5-5 s after the child began draining, then strikes on the next request the
-    child has in flight, once the server answered it and before the child hears (any route, faulted or
-    not); if no request comes within KILL_ARMED_S (a backoff, an open circuit), it strikes anyway."""
+    A kill waits a seeded 0.5-5 s after the child began draining, then strikes on the child's next message
+    add, once the server answered it and before the child hears (faulted or not); if none comes within
+    KILL_ARMED_S (a backoff, an open circuit, lookups), it strikes anyway."""
     kill_rng = random.Random(f"kill-{seed}")
     lease_s = smallest_accepted_lease_s(outbox_path, api_url, workspace, key)
     deadline = time.monotonic() + bound_s
     started = time.perf_counter()
     kill_marks: list[int] = []  # proxy request count at each kill: which requests came before it
     kill_delays: list[float] = []
-    kill_points: Counter = Counter()  # the route of the request in flight at each kill
+    kill_points: Counter = Counter()  # whether a message add was in flight at each kill
     early_report: str | None = None
     child: Child | None = None
     try:
@@ -288,10 +288,10 @@ def drain_with_kills(folder: str, outbox_path: str, api_url: str, workspace: str
 
 
 def kill_in_flight(child: Child, proxy: FaultProxy, kill_marks: list[int]) -> str:
-    """SIGKILL `child` while the proxy holds the answer to one of its requests (or, after KILL_ARMED_S
-    without a request, at once); returns the route of that request or 'no request in flight'."""
+    """SIGKILL `child` while the proxy holds the answer to one of its message adds (or, after KILL_ARMED_S
+    without one, at once); returns 'message_add' or 'no message add in flight'."""
     struck = threading.Event()
-    point = ["no request in flight"]
+    point = ["no message add in flight"]
 
     def strike(record: ProxiedRequest) -> None:
         kill_marks.append(record.seq + 1)
@@ -299,7 +299,7 @@ def kill_in_flight(child: Child, proxy: FaultProxy, kill_marks: list[int]) -> st
         child.kill()
         struck.set()
 
-    proxy.arm(strike)
+    proxy.arm(strike, route="message_add")
     if not struck.wait(KILL_ARMED_S) and proxy.disarm():
         kill_marks.append(len(proxy.records))
         child.kill()
@@ -327,8 +327,10 @@ def duplicate_paths(records: list[ProxiedRequest], copies: Counter, kill_marks: 
     """For each extra copy on the server: what the proxy saw of that event between the copy before it
     and the resend that made it. A path reads e.g. 'reset_after > check:http_503 > resend': the earlier
     copy's answer was cut by a reset, the reconciliation lookup of its session got a 503 (so the worker
-    sent the whole batch again). Tokens: check:<fate> for a message-list request of the session,
-    send:<fault> for a send of the event that did not reach the server, kill for a SIGKILL of the worker."""
+    sent the whole batch again). The first token is the earlier copy's fate: reset_after, killed (the
+    worker was killed while the proxy held the answer), answered, or unanswered (the client was gone).
+    Then: check:<fate> for a message-list request of the session, send:<fault or status> for a send of
+    the event that did not reach the server, kill for a SIGKILL of the worker."""
     sends: dict[str, list[ProxiedRequest]] = defaultdict(list)
     checks: dict[str, list[ProxiedRequest]] = defaultdict(list)
     for record in records:
@@ -347,11 +349,12 @@ def duplicate_paths(records: list[ProxiedRequest], copies: Counter, kill_marks: 
                        for r in sends[event_id] if before.seq < r.seq < resend.seq]
             between += [(r.seq, f"check:{r.fault or r.upstream_error or 'answered'}")
                         for r in checks[before.session_id] if before.seq < r.seq < resend.seq]
-            between += [(mark - 0.5, "kill") for mark in kill_marks if before.seq < mark <= resend.seq]
+            between += [(mark - 0.5, "kill") for mark in kill_marks
+                        if before.seq < mark <= resend.seq and not (before.killed and mark == before.seq + 1)]
             steps = [token for _, token in sorted(between)]
             if len(steps) > MAX_PATH_TOKENS:
                 steps = ["..."] + steps[-MAX_PATH_TOKENS:]
-            fate = before.fault or ("answered" if before.answered else "answer_not_delivered")
+            fate = "killed" if before.killed else before.fault or ("answered" if before.answered else "unanswered")
             paths[" > ".join([fate, *steps, "resend"])] += 1
         unseen = count - max(1, len(stored))
         if unseen > 0:
