@@ -25,6 +25,7 @@ import json
 import random
 import re
 import socket
+import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -102,8 +103,7 @@ class FaultProxy:
         self._armed: tuple[Callable[[ProxiedRequest], None], str | None] | None = None
         self._rng = random.Random(seed)
         self._upstream = httpx.Client(base_url=self.upstream_url, timeout=FORWARD_TIMEOUT_S)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True)
         self._thread.start()
@@ -178,6 +178,15 @@ def _event_ids(body: bytes) -> tuple[str, ...]:
         return tuple(str((m.get("metadata") or {}).get("event_id", "")) for m in messages)
     except (ValueError, AttributeError):
         return ()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that vanished (a killed worker resets its idle keep-alive connections) is expected."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler_for(proxy: FaultProxy) -> type:

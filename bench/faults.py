@@ -21,7 +21,11 @@ settings demand that), so a restart waits at most that long for a dead worker's 
 the whole run.
 
 Prints one JSON line. The server is a loopback fake Honcho this script starts (tests/loopback.py in a
-subprocess), or the server at --url; either way in a new workspace `honcho-hub-faults-<hex>`.
+subprocess), or the server at --url; either way in a new workspace `honcho-hub-faults-<hex>`. Counts:
+delivered = queued event ids found on the server; duplicates = copies beyond the first; lost = queued ids
+neither on the server nor dead-lettered; reconcile_failures = faults injected on message-list requests;
+duplicate_paths = for each extra copy, what the proxy saw between the copy before it and the resend;
+drain_s = from the start of the drain until no event is pending or leased (restarts included).
 
     python bench/faults.py [--url URL] [--key KEY] [--events N] [--seed S] [--kill K] [--naive-events M]
 """
