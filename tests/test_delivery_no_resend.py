@@ -152,6 +152,21 @@ class FailedSettlementTest(unittest.TestCase):
         self.assertEqual(bench.adds("l2"), 1)
 
 
+    def test_stop_ends_a_running_worker_whose_settlement_keeps_meeting_a_locked_outbox(self):
+        bench = Bench(self, worker_options={"busy_timeout_s": 0.01})
+        bench.say("l3", 2)
+        other = lock_while_answering(self, bench, "l3")
+        answered = threading.Event()
+        hold = bench.on_request
+        bench.on_request = lambda request: (hold(request), answered.set())
+        bench.worker.start()
+        self.assertTrue(answered.wait(30))
+        self.assertTrue(bench.worker.stop(10))  # the settlement retries stop; nothing waits for the lock
+        self.assertTrue(other.in_transaction)
+        other.execute("ROLLBACK")
+        self.assertEqual(bench.states(), {"leased": 2})
+
+
 class LeaseOnTheWireTest(unittest.TestCase):
     def test_leases_of_a_batch_still_on_the_wire_are_renewed_so_no_other_worker_takes_it(self):
         bench = Bench(self, batch_size=2, concurrency=2)
