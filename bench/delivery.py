@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from datetime import datetime, timezone
 
 import httpx
@@ -115,15 +117,50 @@ class Timed:
 # -- shared setup ----------------------------------------------------------------------------------
 
 def start_loopback(key: str) -> tuple[subprocess.Popen, str]:
+    """The fake Honcho in its own process (serves until its stdin closes); waits at most 30 s for it."""
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "loopback.py")], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True, env=dict(os.environ, FAKE_HONCHO_KEY=key))
-    return process, process.stdout.readline().strip()
+    ready, _, _ = select.select([process.stdout], [], [], 30)
+    url = process.stdout.readline().strip() if ready else ""
+    if not url.startswith("http"):
+        stop_loopback(process)
+        raise RuntimeError("the loopback fake did not start")
+    return process, url
 
 
-def client(url: str, key: str, workspace: str):
+def stop_loopback(process: subprocess.Popen | None, timeout_s: float = 30.0) -> None:
+    """Close its stdin (the loopback fake's stop signal), wait, kill if it does not exit in time."""
+    if process is None:
+        return
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout_s)
+
+
+def client(url: str, key: str, workspace: str, timeout_s: float = 30.0):
     from honcho import Honcho
 
-    return Honcho(base_url=url, api_key=key, workspace_id=workspace, max_retries=0, timeout=30)
+    return Honcho(base_url=url, api_key=key or None, workspace_id=workspace, max_retries=0, timeout=timeout_s)
+
+
+def event_copies_on_server(url: str, key: str, workspace: str, session_ids: list[str]) -> Counter:
+    """How many copies of each `metadata.event_id` the sessions hold, read from the server directly."""
+    from honcho.session import Session
+
+    honcho = client(url, key, workspace, 60.0)
+    copies: Counter = Counter()
+    for session_id in session_ids:
+        for message in Session(session_id, honcho).messages(size=100):  # iterates every page
+            copies[str((message.metadata or {}).get("event_id", ""))] += 1
+    return copies
 
 
 def bench_events(destination: str, workspace: str, events: int, sessions: int) -> list[NewEvent]:
@@ -151,17 +188,9 @@ def warm_up(worker: DeliveryWorker, path: str, settings, workspace: str, session
 
 def count_on_server(url: str, key: str, workspace: str, sessions: int, prefix: str) -> tuple[int, int]:
     """(unique event ids, duplicate copies) of this run's events, read back through the SDK."""
-    honcho = client(url, key, workspace)
-    from honcho.session import Session
-
-    ids: list[str] = []
-    for s in range(sessions):
-        page = Session(f"bench-{s}", honcho).messages(size=100)
-        for message in page:  # iterates every page
-            event_id = (message.metadata or {}).get("event_id", "")
-            if event_id.startswith(prefix):
-                ids.append(event_id)
-    return len(set(ids)), len(ids) - len(set(ids))
+    copies = event_copies_on_server(url, key, workspace, [f"bench-{s}" for s in range(sessions)])
+    ours = [n for event_id, n in copies.items() if event_id.startswith(prefix)]
+    return len(ours), sum(ours) - len(ours)
 
 
 def worker_settings(url: str, key: str, workspace: str, path: str):
@@ -418,9 +447,7 @@ def main() -> None:
             naive = naive_rate(url, key, f"{base}-naive", args.naive_messages)
             lease = lease_figures(folder)
     finally:
-        if server is not None:
-            server.stdin.close()
-            server.wait(30)
+        stop_loopback(server)
     drain_rate = statistics.median([d["rate"] for d in drains])
     ceiling = statistics.median([c["rate"] for c in ceilings])
     print(json.dumps({

@@ -38,7 +38,6 @@ import logging
 import os
 import queue
 import random
-import select
 import signal
 import subprocess
 import sys
@@ -52,6 +51,7 @@ from dataclasses import asdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
+from delivery import client, event_copies_on_server, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import DEFAULT_MIX, RETRY_AFTER_S, FaultProxy, ProxiedRequest, summarize  # noqa: E402
 from honcho_hub.config import build_settings  # noqa: E402
 from honcho_hub.outbox import NewEvent, Outbox  # noqa: E402
@@ -63,60 +63,10 @@ IDLE_POLL_S = 0.1  # between drains while nothing is ready (backoff or an open c
 KILL_WINDOW_S = (0.5, 5.0)  # a child is killed this long after it reported it is draining...
 KILL_ARMED_S = 5.0  # ...at its next message add in flight, if one comes within this long
 NAIVE_TRIES = 20
-SERVER_READ_TIMEOUT_S = 60.0
 CHILD_START_TIMEOUT_S = 60.0
 PROCESS_EXIT_TIMEOUT_S = 30.0
 END_OF_OUTPUT = "\x00end"  # what Child.next_line gives once a child's stdout has closed
 MAX_PATH_TOKENS = 8  # duplicate paths keep the copy before and this many steps before the resend
-
-
-# -- servers ---------------------------------------------------------------------------------------
-
-def start_loopback_fake(key: str) -> tuple[subprocess.Popen, str]:
-    """The fake Honcho in its own process (serves until its stdin closes); waits at most 30 s for it."""
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "loopback.py")], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True, env=dict(os.environ, FAKE_HONCHO_KEY=key))
-    ready, _, _ = select.select([process.stdout], [], [], 30)
-    url = process.stdout.readline().strip() if ready else ""
-    if not url.startswith("http"):
-        stop_process(process)
-        raise RuntimeError("the loopback fake did not start")
-    return process, url
-
-
-def stop_process(process: subprocess.Popen | None) -> None:
-    """Close its stdin (the loopback fake's stop signal), wait, kill if it does not exit in time."""
-    if process is None:
-        return
-    for stream in (process.stdin, process.stdout):
-        if stream is not None:
-            try:
-                stream.close()
-            except OSError:
-                pass
-    try:
-        process.wait(PROCESS_EXIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(PROCESS_EXIT_TIMEOUT_S)
-
-
-def sdk_client(url: str, key: str, workspace: str, timeout_s: float):
-    from honcho import Honcho
-
-    return Honcho(base_url=url, api_key=key or None, workspace_id=workspace, max_retries=0, timeout=timeout_s)
-
-
-def event_copies_on_server(url: str, key: str, workspace: str, session_ids: list[str]) -> Counter:
-    """How many copies of each `metadata.event_id` the sessions hold, read from the server directly."""
-    from honcho.session import Session
-
-    honcho = sdk_client(url, key, workspace, SERVER_READ_TIMEOUT_S)
-    copies: Counter = Counter()
-    for session_id in session_ids:
-        for message in Session(session_id, honcho).messages(size=100):  # iterates every page
-            copies[str((message.metadata or {}).get("event_id", ""))] += 1
-    return copies
 
 
 # -- the worker's side -------------------------------------------------------------------------------
@@ -386,7 +336,7 @@ def naive_loop(proxy_url: str, server_url: str, key: str, workspace: str, events
     from honcho.api_types import MessageCreateParams
     from honcho.session import Session
 
-    honcho = sdk_client(proxy_url, key, workspace, 10.0)
+    honcho = client(proxy_url, key, workspace, 10.0)
     session_id, prefix = "naive-0", f"naive_{workspace}_"
     session = Session(session_id, honcho)  # no request: the first add creates workspace and session
     queued = [f"{prefix}{n}" for n in range(events)]
@@ -496,11 +446,11 @@ def main() -> None:
     try:
         if server_url is None:
             key = key or "bench-key"
-            fake, server_url = start_loopback_fake(key)
+            fake, server_url = start_loopback(key)
         with tempfile.TemporaryDirectory(prefix="honcho-hub-faults-", dir=os.environ.get("BENCH_DIR")) as folder:
             result = run(args, server_url, key, folder)
     finally:
-        stop_process(fake)
+        stop_loopback(fake)
     print(json.dumps(result), flush=True)
 
 

@@ -22,7 +22,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 import httpx  # noqa: E402
 
-from delivery import start_loopback  # noqa: E402
+from delivery import start_loopback, stop_loopback  # noqa: E402
 from honcho_hub.config import build_settings  # noqa: E402
 from honcho_hub.recall import Recaller  # noqa: E402
 
@@ -93,8 +93,7 @@ def main() -> None:
         for recaller in (warm, crowd, cold_recaller, hung):
             recaller.close()
     finally:
-        server.stdin.close()
-        server.wait(60)
+        stop_loopback(server, 60)
     print(json.dumps({
         "bench": "recall", "hits": len(hits), "hit_p50_us": round(percentile(hits, .5), 1),
         "hit_p99_us": round(percentile(hits, .99), 1), "single_flight_callers": 50,
