@@ -248,24 +248,23 @@ class DeliveryWorker(threading.Thread):
         circuit = self.state.circuit(destination)
         decision = decide(error, failed[0].attempts, now, policy, self._rng, circuit.failures,
                           reconcile_failures=failed[0].reconcile_failures if result.reconcile_failed else None)
+        if decision.action is Action.DEAD and not decision.burn_attempt:  # the lookup can never succeed here
+            dead = {e.id for e in failed}
+        else:  # attempts are per event: only events that used up theirs are dead; the rest keep their order
+            dead = {e.id for e in failed if decision.burn_attempt and e.attempts + 1 >= policy.max_attempts}
+        rest = [e.id for e in failed if e.id not in dead]
         with self.state.lock:
             self.state.metrics.failed += len(failed)
+            self.state.metrics.dead += len(dead)
             self.state.metrics.last_error_code, self.state.metrics.last_error_at = error.code, now
             if decision.action is Action.CIRCUIT:
                 circuit.kind, circuit.code, circuit.open_until = decision.circuit, error.code, decision.next_attempt_at
                 circuit.failures += 1
         if decision.action is Action.CIRCUIT:
             log.warning("honcho worker: %s circuit open (%s)", decision.circuit, error.code)
-        if decision.action is Action.DEAD and not decision.burn_attempt:  # the lookup can never succeed here
-            dead = [e.id for e in failed]
-        else:  # attempts are per event: only events that used up theirs are dead; the rest keep their order
-            dead = [e.id for e in failed if decision.burn_attempt and e.attempts + 1 >= policy.max_attempts]
-        rest = [e.id for e in failed if e.id not in set(dead)]
         if dead:
-            settlement.dead.extend((event_id, decision.code) for event_id in dead)
+            settlement.dead.extend((e.id, decision.code) for e in failed if e.id in dead)  # in capture order
             report.dead += len(dead)
-            with self.state.lock:
-                self.state.metrics.dead += len(dead)
             log.error("honcho worker: %d events dead-lettered (%s)", len(dead), decision.code)
         if rest:
             # Events behind the auth circuit stay ready: the circuit alone says when to probe, so resetting
