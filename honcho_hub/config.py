@@ -29,6 +29,14 @@ log = logging.getLogger(__name__)
 API_KEY_VAR = "HONCHO_API_KEY"
 AGENT_ZERO_USR = "/a0/usr"
 MAX_KEY_CHARS = 4_096
+# What a URL setting holds when the URL the user gave cannot be used. Its scheme is one no HTTP client
+# speaks, so a consumer that does not look at `api_url_problem` fails on this machine instead of sending
+# the key somewhere: an empty URL would not do, since the SDK reads an empty base URL as "the hosted
+# default".
+UNUSABLE_URL = "unusable://configured-url"
+# What each unusable URL stops, for its warning.
+_UNUSABLE_EFFECT = {"api_url": "nothing is sent to or recalled from Honcho until it is fixed",
+                    "mcp_url": "no MCP URL is shown and its check fails until it is fixed"}
 _logged_warnings: set[str] = set()
 
 
@@ -112,6 +120,10 @@ class Settings:
     scope_custom: str
     debug: bool
     warnings: tuple[str, ...] = ()
+    # "<variable or setting>: why" when the URL given there cannot be used; never the value itself.
+    # The URL field then holds UNUSABLE_URL, and delivery pauses while `api_url_problem` is set.
+    api_url_problem: str | None = None
+    mcp_url_problem: str | None = None
     key_provider: KeyProvider = field(
         default_factory=lambda: KeyProvider(dict, {}), repr=False, compare=False
     )
@@ -126,8 +138,15 @@ class Settings:
         return bool(self.api_key())
 
     def destination(self) -> str:
-        """Where events go: API URL and workspace, never the key."""
+        """Where events go: API URL and workspace, never the key. While the API URL is unusable this is
+        `unusable_url_destination()`, which no worker can reach: events are still captured, and wait."""
         return f"{self.api_url}#{self.workspace_id}"
+
+    def unusable_url_destination(self) -> str:
+        """The destination of this workspace's events captured while the API URL was unusable. They were
+        meant for whatever URL the user fixes it to, and were never sent (so Honcho holds none of them):
+        once `api_url_problem` is gone, they may be moved to `destination()`."""
+        return f"{UNUSABLE_URL}#{self.workspace_id}"
 
 
 SETTING_NAMES = tuple(f.name for f in fields(Settings) if f.name in FIELDS_BY_NAME)
@@ -150,7 +169,12 @@ def build_settings(
     plugin = apply_project_settings(plugin, project_settings, warnings)
     overrides = _honcho_vars(env)
     overrides.update(_honcho_vars(_mapping(secrets, "secrets", warnings)))  # secrets win
-    values = {f.name: _resolve(f, plugin, overrides, warnings) for f in FIELDS}
+    values, problems = {}, {}
+    for spec in FIELDS:
+        if spec.kind == "url":
+            values[spec.name], problems[f"{spec.name}_problem"] = _resolve_url(spec, plugin, overrides, warnings)
+        else:
+            values[spec.name] = _resolve(spec, plugin, overrides, warnings)
     for broken in relation_problems(values):
         if broken.repair is None:
             warnings.append(f"{broken.problem} (kept: {broken.effect})")
@@ -164,7 +188,7 @@ def build_settings(
     static_secrets = dict(_mapping(secrets, "secrets", []))
     provider = KeyProvider(load_secrets or (lambda: static_secrets), dict(env))
     log_once(warnings)
-    return Settings(**values, warnings=tuple(warnings), key_provider=provider)
+    return Settings(**values, **problems, warnings=tuple(warnings), key_provider=provider)
 
 
 def apply_project_settings(
@@ -250,17 +274,41 @@ def _honcho_vars(source: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _resolve(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any], warnings: list[str]) -> Any:
-    """First valid value of: the field's variables, the plugin setting, the default."""
+def _candidates(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(source name, raw value) of every place the field is given, strongest first."""
     candidates = [(var, overrides[var]) for var in spec.env if var in overrides]
     if spec.name in plugin:
         candidates.append((f"setting '{spec.name}'", plugin[spec.name]))
-    for source, raw in candidates:
+    return candidates
+
+
+def _resolve(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any], warnings: list[str]) -> Any:
+    """First valid value of: the field's variables, the plugin setting, the default."""
+    for source, raw in _candidates(spec, plugin, overrides):
         try:
             return coerce(spec, raw)
         except InvalidValue as exc:
             warnings.append(f"{source} ignored: {exc}")
     return spec.default
+
+
+def _resolve_url(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any],
+                 warnings: list[str]) -> tuple[str, str | None]:
+    """The strongest URL given ('' for none: the mode's default), else UNUSABLE_URL and why.
+
+    Unlike other settings, a URL that cannot be used does not fall through to a weaker source or the
+    default: either would send the key to a server the user did not choose for it.
+    """
+    given = [(source, raw) for source, raw in _candidates(spec, plugin, overrides) if raw is not None]
+    if not given:
+        return "", None
+    source, raw = given[0]
+    try:
+        return coerce(spec, raw), None
+    except InvalidValue as exc:
+        problem = f"{source}: not a usable URL ({exc})"
+        warnings.append(f"{problem}; {_UNUSABLE_EFFECT[spec.name]}")
+        return UNUSABLE_URL, problem
 
 
 def unknown_setting_warnings(plugin: Mapping[str, Any]) -> list[str]:
@@ -285,6 +333,7 @@ __all__ = [
     "KeyProvider",
     "Settings",
     "SETTING_NAMES",
+    "UNUSABLE_URL",
     "apply_project_settings",
     "build_settings",
     "defaults",

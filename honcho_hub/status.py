@@ -47,7 +47,11 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
     circuit = parts.worker.get("circuits", {}).get(settings.destination())
     counts = {state: parts.queue_counts.get(state, 0) for state in ("pending", "leased", "delivered", "dead")}
     status = {
-        "endpoints": {"mode": settings.endpoint_mode, "api_url": settings.api_url, "mcp_url": settings.mcp_url,
+        # An unusable URL is shown as null beside the name of where it was given, never as its stand-in.
+        "endpoints": {"mode": settings.endpoint_mode,
+                      "api_url": None if settings.api_url_problem else settings.api_url,
+                      "mcp_url": None if settings.mcp_url_problem else settings.mcp_url,
+                      "api_url_problem": settings.api_url_problem, "mcp_url_problem": settings.mcp_url_problem,
                       "api_reach": _reach(now, metrics, parts.api_check)},
         "identity": {"workspace_id": settings.workspace_id, "user_peer_id": settings.user_peer_id,
                      "agent_peer_id": settings.agent_peer_id, "session_id": parts.session_id,
@@ -88,8 +92,9 @@ def status_text(status: dict[str, Any]) -> str:
     lines = [
         f"Honcho memory: {status['health'].upper()}" + (f" ({'; '.join(status['health_reasons'])})"
                                                         if status["health_reasons"] else ""),
-        f"API {status['endpoints']['api_url']} · workspace {i['workspace_id']} · user {i['user_peer_id']}"
-        f" · agent {i['agent_peer_id']} · key {'set' if i['api_key_configured'] else 'missing'}",
+        f"API {status['endpoints']['api_url'] or 'unusable'} · workspace {i['workspace_id']}"
+        f" · user {i['user_peer_id']} · agent {i['agent_peer_id']}"
+        f" · key {'set' if i['api_key_configured'] else 'missing'}",
         f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall "
         f"{'on' if status['recall']['enabled'] else 'off'} · scope {status['scope']['current'] or 'none'}"
         f" ({status['scope']['strategy']})",
@@ -122,6 +127,10 @@ def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[s
 def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     red, amber = [], []
     reach = s["endpoints"]["api_reach"]
+    if settings.api_url_problem:
+        red.append(f"{settings.api_url_problem}; memory is neither sent nor recalled until it is fixed")
+    if settings.mcp_url_problem:
+        red.append(f"{settings.mcp_url_problem}; fix it to use Honcho's MCP server")
     if not s["identity"]["api_key_configured"] and _is_hosted(settings.api_url):
         red.append("no API key: set HONCHO_API_KEY under Settings → Secrets")
     if s["capture"]["outbox_problem"]:

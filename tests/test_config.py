@@ -3,10 +3,16 @@
 import math
 import tempfile
 import unittest
+from urllib.parse import urlsplit
+
+import httpx
 
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
+from fake_honcho import FakeHoncho
 
 from honcho_hub.config import KeyProvider, Settings, build_settings
+from honcho_hub.errors import DeliveryError
+from honcho_hub.honcho_gateway import HonchoGateway
 from honcho_hub.settings_spec import FIELDS, FIELDS_BY_NAME, defaults
 
 SECRET = "sk-live-REALKEY-0123456789abcdef"
@@ -34,7 +40,6 @@ MALFORMED = {
     "int": ["ten", -1, 10**30, math.nan, math.inf, 2.5, True, None, "1e400"],
     "float": ["fast", -5, 1e12, math.nan, -math.inf, True, None, [1], "nan"],
     "enum": ["sideways", 1, None, ""],
-    "url": ["ftp://x.org", "not a url", "http://", "https://user:pw@h.org", "http://h.org?q=1", 5, "http://h:99999"],
     "id": ["", "has space", "ünïcode", "a" * 513, "dots.are.bad", 7, None],
     "path": ["relative/outbox.db", "", "outbox.db", 3, None, "/nul\x00byte"],
     "prefix": ["scope.", "has space", "x" * 65, 1, None],
@@ -56,8 +61,7 @@ ENV_VARS = {  # variable -> (setting, valid text value, expected)
     "HONCHO_SCOPE_PREFIX": ("scope_prefix", "p_", "p_"),
     "HONCHO_SCOPE_CUSTOM": ("scope_custom", "Shared", "Shared"),
 }
-ENV_INVALID = {"HONCHO_API_URL": "nope", "HONCHO_BASE_URL": "ftp://x", "HONCHO_MCP_URL": "::",
-               "HONCHO_WORKSPACE_ID": "bad id", "HONCHO_USER_ID": "a/b", "HONCHO_AGENT_PEER_ID": "x" * 600,
+ENV_INVALID = {"HONCHO_WORKSPACE_ID": "bad id", "HONCHO_USER_ID": "a/b", "HONCHO_AGENT_PEER_ID": "x" * 600,
                "HONCHO_OUTBOX_PATH": "rel/path", "HONCHO_CACHE_TTL": "-3", "HONCHO_MAX_CONTEXT_TOKENS": "lots",
                "HONCHO_DEBUG": "perhaps", "HONCHO_SCOPE_STRATEGY": "everything",
                "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300}
@@ -79,7 +83,8 @@ class DefaultsTest(unittest.TestCase):
         self.assertEqual(settings.outbox_path, "/a0/usr/honcho/outbox.sqlite3")
 
     def test_every_spec_field_is_a_settings_field(self):
-        names = {f for f in Settings.__dataclass_fields__} - {"warnings", "key_provider"}
+        names = {f for f in Settings.__dataclass_fields__} - {"warnings", "key_provider", "api_url_problem",
+                                                               "mcp_url_problem"}
         self.assertEqual(names, set(FIELDS_BY_NAME))
 
     def test_outside_agent_zero_the_default_outbox_is_in_a_user_state_folder(self):
@@ -98,14 +103,12 @@ class SettingBoundsTest(unittest.TestCase):
                 self.assertEqual(getattr(settings, name), value if name != "sdk_timeout_s" else 30.0)
         self.assertEqual(settings.warnings, ())
 
-    def test_every_setting_falls_back_to_its_default_on_each_malformed_value(self):
-        for spec in FIELDS:
+    def test_every_setting_but_a_url_falls_back_to_its_default_on_each_malformed_value(self):
+        for spec in (f for f in FIELDS if f.kind != "url"):  # a URL does not fall back: UnusableUrlTest
             for bad in MALFORMED[spec.kind]:
                 with self.subTest(name=spec.name, bad=repr(bad)[:40]):
                     settings = build({spec.name: bad})
-                    expected = {"api_url": "https://api.honcho.dev",
-                                "mcp_url": "https://mcp.honcho.dev"}.get(spec.name, spec.default)
-                    self.assertEqual(getattr(settings, spec.name), expected)
+                    self.assertEqual(getattr(settings, spec.name), spec.default)
                     self.assertEqual(len(settings.warnings), 1, settings.warnings)
                     self.assertIn(f"'{spec.name}'", settings.warnings[0])
                     if isinstance(bad, str) and len(bad) > 3:
@@ -146,8 +149,8 @@ class EnvironmentTest(unittest.TestCase):
                     self.assertEqual(getattr(settings, name), expected)
                     self.assertEqual(settings.warnings, ())
 
-    def test_an_invalid_variable_falls_back_to_the_setting_with_a_warning_naming_it(self):
-        for var, bad in ENV_INVALID.items():
+    def test_an_invalid_variable_but_a_url_falls_back_to_the_setting_with_a_warning_naming_it(self):
+        for var, bad in ENV_INVALID.items():  # a URL does not fall back: UnusableUrlTest
             name = ENV_VARS[var][0]
             with self.subTest(var=var):
                 # scope_custom too: the custom strategy without a name would add a warning of its own
@@ -193,6 +196,96 @@ class EndpointPrecedenceTest(unittest.TestCase):
     def test_destination_names_url_and_workspace_not_the_key(self):
         settings = build(secrets={"HONCHO_API_KEY": SECRET})
         self.assertEqual(settings.destination(), "https://api.honcho.dev#agent-zero")
+
+
+# URLs a user may give that cannot be used, each with a part that must never be shown back.
+UNUSABLE_URLS = [5, "honcho.example.com:8000", "not a url", "http://h.example:99999",
+                 "https://h.example/v3?token=QSECRET", "https://h.example/#FRAGSECRET",
+                 "https://alice:PWSECRET@h.example", "ftp://h.example", "http://", "javascript:alert(1)",
+                 "https://h.example/\x07bell"]
+URL_SOURCES = [  # (setting, how the bad URL is given, the name the problem must start with)
+    ("api_url", {"environ": "HONCHO_API_URL"}, "HONCHO_API_URL: "),
+    ("api_url", {"secrets": "HONCHO_API_URL"}, "HONCHO_API_URL: "),
+    ("api_url", {"environ": "HONCHO_BASE_URL"}, "HONCHO_BASE_URL: "),
+    ("api_url", {"plugin": "api_url"}, "setting 'api_url': "),
+    ("mcp_url", {"environ": "HONCHO_MCP_URL"}, "HONCHO_MCP_URL: "),
+    ("mcp_url", {"plugin": "mcp_url"}, "setting 'mcp_url': "),
+]
+
+
+def given(how, bad, plugin):
+    """build() arguments giving `bad` the way `how` says, over `plugin` settings, with the key in secrets."""
+    (where, name), = how.items()
+    sources = {"plugin": dict(plugin), "secrets": {"HONCHO_API_KEY": SECRET}, "environ": {}}
+    sources[where][name] = bad
+    return sources
+
+
+class UnusableUrlTest(unittest.TestCase):
+    def test_an_unusable_url_is_a_problem_naming_its_source_never_a_fallback(self):
+        for name, how, source in URL_SOURCES:
+            for bad in UNUSABLE_URLS:
+                with self.subTest(name=name, how=how, bad=bad):
+                    # A valid weaker setting must not be used either: the user meant the stronger one.
+                    plugin = {} if "plugin" in how else {name: "http://weaker.example:8000"}
+                    settings = build(**given(how, bad, plugin))
+                    problem = getattr(settings, f"{name}_problem")
+                    self.assertIsNotNone(problem)
+                    self.assertTrue(problem.startswith(source), problem)
+                    self.assertIsNone(getattr(settings, "mcp_url_problem" if name == "api_url" else "api_url_problem"))
+                    url = getattr(settings, name)
+                    self.assertNotIn(urlsplit(url).scheme, ("http", "https"), url)
+                    self.assertNotIn("example", url)
+                    self.assertEqual(len([w for w in settings.warnings if w.startswith(source)]), 1, settings.warnings)
+                    for secret_part in ("QSECRET", "FRAGSECRET", "PWSECRET", "alice", "h.example", SECRET):
+                        self.assertNotIn(secret_part, problem + repr(settings) + str(settings.warnings))
+
+    def test_while_the_api_url_is_unusable_events_are_stamped_for_no_reachable_destination(self):
+        settings = build(environ={"HONCHO_API_URL": "api.honcho.dev"}, secrets={"HONCHO_API_KEY": SECRET})
+        destination = settings.destination()
+        self.assertTrue(destination.endswith("#agent-zero"), destination)
+        self.assertNotIn(urlsplit(destination).scheme, ("http", "https"))
+        self.assertNotIn("honcho.dev", destination)
+        self.assertEqual(settings.unusable_url_destination(), destination)
+        usable = build(environ={"HONCHO_API_URL": "https://api.honcho.dev"})
+        self.assertEqual((usable.api_url_problem, usable.destination()), (None, "https://api.honcho.dev#agent-zero"))
+        self.assertEqual(usable.unusable_url_destination(), destination)  # what the worker adopts once fixed
+
+    def test_empty_values_are_unset_not_unusable(self):
+        for how in ({"environ": {"HONCHO_API_URL": " "}}, {"plugin": {"api_url": "", "mcp_url": ""}}):
+            with self.subTest(how=how):
+                settings = build(**how)
+                self.assertEqual((settings.api_url, settings.mcp_url, settings.api_url_problem,
+                                  settings.mcp_url_problem),
+                                 ("https://api.honcho.dev", "https://mcp.honcho.dev", None, None))
+
+    def test_a_gateway_built_from_an_unusable_url_sends_the_key_to_no_http_destination(self):
+        fake = FakeHoncho(api_key=SECRET)
+        seen = []
+        inner = fake.transport()
+
+        def record(request):
+            seen.append(request.url)
+            return inner.handle_request(request)
+
+        for bad in ("api.honcho.dev", "https://x:y@api.honcho.dev"):
+            with self.subTest(bad=bad):
+                seen.clear()
+                settings = build(environ={"HONCHO_API_URL": bad}, secrets={"HONCHO_API_KEY": SECRET})
+                gateway = HonchoGateway.for_settings(
+                    settings, http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(record)))
+                try:
+                    gateway.call(lambda client: client.get_metadata())
+                except DeliveryError:
+                    pass  # refusing is fine; sending is not
+                finally:
+                    gateway.close()
+                self.assertEqual([u for u in seen if u.scheme in ("http", "https")], [])
+                # With a real transport the request fails here, before any name is resolved.
+                real = HonchoGateway.for_settings(settings)
+                with self.assertRaises(DeliveryError):
+                    real.call(lambda client: client.get_metadata())
+                real.close()
 
 
 class ApiKeyTest(unittest.TestCase):

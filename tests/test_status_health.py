@@ -2,6 +2,7 @@
 attempt or check until a success, green after one."""
 
 import functools
+import json
 import unittest
 import uuid
 
@@ -12,7 +13,7 @@ from outbox_helpers import temp_outbox_path
 
 from honcho_hub import cli, operations, runtime
 from honcho_hub.config import build_settings
-from honcho_hub.status import StatusParts, build_status
+from honcho_hub.status import StatusParts, build_status, status_text
 
 KEY = "hch-health-key-24682468"
 NOW = 1_900_000_000.0
@@ -83,6 +84,30 @@ class HealthFromDeliveryTest(unittest.TestCase):
                          "amber")
         self.assertEqual(self.health(last_success_at=NOW - 2, last_error_at=NOW - 9, last_error_code="http_503")[0],
                          "green")
+
+
+class HealthFromUnusableUrlTest(unittest.TestCase):
+    BAD = {"HONCHO_API_URL": "https://ops:PWSECRET@honcho.internal:8000", "HONCHO_BASE_URL": "honcho.internal:8000",
+           "HONCHO_MCP_URL": "https://mcp.internal/?token=TOKSECRET"}
+
+    def test_an_unusable_url_is_red_naming_its_variable_never_its_value(self):
+        for var, bad in self.BAD.items():
+            with self.subTest(var=var):
+                settings = build_settings({}, {"HONCHO_API_KEY": KEY}, {
+                    var: bad, "HONCHO_OUTBOX_PATH": "/tmp/never-opened/outbox.sqlite3"})
+                # A worker that delivered before: status must not stay green.
+                parts = StatusParts(worker={"state": "idle", "metrics": {"last_success_at": NOW - 5}, "circuits": {}})
+                status = build_status(settings, parts, NOW)
+                self.assertEqual(status["health"], "red")
+                self.assertEqual(len([r for r in status["health_reasons"] if r.startswith(f"{var}: ")]), 1,
+                                 status["health_reasons"])
+                self.assertEqual(cli.exit_code_for(status), cli.EXIT_FAILED)
+                text = json.dumps(status) + status_text(status)
+                for part in ("PWSECRET", "TOKSECRET", "ops", "internal", KEY):
+                    self.assertNotIn(part, text)
+                field = "mcp_url" if var == "HONCHO_MCP_URL" else "api_url"
+                self.assertIsNone(status["endpoints"][field])  # not the default it no longer falls back to
+                self.assertTrue(status["endpoints"][f"{field}_problem"].startswith(f"{var}: "))
 
 
 if __name__ == "__main__":
