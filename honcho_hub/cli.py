@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from . import operations, runtime
 from .config import Settings, build_settings
-from .plugin_config import read_config_file
+from .plugin_config import ConfigFileError, load_config_file
 from .status import build_status, status_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
@@ -26,8 +26,12 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
 def main(argv: Sequence[str] | None = None, environ: dict | None = None, out=None) -> int:
     """Parse, run one command, print its result; returns the exit code."""
     out = out or sys.stdout
-    args = _parser().parse_args(argv)
-    settings = load_settings(args.config, os.environ if environ is None else environ)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.config, os.environ if environ is None else environ)
+    except ConfigFileError as exc:
+        parser.error(f"--config: {exc}")  # exits 2; the file was named on purpose, so it must be usable
     try:
         return COMMANDS[args.command](settings, args, out)
     finally:
@@ -35,7 +39,8 @@ def main(argv: Sequence[str] | None = None, environ: dict | None = None, out=Non
 
 
 def load_settings(config_path: str | None, environ: dict) -> Settings:
-    plugin = read_config_file(config_path) if config_path else {}
+    """Settings from the environment over the `--config` file; raises ConfigFileError."""
+    plugin = load_config_file(config_path) if config_path else {}
     return build_settings(plugin, {}, environ)
 
 

@@ -2,7 +2,8 @@
 worker → Honcho, then the recall the agent would see.
 
 Without --real it uses its own workspace, its own peers and a temporary outbox, so it never touches
-a user's memory. Exit 0: delivered and recalled; 3: Honcho unreachable or refusing, events queued.
+a user's memory. With --real it uses the user's outbox, workspace and peers, and never prints what that
+outbox holds. Exit 0: delivered and recalled; 3: Honcho unreachable or refusing, events queued.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ def _run(settings: Settings, real: bool, out) -> int:
         say(f"  captured {role.value:5} {outcome.value}")
     capture.close()
     box = Outbox(settings.outbox_path)
-    say(f"Stored redacted: {_redacted_line(box)}")
+    # Only the demo's own temporary outbox is read back: the user's real one holds their messages.
+    say("Stored redacted: (not shown: --real never reads messages back from your outbox)" if real
+        else f"Stored redacted: {_redacted_line(box)}")
     worker = DeliveryWorker(lambda: settings)
     moved = worker.drain(20.0)
     metrics = worker.state.snapshot()["metrics"]
@@ -64,7 +67,8 @@ def _run(settings: Settings, real: bool, out) -> int:
         say("With --real they wait in your outbox and `python -m honcho_hub drain` delivers them once Honcho is "
             "reachable; this demo's temporary outbox is removed on exit.")
         return 3
-    say(f"Delivered {moved['delivered']} messages to Honcho session {session_id_for(chat)}.")
+    # With --real the drain also delivers whatever else was queued, so the count is not only the demo's.
+    say(f"Delivered {moved['delivered']} messages; the demo's conversation is Honcho session {session_id_for(chat)}.")
     recaller = Recaller()
     result = recaller.recall(settings, session_id_for(chat), QUESTION, TEMPLATE)
     recaller.close()
