@@ -112,7 +112,8 @@ FIELDS: tuple[Field, ...] = (
        lo=0.5, hi=300),
     # recall
     _f("recall_enabled", "bool", True, "recall", "Inject a memory pack before each user turn."),
-    _f("cache_ttl_s", "float", 120.0, "recall", "Recall cache lifetime, seconds.", lo=0, hi=3_600,
+    # Positive, as the seed says: a pack that expires at once is no cache (clear the cache to drop it).
+    _f("cache_ttl_s", "float", 120.0, "recall", "Recall cache lifetime, seconds.", lo=1, hi=3_600,
        env=("HONCHO_CACHE_TTL",)),
     _f("cache_max_entries", "int", 256, "recall", "Recall cache entries.", lo=1, hi=10_000),
     _f("max_context_tokens", "int", 500, "recall", "Token budget of the memory pack.", lo=50, hi=100_000,

@@ -27,7 +27,7 @@ VALID = {
     "capture_wait_ms": 100, "handoff_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
     "batch_size": 100, "concurrency": 8, "max_attempts": 3, "retry_base_s": 0.5, "retry_max_s": 60,
     "retry_after_cap_s": 120, "circuit_base_s": 2, "circuit_max_s": 60, "auth_probe_interval_s": 30,
-    "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "cache_ttl_s": 0,
+    "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "cache_ttl_s": 1,
     "cache_max_entries": 10, "max_context_tokens": 2000, "search_top_k": 3, "max_conclusions": 5,
     "recall_timeout_s": 1.5, "recall_min_query_chars": 0, "recall_include_messages": False,
     "recall_limit_to_session": True, "ask_timeout_s": 120, "scope_strategy": "custom",
@@ -114,6 +114,15 @@ class SettingBoundsTest(unittest.TestCase):
                     if isinstance(bad, str) and len(bad) > 3:
                         self.assertNotIn(bad, settings.warnings[0])
 
+    def test_a_zero_cache_ttl_falls_back_to_the_default_with_one_warning(self):
+        for how in ({"environ": {"HONCHO_CACHE_TTL": "0"}}, {"secrets": {"HONCHO_CACHE_TTL": "0"}},
+                    {"plugin": {"cache_ttl_s": 0}}):
+            with self.subTest(how=how):
+                settings = build(**how)
+                self.assertEqual(settings.cache_ttl_s, 120.0)
+                self.assertEqual(len(settings.warnings), 1, settings.warnings)
+                self.assertRegex(settings.warnings[0], r"^(HONCHO_CACHE_TTL|setting 'cache_ttl_s') ignored: out of range")
+
     def test_numeric_strings_and_bool_words_are_accepted(self):
         settings = build({"batch_size": "50", "recall_enabled": "off", "retry_base_s": "0.25"})
         self.assertEqual((settings.batch_size, settings.recall_enabled, settings.retry_base_s), (50, False, 0.25))
@@ -155,7 +164,7 @@ class EnvironmentTest(unittest.TestCase):
             with self.subTest(var=var):
                 # scope_custom too: the custom strategy without a name would add a warning of its own
                 settings = build({name: VALID[name], "scope_custom": VALID["scope_custom"]}, environ={var: bad})
-                self.assertEqual(getattr(settings, name), VALID[name] if name != "cache_ttl_s" else 0)
+                self.assertEqual(getattr(settings, name), VALID[name])
                 self.assertEqual(len(settings.warnings), 1)
                 self.assertTrue(settings.warnings[0].startswith(var), settings.warnings)
                 self.assertNotIn(bad, settings.warnings[0])

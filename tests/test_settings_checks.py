@@ -51,6 +51,13 @@ class SaveProblemsTest(unittest.TestCase):
         self.assertEqual(problems, ["batch_size: out of range 1–100", "debug: expected true or false",
                                     "workspace_id: expected 1–512 of A-Z a-z 0-9 _ -"])
 
+    def test_a_zero_cache_ttl_is_refused_with_the_bound_the_model_uses(self):
+        for is_project in (True, False):
+            with self.subTest(is_project=is_project):
+                self.assertEqual(save_problems({"cache_ttl_s": 0}, is_project, {}),
+                                 ["cache_ttl_s: out of range 1–3,600"])
+                self.assertEqual(save_problems({"cache_ttl_s": 1}, is_project, {}), [])
+
     def test_relations_use_the_saved_global_values_for_what_the_form_does_not_change(self):
         self.assertEqual(save_problems({"retry_base_s": 50}, False, {"retry_max_s": 10}),
                          ["retry_base_s must not exceed retry_max_s"])
