@@ -111,6 +111,7 @@ class Settings:
     search_top_k: int
     max_conclusions: int
     recall_timeout_s: float
+    recall_wait_ms: int
     recall_min_query_chars: int
     recall_include_messages: bool
     recall_limit_to_session: bool
@@ -131,6 +132,14 @@ class Settings:
     def api_key(self) -> str:
         """The API key as of now ('' when none is set)."""
         return self.key_provider()
+
+    @property
+    def recall_wait_s(self) -> float:
+        """How long the recall hook waits for the query-aware recall, seconds: recall_wait_ms (-1 meaning
+        the whole recall_timeout_s), never past recall_timeout_s."""
+        if self.recall_wait_ms < 0:
+            return self.recall_timeout_s
+        return min(self.recall_wait_ms / 1000, self.recall_timeout_s)
 
     @property
     def has_api_key(self) -> bool:
@@ -236,6 +245,9 @@ RELATIONS = (
              "retry_base_s must not exceed retry_max_s", "every backoff waits up to retry_max_s"),
     Relation(("circuit_base_s", "circuit_max_s"), lambda v: v["circuit_base_s"] <= v["circuit_max_s"],
              "circuit_base_s must not exceed circuit_max_s", "every circuit wait is up to circuit_max_s"),
+    Relation(("recall_wait_ms", "recall_timeout_s"),
+             lambda v: v["recall_wait_ms"] <= 1000 * v["recall_timeout_s"],
+             "recall_wait_ms must not exceed recall_timeout_s", "the recall hook waits at most recall_timeout_s"),
     Relation(("scope_strategy", "scope_custom"),
              lambda v: v["scope_strategy"] != "custom" or bool(v["scope_custom"].strip()),
              "scope_strategy custom needs a scope_custom name", "chats get no scope"),

@@ -122,6 +122,11 @@ FIELDS: tuple[Field, ...] = (
     _f("max_conclusions", "int", 20, "recall", "Relevant conclusions included.", lo=1, hi=100),
     _f("recall_timeout_s", "float", 2.5, "recall", "Longest wait of a turn for recall, seconds.",
        lo=0.1, hi=30),
+    # -1 rather than null for "the whole deadline": the settings page, YAML and the environment all carry a
+    # number, validated like every other int setting. Resolved against recall_timeout_s in Settings.
+    _f("recall_wait_ms", "int", -1, "recall", "How long a turn waits for the recall started when your message"
+       " was captured, ms; -1 = all of recall_timeout_s, 0 = never wait.", lo=-1, hi=60_000,
+       env=("HONCHO_RECALL_WAIT_MS",)),
     _f("recall_min_query_chars", "int", 3, "recall", "Shorter user text is not used as a search query.",
        lo=0, hi=1_000),
     _f("recall_include_messages", "bool", True, "recall", "Include relevant messages in the pack."),

@@ -29,7 +29,7 @@ VALID = {
     "retry_after_cap_s": 120, "circuit_base_s": 2, "circuit_max_s": 60, "auth_probe_interval_s": 30,
     "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "cache_ttl_s": 1,
     "cache_max_entries": 10, "max_context_tokens": 2000, "search_top_k": 3, "max_conclusions": 5,
-    "recall_timeout_s": 1.5, "recall_min_query_chars": 0, "recall_include_messages": False,
+    "recall_timeout_s": 1.5, "recall_wait_ms": 800, "recall_min_query_chars": 0, "recall_include_messages": False,
     "recall_limit_to_session": True, "ask_timeout_s": 120, "scope_strategy": "custom",
     "scope_prefix": "team_", "scope_custom": "Research Notes", "debug": True,
 }
@@ -37,7 +37,7 @@ VALID = {
 # Malformed values of each kind; every one must fall back with a warning naming the key.
 MALFORMED = {
     "bool": ["maybe", 2, None, [], {"a": 1}],
-    "int": ["ten", -1, 10**30, math.nan, math.inf, 2.5, True, None, "1e400"],
+    "int": ["ten", 10**30, math.nan, math.inf, 2.5, True, None, "1e400"],
     "float": ["fast", -5, 1e12, math.nan, -math.inf, True, None, [1], "nan"],
     "enum": ["sideways", 1, None, ""],
     "id": ["", "has space", "ünïcode", "a" * 513, "dots.are.bad", 7, None],
@@ -60,11 +60,12 @@ ENV_VARS = {  # variable -> (setting, valid text value, expected)
     "HONCHO_SCOPE_STRATEGY": ("scope_strategy", "OFF", "off"),
     "HONCHO_SCOPE_PREFIX": ("scope_prefix", "p_", "p_"),
     "HONCHO_SCOPE_CUSTOM": ("scope_custom", "Shared", "Shared"),
+    "HONCHO_RECALL_WAIT_MS": ("recall_wait_ms", "0", 0),
 }
 ENV_INVALID = {"HONCHO_WORKSPACE_ID": "bad id", "HONCHO_USER_ID": "a/b", "HONCHO_AGENT_PEER_ID": "x" * 600,
                "HONCHO_OUTBOX_PATH": "rel/path", "HONCHO_CACHE_TTL": "-3", "HONCHO_MAX_CONTEXT_TOKENS": "lots",
                "HONCHO_DEBUG": "perhaps", "HONCHO_SCOPE_STRATEGY": "everything",
-               "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300}
+               "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300, "HONCHO_RECALL_WAIT_MS": "-2"}
 
 
 def build(plugin=None, secrets=None, environ=None, **kw):
@@ -105,7 +106,8 @@ class SettingBoundsTest(unittest.TestCase):
 
     def test_every_setting_but_a_url_falls_back_to_its_default_on_each_malformed_value(self):
         for spec in (f for f in FIELDS if f.kind != "url"):  # a URL does not fall back: UnusableUrlTest
-            for bad in MALFORMED[spec.kind]:
+            just_outside = [spec.lo - 1, spec.hi + 1] if spec.kind in ("int", "float") else []
+            for bad in MALFORMED[spec.kind] + just_outside:
                 with self.subTest(name=spec.name, bad=repr(bad)[:40]):
                     settings = build({spec.name: bad})
                     self.assertEqual(getattr(settings, spec.name), spec.default)
@@ -121,7 +123,8 @@ class SettingBoundsTest(unittest.TestCase):
                 settings = build(**how)
                 self.assertEqual(settings.cache_ttl_s, 120.0)
                 self.assertEqual(len(settings.warnings), 1, settings.warnings)
-                self.assertRegex(settings.warnings[0], r"^(HONCHO_CACHE_TTL|setting 'cache_ttl_s') ignored: out of range")
+                self.assertRegex(settings.warnings[0],
+                                 r"^(HONCHO_CACHE_TTL|setting 'cache_ttl_s') ignored: out of range")
 
     def test_numeric_strings_and_bool_words_are_accepted(self):
         settings = build({"batch_size": "50", "recall_enabled": "off", "retry_base_s": "0.25"})
@@ -337,6 +340,32 @@ class ApiKeyTest(unittest.TestCase):
             build({"logged_once_marker": 1})
             build({"logged_once_marker": 1})
         self.assertEqual(len([line for line in logs.output if "logged_once_marker" in line]), 1)
+
+
+class RecallWaitTest(unittest.TestCase):
+    def test_recall_wait_s_is_the_setting_in_seconds_never_past_the_recall_deadline(self):
+        cases = [  # (plugin settings, recall_wait_s, warnings)
+            ({}, 2.5, 0),  # default: the whole recall deadline
+            ({"recall_wait_ms": -1, "recall_timeout_s": 4}, 4.0, 0),
+            ({"recall_wait_ms": 0}, 0.0, 0),  # never wait
+            ({"recall_wait_ms": 300}, 0.3, 0),
+            ({"recall_wait_ms": 2500}, 2.5, 0),
+            ({"recall_wait_ms": 9000, "recall_timeout_s": 2}, 2.0, 1),  # kept, but the deadline bounds it
+            ({"recall_wait_ms": -2}, 2.5, 1),
+            ({"recall_wait_ms": 60_001}, 2.5, 1),
+            ({"recall_wait_ms": 12.5}, 2.5, 1),
+        ]
+        for plugin, wait_s, warnings in cases:
+            with self.subTest(plugin=plugin):
+                settings = build(plugin)
+                self.assertEqual(settings.recall_wait_s, wait_s)
+                self.assertEqual(len(settings.warnings), warnings, settings.warnings)
+        self.assertIn("recall_wait_ms must not exceed recall_timeout_s (kept: the recall hook waits at most"
+                      " recall_timeout_s)", build({"recall_wait_ms": 3000}).warnings)
+
+    def test_a_project_and_the_variable_may_set_it(self):
+        self.assertEqual(build({}, project_settings={"recall_wait_ms": 0}).recall_wait_s, 0.0)
+        self.assertEqual(build({"recall_wait_ms": 0}, environ={"HONCHO_RECALL_WAIT_MS": "100"}).recall_wait_s, 0.1)
 
 
 class ProjectSettingsTest(unittest.TestCase):

@@ -58,6 +58,13 @@ class SaveProblemsTest(unittest.TestCase):
                                  ["cache_ttl_s: out of range 1–3,600"])
                 self.assertEqual(save_problems({"cache_ttl_s": 1}, is_project, {}), [])
 
+    def test_a_recall_wait_past_the_recall_deadline_is_refused(self):
+        self.assertEqual(save_problems({"recall_wait_ms": 3000}, True, {}),
+                         ["recall_wait_ms must not exceed recall_timeout_s"])
+        self.assertEqual(save_problems({"recall_wait_ms": 3000, "recall_timeout_s": 3}, True, {}), [])
+        self.assertEqual(save_problems({"recall_wait_ms": -1, "recall_timeout_s": 0.1}, True, {}), [])
+        self.assertEqual(save_problems({"recall_wait_ms": -5}, True, {}), ["recall_wait_ms: out of range -1–60,000"])
+
     def test_relations_use_the_saved_global_values_for_what_the_form_does_not_change(self):
         self.assertEqual(save_problems({"retry_base_s": 50}, False, {"retry_max_s": 10}),
                          ["retry_base_s must not exceed retry_max_s"])
