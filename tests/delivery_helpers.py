@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sqlite3
 from typing import Callable
@@ -18,6 +19,12 @@ from honcho_hub.honcho_gateway import HonchoGateway
 from honcho_hub.worker import DeliveryWorker
 
 KEY = "hch-test-key-0123456789"
+
+
+def with_api_url_problem(settings, problem: str):
+    """These settings as config.py builds them when the configured API URL cannot be used (`problem` names
+    the setting, never its value)."""
+    return dataclasses.replace(settings, api_url_problem=problem)
 
 
 class Bench:
@@ -50,7 +57,7 @@ class Bench:
         """A worker of this process on the bench's outbox, fake and clocks (another owner each time)."""
         worker = DeliveryWorker(lambda: self.settings, enabled=lambda: self.enabled, clock=self.clock,
                                 monotonic=self.mono, rng=random.Random(7), gateway_factory=self.gateway,
-                                handoff_flush=lambda s: self.capture_service.flush_handoff(), **options)
+                                handoff_flush=lambda s: self.capture_service.write_pending(s), **options)
         self.test.addCleanup(worker.stop, 10)
         return worker
 

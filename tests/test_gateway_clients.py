@@ -1,0 +1,132 @@
+"""The gateway's SDK clients: retired only when no call uses them, refused for an unusable API URL, and
+its per-client caches bounded. Real honcho.Honcho over the fake; real threads where senders overlap."""
+
+import threading
+import unittest
+
+import httpx
+
+from delivery_helpers import KEY, with_api_url_problem
+from fake_honcho import FakeHoncho
+from outbox_helpers import event, temp_outbox_path
+
+from honcho_hub.config import build_settings
+from honcho_hub.errors import DeliveryError, PermanentError
+from honcho_hub.honcho_gateway import HonchoGateway
+
+WAIT_S = 10.0  # bound of every wait on another thread; the tests never need that long
+
+
+class HeldFirstSession:
+    """A fake whose first session get-or-create waits until the test releases it: a sender mid-request."""
+
+    def __init__(self) -> None:
+        self.fake = FakeHoncho()  # any key: the tests change it
+        self._answer = self.fake.transport()
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.clients: list[httpx.Client] = []
+        self._held = False
+        self._lock = threading.Lock()
+
+    def http_client(self) -> httpx.Client:
+        client = httpx.Client(transport=httpx.MockTransport(self._handle))
+        self.clients.append(client)
+        return client
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            hold = request.url.path.endswith("/sessions") and not self._held
+            self._held = self._held or hold
+        if hold:
+            self.entered.set()
+            self.release.wait(WAIT_S)
+        return self._answer.handle_request(request)
+
+
+class ClientRetirementTest(unittest.TestCase):
+    def test_a_sender_mid_request_keeps_its_client_until_it_ends_whatever_retires_it(self):
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "https://honcho.test"}, {}, {})
+        for retire in ("key_change", "close"):
+            with self.subTest(retired_by=retire):
+                server, keys = HeldFirstSession(), ["key-one-0123456789"]
+                gateway = HonchoGateway(settings.api_url, settings.workspace_id, lambda: keys[0], 5.0,
+                                        http_client_factory=server.http_client)
+                self.addCleanup(gateway.close)
+                outcome: list = []
+
+                def first_sender():
+                    try:
+                        gateway.send([event(1, "chat-held"), event(2, "chat-held")])
+                        outcome.append("delivered")
+                    except DeliveryError as exc:
+                        outcome.append(exc.code)
+
+                sender = threading.Thread(target=first_sender)
+                sender.start()
+                self.assertTrue(server.entered.wait(WAIT_S), "the first sender reached the server")
+                if retire == "key_change":
+                    keys[0] = "key-two-0123456789"
+                    gateway.send([event(1, "chat-other")])  # another sender, on a client with the new key
+                else:
+                    gateway.close()
+                self.assertFalse(server.clients[0].is_closed, "the client is still in use")
+                server.release.set()
+                sender.join(WAIT_S)
+                self.assertEqual(outcome, ["delivered"])
+                self.assertEqual([m["content"] for m in server.fake.session_messages("chat-held")],
+                                 ["message 1", "message 2"])
+                self.assertTrue(server.clients[0].is_closed, "retired once its last call ended")
+
+
+class ApiUrlProblemTest(unittest.TestCase):
+    def test_every_call_is_refused_without_a_client_for_an_api_url_the_settings_could_not_use(self):
+        clients: list[httpx.Client] = []
+        fake = FakeHoncho(api_key=KEY)
+
+        def client() -> httpx.Client:
+            clients.append(httpx.Client(transport=fake.transport()))
+            return clients[-1]
+
+        settings = build_settings({"outbox_path": temp_outbox_path(self)}, {"HONCHO_API_KEY": KEY}, {})
+        broken = with_api_url_problem(settings, "HONCHO_API_URL: the port is not a number")
+        gateway = HonchoGateway.for_settings(broken, http_client_factory=client)
+        calls = {"send": lambda: gateway.send([event(1, "chat-u")]),
+                 "context": lambda: gateway.context("chat-u", query="q", tokens=100, target="user", perspective="agent"),
+                 "call": lambda: gateway.call(lambda c: c.get_metadata()),
+                 "reader_peer": lambda: gateway.reader_peer("user")}
+        for name, call in calls.items():
+            with self.subTest(call=name):
+                with self.assertRaises(PermanentError) as caught:
+                    call()
+                self.assertEqual(caught.exception.code, "api_url_invalid")
+        self.assertEqual((clients, fake.requests), ([], []), "no client was built: the key went nowhere")
+        usable = HonchoGateway.for_settings(settings, http_client_factory=client)
+        usable.call(lambda c: c.get_metadata())
+        usable.close()
+        self.assertEqual(len(fake.requests), 1, "usable settings still reach Honcho")
+
+
+class CacheBoundsTest(unittest.TestCase):
+    def test_each_per_client_cache_stays_within_its_limit_and_forgetting_costs_only_requests(self):
+        fake = FakeHoncho(api_key=KEY)
+        gateway = HonchoGateway("https://honcho.test", "agent-zero", lambda: KEY, 5.0, cache_limit=3,
+                                http_client_factory=lambda: httpx.Client(transport=fake.transport()),
+                                supports_scopes=lambda: True, peer_roles={"user": "user", "agent": "agent"})
+        self.addCleanup(gateway.close)
+        for n in range(10):
+            gateway.send([event(1, f"chat-s{n}")])
+            gateway.ensure_session_in_scope(f"chat-s{n}", f"scope-{n}")
+            gateway.reader_session(f"chat-r{n}")
+            gateway.reader_peer(f"peer-{n}")
+        client = gateway._current
+        sizes = {name: len(getattr(client, name))
+                 for name in ("sessions", "session_peers", "readers", "peers", "scopes", "memberships")}
+        self.assertTrue(all(0 < size <= 3 for size in sizes.values()), sizes)
+        gateway.send([event(2, "chat-s0")])  # forgotten long ago: ensured again, then delivered
+        gateway.ensure_session_in_scope("chat-s0", "scope-0")
+        self.assertEqual([m["content"] for m in fake.session_messages("chat-s0")], ["message 1", "message 2"])
+        self.assertEqual(fake.scopes[("agent-zero", "scope-0")], {"chat-s0"})
+
+
+if __name__ == "__main__":
+    unittest.main()
