@@ -1,17 +1,23 @@
-"""Agent Zero's config files for this plugin: read merged over the defaults, written without secrets.
+"""Agent Zero's config files for this plugin: read merged over the defaults, written without secrets,
+and the settings built from them reused while none of them changed.
 
 Agent Zero returns the first config file it finds (project, then global, then `default_config.yaml`)
 without merging it over the defaults, and writes whatever the settings page sends. These functions
-give the `hooks.py` config hooks one merged view and a clean dict to save.
+give the `hooks.py` config hooks one merged view and a clean dict to save. Agent Zero also re-parses
+those files on every request for them, so the hooks that run on its event loop take their settings
+from a `SettingsCache` instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import stat
-from typing import Any, Mapping
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, Mapping, TypeVar
 
 import yaml
 
@@ -74,6 +80,65 @@ def read_config_file(path: str) -> dict[str, Any]:
         if not exc.missing:
             log_once([f"config file {os.path.basename(path)} ignored: {exc}; using defaults"])
         return {}
+
+
+T = TypeVar("T")
+_ABSENT = "absent"
+
+
+class SettingsCache:
+    """Values (Settings) built once per key and reused while nothing they were built from changed.
+
+    An entry stays valid while every file it was built from has the same modification time, change
+    time, size and inode (or is still absent, or still fails to stat the same way) and the HONCHO_*
+    environment variables are the same as when `build` last ran for that key. Both are looked at
+    before `build` runs, so a file saved while it was being read counts as changed at the next `get`.
+    A hit costs one `stat` per file and no parsing. Thread-safe; `build` runs outside the lock, so a
+    slow build holds up no other key (two threads missing the same key at once may both build).
+    Bounded: the least recently used key goes first.
+    """
+
+    def __init__(self, max_entries: int = 64, stat: Callable[[str], Any] = os.stat,
+                 environ: Mapping[str, str] = os.environ) -> None:
+        self._max_entries = max(1, int(max_entries))
+        self._stat, self._environ = stat, environ
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, tuple[tuple, Any]] = OrderedDict()
+
+    def get(self, key: Hashable, files: tuple[str, ...], build: Callable[[], T]) -> T:
+        """The value built for `key`, built again first if a file or HONCHO_* variable changed."""
+        signature = (tuple(self._file_state(path) for path in files), self._environ_digest())
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] == signature:
+                self._entries.move_to_end(key)
+                return entry[1]
+        value = build()
+        with self._lock:
+            self._entries[key] = (signature, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return value
+
+    def _file_state(self, path: str) -> tuple:
+        try:
+            info = self._stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return (path, _ABSENT)
+        except OSError as exc:  # e.g. a folder we may not search: a state of its own until it changes
+            return (path, type(exc).__name__, exc.errno)
+        # The inode catches a file replaced by a rename (how editors save) that kept its size and time;
+        # the change time catches a restored modification time.
+        return (path, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+
+    def _environ_digest(self) -> bytes:
+        """A digest of the HONCHO_* variables (as `build_settings` reads them), not a copy of the key."""
+        # Names first, then each value with .get: a variable another thread removes meanwhile reads as
+        # None instead of raising on the event loop.
+        names = [name for name in list(self._environ) if str(name).upper().startswith("HONCHO_")]
+        found = sorted((str(name).upper(), str(self._environ.get(name))) for name in names)
+        return hashlib.blake2b(repr(found).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def merged_config(
