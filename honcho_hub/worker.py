@@ -2,7 +2,13 @@
 
 The coordinator alone leases and acks; senders only talk HTTP (no transaction or lock is held across
 a request). All logic is in `step()`, which tests call directly with an injected clock; the thread
-only repeats it, waiting on a wake event (set by enqueue) or the poll timer in between.
+only repeats it, waiting on a wake event (set by enqueue) or the poll timer in between. A step that
+fails is logged once per change of its error code, not once per poll.
+
+A drain without the thread runs steps inline under one deadline: it leases only what the time left
+can plausibly deliver (judged by the last batch's duration), leases nothing once the deadline passed,
+and does not wait for requests still on the wire then. Their rows stay leased and go out again after
+the lease, reconciled first, like a crashed worker's.
 
 While batches are on the wire the coordinator renews their leases every third of `lease_s`, so no
 other worker takes them over. A settlement that meets a locked outbox is kept in memory and retried
@@ -13,6 +19,7 @@ events Honcho may hold, and reconciled before anything is sent again.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import threading
@@ -26,10 +33,11 @@ import tenacity
 
 from .config import Settings
 from .delivery import BatchResult, send_batch
-from .honcho_gateway import HonchoGateway
-from .outbox import LeasedEvent, Outbox, Retry, Settlement
+from .errors import DeliveryError
+from .honcho_gateway import API_URL_INVALID, HonchoGateway
+from .outbox import LeasedEvent, Outbox, Settlement
 from .outbox_db import OutboxBusy, OutboxError, OutboxUnavailable
-from .policy import Action, RetryPolicy, decide
+from .policy import RetryPolicy
 from .worker_state import WorkerState
 
 log = logging.getLogger(__name__)
@@ -57,6 +65,8 @@ class StepReport:
     retried: int = 0
     handoff_flushed: int = 0
     state: str = "idle"
+    reason: str | None = None  # why nothing is delivered: plugin_disabled, api_url_invalid, an error code
+    detail: str | None = None  # which setting is at fault (its name, never its value)
 
 
 class DeliveryWorker(threading.Thread):
@@ -91,6 +101,9 @@ class DeliveryWorker(threading.Thread):
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
         self._next_prune_mono = 0.0
+        self._batch_s: float | None = None  # how long the last batch took, to judge what a deadline allows
+        self._abandoned: list[Future] = []  # sends left on the wire at a drain's deadline
+        self._failure: str | None = None  # the code of the failing steps, logged once per change
 
     # -- thread surface ------------------------------------------------------------------------------
 
@@ -100,12 +113,13 @@ class DeliveryWorker(threading.Thread):
                 self._began += 1
             try:
                 report = self.step()
-            except Exception:  # the loop boundary: log, back off one poll, keep going
+            except Exception as exc:  # the loop boundary: log, back off one poll, keep going
                 if not _process_running():  # the interpreter refuses new thread-pool work as it exits
                     log.info("honcho worker: the process is exiting; leased events go out again after their lease")
                     break
-                log.exception("honcho worker: step failed")
-                report = StepReport(state="error")
+                report = self._failed(exc)
+            else:
+                self._recovered()
             with self._stepped:
                 self._finished, self._last_report = self._began, report
                 _add(self._totals, report)
@@ -126,7 +140,7 @@ class DeliveryWorker(threading.Thread):
             return self._drain_via_thread(deadline)
         totals = dict.fromkeys(_MOVED, 0)
         while self._monotonic() < deadline:
-            report = self.step()
+            report = self.step(deadline)
             _add(totals, report)
             if report.leased == 0:
                 break
@@ -149,13 +163,17 @@ class DeliveryWorker(threading.Thread):
 
     # -- one step ------------------------------------------------------------------------------------
 
-    def step(self) -> StepReport:
+    def step(self, deadline: float = math.inf) -> StepReport:
         """Keep up to `concurrency` session batches in flight until nothing is ready (or the step's
         budget is spent); each finished batch is recorded together with leasing its replacement, in
-        one transaction, while the other batches are still on the wire."""
+        one transaction, while the other batches are still on the wire.
+
+        With a `deadline` (monotonic), a batch is leased only while the time left exceeds the last
+        batch's duration, and the step returns at the deadline, leaving what is still on the wire leased."""
         settings = self._settings()
-        if not self._enabled():
-            return self._report(StepReport(state="paused"))
+        paused = self._paused_by(settings)
+        if paused is not None:
+            return self._report(paused)
         report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
         outbox = self._open_outbox(settings)
         destination = settings.destination()
@@ -170,19 +188,19 @@ class DeliveryWorker(threading.Thread):
         renew_every = settings.lease_s / RENEWALS_PER_LEASE
         renew_at = self._monotonic() + renew_every
         while True:
-            wanted = self._wanted(settings, destination, len(in_flight), budget)
+            wanted = self._wanted(settings, destination, len(in_flight), budget, deadline)
             renew: list[str] = []
             if in_flight and self._monotonic() >= renew_at:
                 renew = [e.id for batch in in_flight.values() for e in batch]
                 renew_at = self._monotonic() + renew_every
             try:
-                batches = self._settle_and_lease(outbox, settlement, settings, destination, wanted, renew)
+                batches = self._settle_and_lease(outbox, settlement, settings, destination, wanted, renew, deadline)
             except OutboxError:
-                if not self._stop_event.is_set():
+                if not (self._stop_event.is_set() or self._past(deadline)):
                     raise
-                log.warning("honcho worker: stopped while the outbox was locked; unrecorded results and %d"
-                            " batches on the wire go out again after their lease, once Honcho was asked what"
-                            " it holds", len(in_flight))
+                log.warning("honcho worker: %s while the outbox was locked; unrecorded results and %d batches"
+                            " on the wire go out again after their lease, once Honcho was asked what it holds",
+                            "stopped" if self._stop_event.is_set() else "drain time up", len(in_flight))
                 break
             budget -= len(batches)
             for batch in batches:
@@ -190,8 +208,12 @@ class DeliveryWorker(threading.Thread):
                 in_flight[pool.submit(send_batch, gateway, batch, self._monotonic)] = batch
             if not in_flight:
                 break
+            if self._past(deadline):
+                self._abandon(in_flight)
+                break
             report.state = "running"
-            done, _ = wait(in_flight, timeout=max(0.0, renew_at - self._monotonic()), return_when=FIRST_COMPLETED)
+            timeout = min(renew_at, deadline) - self._monotonic()
+            done, _ = wait(in_flight, timeout=max(0.0, timeout), return_when=FIRST_COMPLETED)
             settlement = Settlement()
             for future in done:
                 in_flight.pop(future)
@@ -199,95 +221,80 @@ class DeliveryWorker(threading.Thread):
         return self._report(report)
 
     def _settle_and_lease(self, outbox: Outbox, settlement: Settlement, settings: Settings, destination: str,
-                          wanted: int, renew: Sequence[str]) -> list[list[LeasedEvent]]:
+                          wanted: int, renew: Sequence[str], deadline: float) -> list[list[LeasedEvent]]:
         """One settle-renew-lease transaction, retried while the outbox is locked or unwritable, until it
-        is recorded or a stop is requested (then the last OutboxError is raised)."""
+        is recorded or a stop is requested or the deadline passed (then the last OutboxError is raised)."""
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type((OutboxBusy, OutboxUnavailable)), wait=SETTLE_WAIT,
-            stop=lambda attempt: self._stop_event.is_set(), sleep=self._settle_sleep,
+            stop=lambda attempt: self._stop_event.is_set() or self._past(deadline),
+            sleep=lambda s: self._settle_sleep(min(s, max(0.0, deadline - self._monotonic()))),  # not past it
             before_sleep=_log_settle_retry, reraise=True)
         return retrying(outbox.settle_and_lease, settlement, self.owner, wanted, settings.batch_size,
                         settings.lease_s, destination, renew)
 
-    def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int) -> int:
-        """How many new batches to lease: none while stopping, switched off or with the circuit open;
-        one to probe. Asked before every lease, so switching the plugin off stops a long step too."""
+    def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int, deadline: float) -> int:
+        """How many new batches to lease: none while stopping, switched off or with the circuit open, nor
+        when the time left before a deadline is shorter than the last batch took; one to probe. Asked
+        before every lease, so switching the plugin off stops a long step too."""
         circuit = self.state.circuit(destination)
         now = self._clock()
         if self._stop_event.is_set() or budget <= 0 or circuit.is_open(now) or not self._enabled():
             return 0
+        if deadline - self._monotonic() <= (self._batch_s or 0.0):
+            return 0
         limit = 1 if circuit.probing(now) else settings.concurrency
         return max(0, min(budget, limit - in_flight))
 
+    def _past(self, deadline: float) -> bool:
+        return self._monotonic() >= deadline
+
+    def _abandon(self, in_flight: dict[Future, list[LeasedEvent]]) -> None:
+        """Leave the batches still on the wire at a drain's deadline to their lease: their results are not
+        recorded here, so their rows go out again after the lease, once Honcho was asked what it holds."""
+        self._abandoned = [f for f in self._abandoned if not f.done()] + list(in_flight)
+        log.info("honcho worker: drain time up with %d batches on the wire; they go out again after their"
+                 " lease, once Honcho was asked what it holds", len(in_flight))
+
     def _record(self, settlement: Settlement, settings: Settings, destination: str, result: BatchResult,
                 report: StepReport) -> None:
-        now = self._clock()
-        delivered = result.delivered + result.already_there
-        settlement.delivered.extend(delivered)
-        settlement.dead.extend(result.dead)
-        with self.state.lock:
-            m = self.state.metrics
-            m.requests += result.requests
-            m.sent += len(result.delivered)
-            m.reconciled += len(result.already_there)
-            m.reconcile_failures += int(result.reconcile_failed)
-            m.dead += len(result.dead)
-            if delivered or result.dead:
-                m.last_success_at, m.last_latency_s = now, result.latency_s
-        report.delivered += len(delivered)
-        report.dead += len(result.dead)
-        if result.error is not None:
-            self._retry(settlement, settings, destination, result, report)
-        elif delivered or result.dead:
-            self._close_circuit(destination)
-
-    def _retry(self, settlement: Settlement, settings: Settings, destination: str, result: BatchResult,
-               report: StepReport) -> None:
-        now, policy = self._clock(), RetryPolicy.from_settings(settings)
-        failed, error = result.failed, result.error
-        circuit = self.state.circuit(destination)
-        decision = decide(error, failed[0].attempts, now, policy, self._rng, circuit.failures,
-                          reconcile_failures=failed[0].reconcile_failures if result.reconcile_failed else None)
-        if decision.action is Action.DEAD and not decision.burn_attempt:  # the lookup can never succeed here
-            dead = {e.id for e in failed}
-        else:  # attempts are per event: only events that used up theirs are dead; the rest keep their order
-            dead = {e.id for e in failed if decision.burn_attempt and e.attempts + 1 >= policy.max_attempts}
-        rest = [e.id for e in failed if e.id not in dead]
-        with self.state.lock:
-            self.state.metrics.failed += len(failed)
-            self.state.metrics.dead += len(dead)
-            self.state.metrics.last_error_code, self.state.metrics.last_error_at = error.code, now
-            if decision.action is Action.CIRCUIT:
-                circuit.kind, circuit.code, circuit.open_until = decision.circuit, error.code, decision.next_attempt_at
-                circuit.failures += 1
-        if decision.action is Action.CIRCUIT:
-            log.warning("honcho worker: %s circuit open (%s)", decision.circuit, error.code)
-        if dead:
-            settlement.dead.extend((e.id, decision.code) for e in failed if e.id in dead)  # in capture order
-            report.dead += len(dead)
-            log.error("honcho worker: %d events dead-lettered (%s)", len(dead), decision.code)
-        if rest:
-            # Events behind the auth circuit stay ready: the circuit alone says when to probe, so resetting
-            # it (retry_dead, after the key was fixed) makes the next step probe at once.
-            retry_at = now if decision.circuit == "auth" else decision.next_attempt_at
-            settlement.retries.append(Retry(rest, retry_at, error.code, decision.burn_attempt,
-                                            ambiguous=result.failed_ambiguous,
-                                            reconcile_failed=decision.reconcile_failed))
-            report.retried += len(rest)
+        if result.requests:
+            self._batch_s = result.latency_s
+        delivered, dead, retried = self.state.record(result, settlement, destination,
+                                                     RetryPolicy.from_settings(settings), self._clock(), self._rng)
+        report.delivered, report.dead, report.retried = (report.delivered + delivered, report.dead + dead,
+                                                         report.retried + retried)
 
     # -- helpers -------------------------------------------------------------------------------------
 
-    def _close_circuit(self, destination: str) -> None:
-        with self.state.lock:
-            circuit = self.state.circuits.get(destination)
-            if circuit is not None and circuit.kind is not None:
-                log.info("honcho worker: %s circuit closed", circuit.kind)
-                circuit.kind, circuit.code, circuit.failures = None, None, 0
-
     def _report(self, report: StepReport) -> StepReport:
-        with self.state.lock:
-            self.state.state = report.state
+        self.state.show(report.state, report.reason, report.detail)
         return report
+
+    def _paused_by(self, settings: Settings) -> StepReport | None:
+        """Nothing is sent while the plugin is switched off, or while the API URL the user configured cannot
+        be used (the key must not go anywhere else); captured events wait in the outbox."""
+        if not self._enabled():
+            return StepReport(state="paused", reason="plugin_disabled")
+        problem = getattr(settings, "api_url_problem", None)
+        if problem:
+            return StepReport(state="paused", reason=API_URL_INVALID, detail=problem)
+        return None
+
+    def _failed(self, exc: Exception) -> StepReport:
+        """A failed step of the thread: one log line when the failure changes (its code, or for a bug the
+        exception type and where it was raised; never its message, which may hold a path)."""
+        known = isinstance(exc, (OutboxError, DeliveryError))
+        code = exc.code if known else type(exc).__name__
+        if code != self._failure:
+            where = "" if known else f" at {_raised_at(exc)}"
+            log.error("honcho worker: delivery stopped (%s%s); trying again every poll", code, where)
+            self._failure = code
+        return self._report(StepReport(state="error", reason=code))
+
+    def _recovered(self) -> None:
+        if self._failure is not None:
+            log.info("honcho worker: delivering again (after %s)", self._failure)
+            self._failure = None
 
     def _open_outbox(self, settings: Settings) -> Outbox:
         key = (settings.outbox_path, settings.outbox_synchronous, settings.max_queued_rows)
@@ -345,11 +352,13 @@ class DeliveryWorker(threading.Thread):
             return {name: self._totals[name] - start[name] for name in _MOVED}
 
     def _close(self) -> None:
-        with self.state.lock:
-            self.state.state = "stopped"
+        self.state.show("stopped")
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            # Sends abandoned at a drain's deadline finish on their own: waiting would undo the deadline
+            # (the gateway closes its client only once they are done).
+            self._pool.shutdown(wait=not any(not f.done() for f in self._abandoned), cancel_futures=True)
             self._pool = None
+            self._abandoned = []
         for resource in (self._gateway, self._outbox):
             if resource is not None:
                 try:
@@ -362,6 +371,14 @@ class DeliveryWorker(threading.Thread):
 def _process_running() -> bool:
     """False once the interpreter is shutting down (its main thread has ended)."""
     return threading.main_thread().is_alive()
+
+
+def _raised_at(exc: BaseException) -> str:
+    """file:line of the innermost frame that raised `exc` (a module name and a number: no data)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}" if tb is not None else "?"
 
 
 def _log_settle_retry(attempt: tenacity.RetryCallState) -> None:
