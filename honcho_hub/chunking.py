@@ -30,12 +30,12 @@ def split_message(text: str, limit: int = HONCHO_MAX_CHARS) -> list[str]:
     """Split into parts of at most `limit` characters including continuation markers."""
     if len(text) <= limit:
         return [text]
-    bodies, rest, room = [], text, limit - MARKER_ROOM
-    while len(rest) > room:
-        cut = _cut_point(rest, room)
-        bodies.append(rest[:cut])
-        rest = rest[cut:]
-    bodies.append(rest)
+    bodies, start, room = [], 0, limit - MARKER_ROOM
+    while len(text) - start > room:  # positions, not copies of the rest: a 10 MB paste stays linear
+        cut = start + _cut_point(text, start, room)
+        bodies.append(text[start:cut])
+        start = cut
+    bodies.append(text[start:])
     total = len(bodies)
     return [body if i == 0 else f"[continued, part {i + 1} of {total}]\n{body}" for i, body in enumerate(bodies)]
 
@@ -45,9 +45,10 @@ def strip_marker(part: str) -> str:
     return re.sub(r"^\[continued, part \d+ of \d+\]\n", "", part, count=1)
 
 
-def _cut_point(text: str, room: int) -> int:
-    """The best place to end a part: after a paragraph, a sentence, a space, else a hard cut."""
-    window = text[:room]
+def _cut_point(text: str, start: int, room: int) -> int:
+    """The best length for the part starting at `start`: up to a paragraph, a sentence, a space, else a
+    hard cut."""
+    window = text[start:start + room]
     floor = room // 2  # never make a part smaller than half the room just to find a nicer boundary
     paragraph = window.rfind("\n\n")
     if paragraph >= floor:
@@ -59,6 +60,6 @@ def _cut_point(text: str, room: int) -> int:
     if space >= floor:
         return space + 1
     cut = room
-    while cut > floor and unicodedata.combining(text[cut]):
+    while cut > floor and unicodedata.combining(text[start + cut]):
         cut -= 1  # a hard cut must not separate a letter from its combining marks
     return cut

@@ -1,9 +1,9 @@
 """Recall cache: TTL, bounded entries (LRU), single-flight loads, and the last pack per session.
 
-The first caller of a key loads it in its own thread (the loader's client times out at the recall
-deadline, so no extra thread hand-off is paid on every cold turn); concurrent identical callers wait
-on that load for at most their deadline. A load that fails or times out gives the session's last pack
-(stale) or nothing.
+Loads run on a thread the caller supplies (`submit`); a caller waits on a load — its own or one already
+in flight for the same key, such as the one started when the user's message was captured — for at most
+its own deadline. A load that fails or is not ready in time gives the session's last pack (stale) or
+nothing; the load itself goes on and fills the cache for whoever asks next.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Callable, Hashable
 
 from .recall_pack import MemoryPack
 
+Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could take it
+
 
 class RecallCache:
     def __init__(self, ttl_s: float, max_entries: int, monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -28,28 +30,52 @@ class RecallCache:
         self._inflight: dict[Hashable, Future] = {}
         self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0}
 
-    def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack],
-            deadline_s: float) -> tuple[MemoryPack | None, str]:
-        """(pack, source): source is hit, fresh, stale (after a timeout or error), timeout or error."""
+    def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack], wait_s: float,
+            submit: Submit) -> tuple[MemoryPack | None, str]:
+        """(pack, source): source is hit, fresh, stale (not ready in time, or failed), timeout or error."""
+        future, owner = self._hit_or_flight(key)
+        if isinstance(future, MemoryPack):
+            return future, "hit"
+        if owner and not submit(self._load, key, session_key, loader, future):
+            self._abandon(key, future)
+            return self._fallback(session_key, "timeout")
+        try:
+            return future.result(timeout=max(0.0, wait_s)), "fresh"
+        except FutureTimeout:
+            return self._fallback(session_key, "timeout")
+        except Exception as exc:
+            return self._fallback(session_key, _kind(exc))
+
+    def start(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack]) -> None:
+        """Load `key` on this thread unless it is cached or already loading (a prefetch)."""
+        future, owner = self._hit_or_flight(key)
+        if owner:
+            self._load(key, session_key, loader, future)
+
+    def _hit_or_flight(self, key: Hashable) -> tuple[MemoryPack | Future, bool]:
+        """The fresh cached pack, else the load in flight for `key` (registered now if none: owner)."""
         with self._lock:
             cached = self._fresh.get(key)
             if cached is not None and self._monotonic() - cached[0] < self.ttl_s:
                 self._fresh.move_to_end(key)
                 self.counters["hits"] += 1
-                return cached[1], "hit"
+                return cached[1], False
             future = self._inflight.get(key)
-            owner = future is None
-            if owner:  # single flight: the first caller loads, the others wait on its future
-                future = self._inflight[key] = Future()
-                self.counters["loads"] += 1
-        if owner:
-            return self._load(key, session_key, loader, future)
-        try:
-            return future.result(timeout=max(0.0, deadline_s)), "fresh"
-        except FutureTimeout:
-            return self._fallback(session_key, "timeout")
-        except Exception as exc:
-            return self._fallback(session_key, _kind(exc))
+            if future is not None:
+                return future, False
+            future = self._inflight[key] = Future()  # single flight: later callers wait on this one
+            self.counters["loads"] += 1
+            return future, True
+
+    def _abandon(self, key: Hashable, future: Future) -> None:
+        with self._lock:
+            self._inflight.pop(key, None)
+        future.set_exception(TimeoutError("no thread free for the load"))
+
+    def last(self, session_key: Hashable) -> MemoryPack | None:
+        """The session's newest pack, whatever its query."""
+        with self._lock:
+            return self._last.get(session_key)
 
     def clear(self) -> int:
         """Forget every pack; returns how many entries there were."""
@@ -63,17 +89,16 @@ class RecallCache:
         with self._lock:
             return len(self._fresh)
 
-    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack],
-              future: Future) -> tuple[MemoryPack | None, str]:
+    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack], future: Future) -> None:
         try:
             pack = loader()
-        except Exception as exc:
-            future.set_exception(exc)
-            return self._fallback(session_key, _kind(exc))
-        finally:
+        except BaseException as exc:
             with self._lock:
                 self._inflight.pop(key, None)
+            future.set_exception(exc)
+            return
         with self._lock:
+            self._inflight.pop(key, None)
             self._fresh[key] = (self._monotonic(), pack)
             self._fresh.move_to_end(key)
             self._last[session_key] = pack
@@ -82,7 +107,6 @@ class RecallCache:
                 while len(entries) > self.max_entries:
                     entries.popitem(last=False)
         future.set_result(pack)
-        return pack, "fresh"
 
     def _fallback(self, session_key: Hashable, source: str) -> tuple[MemoryPack | None, str]:
         with self._lock:

@@ -10,7 +10,7 @@ callers then queue nothing.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Callable, Mapping
 
 from .redact_patterns import (ASSIGNMENTS, NOT_SECRET_NAMES, PATTERNS, SAFE_VALUE_RE, SECRET_NAME_RE,
                               SHORT_PATTERNS, has_long_word)
@@ -86,3 +86,42 @@ def _redact_assignment(match: re.Match) -> str:
         return match.group(0)
     quote = value[0] if value[:1] in ("'", '"') and value[-1:] == value[:1] and len(value) > 1 else ""
     return match.group("key") + quote + placeholder("assigned_secret") + quote
+
+
+SLICE_CHARS = 50_000  # one regex pass over 1 MB holds the interpreter ≈ 50 ms, even from a thread
+_BLOCK_START, _BLOCK_END = "-----BEGIN", "-----END"
+
+
+def redact_long(text: str, secrets: Mapping[str, str] | None = None,
+                clean: Callable[[str], str] | None = None) -> str:
+    """`redact` (after `clean`) of text of any length, slice by slice, so no single call holds the
+    interpreter for long (the event loop's thread keeps running while a large paste is redacted).
+
+    Slices end at a line break (else a space), never inside a `-----BEGIN … -----END` block, so every
+    pattern, all of them line-bound but the key blocks, sees whole lines."""
+    if len(text) <= SLICE_CHARS:
+        return redact(clean(text) if clean else text, secrets)
+    return "".join(redact(clean(text[start:end]) if clean else text[start:end], secrets)
+                   for start, end in _slices(text, SLICE_CHARS))
+
+
+def _slices(text: str, limit: int):
+    start, size = 0, len(text)
+    while start < size:
+        end = min(size, start + limit)
+        if end < size:
+            floor = start + limit // 2
+            line = text.rfind("\n", floor, end)
+            end = line + 1 if line >= 0 else (text.rfind(" ", floor, end) + 1 or end)
+            if text[end - 1] == "\r":
+                end -= 1  # keep a CRLF together: cleaning turns it into one line break
+            opened = text.rfind(_BLOCK_START, start, end)
+            if opened >= 0 and text.find(_BLOCK_END, opened, end) < 0:
+                if opened > start:
+                    end = opened  # the whole block goes to the next slice
+                else:  # a block longer than a slice: keep it whole (bounded by its end line)
+                    closed = text.find(_BLOCK_END, end, end + 8 * limit)
+                    if closed >= 0:
+                        end = text.find("\n", closed) + 1 or size
+        yield start, end
+        start = end

@@ -10,16 +10,20 @@ by its marker among the live threads and asked to stop.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
 import types
-from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import lifecycle
-from .capture import CaptureService
+from .capture import JOURNAL_MAX_BYTES, CaptureService, Counters
+from .capture_writer import CaptureWriter
 from .config import Settings
+from .journal import Journal
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .status import StatusParts
@@ -27,7 +31,8 @@ if TYPE_CHECKING:
 
 STATE_MODULE = "_honcho_hub_process_state"
 
-_services: dict[str, tuple[tuple, CaptureService]] = {}
+_service: CaptureService | None = None
+_service_key: tuple | None = None
 _services_lock = threading.Lock()
 _worker: "DeliveryWorker | None" = None
 _worker_lock = threading.Lock()
@@ -39,11 +44,13 @@ def process_state() -> types.ModuleType:
     if state is None:
         state = types.ModuleType(STATE_MODULE, "Honcho Memory Hub process state")
         state.lock = threading.RLock()
-        state.handoffs = {}  # outbox path -> deque of event lists
-        state.counters = {}  # outbox path -> {outcome: count}
         state = sys.modules.setdefault(STATE_MODULE, state)
-    if not hasattr(state, "api_checks"):  # a state made by an older generation lacks it
-        state.api_checks = {}  # destination -> outcome of the last endpoint checks
+    with state.lock:  # a state made by an older generation may lack what a newer one keeps
+        for name, make in (("api_checks", dict), ("capture_counters", Counters), ("journal", lambda: None),
+                           ("writer", lambda: None), ("replay_secrets", lambda: None),
+                           ("warned", set)):
+            if not hasattr(state, name):
+                setattr(state, name, make())
     return state
 
 
@@ -60,30 +67,77 @@ def record_api_check(destination: str, ok: bool, code: str | None, auth: bool, n
 
 
 def capture_service(settings: Settings) -> CaptureService:
-    """The capture service for the configured outbox; rebuilt when its storage settings change."""
+    """The process's capture service; rebuilt when its storage settings change. Every service of the
+    process shares one journal, so messages waiting in it follow the outbox setting wherever it points."""
+    global _service, _service_key
     key = (settings.outbox_path, settings.outbox_synchronous, settings.max_queued_rows,
-           settings.capture_wait_ms, settings.handoff_capacity, settings.dead_retention_days)
+           settings.handoff_capacity, settings.dead_retention_days)
     with _services_lock:
-        known = _services.get(settings.outbox_path)
-        if known is not None and known[0] == key:
-            return known[1]
+        if _service is not None and _service_key == key:
+            return _service
         state = process_state()
         with state.lock:
-            handoff = state.handoffs.setdefault(settings.outbox_path, deque())
-            counters = state.counters.setdefault(settings.outbox_path, {})
-        if known is not None:
-            known[1].close()
-        service = CaptureService(settings, handoff=handoff, counters=counters)
-        _services[settings.outbox_path] = (key, service)
-        return service
+            if state.journal is None:
+                state.journal = Journal("", max_entries=settings.handoff_capacity, max_bytes=JOURNAL_MAX_BYTES,
+                                        durable=settings.outbox_synchronous == "FULL")
+            state.journal.max_entries = settings.handoff_capacity
+            state.journal.durable = settings.outbox_synchronous == "FULL"
+        old, _service_key = _service, key
+        _service = CaptureService(settings, journal=state.journal, counters=state.capture_counters,
+                                  replay_secrets=_replay_secrets)
+    if old is not None:
+        old.close()  # waits for a writer pass of the old service to end; no new one can start on it
+    return _service
+
+
+def set_replay_secrets(provider: Callable[[str | None], dict]) -> None:
+    """How to find a project's secrets when a dead process's journal is replayed (set by the host)."""
+    process_state().replay_secrets = provider
+
+
+def _replay_secrets(project: str | None) -> dict:
+    provider = process_state().replay_secrets
+    return dict(provider(project) or {}) if provider is not None else {}
+
+
+def ensure_writer(settings: Callable[[], Settings]) -> CaptureWriter:
+    """The process's capture writer, started on first use; one of an older module generation is replaced
+    (both share the journal's write lock, so their passes never overlap)."""
+    state = process_state()
+    with state.lock:
+        writer = state.writer
+        if writer is not None and writer.is_alive() and type(writer) is CaptureWriter:
+            return writer
+        if writer is not None:
+            writer.stop(0)
+        writer = state.writer = CaptureWriter(lambda: capture_service(settings()), settings)
+        writer.start()
+        return writer
+
+
+def wake_writer() -> None:
+    writer = process_state().writer
+    if writer is not None:
+        writer.wake()
 
 
 def close_services() -> None:
-    """Close every capture service of this generation (hand-offs and counters stay)."""
+    """Close this generation's capture service (the journal and counters stay with the process)."""
+    global _service, _service_key
     with _services_lock:
-        for _, service in _services.values():
-            service.close()
-        _services.clear()
+        old, _service, _service_key = _service, None, None
+    if old is not None:
+        old.close()
+
+
+def warn_once(key: str, message: str, *args: Any) -> None:
+    """Log a condition once per process (a missing dependency would otherwise log on every message)."""
+    state = process_state()
+    with state.lock:
+        if key in state.warned:
+            return
+        state.warned.add(key)
+    log.warning(message, *args)
 
 
 def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] = lambda: True) -> "DeliveryWorker | None":
@@ -95,7 +149,15 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
     next call, possibly the job loop a minute later). Never blocks.
     """
     global _worker
-    from .worker import DeliveryWorker  # imported here: capture must work without httpx/tenacity/honcho
+    try:
+        from .worker import DeliveryWorker  # imported here: capture must work without httpx/tenacity/honcho
+    except ImportError as exc:
+        warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"
+                  " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
+        return None
+    held = getattr(lifecycle, "restart_held", None)
+    if held is not None and held():
+        return None  # stopped for an update or an uninstall: not restarted by the next message
 
     current = _worker
     if current is not None and current.is_alive() and not current.stopping:
@@ -112,8 +174,7 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
         if older:
             _start_after(older, settings, enabled)
             return None
-        _worker = DeliveryWorker(settings, enabled=enabled,
-                                 handoff_flush=lambda s: capture_service(s).flush_handoff())
+        _worker = DeliveryWorker(settings, enabled=enabled)
         _worker.start()
         return _worker
 
@@ -202,12 +263,12 @@ def status_parts(settings: Settings, session_id: str | None = None, scope_id: st
 
     state = process_state()
     with state.lock:
-        counters = dict(state.counters.get(settings.outbox_path, {}))
-        handoff = len(state.handoffs.get(settings.outbox_path, ()))
         api_check = dict(state.api_checks.get(settings.destination(), {}))
-    known = _services.get(settings.outbox_path)
-    parts = StatusParts(session_id=session_id, scope_id=scope_id, capture_counters=counters, handoff=handoff,
-                        outbox_problem=known[1].unavailable if known else None, api_check=api_check)
+        waiting = len(state.journal) if state.journal is not None else 0
+    service = _service
+    parts = StatusParts(session_id=session_id, scope_id=scope_id, handoff=waiting, api_check=api_check,
+                        capture_counters=state.capture_counters.snapshot(),
+                        outbox_problem=service.unavailable if service else None)
     try:
         stats = with_existing_outbox(settings, lambda box: box.stats(), None)
     except OutboxError as exc:

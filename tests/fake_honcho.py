@@ -79,6 +79,9 @@ class FakeHoncho:
             ("POST", _WS + r"/scopes/(?P<scope>[^/]+)/sessions$", self._scope_sessions),
             ("GET", _WS + r"/scopes/(?P<scope>[^/]+)/status$", self._scope_status),
             ("POST", _WS + r"/peers/(?P<peer>[^/]+)/chat$", self._chat),
+            ("GET", _WS + r"/peers/(?P<peer>[^/]+)/context$", self._peer_context),
+            ("POST", _WS + r"/peers/(?P<peer>[^/]+)/representation$", self._peer_representation),
+            ("GET", _WS + r"/peers/(?P<peer>[^/]+)/card$", self._peer_card),
             ("POST", _WS + r"/conclusions$", self._create_conclusions),
             ("POST", _WS + r"/conclusions/list$", self._list_conclusions),
             ("POST", _WS + r"/conclusions/query$", self._query_conclusions),
@@ -242,6 +245,22 @@ class FakeHoncho:
                      "peer_representation": self.representations.get((observer, target)),
                      # a card has no per-session provenance: Honcho leaves it out of a session-limited context
                      "peer_card": None if query.get("limit_to_session") == "true" else self.cards.get((observer, target))}
+
+    def _peer_context(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
+        """What `peer` knows about the target across sessions: representation and card."""
+        target = query.get("target", peer)
+        return 200, {"peer_id": peer, "target_id": target, "representation": self.representations.get((peer, target)),
+                     "peer_card": self.cards.get((peer, target))}
+
+    def _peer_representation(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
+        scope, target = body.get("scope"), body.get("target", peer)
+        if scope and self.scoped_context_status:
+            return self.scoped_context_status, {"detail": "scoped representation needs a workspace-level key"}
+        observer = f"scope:{scope}" if scope else peer
+        return 200, {"representation": self.representations.get((observer, target)) or ""}
+
+    def _peer_card(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
+        return 200, {"peer_card": self.cards.get((peer, query.get("target", peer)))}
 
     def _scope(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         scope = body.get("id", "")

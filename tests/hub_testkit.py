@@ -11,6 +11,7 @@ entries link to this checkout's files: whatever Agent Zero writes into a plugin 
 from __future__ import annotations
 
 import importlib.util
+import json
 import inspect
 import os
 import socket
@@ -84,18 +85,72 @@ class StubApiHandler:
         return cls.requires_auth()
 
 
+class _Saved(dict):
+    """A dict that writes itself to a file on every change, as Agent Zero's settings and secrets live in
+    files: the plugin caches what it built from them until a file changes."""
+
+    def __init__(self, data: dict, path: str) -> None:
+        super().__init__(data)
+        self._path = path  # written at the first change: a host nobody configured has no file
+
+    def _save(self) -> None:
+        os.makedirs(os.path.dirname(self._path), exist_ok=True)
+        spare = self._path + ".new"
+        with open(spare, "w", encoding="utf-8") as handle:
+            json.dump(dict(self), handle)
+        os.replace(spare, self._path)  # a new file each time: a change is seen even within one clock tick
+
+    def _changing(method):
+        def changed(self, *args, **kwargs):
+            result = method(self, *args, **kwargs)
+            self._save()
+            return result
+        return changed
+
+    __setitem__ = _changing(dict.__setitem__)
+    __delitem__ = _changing(dict.__delitem__)
+    update = _changing(dict.update)
+    pop = _changing(dict.pop)
+    clear = _changing(dict.clear)
+    setdefault = _changing(dict.setdefault)
+
+
 class StubHost:
     """What a test can tune about the stub Agent Zero: config, secrets, scheduled chats, plugins."""
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self.secrets: dict[str, str] = {}  # usr/secrets.env
+        self.secrets = {}  # usr/secrets.env
         self.project_secrets: dict[str, str] = {}  # a project's .a0proj/secrets.env (wins when merged)
         self.enabled_plugins: list[str] = ["honcho"]
         # Port 9 (discard) on loopback: nothing listens, so a stray delivery fails fast and stays local.
-        self.config: dict[str, Any] = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3"),
-                                       "api_url": "http://127.0.0.1:9", "mcp_url": "http://127.0.0.1:9"}
+        self.config = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3"),
+                       "api_url": "http://127.0.0.1:9", "mcp_url": "http://127.0.0.1:9"}
         self.scheduled_context_ids: set[str] = set()
+        self._configured = True  # from here on, a change is a save
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self._config
+
+    @config.setter
+    def config(self, values: dict[str, Any]) -> None:  # saved where Agent Zero saves global settings
+        self._config = _Saved(values, self.global_config)
+        if getattr(self, "_configured", False):
+            self._config._save()
+
+    @property
+    def secrets(self) -> dict[str, str]:
+        return self._secrets
+
+    @secrets.setter
+    def secrets(self, values: dict[str, str]) -> None:
+        self._secrets = _Saved(values, self.abs_path("usr", "secrets.env"))
+        if getattr(self, "_configured", False):
+            self._secrets._save()
+
+    def abs_path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
 
     @property
     def plugin_dir(self) -> str:
@@ -123,7 +178,7 @@ HOST_WRITTEN = ("config.json", "execute_record.json")
 def link_plugin_folder(source: str, plugin_dir: str) -> None:
     """A plugin folder of links to `source`'s entries, leaving out dot-entries (.git, .venv, .toggle-*,
     caches) and the files Agent Zero writes there, so the folder's own state starts empty."""
-    os.makedirs(plugin_dir)
+    os.makedirs(plugin_dir, exist_ok=True)
     for entry in sorted(os.listdir(source)):
         if not entry.startswith(".") and entry not in HOST_WRITTEN:
             os.symlink(os.path.join(source, entry), os.path.join(plugin_dir, entry))
@@ -145,6 +200,7 @@ def stub_agent_zero(source: str = ROOT) -> Iterator[StubHost]:
             "helpers.extension": _module("helpers.extension", Extension=StubExtension),
             "helpers.tool": _module("helpers.tool", Tool=StubTool, Response=StubResponse),
             "helpers.api": _module("helpers.api", ApiHandler=StubApiHandler, Request=object),
+            "helpers.files": _module("helpers.files", get_abs_path=host.abs_path),
             "helpers.projects": _module(
                 "helpers.projects", get_project_meta=host.project_meta,
                 get_context_project_name=lambda context: getattr(context, "project", None)),

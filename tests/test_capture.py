@@ -1,11 +1,12 @@
-"""Capture service: bad input, chunking, stable ids, bounded waits and the in-memory hand-off."""
+"""Capture service: bad input, chunking, stable ids, bounded waits and the journal."""
 
 import os
+import signal
 import sqlite3
 import unittest
 
-from outbox_helpers import ManualClock, hold_write_lock, release_lock, temp_outbox_path
-import hub_testkit  # noqa: F401
+from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child, temp_outbox_path
+import hub_testkit
 
 from honcho_hub.capture import CaptureRequest, CaptureService, Outcome, Role, event_id, session_id_for
 from honcho_hub.chunking import HONCHO_MAX_CHARS, clean_text, split_message, strip_marker
@@ -20,8 +21,14 @@ class CaptureTestCase(unittest.TestCase):
         self.path = temp_outbox_path(self)
         self.clock, self.mono = ManualClock(), ManualClock(100.0)
         self.settings = self.make_settings()
-        self.service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono)
-        self.addCleanup(self.service.close)
+        self.fallback = os.path.join(os.path.dirname(os.path.dirname(self.path)), "state-journal")
+        self.service = self.new_service()
+
+    def new_service(self):
+        service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono,
+                                 fallback_journal_folder=self.fallback)
+        self.addCleanup(service.close)
+        return service
 
     def make_settings(self, **overrides):
         return build_settings({"outbox_path": self.path, **overrides}, {}, {})
@@ -109,14 +116,24 @@ class IdentityTest(CaptureTestCase):
         self.assertEqual(event_id("c", "user", "m", 0), event_id("c", "user", "m", 0))
         self.assertNotEqual(event_id("c", "user", "m", 0), event_id("c", "user", "m", 1))
         self.assertNotEqual(event_id("c", "user", "m", 0), event_id("c", "agent", "m", 0))
-        self.assertEqual(session_id_for("a.b/c d"), "chat-a_b_c_d")
+        self.assertEqual(session_id_for("Ab3dE6gH"), "chat-Ab3dE6gH")  # Agent Zero's ids stay where they are
+        self.assertEqual(session_id_for("a-b_c"), "chat-a-b_c")
+        self.assertRegex(session_id_for("a.b/c d"), r"^chat-a_b_c_d-[0-9a-f]{16}$")
         self.assertEqual(len(session_id_for("x" * 900)), 512)
+        self.assertEqual(session_id_for("x" * 507), "chat-" + "x" * 507)  # fits exactly: unchanged
+
+    def test_ids_that_had_to_be_changed_to_fit_never_share_a_session(self):
+        changed = ["чат🙂", "чат😀", "ЧАТ🙂", "x" * 600, "x" * 599 + "y", "a.b", "a/b"]
+        sessions = [session_id_for(chat) for chat in changed]
+        self.assertEqual(len(set(sessions)), len(changed))
+        for session in sessions:
+            self.assertRegex(session, r"^[A-Za-z0-9_-]{1,512}$")
 
 
-class HandoffTest(CaptureTestCase):
+class JournalTest(CaptureTestCase):
     """A real second process holds the write lock (see outbox_helpers.hold_write_lock)."""
 
-    def test_a_database_locked_by_another_process_hands_off_then_flushes_in_order(self):
+    def test_a_database_locked_by_another_process_keeps_messages_in_the_journal_then_in_order(self):
         self.capture("first", source="1")  # creates the file
         child = hold_write_lock(self.path)
         try:
@@ -124,9 +141,10 @@ class HandoffTest(CaptureTestCase):
             self.assertEqual(self.capture("third", source="3"), Outcome.HANDED_OFF)
         finally:
             release_lock(child)
-        self.assertEqual(self.capture("fourth", source="4"), Outcome.QUEUED)  # flushed the hand-off first
+        self.assertEqual(self.capture("fourth", source="4"), Outcome.QUEUED)  # the journal went first
         self.assertEqual([r[4] for r in self.rows()], ["first", "second", "third", "fourth"])
-        self.assertEqual(self.service.counters["handed_off"], 2)
+        self.assertEqual(self.service.counters["queued"], 4)
+        self.assertEqual(self.service.backlog(), 0)
 
     def test_a_lock_held_while_the_outbox_is_first_opened_causes_no_cooldown(self):
         os.makedirs(os.path.dirname(self.path))
@@ -139,20 +157,22 @@ class HandoffTest(CaptureTestCase):
         self.assertEqual(self.capture("right after", source="2"), Outcome.QUEUED)  # no 30 s wait
         self.assertEqual([r[4] for r in self.rows()], ["early", "right after"])
 
-    def test_the_worker_can_flush_the_hand_off(self):
+    def test_accept_never_touches_the_outbox_and_a_writer_pass_moves_what_was_accepted(self):
         self.capture("first", source="1")
         child = hold_write_lock(self.path)
         try:
-            self.capture("second", source="2")
-            self.assertEqual(self.service.flush_handoff(), 0)
+            request = CaptureRequest("Ab3dE6gH", Role.USER, "2", "second")
+            self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED)  # no wait at all
+            self.assertEqual(self.service.write_pending(), 0)
         finally:
             release_lock(child)
-        self.assertEqual(self.service.flush_handoff(), 1)
-        self.assertEqual(len(self.service.handoff), 0)
+        self.assertEqual(self.service.write_pending(), 1)
+        self.assertEqual(self.service.backlog(), 0)
+        self.assertEqual(os.path.getsize(self.service.journal.path), 0)  # emptied once committed
 
-    def test_a_full_hand_off_refuses_and_counts(self):
+    def test_a_full_journal_refuses_and_counts(self):
         self.settings = self.make_settings(handoff_capacity=16, capture_wait_ms=10)
-        self.service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono)
+        self.service = self.new_service()
         self.capture("first", source="first")
         child = hold_write_lock(self.path)
         try:
@@ -163,12 +183,26 @@ class HandoffTest(CaptureTestCase):
         self.assertEqual(outcomes[-1], Outcome.REFUSED_HANDOFF_FULL)
         self.assertEqual(self.service.counters["refused_handoff_full"], 1)
 
-    def test_an_unusable_outbox_keeps_messages_in_memory_until_it_is_fixed(self):
+    def test_when_the_journal_is_full_and_the_database_frees_up_the_next_message_is_taken(self):
+        self.settings = self.make_settings(handoff_capacity=16, capture_wait_ms=10)
+        self.service = self.new_service()
+        self.capture("first", source="first")
+        child = hold_write_lock(self.path)
+        try:
+            for i in range(16):
+                self.capture(f"m{i}", source=str(i))
+        finally:
+            release_lock(child)
+        self.assertEqual(self.capture("after the lock", source="after"), Outcome.QUEUED)
+        self.assertEqual(len(self.rows()), 18)
+
+    def test_an_unusable_outbox_keeps_messages_in_the_journal_until_it_is_fixed(self):
         blocker = os.path.dirname(self.path)
         os.makedirs(os.path.dirname(blocker), exist_ok=True)
         open(blocker, "w").close()  # a file where the folder should be
         self.assertEqual(self.capture("kept", source="k"), Outcome.HANDED_OFF)
         self.assertEqual(self.service.unavailable, "outbox_unavailable")
+        self.assertTrue(self.service.journal.path.startswith(self.fallback))  # the outbox folder is unusable
         os.remove(blocker)
         self.assertEqual(self.capture("later", source="l"), Outcome.HANDED_OFF)  # still cooling down
         self.mono.advance(31)
@@ -176,20 +210,81 @@ class HandoffTest(CaptureTestCase):
         self.assertIsNone(self.service.unavailable)
         self.assertEqual([r[4] for r in self.rows()], ["kept", "later", "after fix"])
 
+    def test_pointing_the_setting_at_a_usable_folder_takes_the_waiting_messages_there(self):
+        blocker = os.path.dirname(self.path)
+        os.makedirs(os.path.dirname(blocker), exist_ok=True)
+        open(blocker, "w").close()
+        self.assertEqual(self.capture("waiting", source="w"), Outcome.HANDED_OFF)
+        self.path = os.path.join(os.path.dirname(blocker), "elsewhere", "outbox.sqlite3")
+        moved = CaptureService(self.make_settings(), clock=self.clock, monotonic=self.mono,
+                               journal=self.service.journal, counters=self.service.counters,
+                               fallback_journal_folder=self.fallback)
+        self.addCleanup(moved.close)
+        self.assertEqual(moved.write_pending(self.make_settings()), 1)
+        self.assertEqual([r[4] for r in self.rows()], ["waiting"])
+
     def test_a_corrupted_outbox_is_visible_and_the_agent_keeps_working(self):
         os.makedirs(os.path.dirname(self.path))
         with open(self.path, "wb") as handle:
             handle.write(b"garbage" * 1000)
-        self.assertEqual(self.capture("safe in memory"), Outcome.HANDED_OFF)
-        self.assertEqual(self.service.unavailable, "outbox_corrupt")
+        self.assertEqual(self.capture("safe in the journal"), Outcome.HANDED_OFF)
+        self.assertIn(self.service.unavailable, ("outbox_corrupt", "outbox_foreign"))
 
-    def test_a_full_outbox_refuses_and_counts(self):
-        self.settings = self.make_settings(max_queued_rows=100)
-        self.service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono)
+    def test_a_full_outbox_keeps_new_messages_in_the_journal_then_refuses_once_that_is_full(self):
+        self.settings = self.make_settings(max_queued_rows=100, handoff_capacity=16)
+        self.service = self.new_service()
         for i in range(100):
             self.capture(f"m{i}", source=str(i))
-        self.assertEqual(self.capture("one too many", source="x"), Outcome.REFUSED_FULL)
+        self.assertEqual(self.capture("one too many", source="x"), Outcome.HANDED_OFF)
+        outcomes = [self.capture(f"more {i}", source=f"y{i}") for i in range(16)]
+        self.assertEqual(outcomes[-1], Outcome.REFUSED_FULL)
         self.assertEqual(self.service.counters["refused_full"], 1)
+
+    def test_the_writer_thread_moves_accepted_messages_without_any_delivery_worker(self):
+        from honcho_hub.capture_writer import CaptureWriter
+
+        writer = CaptureWriter(lambda: self.service, lambda: self.settings)
+        writer.start()
+        self.addCleanup(writer.stop)
+        self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "1", "hello"), self.settings)
+        writer.wake()
+        self.assertTrue(self.service.journal.wait_empty(10))
+        self.assertEqual([r[4] for r in self.rows()], ["hello"])
+
+    def test_messages_accepted_by_a_process_killed_while_the_database_was_locked_are_replayed_as_ambiguous(self):
+        self.capture("first", source="1")
+        child = hold_write_lock(self.path)
+        try:
+            capturer = run_child(CHILD_ACCEPT_THEN_WAIT, self.path, self.fallback, hub_testkit.ROOT)
+            self.assertEqual(capturer.stdout.readline().strip(), "accepted 20")
+            os.kill(capturer.pid, signal.SIGKILL)
+            capturer.wait(30)
+        finally:
+            release_lock(child)
+        self.assertEqual(self.service.write_pending(), 20)
+        box = Outbox(self.path, clock=self.clock)
+        try:
+            rows = box._conn.execute("SELECT content, ambiguous FROM events ORDER BY seq").fetchall()
+        finally:
+            box.close()
+        self.assertEqual(rows[0], ("first", 0))
+        self.assertEqual(sorted(content for content, _ in rows[1:]), sorted(f"kept {i}" for i in range(20)))
+        self.assertTrue(all(ambiguous == 1 for _, ambiguous in rows[1:]))
+        self.assertEqual(self.service.write_pending(), 0)  # the dead journal was replayed once, then removed
+
+
+CHILD_ACCEPT_THEN_WAIT = r"""
+import sys
+sys.path.insert(0, sys.argv[3])
+from honcho_hub.capture import CaptureRequest, CaptureService, Role
+from honcho_hub.config import build_settings
+settings = build_settings({"outbox_path": sys.argv[1], "capture_wait_ms": 10}, {}, {})
+service = CaptureService(settings, fallback_journal_folder=sys.argv[2])
+for i in range(20):
+    service.accept(CaptureRequest("killed", Role.USER, f"k{i}", f"kept {i}"), settings)
+print("accepted", service.backlog(), flush=True)
+sys.stdin.readline()  # killed here, before any writer pass could run
+"""
 
 
 class ChunkingTest(unittest.TestCase):

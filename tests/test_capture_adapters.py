@@ -45,6 +45,10 @@ class AdapterTestCase(unittest.TestCase):
                                                tool_name=tool_name)
 
     def stored(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
+        from usr.plugins.honcho.honcho_hub import runtime
+
+        runtime.capture_service(global_settings()).write_pending()  # what the writer thread may not have done yet
         path = self.host.config["outbox_path"]
         if not os.path.exists(path):
             return []
@@ -119,8 +123,9 @@ class SecretsAndFailuresTest(AdapterTestCase):
     def test_project_secrets_are_masked_but_never_change_identity(self):
         self.host.project_secrets = {"HONCHO_WORKSPACE_ID": "project-ws", "PROJECT_TOKEN": "pr0ject-t0ken-value"}
         self.typed(StubAgent(0, StubContext(project="Alpha")), "deploy with pr0ject-t0ken-value please")
+        _, _, _, content = self.stored()[0]
         conn = sqlite3.connect(self.host.config["outbox_path"])
-        workspace, content = conn.execute("SELECT workspace_id, content FROM events").fetchone()
+        workspace, = conn.execute("SELECT workspace_id FROM events").fetchone()
         conn.close()
         self.assertEqual(workspace, "agent-zero")
         self.assertNotIn("pr0ject-t0ken-value", content)

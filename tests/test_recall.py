@@ -19,6 +19,7 @@ from honcho_hub.recall_pack import ContextData, build_pack, estimate_tokens, ren
 KEY = "hch-recall-key-123456"
 TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
 SESSION = "chat-Ab3dE6gH"
+SESSION_CONTEXT = f"/sessions/{SESSION}/context"
 
 
 class RecallBench:
@@ -137,13 +138,15 @@ class CacheBehaviourTest(unittest.TestCase):
         bench = RecallBench(self)
         bench.remember()
         self.assertEqual(bench.recall().source, "fresh")
+        self.assertTrue(bench.recaller.wait_idle(10))  # the base pack warms in the background
         requests = len(bench.fake.requests)
         self.assertEqual(bench.recall().source, "hit")
+        self.assertTrue(bench.recaller.wait_idle(10))
         self.assertEqual(len(bench.fake.requests), requests)  # no request of any kind
-        self.assertEqual(bench.fake.count("/context"), 1)
+        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 1)
         bench.mono.advance(121)
         self.assertEqual(bench.recall().source, "fresh")
-        self.assertEqual(bench.fake.count("/context"), 2)
+        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 2)
         self.assertEqual(bench.recaller.clear_cache(), 1)
         self.assertEqual(bench.recall().source, "fresh")
 
@@ -163,21 +166,43 @@ class CacheBehaviourTest(unittest.TestCase):
         bench.gate.set()
         for thread in threads:
             thread.join(30)
-        self.assertEqual(bench.fake.count("/context"), 1)
+        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 1)
         self.assertEqual(len(results), 50)
         self.assertEqual({r.block for r in results}, {results[0].block})
         self.assertIn("prefers tea", results[0].block)
 
-    def test_a_hung_honcho_reuses_the_last_pack_then_nothing_without_one(self):
+    def test_a_hung_honcho_gives_the_base_pack_else_the_last_pack_else_nothing(self):
         bench = RecallBench(self)
-        bench.remember()
-        first = bench.recall()
+        bench.remember(representation="The user prefers tea.", card=("Name: Ada",), summary="They spoke of tea.")
+        bench.recall()
+        self.assertTrue(bench.recaller.wait_idle(10))
         bench.mono.advance(121)
-        bench.fake.fail(match="/context$", kind="timeout", times=2)  # the client's read timeout fires
-        stale = bench.recall()
-        self.assertEqual((stale.source, stale.block), ("stale", first.block))
-        other = bench.recaller.recall(bench.settings, "chat-other", "hello there", TEMPLATE)
-        self.assertEqual((other.source, other.block), ("timeout", ""))
+        bench.fake.fail(match=SESSION_CONTEXT + "$", kind="timeout")  # the client's read timeout fires
+        based = bench.recall()
+        self.assertEqual(based.source, "base")
+        self.assertIn("prefers tea", based.block)
+        self.assertIn("Name: Ada", based.block)
+        self.assertIn("They spoke of tea.", based.block)  # the session's summary from its last load
+        self.assertTrue(bench.recaller.wait_idle(10))
+
+        without_base = RecallBench(self)
+        without_base.remember()
+        earlier = without_base.recall()
+        self.assertTrue(without_base.recaller.wait_idle(10))
+        without_base.recaller.clear_cache()
+        without_base.recall()  # loads the session again; its base load fails
+        without_base.fake.fail(match="/peers/agent-zero/context$", status=500, times=1)
+        self.assertTrue(without_base.recaller.wait_idle(10))
+        without_base.fake.fail(match=SESSION_CONTEXT + "$", kind="timeout")
+        stale = without_base.recall("a different question")
+        self.assertEqual((stale.source, stale.block), ("stale", earlier.block))
+        other = without_base.recaller.recall(without_base.settings, "chat-other", "hello there", TEMPLATE)
+        self.assertIn(other.source, ("fresh", "base"))
+
+        empty = RecallBench(self)
+        empty.fake.fail(match="/context$", kind="timeout", times=2)
+        nothing = empty.recall()
+        self.assertEqual((nothing.source, nothing.block), ("timeout", ""))
 
     def test_callers_sharing_a_load_give_up_at_their_deadline(self):
         bench = RecallBench(self, recall_timeout_s=0.2)
@@ -191,16 +216,20 @@ class CacheBehaviourTest(unittest.TestCase):
         bench.gate.set()
         owner.join(10)
 
-    def test_an_error_reuses_the_last_pack(self):
+    def test_an_error_gives_the_base_pack_kept_from_before(self):
         bench = RecallBench(self)
         bench.remember()
         first = bench.recall()
+        self.assertTrue(bench.recaller.wait_idle(10))
         bench.mono.advance(121)
-        bench.fake.fail(match="/context$", status=500)
+        bench.fake.fail(match=SESSION_CONTEXT + "$", status=500)
         again = bench.recall()
-        self.assertEqual((again.source, again.block), ("stale", first.block))
-        bench.fake.api_key = "another-key-entirely"
-        self.assertEqual(bench.recaller.recall(bench.settings, "chat-new", "q", TEMPLATE).block, "")
+        self.assertEqual((again.source, again.block), ("base", first.block))
+        self.assertTrue(bench.recaller.wait_idle(10))
+        bench.fake.api_key = "another-key-entirely"  # every request is refused from now on
+        new_chat = bench.recaller.recall(bench.settings, "chat-new", "q", TEMPLATE)
+        self.assertEqual(new_chat.source, "base")
+        self.assertIn("prefers tea", new_chat.block)
 
 
 class ScopedCallTest(unittest.TestCase):
@@ -251,7 +280,7 @@ class ScopedCallTest(unittest.TestCase):
         bench.remember()
         for text in ("a", "what do I like?", "tell me everything you know about me"):
             bench.recall(text)
-        self.assertEqual(bench.fake.count("/context"), 3)  # each recall reached Honcho
+        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 3)  # each recall reached Honcho
         self.assertFalse(any(re.search(r"/chat$", path) for _, path in bench.fake.requests))  # dialectic routes
         off = build_settings({"recall_enabled": False}, {}, {})
         self.assertEqual(bench.recall(settings=off).source, "disabled")

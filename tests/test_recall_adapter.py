@@ -79,7 +79,7 @@ class RecallAdapterTest(unittest.TestCase):
         self.load(USER_EXT)(agent=agent).execute(data=data)
         from usr.plugins.honcho.extensions.honcho_bridge import host
         from usr.plugins.honcho.honcho_hub import runtime
-        runtime.capture_service(host.settings_for(agent)).flush_handoff()  # the worker may have held the lock
+        runtime.capture_service(host.settings_for(agent)).write_pending()  # the writer thread may not have run yet
         conn = sqlite3.connect(self.host.config["outbox_path"])
         self.assertEqual(conn.execute("SELECT scope_id FROM events").fetchall(), [("a0-alpha",)])
         conn.close()

@@ -1,4 +1,10 @@
-"""Capture adapters' logic: who typed it, which ids, then one core call."""
+"""Capture adapters' logic: who typed it, which ids, then one core call; safe on Agent Zero's event loop.
+
+Both hooks run on the loop that runs every chat, so they only read in-memory facts and cached settings,
+append the message to the process's journal and wake the threads that do the rest: the capture writer
+(masking, redaction, the outbox), the delivery worker, and — for what the human typed — the query-aware
+recall for the coming turn.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,13 @@ import logging
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub import runtime
-from usr.plugins.honcho.honcho_hub.capture import CaptureRequest, Outcome, Role
+from usr.plugins.honcho.honcho_hub.capture import CaptureRequest, Outcome, Role, session_id_for
 from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.capture_rules import (UserMessageFacts, skip_reason_for_tool_result,
                                                          skip_reason_for_user_message)
 
 from . import host
-from .worker import ensure_worker
+from .worker import ensure_worker, global_settings
 
 log = logging.getLogger("honcho_hub.adapters")
 NUDGE_PROMPT = "fw.msg_nudge.md"
@@ -33,7 +39,10 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     if skip:
         return skip
     source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
-    return _capture(agent, settings, Role.USER, str(source_id), text)
+    outcome = _capture(agent, settings, Role.USER, str(source_id), text)
+    if outcome is Outcome.ACCEPTED and settings.recall_enabled:
+        _prefetch_recall(agent, settings, text)
+    return outcome
 
 
 def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome | str:
@@ -46,16 +55,29 @@ def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome
 
 
 def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Outcome:
-    if isinstance(text, str):
-        text = host.mask(agent, text)
-    scope = resolve_scope(settings, host.project_name(agent))  # stored on the event for the worker
+    project = host.project_name(agent)
+    scope = resolve_scope(settings, project)  # stored on the event for the worker
     request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text,
-                             scope_id=scope)
-    outcome = runtime.capture_service(settings).capture(request, settings, host.host_secrets(agent))
+                             scope_id=scope, project=project)
+    runtime.set_replay_secrets(host.project_secrets)
+    outcome = runtime.capture_service(settings).accept(request, settings, host.host_secrets(agent),
+                                                       mask=lambda value: host.mask(agent, value))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
+    runtime.ensure_writer(global_settings)
+    runtime.wake_writer()
     ensure_worker()
     runtime.wake_worker()
     return outcome
+
+
+def _prefetch_recall(agent: Any, settings, text: str) -> None:
+    """Start the coming turn's query-aware recall now; the recall hook picks it up."""
+    try:
+        recaller = runtime.recaller()
+    except ImportError:  # running degraded (no SDK): capture goes on, recall is off
+        return
+    recaller.prefetch(settings, session_id_for(agent.context.id), text,
+                      resolve_scope(settings, host.project_name(agent)), mask=lambda value: host.mask(agent, value))
 
 
 def _is_nudge(agent: Any, text: Any) -> bool:

@@ -7,25 +7,71 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture_rules import ChatFacts
 from usr.plugins.honcho.honcho_hub.config import Settings, build_settings
+from usr.plugins.honcho.honcho_hub.plugin_config import SettingsCache
 
 PLUGIN_NAME = "honcho"
+PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# What our `get_plugin_config` hook merges (Agent Zero's own lookup result is replaced by it).
+DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
+GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
+SECRETS_FILE = "usr/secrets.env"
+
+# The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing YAML
+# and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per project, then
+# reused until one of the files or a HONCHO_* variable changes. A hit costs a few `stat` calls.
+_settings_cache = SettingsCache()
 
 
 def settings_for(agent: Any) -> Settings:
     """Effective settings for this agent's chat (project settings merged by our config hook)."""
+    project = project_name(agent)
+    return _settings_cache.get(("chat", project), _config_files(project), lambda: _build_chat_settings(agent))
+
+
+def global_settings() -> Settings:
+    """Delivery settings are global: no agent, no project."""
+    return _settings_cache.get(("global",), _config_files(None), _build_global_settings)
+
+
+def _config_files(project: str | None) -> tuple[str, ...]:
+    from helpers import files, projects
+
+    project_file = (projects.get_project_meta(project, "plugins", PLUGIN_NAME, "config.json"),) if project else ()
+    return (DEFAULT_CONFIG, GLOBAL_CONFIG, *project_file, files.get_abs_path(SECRETS_FILE))
+
+
+def _build_chat_settings(agent: Any) -> Settings:
     from helpers import plugins
+
+    return _with_global_secrets(plugins.get_plugin_config(PLUGIN_NAME, agent=agent) or {})
+
+
+def _build_global_settings() -> Settings:
+    from helpers import plugins
+
+    return _with_global_secrets(plugins.get_plugin_config(PLUGIN_NAME) or {})
+
+
+def _with_global_secrets(config: dict) -> Settings:
     from helpers.secrets import get_default_secrets_manager
 
-    config = plugins.get_plugin_config(PLUGIN_NAME, agent=agent) or {}
     # Identity and the key are global: a project's secrets.env must not switch the workspace or key.
     # (Project secrets are still masked and redacted: see host_secrets and mask.)
-    manager = get_default_secrets_manager()
+    manager = get_default_secrets_manager()  # the global secrets file, never a project's
     return build_settings(config, _load(manager), os.environ, load_secrets=lambda: _load(manager))
 
 
 def host_secrets(agent: Any) -> dict[str, str]:
     """The secrets Agent Zero knows for this chat (global and project), by name."""
     return _load(_secrets_manager(agent))
+
+
+def project_secrets(project: str | None) -> dict[str, str]:
+    """The secrets Agent Zero knows for a project (global and the project's own), by name."""
+    from helpers.secrets import get_default_secrets_manager, get_project_secrets_manager
+
+    return _load(get_project_secrets_manager(project, merge_with_global=True) if project
+                 else get_default_secrets_manager())
 
 
 def mask(agent: Any, text: str) -> str:

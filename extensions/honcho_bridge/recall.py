@@ -29,8 +29,10 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
         return "disabled"
     scope = resolve_scope(settings, host.project_name(agent))
     text = typed_text(getattr(loop_data, "user_message", None))
+    # Off the loop: masking and redaction of the query, and the bounded wait for the load that started
+    # when the message was captured.
     result = await asyncio.to_thread(runtime.recaller().recall, settings, session_id_for(agent.context.id),
-                                     host.mask(agent, text), template(), scope)
+                                     text, template(), scope, lambda value: host.mask(agent, value))
     if result.block:
         loop_data.extras_persistent[EXTRAS_KEY] = result.block
     else:
@@ -54,9 +56,11 @@ def template() -> str:
 
 
 def register_chat(agent: Any) -> bool:
-    """At chat start: queue the chat's scope registration (a background thread does the requests)."""
+    """At chat start: warm the base pack and queue the chat's scope registration (background threads do
+    the requests)."""
     settings = host.settings_for(agent)
     scope = resolve_scope(settings, host.project_name(agent))
+    runtime.recaller().warm(settings, scope)
     if not scope:
         return False
     return runtime.registrar().submit(settings, session_id_for(agent.context.id), scope)

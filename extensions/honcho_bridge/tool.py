@@ -30,7 +30,8 @@ def action_context(agent: Any) -> ActionContext:
     gateway = runtime.tool_gateway(settings)
 
     def recall(query: str, scope: str | None) -> str:
-        return runtime.recaller().recall(settings, session, query, template(), scope).block
+        return runtime.recaller().recall(settings, session, query, template(), scope,
+                                         wait_s=settings.recall_timeout_s).block  # asked for: worth the wait
 
     def status() -> str:
         parts = runtime.status_parts(settings, session, chat_scope, backfill=True)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from usr.plugins.honcho.honcho_hub import runtime
-from usr.plugins.honcho.honcho_hub.config import Settings, build_settings
+from usr.plugins.honcho.honcho_hub.config import Settings
 
+from . import host
 from .host import PLUGIN_NAME
 
 
@@ -16,13 +15,8 @@ def ensure_worker():
 
 
 def global_settings() -> Settings:
-    """Delivery settings are global: no agent, no project."""
-    from helpers import plugins
-    from helpers.secrets import get_default_secrets_manager
-
-    manager = get_default_secrets_manager()  # the global secrets file, never a project's
-    config = plugins.get_plugin_config(PLUGIN_NAME) or {}
-    return build_settings(config, manager.load_secrets(), os.environ, load_secrets=manager.load_secrets)
+    """Delivery settings are global: no agent, no project (cached: see host.settings_for)."""
+    return host.global_settings()
 
 
 def plugin_enabled() -> bool:
