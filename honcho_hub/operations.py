@@ -15,7 +15,7 @@ from .config import Settings
 from .errors import AuthError, DeliveryError
 from .honcho_gateway import HonchoGateway
 from .outbox_db import OutboxError
-from .worker import DeliveryWorker
+from .worker import DeliveryWorker, pause_reason
 
 MAX_REQUEUE = 100
 DRAIN_S = 5.0
@@ -46,8 +46,15 @@ def wake() -> dict[str, Any]:
 
 def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker | None = None,
           enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
-    """Deliver for at most `timeout_s`: through the running worker, else with one made for the occasion
-    that, like the running one, delivers nothing while `enabled()` says the plugin is switched off."""
+    """Deliver for at most `timeout_s`: through the running worker, else with one made for the occasion.
+
+    Nothing is sent while `enabled()` says the plugin is switched off in Agent Zero (the command line,
+    outside it, has no switch: hence the default) or the configured API URL cannot be used; the answer
+    then says delivery is `paused` and why."""
+    paused = pause_reason(settings, enabled)
+    if paused is not None:
+        return {"delivered": 0, "dead": 0, "retried": 0, "paused": paused[0],
+                "pending": queue_counts(settings).get("pending", 0)}
     worker = worker or runtime.current_worker()
     own = worker is None
     if own:

@@ -171,9 +171,9 @@ class DeliveryWorker(threading.Thread):
         With a `deadline` (monotonic), a batch is leased only while the time left exceeds the last
         batch's duration, and the step returns at the deadline, leaving what is still on the wire leased."""
         settings = self._settings()
-        paused = self._paused_by(settings)
+        paused = pause_reason(settings, self._enabled)
         if paused is not None:
-            return self._report(paused)
+            return self._report(StepReport(state="paused", reason=paused[0], detail=paused[1]))
         report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
         outbox = self._open_outbox(settings)
         destination = settings.destination()
@@ -270,16 +270,6 @@ class DeliveryWorker(threading.Thread):
         self.state.show(report.state, report.reason, report.detail)
         return report
 
-    def _paused_by(self, settings: Settings) -> StepReport | None:
-        """Nothing is sent while the plugin is switched off, or while the API URL the user configured cannot
-        be used (the key must not go anywhere else); captured events wait in the outbox."""
-        if not self._enabled():
-            return StepReport(state="paused", reason="plugin_disabled")
-        problem = getattr(settings, "api_url_problem", None)
-        if problem:
-            return StepReport(state="paused", reason=API_URL_INVALID, detail=problem)
-        return None
-
     def _failed(self, exc: Exception) -> StepReport:
         """A failed step of the thread: one log line when the failure changes (its code, or for a bug the
         exception type and where it was raised; never its message, which may hold a path)."""
@@ -366,6 +356,15 @@ class DeliveryWorker(threading.Thread):
                 except (OutboxError, OSError):
                     pass  # best-effort cleanup at shutdown
         self._gateway = self._outbox = None
+
+
+def pause_reason(settings: Settings, enabled: Callable[[], bool]) -> tuple[str, str | None] | None:
+    """Why nothing may be sent now, and which setting is at fault: the plugin is switched off, or the API URL
+    the user configured cannot be used (the key must go nowhere else). Captured events wait meanwhile."""
+    if not enabled():
+        return "plugin_disabled", None
+    problem = getattr(settings, "api_url_problem", None)
+    return (API_URL_INVALID, problem) if problem else None
 
 
 def _process_running() -> bool:

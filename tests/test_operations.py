@@ -8,17 +8,19 @@ import os
 import time
 import unittest
 
+from delivery_helpers import with_api_url_problem
 from fake_honcho import FakeHoncho
 from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub import cli, runtime
+from honcho_hub import cli, operations, runtime
 from honcho_hub.capture import CaptureRequest, CaptureService, Role
 from honcho_hub.config import build_settings
 from honcho_hub.outbox import NewEvent, Outbox
 from honcho_hub.recall import Recaller
 from honcho_hub.status import build_status
+from honcho_hub.worker import DeliveryWorker
 
 KEY = "hch-ops-key-1357913579"
 SECRET_TEXT = "my password=Hunter2-Very-Secret and ghp_" + "Q1w2E3r4T5" * 4
@@ -120,6 +122,23 @@ class DrainAndDeadTest(CliCase):
         self.assertEqual((code, json.loads(out)["requeued"]), (0, 100))
         code, out = self.cli("retry-dead", "--json")
         self.assertEqual((code, json.loads(out)["requeued"]), (0, 3))
+
+    def test_drain_sends_nothing_and_says_why_while_the_plugin_is_off_or_the_api_url_unusable(self):
+        self.queue(2)
+        problem = "HONCHO_API_URL: the port is not a number"
+        paused_worker = DeliveryWorker(self.settings, enabled=lambda: False)  # as Agent Zero's, switched off
+        paused_worker.start()
+        self.addCleanup(paused_worker.stop, 10)
+        cases = (("plugin off, no worker running", None, {"enabled": lambda: False}, "plugin_disabled"),
+                 ("plugin off, a worker running", paused_worker, {"enabled": lambda: False}, "plugin_disabled"),
+                 ("api url unusable", None, {}, "api_url_invalid"))
+        for name, worker, options, reason in cases:
+            with self.subTest(name):
+                settings = self.settings() if reason != "api_url_invalid" else with_api_url_problem(self.settings(),
+                                                                                                    problem)
+                result = operations.drain(settings, 5, worker=worker, **options)
+                self.assertEqual(result, {"delivered": 0, "dead": 0, "retried": 0, "paused": reason, "pending": 2})
+                self.assertEqual(self.fake.messages, [])
 
     def test_bad_input_is_a_usage_error(self):
         for argv in (["retry-dead", "--limit", "many"], ["drain", "--timeout", "soon"], ["fly"], []):
