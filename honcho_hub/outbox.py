@@ -14,7 +14,8 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from .outbox_records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, Settlement,  # noqa: F401
                              group_by_code)
-from .outbox_db import OutboxBusy, OutboxError, connect, translate, write_transaction
+from .outbox_db import (OutboxBusy, OutboxError, connect, read_transaction, reclaim_space, translate,
+                        write_transaction)
 
 T = TypeVar("T")
 _LIVE = "('pending', 'leased')"
@@ -74,7 +75,7 @@ class Outbox:
 
     def enqueue(self, events: Sequence[NewEvent]) -> EnqueueResult:
         """Store one message's events (ignoring ids already stored); all refused when there is no room."""
-        if len(events) == 1 and self._insert_if_far_from_bound(events[0]):
+        if len(events) == 1 and not events[0].ambiguous and self._insert_if_far_from_bound(events[0]):
             return EnqueueResult(1, 0, 0)
         return self.enqueue_batches([events])[0]
 
@@ -112,10 +113,10 @@ class Outbox:
                 inserted = 0
                 for e in events:
                     inserted += conn.execute(
-                        f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at, ambiguous)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
-                         e.captured_at, e.scope_id, now, now)).rowcount
+                         e.captured_at, e.scope_id, now, now, int(e.ambiguous))).rowcount
                 results.append(EnqueueResult(inserted, len(events) - inserted, 0))
         return results
 
@@ -152,12 +153,8 @@ class Outbox:
         return self._write(work)
 
     def next_batch(self, batch_size: int, destination: str | None = None) -> list[LeasedEvent]:
-        """The batch a lease would take now, without taking it (a read: no transaction, no write)."""
-        with self._locked():
-            try:
-                return self._find_batch(self._conn, batch_size, destination, self._clock())
-            except Exception as exc:
-                raise translate(exc) from exc
+        """The batch a lease would take now, without taking it (reads only, from one snapshot)."""
+        return self._read(lambda conn, now: self._find_batch(conn, batch_size, destination, now))
 
     def ack(self, ids: Iterable[str]) -> int:
         """Mark events delivered (also when their lease had expired meanwhile: Honcho has them)."""
@@ -187,40 +184,44 @@ class Outbox:
                              " error_code = NULL, updated_at = ?", (now, now), ids, "state = 'dead'")
 
     def prune(self, delivered_retention_s: float) -> int:
-        """Delete delivered rows older than their retention and dead rows older than theirs."""
+        """Delete delivered rows older than their retention and dead rows older than theirs; returns how
+        many. Then, best effort, give their pages back and empty the WAL of their old copies, so that a
+        pruned message is gone from the disk too, not only from the table."""
         now = self._clock()
         with self._tx() as conn:
-            return self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
+            removed = self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
+        with self._locked():
+            try:
+                idle = self._conn.execute(f"SELECT 1 FROM events WHERE state IN {_LIVE} LIMIT 1").fetchone() is None
+            except Exception as exc:
+                raise translate(exc) from exc
+            reclaim_space(self._conn, queue_idle=idle, deleted=removed > 0)
+        return removed
 
     def dead_letters(self, limit: int = 100) -> list[dict]:
         """Oldest dead letters: id, session, error code, attempts; never their content."""
-        with self._locked():
-            try:
-                rows = self._conn.execute(
-                    "SELECT id, session_id, error_code, attempts, updated_at FROM events WHERE state = 'dead'"
-                    " ORDER BY seq LIMIT ?", (max(0, int(limit)),)).fetchall()
-            except Exception as exc:
-                raise translate(exc) from exc
+        rows = self._read(lambda conn, now: conn.execute(
+            "SELECT id, session_id, error_code, attempts, updated_at FROM events WHERE state = 'dead'"
+            " ORDER BY seq LIMIT ?", (max(0, int(limit)),)).fetchall())
         return [{"id": r[0], "session_id": r[1], "error_code": r[2], "attempts": r[3], "dead_since": r[4]}
                 for r in rows]
 
     def contents(self, limit: int = 100) -> list[str]:
         """Queued texts, oldest first: for the demo and tests only, never for status or logs."""
-        with self._locked():
-            return [r[0] for r in self._conn.execute("SELECT content FROM events ORDER BY seq LIMIT ?", (limit,))]
+        return self._read(lambda conn, now: [
+            r[0] for r in conn.execute("SELECT content FROM events ORDER BY seq LIMIT ?", (limit,))])
 
     def stats(self) -> dict:
         """Counts by state, dead letters by error code, oldest pending capture time and next attempt time:
-        no content, no path."""
-        with self._locked():
-            try:
-                counts = dict(self._conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
-                oldest, next_at = self._conn.execute(
-                    "SELECT min(captured_at), min(next_attempt_at) FROM events WHERE state = 'pending'").fetchone()
-                dead_by_code = dict(self._conn.execute(
-                    "SELECT error_code, count(*) FROM events WHERE state = 'dead' GROUP BY error_code").fetchall())
-            except Exception as exc:
-                raise translate(exc) from exc
+        no content, no path. All from one snapshot, so the figures agree with each other."""
+        def read(conn, now):
+            counts = dict(conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
+            oldest, next_at = conn.execute(
+                "SELECT min(captured_at), min(next_attempt_at) FROM events WHERE state = 'pending'").fetchone()
+            dead_by_code = dict(conn.execute(
+                "SELECT error_code, count(*) FROM events WHERE state = 'dead' GROUP BY error_code").fetchall())
+            return counts, oldest, next_at, dead_by_code
+        counts, oldest, next_at, dead_by_code = self._read(read)
         return {"counts": {s.value: counts.get(s.value, 0) for s in EventState}, "dead_by_code": dead_by_code,
                 "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
 
@@ -263,6 +264,16 @@ class Outbox:
                 "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE state = ? AND updated_at <= ?"
                 " ORDER BY updated_at LIMIT ?)", (state, before, remaining)).rowcount
         return removed
+
+    def _read(self, work: Callable[..., T]) -> T:
+        """Run `work(conn, now)` in one read transaction (one snapshot) and return its result."""
+        now = self._clock()
+        with self._locked():
+            try:
+                with read_transaction(self._conn) as conn:
+                    return work(conn, now)
+            except Exception as exc:
+                raise translate(exc) from exc
 
     def _write(self, work: Callable[..., T]) -> T:
         """Run `work(conn, now)` in one write transaction and return its result."""
@@ -319,7 +330,8 @@ class Outbox:
         for row in rows:
             if row[14] != "pending" or row[15] > now:
                 break  # keep order: stop at the first row that is not ready
-            batch.append(LeasedEvent(*row[:12], bool(row[12]), row[13]))
+            batch.append(LeasedEvent(*row[:9], ambiguous=bool(row[12]), seq=row[9], attempts=row[10],
+                                     error_code=row[11], reconcile_failures=row[13]))
         return batch
 
     def _recover(self, conn, now: float) -> int:

@@ -26,6 +26,7 @@ class NewEvent:
     content: str
     captured_at: float
     scope_id: str | None = None
+    ambiguous: bool = False  # Honcho may hold it already: reconcile before sending
 
 
 @dataclass(slots=True)
@@ -33,7 +34,6 @@ class LeasedEvent(NewEvent):
     seq: int = 0
     attempts: int = 0
     error_code: str | None = None  # why the previous attempt failed, if one did
-    ambiguous: bool = False  # Honcho may hold it already: reconcile before sending
     reconcile_failures: int = 0  # consecutive permanent failures to reconcile it
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+
+# `PRAGMA application_id` of every outbox this plugin writes: ASCII "HnHb" (Honcho hub). It lets the
+# plugin tell its own file from any other SQLite database at `outbox_path` by the header (offset 68)
+# before writing anything.
+APPLICATION_ID = 0x486E4862
 
 # Step N (a tuple of statements, run in one transaction) brings the database from user_version N to N+1. Append steps; never edit a shipped one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -45,9 +51,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """UPDATE events SET ambiguous = 1 WHERE state = 'leased' OR error_code IN ('timeout', 'reset',
             'unexpected', 'http_408') OR error_code GLOB 'http_5[0-9][0-9]'""",
     ),
+    (
+        # Mark the file as ours. A new file carries the mark from its first write already (outbox_db);
+        # this step marks outboxes written before the mark existed.
+        f"PRAGMA application_id = {APPLICATION_ID}",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# The versions an outbox could have before the step above marked it: such a file carries application id 0,
+# and only the first step's `events` table tells it from another program's database.
+UNMARKED_VERSIONS = range(1, 3)
 
 
 class SchemaTooNew(Exception):
@@ -60,6 +75,28 @@ def refuse_newer(conn: sqlite3.Connection) -> int:
     if version > SCHEMA_VERSION:
         raise SchemaTooNew(f"outbox schema {version} is newer than {SCHEMA_VERSION}")
     return version
+
+
+def is_unmarked_outbox(conn: sqlite3.Connection) -> bool:
+    """Whether `conn` (read-only is enough) holds an outbox this plugin wrote before it marked its files:
+    application id 0, a version from before the mark, and an `events` table with the first step's columns."""
+    if conn.execute("PRAGMA application_id").fetchone()[0] != 0:
+        return False
+    if conn.execute("PRAGMA user_version").fetchone()[0] not in UNMARKED_VERSIONS:
+        return False
+    columns = {row[1] for row in conn.execute("SELECT * FROM pragma_table_info('events')")}
+    return _first_step_columns() <= columns
+
+
+@functools.cache
+def _first_step_columns() -> frozenset[str]:
+    # Read from the shipped step itself (run on a throwaway in-memory database), not from a second list.
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(MIGRATIONS[0][0])
+        return frozenset(row[1] for row in conn.execute("SELECT * FROM pragma_table_info('events')"))
+    finally:
+        conn.close()
 
 
 def migrate(conn: sqlite3.Connection) -> int:

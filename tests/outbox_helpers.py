@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -10,6 +11,7 @@ import tempfile
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
 from honcho_hub.outbox import NewEvent
+from honcho_hub.outbox_schema import MIGRATIONS
 
 DEST = "https://api.honcho.dev#agent-zero"
 
@@ -37,6 +39,41 @@ def temp_outbox_path(test) -> str:
     test.addCleanup(folder.cleanup)
     return os.path.join(folder.name, "state", "outbox.sqlite3")
 
+
+def build_legacy_outbox(conn: sqlite3.Connection, version: int, rows: dict[str, tuple[str, str | None]]) -> None:
+    """The schema steps before `version` as a plugin from before the application id stamp ran them
+    (application_id stays 0), plus `rows`: event id -> (state, error code)."""
+    for step in MIGRATIONS[:version]:
+        for statement in step:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {int(version)}")
+    for event_id, (state, code) in rows.items():
+        conn.execute("INSERT INTO events (id, destination, workspace_id, session_id, peer_id, role, content,"
+                     " captured_at, next_attempt_at, updated_at, state, error_code)"
+                     " VALUES (?, 'd', 'w', 's', 'p', 'user', 'c', 0, 0, 0, ?, ?)", (event_id, state, code))
+
+
+def legacy_outbox(path: str, version: int, rows: dict[str, tuple[str, str | None]]) -> None:
+    """An outbox file as the plugin wrote it before the stamp: WAL mode, then its schema steps."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    build_legacy_outbox(conn, version, rows)
+    conn.close()
+
+
+# A plugin from before the stamp, killed after its first migration: everything but the WAL switch is
+# still only in the -wal file (nothing checkpointed it), so the main file's header says user_version 0.
+CHILD_LEGACY_KILLED = r"""
+import os, sqlite3, sys
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
+from outbox_helpers import build_legacy_outbox
+conn = sqlite3.connect(sys.argv[2], isolation_level=None)
+conn.execute("PRAGMA journal_mode=WAL")
+build_legacy_outbox(conn, 1, {"queued-before-the-kill": ("pending", None)})
+os._exit(0)  # no close: no checkpoint
+"""
 
 CHILD_ENQUEUE = r"""
 import sys
