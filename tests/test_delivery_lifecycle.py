@@ -89,7 +89,10 @@ class EnsureWorkerTest(unittest.TestCase):
 
     def test_pre_update_drains_the_real_worker_then_stops_it(self):
         self.bench.say("pu", 3)
+        self.bench.enabled = False
         self.bench.worker.start()
+        self.bench.worker.drain(10)  # the thread's own first step is over (paused): the drain below moves all
+        self.bench.enabled = True
         report = lifecycle.stop_workers(drain_s=5.0)
         self.assertEqual((report["drained"], report["stopped"]), (3, report["workers"]))
         self.assertFalse(self.bench.worker.is_alive())

@@ -1,13 +1,17 @@
 """hooks.py loaded as Agent Zero loads it: config merge/save, install, pre_update and uninstall."""
 
+import importlib
 import json
+import math
 import os
 import sqlite3
 import tempfile
 import threading
+import time
 import unittest
 
 from hub_testkit import ROOT, import_by_path, link_plugin_folder, stub_agent_zero
+from outbox_helpers import ManualClock
 
 from honcho_hub import lifecycle
 from honcho_hub.outbox import NewEvent, Outbox
@@ -128,17 +132,31 @@ class InstallTest(unittest.TestCase):
         self.constraints.close()
         self.addCleanup(os.remove, self.constraints.name)
 
-    def test_install_with_pip_failing_returns_twice_without_raising(self):
-        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")
+    def test_install_with_pip_failing_creates_the_outbox_then_migrates_it_without_raising(self):
+        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")  # its folder does not exist yet
         with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, PIP_FIND_LINKS="",
                       HONCHO_OUTBOX_PATH=outbox):
             with self.assertLogs(HOOKED + "lifecycle", "WARNING") as logs:
                 first = self.hooks.install()
                 second = self.hooks.install()
-        self.assertEqual(first, {"requirements": "failed", "outbox": "absent"})
-        self.assertEqual(second, first)
-        self.assertFalse(os.path.exists(outbox))  # install does not create it: capture does
+        self.assertEqual(first, {"requirements": "failed", "outbox": "created"})
+        self.assertEqual(second, {"requirements": "failed", "outbox": "migrated"})
+        conn = sqlite3.connect(outbox)
+        self.assertEqual(conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        conn.close()
         self.assertTrue(any("running degraded" in line for line in logs.output))
+
+    def test_an_outbox_that_cannot_be_created_is_reported_by_code_not_raised(self):
+        with tempfile.TemporaryDirectory() as folder:
+            blocker = os.path.join(folder, "a-file")
+            open(blocker, "w").close()
+            for name, path in (("relative path", "state/outbox.sqlite3"),
+                               ("folder is a file", os.path.join(blocker, "outbox.sqlite3"))):
+                with self.subTest(name):
+                    with self.assertLogs("honcho_hub.lifecycle", "WARNING") as logs:
+                        self.assertEqual(lifecycle.migrate_outbox(path), "outbox_unavailable")
+                    self.assertNotIn(path, "".join(logs.output))
+                    self.assertFalse(os.path.exists(os.path.join(os.getcwd(), "state", "outbox.sqlite3")))
 
     def test_install_migrates_an_existing_outbox_idempotently(self):
         outbox = os.path.join(self.host.root, "outbox.sqlite3")
@@ -166,10 +184,12 @@ class _FakeWorker(threading.Thread):
 
     honcho_hub_worker = True
 
-    def __init__(self):
+    def __init__(self, clock=time.monotonic):
         super().__init__(name="honcho-hub-test-worker", daemon=True)
         self.stopped = threading.Event()
         self.drains = []
+        self.clock = clock
+        self.held_when_stopped = None
 
     def run(self):
         self.stopped.wait()
@@ -179,8 +199,59 @@ class _FakeWorker(threading.Thread):
         return 3
 
     def stop(self, timeout_s):
+        if self.held_when_stopped is None:  # whether a new worker could have started meanwhile
+            self.held_when_stopped = lifecycle.restart_held(self.clock)
         self.stopped.set()
         self.join(timeout_s)
+
+
+class RestartHoldTest(unittest.TestCase):
+    """After uninstall or pre_update the plugin's workers stay stopped: runtime.ensure_worker asks
+    lifecycle.restart_held() before starting one."""
+
+    def setUp(self):
+        self.clock = ManualClock(1000.0)
+        self.addCleanup(lifecycle.release_restart)
+
+    def test_a_bounded_hold_ends_after_its_time(self):
+        self.assertFalse(lifecycle.restart_held(self.clock))
+        lifecycle.hold_restart(120.0, "pre_update", self.clock)
+        self.assertTrue(lifecycle.restart_held(self.clock))
+        self.clock.advance(119.9)
+        self.assertTrue(lifecycle.restart_held(self.clock))
+        self.clock.advance(0.2)  # a failed `git pull` never reloads the modules: the hold ends by itself
+        self.assertFalse(lifecycle.restart_held(self.clock))
+
+    def test_an_indefinite_hold_is_not_shortened_by_a_bounded_one_and_can_be_released(self):
+        lifecycle.hold_restart(math.inf, "uninstall", self.clock)
+        lifecycle.hold_restart(120.0, "pre_update", self.clock)
+        self.clock.advance(10 ** 9)
+        self.assertTrue(lifecycle.restart_held(self.clock))
+        lifecycle.release_restart()
+        self.assertFalse(lifecycle.restart_held(self.clock))
+
+    def test_a_hold_binds_only_the_module_generation_that_made_it(self):
+        with stub_agent_zero():  # the plugin as Agent Zero imports it: another module generation
+            hooked_lifecycle = importlib.import_module("usr.plugins.honcho.honcho_hub.lifecycle")
+            self.assertIsNot(hooked_lifecycle, lifecycle)
+            hooked_lifecycle.hold_restart(math.inf, "uninstall", self.clock)
+            self.assertTrue(hooked_lifecycle.restart_held(self.clock))
+            self.assertFalse(lifecycle.restart_held(self.clock), "a newer generation starts workers again")
+            lifecycle.hold_restart(120.0, "pre_update", self.clock)
+            self.assertTrue(lifecycle.restart_held(self.clock))
+            self.assertFalse(hooked_lifecycle.restart_held(self.clock), "the latest hold is the one that counts")
+
+    def test_stop_workers_holds_restarts_before_it_stops_and_only_when_asked(self):
+        for hold_s, held in ((0.0, False), (120.0, True), (math.inf, True)):
+            with self.subTest(hold_s=hold_s):
+                lifecycle.release_restart()
+                worker = _FakeWorker(self.clock)
+                worker.start()
+                self.addCleanup(worker.stop, 1.0)
+                report = lifecycle.stop_workers(hold_s=hold_s, monotonic=self.clock)
+                self.assertEqual(report["stopped"], 1)
+                self.assertEqual(worker.held_when_stopped, held)
+                self.assertEqual(lifecycle.restart_held(self.clock), held)
 
 
 class WorkerStopTest(unittest.TestCase):
