@@ -18,15 +18,20 @@ from .honcho_gateway import HonchoGateway
 
 log = logging.getLogger(__name__)
 
+MAX_REMEMBERED = 10_000  # registrations known done; forgetting one costs one idempotent request
+MAX_GATEWAYS = 4  # destinations with an open client; more means settings changed: start over
+
 
 class ScopeRegistrar(threading.Thread):
     honcho_hub_worker = True  # stopped with the other plugin threads by pre_update/uninstall
 
-    def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway], capacity: int = 64) -> None:
+    def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway], capacity: int = 64,
+                 remember: int = MAX_REMEMBERED) -> None:
         super().__init__(name="honcho-hub-scopes", daemon=True)
         self._gateway_factory = gateway_factory
         self._queue: queue.Queue = queue.Queue(maxsize=capacity)
         self._done: set[tuple[str, str, str]] = set()
+        self._remember = max(1, remember)
         self._gateways: dict[tuple, HonchoGateway] = {}
         self.registered = 0
         self.failed = 0
@@ -53,7 +58,13 @@ class ScopeRegistrar(threading.Thread):
     def register(self, settings: Settings, session_id: str, scope_id: str) -> bool:
         """Do one registration now (the thread's body; tests call it directly)."""
         key = (settings.api_url, settings.workspace_id, settings.user_peer_id, settings.agent_peer_id)
-        gateway = self._gateways.get(key) or self._gateways.setdefault(key, self._gateway_factory(settings))
+        gateway = self._gateways.get(key)
+        if gateway is None:
+            if len(self._gateways) >= MAX_GATEWAYS:  # only this thread uses them: none is mid-request
+                for old in self._gateways.values():
+                    old.close()
+                self._gateways.clear()
+            gateway = self._gateways[key] = self._gateway_factory(settings)
         try:
             gateway.ensure_session_in_scope(session_id, scope_id)
         except DeliveryError as exc:
@@ -61,6 +72,8 @@ class ScopeRegistrar(threading.Thread):
             log.warning("honcho: chat not registered in its scope (%s); delivery will retry", exc.code)
             return False
         if gateway.scope_problem is None:
+            if len(self._done) >= self._remember:  # a long uptime's chats: start over
+                self._done.clear()
             self._done.add((settings.destination(), session_id, scope_id))
             self.registered += 1
         return True

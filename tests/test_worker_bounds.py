@@ -1,6 +1,7 @@
-"""The worker's bounds: a drain without a worker thread ends at its deadline, a broken outbox is logged once
-per change, delivery pauses (and says why) while the plugin is off or the API URL unusable, and the
-per-destination circuits stay bounded. Real outbox, real SDK over the fake, injected clocks."""
+"""The delivery side's bounds: a drain without a worker thread ends at its deadline, a broken outbox is
+logged once per change, delivery pauses (and says why) while the plugin is off or the API URL unusable,
+and what the worker and the scope registrar remember per destination or chat stays bounded. Real outbox,
+real SDK over the fake, injected clocks."""
 
 import dataclasses
 import os
@@ -9,6 +10,8 @@ import unittest
 
 from delivery_helpers import Bench, with_api_url_problem
 
+from honcho_hub import scope_registrar
+from honcho_hub.scope_registrar import ScopeRegistrar
 from honcho_hub.worker_state import WorkerState
 
 LATENCY_S = 0.2  # what each request costs on the injected monotonic clock
@@ -130,6 +133,23 @@ class CircuitBoundTest(unittest.TestCase):
             self.assertIs(state.circuit(f"https://h{n}.test#ws"), circuit, "the current one is kept")
             self.assertLessEqual(len(state.circuits), 4)
         self.assertIn("https://h9.test#ws", state.snapshot()["circuits"])
+
+
+class RegistrarBoundsTest(unittest.TestCase):
+    def test_the_registrar_remembers_a_bounded_number_of_chats_and_gateways(self):
+        bench = Bench(self)
+        registrar = ScopeRegistrar(bench.gateway, remember=3)
+        self.addCleanup(lambda: [g.close() for g in registrar._gateways.values()])
+        for n in range(10):
+            self.assertTrue(registrar.register(bench.settings, f"chat-r{n}", f"scope-{n}"))
+            self.assertLessEqual(len(registrar._done), 3)
+        self.assertEqual(registrar.registered, 10)
+        self.assertTrue(registrar.submit(bench.settings, "chat-r0", "scope-0"), "forgotten: registered again")
+        for n in range(scope_registrar.MAX_GATEWAYS * 3):
+            other = dataclasses.replace(bench.settings, workspace_id=f"ws-{n}")
+            self.assertTrue(registrar.register(other, "chat-w", "scope-w"))
+            self.assertLessEqual(len(registrar._gateways), scope_registrar.MAX_GATEWAYS)
+        self.assertEqual(bench.fake.scopes[(f"ws-{scope_registrar.MAX_GATEWAYS * 3 - 1}", "scope-w")], {"chat-w"})
 
 
 if __name__ == "__main__":
