@@ -123,6 +123,16 @@ class DrainAndDeadTest(CliCase):
         code, out = self.cli("retry-dead", "--json")
         self.assertEqual((code, json.loads(out)["requeued"]), (0, 3))
 
+    def test_drain_without_a_worker_returns_at_its_timeout_and_leaves_a_request_still_held_leased(self):
+        self.queue(2)
+        self.fake.fail(kind="timeout")  # the server holds the add-messages request without answering
+        settings = build_settings({"sdk_timeout_s": 5}, {}, self.env)
+        result = operations.drain(settings, 0.5, worker=None)
+        self.assertEqual((result["delivered"], result["pending"]), (0, 0))
+        box = Outbox(self.path)
+        self.assertEqual(box.stats()["counts"]["leased"], 2, "not waited for: it goes out again after its lease")
+        box.close()
+
     def test_drain_sends_nothing_and_says_why_while_the_plugin_is_off_or_the_api_url_unusable(self):
         self.queue(2)
         problem = "HONCHO_API_URL: the port is not a number"
