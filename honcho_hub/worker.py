@@ -6,7 +6,7 @@ only repeats it, waiting on a wake event (set by enqueue) or the poll timer in b
 fails is logged once per change of its error code, not once per poll.
 
 A drain without the thread runs steps inline under one deadline: it leases only what the time left
-can plausibly deliver (judged by the last batch's duration), leases nothing once the deadline passed,
+can plausibly deliver (judged by its last batch's duration), leases nothing once the deadline passed,
 and does not wait for requests still on the wire then. Their rows stay leased and go out again after
 the lease, reconciled first, like a crashed worker's.
 
@@ -139,6 +139,7 @@ class DeliveryWorker(threading.Thread):
         if self.is_alive():
             return self._drain_via_thread(deadline)
         totals = dict.fromkeys(_MOVED, 0)
+        self._batch_s = None  # judged by this drain's batches: an earlier slow one must not stall it
         while self._monotonic() < deadline:
             report = self.step(deadline)
             _add(totals, report)

@@ -42,6 +42,16 @@ class DrainDeadlineTest(unittest.TestCase):
         self.assertNotIn("leased", bench.states(), "nothing left on the wire")
         self.assertEqual(sum(len(bench.server_texts(f"dd{c}")) for c in range(10)), moved["delivered"])
 
+    def test_a_slow_drain_does_not_keep_a_later_shorter_one_from_delivering(self):
+        bench = Bench(self, concurrency=1)
+        bench.say("ds1", 1)
+        slow_server(bench, latency_s=2.0)  # this batch takes 6 s (workspace, session, messages)
+        self.assertEqual(bench.worker.drain(30.0)["delivered"], 1)
+        texts = bench.say("ds2", 1)
+        slow_server(bench)  # Honcho is fast again
+        self.assertEqual(bench.worker.drain(5.0)["delivered"], 1)
+        bench.assert_exactly_once("ds2", texts)
+
     def test_a_drain_without_a_thread_does_not_wait_for_a_request_still_on_the_wire_at_its_deadline(self):
         bench = Bench(self)
         texts = bench.say("dw", 2)
