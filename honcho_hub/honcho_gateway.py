@@ -2,7 +2,9 @@
 
 Clients are built with `max_retries=0` (the outbox owns retries) and the configured timeout, one per
 (API URL, key, workspace); the key is read from the provider on every use, so a fixed key takes
-effect at the next call. `honcho` is imported lazily: capture and status work without it installed.
+effect at the next call. A client the key change (or close()) replaces is retired: its HTTP client
+closes when the last call using it ends, never under another sender's request. `honcho` is imported
+lazily: capture and status work without it installed.
 """
 
 from __future__ import annotations
