@@ -27,6 +27,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -92,12 +93,13 @@ class ProxiedRequest:
 class FaultProxy:
     """A running proxy on 127.0.0.1; `url` is its base URL. Stop it with `close()`."""
 
-    def __init__(self, upstream_url: str, mix: dict[str, float], seed: int) -> None:
+    def __init__(self, upstream_url: str, mix: dict[str, float], seed: int, delay_s: float = 0.0) -> None:
         unknown = set(mix) - set(FAULT_KINDS)
         if unknown or sum(mix.values()) > 1:
             raise ValueError(f"bad fault mix: {mix}")
         self.upstream_url = upstream_url.rstrip("/")
         self.mix = dict(mix)
+        self.delay_s = delay_s  # added to every answer: a server that far away
         self.records: list[ProxiedRequest] = []
         self._lock = threading.Lock()
         self._armed: tuple[Callable[[ProxiedRequest], None], str | None] | None = None
@@ -207,6 +209,8 @@ def _handler_for(proxy: FaultProxy) -> type:
             path = urlsplit(self.path).path
             route, session_id = route_of(self.command, path)
             record = proxy.arrived(route, session_id, _event_ids(body) if route == "message_add" else ())
+            if proxy.delay_s:
+                time.sleep(proxy.delay_s)
             self._serve(record, body)
 
         def _serve(self, record: ProxiedRequest, body: bytes) -> None:
@@ -263,3 +267,12 @@ def _handler_for(proxy: FaultProxy) -> type:
                 pass
 
     return Handler
+
+
+if __name__ == "__main__":
+    # A delaying proxy in its own process (bench/turn.py: its threads must not share the measured
+    # process's interpreter lock): prints its URL, serves until stdin closes.
+    delayed = FaultProxy(sys.argv[1], {}, seed=0, delay_s=float(sys.argv[2]))
+    print(delayed.url, flush=True)
+    sys.stdin.read()
+    delayed.close()

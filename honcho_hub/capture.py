@@ -284,7 +284,13 @@ class CaptureService:
         self._count(outcome)
 
     def _events(self, entry: Entry) -> list[NewEvent]:
-        """The redacted parts of one record; [] (with the outcome noted) when nothing may be queued."""
+        """The redacted parts of one record (worked out once: a locked outbox means retries); [] (with the
+        outcome noted) when nothing may be queued."""
+        if "events" not in entry.local:
+            entry.local["events"] = self._prepare(entry)
+        return entry.local["events"]
+
+    def _prepare(self, entry: Entry) -> list[NewEvent]:
         header, text = entry.header, entry.text
         mask, secrets = entry.local.get("mask"), entry.local.get("secrets")
         try:

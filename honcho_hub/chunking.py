@@ -12,7 +12,9 @@ import unicodedata
 
 HONCHO_MAX_CHARS = 25_000
 MARKER_ROOM = 40  # "[continued, part 12 of 40]\n" and friends fit in this
-_DROP_CONTROLS = {c: None for c in [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]}
+# Control characters but tab, line feed and carriage return. A regex, not str.translate: translating
+# with a table costs ≈ 85 ms per MB of non-ASCII text, a search that finds nothing ≈ 1 ms.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SENTENCE_END = re.compile(r"[.!?…。！？][\"')\]]*\s+")
 
@@ -23,7 +25,9 @@ def clean_text(text: str) -> str:
         text.encode("utf-8")  # fast path: only text with lone surrogates fails to encode
     except UnicodeEncodeError:
         text = _SURROGATE.sub("\ufffd", text)
-    return text.translate(_DROP_CONTROLS).replace("\r\n", "\n")
+    if _CONTROLS.search(text):
+        text = _CONTROLS.sub("", text)
+    return text.replace("\r\n", "\n")
 
 
 def split_message(text: str, limit: int = HONCHO_MAX_CHARS) -> list[str]:

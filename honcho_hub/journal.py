@@ -33,7 +33,12 @@ from typing import Any, Callable, Iterator
 
 log = logging.getLogger(__name__)
 
+FOLDER = "journal"  # beside the outbox file
 MAGIC = b"HJ1"
+# A record up to this size is synced before `append` returns. A larger one (a paste) is written before
+# it returns — it survives the process being killed — and synced by the writer thread at once: syncing
+# a megabyte on the event loop can take tens of milliseconds while the disk is busy.
+SYNC_ON_APPEND_BYTES = 64 * 1024
 SUFFIX = ".journal"
 MAX_HEADER_BYTES = 64 * 1024
 
@@ -112,6 +117,7 @@ class Journal:
         self._emptied = threading.Condition(self._lock)
         self._entries: deque[Entry] = deque()
         self._bytes = 0
+        self._unsynced = False  # a large record was appended without a sync
         self._fd = -1
         self.path = ""
 
@@ -149,8 +155,10 @@ class Journal:
                 written = os.write(self._fd, record)
                 if written != len(record):
                     raise OSError(errno.ENOSPC, "short write")
-                if self.durable:
+                if self.durable and len(record) <= SYNC_ON_APPEND_BYTES:
                     os.fdatasync(self._fd)
+                else:
+                    self._unsynced = self.durable
             except OSError as exc:
                 self._drop_partial()
                 raise JournalUnavailable(f"journal write failed ({type(exc).__name__})") from exc
@@ -159,9 +167,21 @@ class Journal:
         return entry
 
     def pending(self, limit: int) -> list[Entry]:
-        """The oldest entries not yet committed, at most `limit`."""
+        """The oldest entries not yet committed, at most `limit`; first syncs large records `append` left
+        unsynced (the writer calls this, off the event loop)."""
         with self._lock:
-            return [self._entries[i] for i in range(min(limit, len(self._entries)))]
+            if self._unsynced and self.is_open:
+                self._unsynced = False
+                fd = self._fd
+            else:
+                fd = -1
+            entries = [self._entries[i] for i in range(min(limit, len(self._entries)))]
+        if fd >= 0:
+            try:
+                os.fdatasync(fd)
+            except OSError:
+                log.warning("honcho capture: journal sync failed")
+        return entries
 
     def committed(self, count: int) -> None:
         """The oldest `count` entries are in the outbox: forget them; empty the file when none is left."""
@@ -253,11 +273,11 @@ def _releaser(path: str, fd: int) -> Callable[[bool], None]:
 
 def journal_folders(outbox_path: str, fallback_folder: str) -> tuple[str, ...]:
     """Where journals live: beside the outbox, else (that folder unusable) in the per-user state folder."""
-    return (os.path.join(os.path.dirname(outbox_path), "journal"), fallback_folder)
+    return (os.path.join(os.path.dirname(outbox_path), FOLDER), fallback_folder)
 
 
 def default_fallback_folder() -> str:
     """The per-user state folder's journal folder (used when the outbox folder is unusable)."""
     from .config import state_dir_outbox
 
-    return os.path.join(os.path.dirname(state_dir_outbox(os.environ)), "journal")
+    return os.path.join(os.path.dirname(state_dir_outbox(os.environ)), FOLDER)

@@ -10,6 +10,7 @@ import urllib.parse
 from contextlib import contextmanager
 from typing import Iterator
 
+from .journal import FOLDER as JOURNAL_FOLDER
 from .outbox_schema import APPLICATION_ID, SchemaTooNew, is_unmarked_outbox, migrate, refuse_newer
 
 # Primary SQLite result codes (the low byte of extended codes).
@@ -19,9 +20,9 @@ _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 # The files SQLite keeps beside the database; SQLite opens them by name.
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 
-# What else the plugin keeps beside the outbox (journal.journal_folders' folder, recall's cache epoch
-# marker): a folder holding only these and the outbox's own files is the plugin's folder.
-PLUGIN_FOLDER_ENTRIES = frozenset({"journal", "recall-cache.epoch"})
+# What else the plugin keeps beside the outbox (the capture journal's folder; recall's cache marker is
+# named after the outbox file): a folder holding only these and the outbox's own files is the plugin's.
+PLUGIN_FOLDER_ENTRIES = frozenset({JOURNAL_FOLDER})
 
 # A WAL checkpoint that resets the log truncates it to this size. SQLite checkpoints on its own once the
 # log holds about 1,000 pages (≈ 4 MB), so normal operation stays within it without shrinking and

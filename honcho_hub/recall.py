@@ -295,8 +295,9 @@ def _base_key(settings: Settings, scope_id: str | None) -> tuple:
 
 
 def epoch_path(settings: Settings) -> str:
-    """A marker beside the outbox whose change tells every process to drop its recall cache."""
-    return os.path.join(os.path.dirname(settings.outbox_path), "recall-cache.epoch")
+    """A marker beside the outbox file (named after it) whose change tells every process sharing the
+    outbox to drop its recall cache."""
+    return settings.outbox_path + ".recall-epoch"
 
 
 def read_epoch(settings: Settings) -> int:
@@ -307,12 +308,19 @@ def read_epoch(settings: Settings) -> int:
 
 
 def bump_epoch(settings: Settings) -> None:
+    """Touch the marker; only where our outbox is (the setting may point into anyone's folder), never
+    through a symbolic link."""
+    if not os.path.isfile(settings.outbox_path):
+        return  # no outbox: no other process shares a cache through it
     try:
-        with open(epoch_path(settings), "w", encoding="utf-8") as handle:
-            handle.write(str(time.time_ns()))
-        os.utime(epoch_path(settings), ns=(time.time_ns(), time.time_ns()))
+        handle = os.open(epoch_path(settings), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(handle, str(time.time_ns()).encode())
+        finally:
+            os.close(handle)
+        os.utime(epoch_path(settings), ns=(time.time_ns(), time.time_ns()), follow_symlinks=False)
     except OSError:
-        pass  # no shared folder (yet): this process's cache is still cleared
+        pass  # this process's cache is still cleared
 
 
 def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | None) -> tuple:

@@ -10,6 +10,7 @@ callers then queue nothing.
 from __future__ import annotations
 
 import re
+import time
 from typing import Callable, Mapping
 
 from .redact_patterns import (ASSIGNMENTS, NOT_SECRET_NAMES, PATTERNS, SAFE_VALUE_RE, SECRET_NAME_RE,
@@ -88,21 +89,27 @@ def _redact_assignment(match: re.Match) -> str:
     return match.group("key") + quote + placeholder("assigned_secret") + quote
 
 
-SLICE_CHARS = 50_000  # one regex pass over 1 MB holds the interpreter ≈ 50 ms, even from a thread
+# One regex pass over 1 MB holds the interpreter ≈ 50 ms, even from a thread. A thread that waits for
+# the interpreter (Agent Zero's event loop) gets it only after 5 ms, unless the holder lets go sooner:
+# between slices this one does.
+SLICE_CHARS = 16_000
 _BLOCK_START, _BLOCK_END = "-----BEGIN", "-----END"
 
 
 def redact_long(text: str, secrets: Mapping[str, str] | None = None,
                 clean: Callable[[str], str] | None = None) -> str:
-    """`redact` (after `clean`) of text of any length, slice by slice, so no single call holds the
-    interpreter for long (the event loop's thread keeps running while a large paste is redacted).
+    """`redact` (after `clean`) of text of any length, slice by slice, letting other threads run between
+    slices, so no other thread (the event loop's) waits long for the interpreter meanwhile.
 
     Slices end at a line break (else a space), never inside a `-----BEGIN … -----END` block, so every
     pattern, all of them line-bound but the key blocks, sees whole lines."""
     if len(text) <= SLICE_CHARS:
         return redact(clean(text) if clean else text, secrets)
-    return "".join(redact(clean(text[start:end]) if clean else text[start:end], secrets)
-                   for start, end in _slices(text, SLICE_CHARS))
+    parts = []
+    for start, end in _slices(text, SLICE_CHARS):
+        parts.append(redact(clean(text[start:end]) if clean else text[start:end], secrets))
+        time.sleep(0)  # hand the interpreter to a waiting thread now rather than after its 5 ms wait
+    return "".join(parts)
 
 
 def _slices(text: str, limit: int):

@@ -1,11 +1,10 @@
 """Process-wide state that must outlive a re-import of the plugin's modules.
 
 Agent Zero purges `usr.plugins.*` from `sys.modules` when plugin files change and imports them anew,
-so a module global would silently start over (and an in-memory hand-off would be forgotten). Plain
-data that must survive — hand-off queues and counters, keyed by outbox path — lives in one module
-object registered under a name outside that namespace. Objects with behaviour (services, workers)
-are rebuilt by the new generation around that data; a worker thread of an older generation is found
-by its marker among the live threads and asked to stop.
+so a module global would silently start over. What must survive — the capture journal (its file lock
+and the messages not yet in the outbox), counters, the capture writer — lives in one module object
+registered under a name outside that namespace. Services are rebuilt by the new generation around it;
+a worker thread of an older generation is found by its marker among the live threads and asked to stop.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from .config import Settings
 from .journal import Journal
 
 log = logging.getLogger(__name__)
-
 if TYPE_CHECKING:
     from .status import StatusParts
     from .worker import DeliveryWorker
@@ -47,8 +45,7 @@ def process_state() -> types.ModuleType:
         state = sys.modules.setdefault(STATE_MODULE, state)
     with state.lock:  # a state made by an older generation may lack what a newer one keeps
         for name, make in (("api_checks", dict), ("capture_counters", Counters), ("journal", lambda: None),
-                           ("writer", lambda: None), ("replay_secrets", lambda: None),
-                           ("warned", set)):
+                           ("writer", lambda: None), ("replay_secrets", lambda: None), ("warned", set)):
             if not hasattr(state, name):
                 setattr(state, name, make())
     return state
@@ -115,12 +112,6 @@ def ensure_writer(settings: Callable[[], Settings]) -> CaptureWriter:
         return writer
 
 
-def wake_writer() -> None:
-    writer = process_state().writer
-    if writer is not None:
-        writer.wake()
-
-
 def close_services() -> None:
     """Close this generation's capture service (the journal and counters stay with the process)."""
     global _service, _service_key
@@ -140,8 +131,60 @@ def warn_once(key: str, message: str, *args: Any) -> None:
     log.warning(message, *args)
 
 
+_delivery_loaded = threading.Event()  # the worker's modules (and the SDK) are imported
+_recall_loaded = threading.Event()
+_starters: dict[Any, threading.Thread] = {}
+_starters_lock = threading.Lock()
+
+
+def in_background(name: str, work: Callable[[], Any], single: bool = True) -> None:
+    """Run `work` on a short-lived thread — when `single`, only if none of that name runs — logging
+    errors. For what must not run on the caller's thread (Agent Zero's event loop): first imports,
+    first requests."""
+    def run() -> None:
+        try:
+            work()
+        except Exception:
+            log.exception("honcho: background start %s failed", name)
+
+    thread = threading.Thread(target=run, name=f"honcho-hub-{name}", daemon=True)
+    with _starters_lock:
+        for key in [key for key, known in _starters.items() if not known.is_alive()]:
+            del _starters[key]  # finished ones: the registry stays as small as what runs
+        key = name if single else (name, id(thread))
+        if single and key in _starters:
+            return
+        _starters[key] = thread
+        thread.start()
+
+
+def join_background(timeout_s: float) -> bool:
+    """Wait for the background starts running now (tests, shutdown); False if one is still running."""
+    deadline = time.monotonic() + timeout_s
+    with _starters_lock:
+        running = list(_starters.values())
+    for thread in running:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread in running)
+
+
 def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] = lambda: True) -> "DeliveryWorker | None":
-    """Start the process's delivery worker unless one of this module generation runs; cheap when it does.
+    """Start the process's delivery worker unless one runs; cheap and non-blocking when it does.
+
+    The first call imports the delivery modules (the SDK: hundreds of milliseconds) on a background
+    thread, never on the caller's, which may be Agent Zero's event loop; until then it returns None.
+    """
+    current = _worker
+    if current is not None and current.is_alive() and not current.stopping:
+        return current
+    if not _delivery_loaded.is_set():
+        in_background("worker-start", lambda: _ensure_worker(settings, enabled))
+        return None
+    return _ensure_worker(settings, enabled)
+
+
+def _ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool]) -> "DeliveryWorker | None":
+    """Start the process's delivery worker unless one of this module generation runs.
 
     A worker left by an older generation (Agent Zero re-imported the plugin) is asked to stop, and the
     new one starts once it has gone, so there are never two: on a later call, or from a short-lived
@@ -155,6 +198,7 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
         warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"
                   " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
         return None
+    _delivery_loaded.set()
     held = getattr(lifecycle, "restart_held", None)
     if held is not None and held():
         return None  # stopped for an update or an uninstall: not restarted by the next message
@@ -195,7 +239,7 @@ def _start_after(older: list[threading.Thread], settings: Callable[[], Settings]
         deadline = time.monotonic() + RESTART_WAIT_S
         for thread in older:
             thread.join(max(0.0, deadline - time.monotonic()))
-        ensure_worker(settings, enabled)  # still alive past the deadline: the job loop tries again
+        _ensure_worker(settings, enabled)  # still alive past the deadline: the job loop tries again
 
     if _successor is None or not _successor.is_alive():
         _successor = threading.Thread(target=start_when_gone, name="honcho-hub-restart", daemon=True)
@@ -219,14 +263,32 @@ _parts_lock = threading.Lock()
 
 
 def recaller():
-    """The process's Recaller (its cache starts over when Agent Zero re-imports the plugin)."""
+    """The process's Recaller (its cache starts over when Agent Zero re-imports the plugin). Its first
+    call imports the SDK: call it off the event loop (see `ready_recaller`)."""
     global _recaller
     from .recall import Recaller  # imported here: capture must work without the SDK
 
     with _parts_lock:
         if _recaller is None:
             _recaller = Recaller()
+        _recall_loaded.set()
         return _recaller
+
+
+def ready_recaller(then: Callable[[Any], Any] | None = None):
+    """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`, builds it on
+    a background thread and calls `then(recaller)` there."""
+    if _recaller is not None and _recall_loaded.is_set():
+        return _recaller
+    if then is not None:
+        def build_then() -> None:
+            try:
+                made = recaller()
+            except ImportError:
+                return  # running degraded (no SDK): no recall
+            then(made)
+        in_background("recall-start", build_then)
+    return None
 
 
 def registrar():

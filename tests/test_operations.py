@@ -202,7 +202,7 @@ class CacheAndDemoTest(CliCase):
         template = "<honcho_memory>{{sections}}</honcho_memory>"
         self.assertEqual(other.recall(settings, "chat-x", "what drink", template).source, "fresh")
         self.assertEqual(other.recall(settings, "chat-x", "what drink", template).source, "hit")
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        Outbox(self.path).close()  # the marker lives beside an outbox, where Agent Zero's capture made one
         code, out = self.cli("clear-cache", "--json")
         self.assertEqual(code, 0)
         self.assertEqual(other.recall(settings, "chat-x", "what drink", template).source, "fresh")

@@ -11,6 +11,8 @@ from outbox_helpers import (CHILD_ENQUEUE, CHILD_LEGACY_KILLED, ManualClock, eve
                             temp_outbox_path)
 from hub_testkit import ROOT
 
+from honcho_hub.config import build_settings
+from honcho_hub.recall import epoch_path
 from honcho_hub.outbox import Outbox
 from honcho_hub.outbox_db import JOURNAL_SIZE_LIMIT, OutboxCorrupt, OutboxForeign, OutboxUnavailable
 from honcho_hub.outbox_schema import APPLICATION_ID, SCHEMA_VERSION
@@ -349,7 +351,7 @@ class PermissionTest(FileTestCase):
         def with_the_plugins_other_files():
             self.open().close()
             os.mkdir(os.path.join(self.folder, "journal"))
-            open(os.path.join(self.folder, "recall-cache.epoch"), "w").close()
+            open(epoch_path(build_settings({"outbox_path": self.path}, {}, {})), "w").close()
 
         for name, prepare in (("empty", lambda: None), ("with an outbox", lambda: self.open().close()),
                               ("with the plugin's journal folder and cache marker", with_the_plugins_other_files)):

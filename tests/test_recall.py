@@ -32,6 +32,7 @@ class RecallBench:
                                         **overrides}, {"HONCHO_API_KEY": KEY}, {})
         self.recaller = Recaller(self.gateway, monotonic=self.mono)
         self.supports_scopes = supports_scopes
+        self.hangs = lambda request: True  # which context requests the closed gate holds
         test.addCleanup(self.recaller.close)
         test.addCleanup(self.gate.set)  # cleanups run last-in first-out: release a hung Honcho first
 
@@ -39,7 +40,7 @@ class RecallBench:
         fake_transport = self.fake.transport()
 
         def gated(request):
-            if request.url.path.endswith("/context"):
+            if request.url.path.endswith("/context") and self.hangs(request):
                 self.gate.wait(30)  # a test closes the gate to make Honcho hang
             return fake_transport.handle_request(request)
         return HonchoGateway.for_settings(settings, settings.recall_timeout_s,
@@ -215,6 +216,58 @@ class CacheBehaviourTest(unittest.TestCase):
         self.assertEqual((waiter.source, waiter.block), ("timeout", ""))
         bench.gate.set()
         owner.join(10)
+
+    def test_a_hung_server_holds_the_turn_no_longer_than_its_deadline(self):
+        bench = RecallBench(self, recall_timeout_s=0.3)
+        bench.remember()
+        bench.gate.clear()  # every context request hangs until the gate opens
+        result = bench.recall()
+        self.assertEqual((result.source, result.block), ("timeout", ""))
+        self.assertFalse(bench.gate.is_set())  # it came back while the server still held the request
+
+    def test_a_refused_scoped_call_and_a_hung_fallback_end_within_the_one_deadline(self):
+        bench = RecallBench(self, recall_timeout_s=0.3)
+        bench.remember()
+        bench.fake.scoped_context_status = 403
+        bench.hangs = lambda request: "scope" not in request.url.params  # only the unscoped retry hangs
+        bench.gate.clear()
+        result = bench.recall(scope="a0-alpha")
+        self.assertEqual(result.source, "timeout")
+        self.assertEqual(bench.recaller.scope_problem, "scope unavailable: auth_403")  # refused, then retried
+        self.assertFalse(bench.gate.is_set())  # the unscoped retry still hangs
+
+    def test_a_turn_waits_on_the_prefetched_load_and_never_starts_a_second_one(self):
+        bench = RecallBench(self, recall_timeout_s=0.2)
+        bench.remember()
+        bench.gate.clear()  # the prefetch's request is on the wire when the turn asks
+        self.assertTrue(bench.recaller.prefetch(bench.settings, SESSION, "what do I drink?"))
+        self.assertEqual(bench.fake.await_request(r"/v3/workspaces$", 1, 10), 1)  # its load has begun
+        self.assertEqual(bench.recall("what do I drink?").source, "timeout")  # waited on it, to its deadline
+        bench.gate.set()
+        self.assertTrue(bench.recaller.wait_idle(10))
+        after = bench.recall("what do I drink?")
+        self.assertEqual(after.source, "hit")  # the prefetched load filled the cache
+        self.assertIn("prefers tea", after.block)
+        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 1)  # one request for the message, in all
+
+    def test_a_turn_that_may_not_wait_gets_the_warm_base_pack_at_once(self):
+        bench = RecallBench(self, recall_wait_ms=0)
+        bench.remember(representation="The user prefers tea.", card=("Name: Ada",))
+        self.assertTrue(bench.recaller.warm(bench.settings))
+        self.assertTrue(bench.recaller.wait_idle(10))
+        bench.gate.clear()  # whatever the server does now, the turn does not wait for it
+        result = bench.recall("a brand new question")
+        self.assertEqual(result.source, "base")
+        self.assertIn("prefers tea", result.block)
+        self.assertIn("Name: Ada", result.block)
+        bench.gate.set()
+
+    def test_clearing_the_cache_writes_no_marker_where_there_is_no_outbox(self):
+        bench = RecallBench(self)
+        folder = os.path.dirname(bench.settings.outbox_path)
+        os.makedirs(folder, exist_ok=True)
+        bench.recaller.clear_cache(bench.settings)
+        self.assertEqual(os.listdir(folder), [])  # an outbox path that points at someone's folder stays clean
 
     def test_an_error_gives_the_base_pack_kept_from_before(self):
         bench = RecallBench(self)

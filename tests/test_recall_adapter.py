@@ -91,6 +91,7 @@ class RecallAdapterTest(unittest.TestCase):
         agent = StubAgent(0, StubContext(id="Proj0002", project="Alpha"))
         self.load(INIT_EXT)(agent=agent).execute()
         from usr.plugins.honcho.honcho_hub import runtime
+        self.assertTrue(runtime.join_background(10))  # the hook returned at once; a thread queues it
         self.assertTrue(runtime.registrar().stop(10))  # finishes the queued registration
         self.assertEqual(self.fake.scopes[("agent-zero", "a0-alpha")], {"chat-Proj0002"})
 

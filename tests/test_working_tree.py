@@ -43,7 +43,7 @@ class WorkingTreeTest(unittest.TestCase):
             hooks.uninstall()
             written = {name for name in os.listdir(os.path.dirname(host.config["outbox_path"]))}
             self.assertIn(os.path.basename(host.config["outbox_path"]), written)  # they were written, in temp
-            self.assertTrue(any(name.endswith(".epoch") for name in written), written)
+            self.assertTrue(any(name.endswith(".recall-epoch") for name in written), written)
         self.assertEqual(sorted(checkout_files() - before), [])
 
 

@@ -39,10 +39,9 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     if skip:
         return skip
     source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
-    outcome = _capture(agent, settings, Role.USER, str(source_id), text)
-    if outcome is Outcome.ACCEPTED and settings.recall_enabled:
-        _prefetch_recall(agent, settings, text)
-    return outcome
+    if settings.recall_enabled and isinstance(text, str) and not intervention:
+        _prefetch_recall(agent, settings, text)  # first: every microsecond here is one the turn may wait
+    return _capture(agent, settings, Role.USER, str(source_id), text)
 
 
 def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome | str:
@@ -63,21 +62,22 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Out
     outcome = runtime.capture_service(settings).accept(request, settings, host.host_secrets(agent),
                                                        mask=lambda value: host.mask(agent, value))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
-    runtime.ensure_writer(global_settings)
-    runtime.wake_writer()
+    runtime.ensure_writer(global_settings).wake()
     ensure_worker()
     runtime.wake_worker()
     return outcome
 
 
 def _prefetch_recall(agent: Any, settings, text: str) -> None:
-    """Start the coming turn's query-aware recall now; the recall hook picks it up."""
-    try:
-        recaller = runtime.recaller()
-    except ImportError:  # running degraded (no SDK): capture goes on, recall is off
-        return
-    recaller.prefetch(settings, session_id_for(agent.context.id), text,
-                      resolve_scope(settings, host.project_name(agent)), mask=lambda value: host.mask(agent, value))
+    """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks: the
+    first time, the recall modules load on a background thread that then starts it."""
+    session, scope = session_id_for(agent.context.id), resolve_scope(settings, host.project_name(agent))
+
+    def prefetch(recaller) -> None:
+        recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value))
+    recaller = runtime.ready_recaller(prefetch)
+    if recaller is not None:
+        prefetch(recaller)
 
 
 def _is_nudge(agent: Any, text: Any) -> bool:

@@ -29,10 +29,12 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
         return "disabled"
     scope = resolve_scope(settings, host.project_name(agent))
     text = typed_text(getattr(loop_data, "user_message", None))
-    # Off the loop: masking and redaction of the query, and the bounded wait for the load that started
-    # when the message was captured.
-    result = await asyncio.to_thread(runtime.recaller().recall, settings, session_id_for(agent.context.id),
-                                     text, template(), scope, lambda value: host.mask(agent, value))
+    session = session_id_for(agent.context.id)
+
+    def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
+        return runtime.recaller().recall(settings, session, text, template(), scope,
+                                         lambda value: host.mask(agent, value))
+    result = await asyncio.to_thread(recall)
     if result.block:
         loop_data.extras_persistent[EXTRAS_KEY] = result.block
     else:
@@ -59,8 +61,11 @@ def register_chat(agent: Any) -> bool:
     """At chat start: warm the base pack and queue the chat's scope registration (background threads do
     the requests)."""
     settings = host.settings_for(agent)
-    scope = resolve_scope(settings, host.project_name(agent))
-    runtime.recaller().warm(settings, scope)
-    if not scope:
-        return False
-    return runtime.registrar().submit(settings, session_id_for(agent.context.id), scope)
+    scope, session = resolve_scope(settings, host.project_name(agent)), session_id_for(agent.context.id)
+
+    def start() -> None:  # off the loop: the first call imports the SDK
+        runtime.recaller().warm(settings, scope)
+        if scope:
+            runtime.registrar().submit(settings, session, scope)
+    runtime.in_background("chat-start", start, single=False)
+    return bool(scope)

@@ -18,9 +18,9 @@ from .recall import template
 
 async def run_tool(agent: Any, args: dict) -> str:
     """Run one honcho_memory action for this agent's chat; returns the text the agent reads."""
-    ctx = action_context(agent)
-    result = await asyncio.to_thread(run_action, args.get("action"), args, ctx)
-    return result.text
+    def run():  # off the loop: building the context may import the SDK and open a client
+        return run_action(args.get("action"), args, action_context(agent))
+    return (await asyncio.to_thread(run)).text
 
 
 def action_context(agent: Any) -> ActionContext:

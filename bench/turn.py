@@ -1,0 +1,318 @@
+"""Turn benchmark: how long our hooks hold a user turn and Agent Zero's event loop; prints one JSON line.
+
+Drives user turns through the plugin's Agent Zero code paths, loaded as Agent Zero loads them (a stub
+host, see tests/hub_testkit.py) and run on one asyncio loop as Agent Zero runs every chat: the capture
+hook (`hist_add_user_message`), a 20 ms gap standing for Agent Zero's own prompt building, the recall
+hook (`message_loop_prompts_after`), then the final response's capture (`tool_execute_after`). Each chat
+starts with the agent-init hook. Honcho is the fake in its own process behind a proxy (its own process
+too) that delays every answer by `--latency-ms`, or a real server with `--url`.
+
+The middle third of the turns runs while another process holds the outbox's write lock, and every
+tenth message is a 1 MB paste. A loop-lag probe (a 1 ms timer) measures how long the loop could not run.
+Then `--kills` times a process that accepted messages while the outbox was locked is killed with
+SIGKILL, and what it accepted is looked for in the outbox after its journal was replayed.
+
+    python bench/turn.py [--url URL] [--latency-ms 300] [--wait-ms W] [--turns 200] [--kills 20]
+
+Figures: `added_turn_ms_p50/p99/max` — time the three hooks held the turn (the 20 ms gap excluded);
+`loop_block_ms_p99/max` — event-loop lateness of the probe while turns ran; `query_aware_first_call_share`
+— turns whose recall was searched with the current message; `base_pack_share` — turns that got the base
+pack instead; `empty_pack_share` — turns with nothing injected, after `warmup_turns`; `accepted` — messages
+the capture hook accepted; `lost_after_kill` — accepted by a killed process, missing after the replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
+
+import httpx  # noqa: E402
+
+from delivery import client, start_loopback, stop_loopback  # noqa: E402
+from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
+from outbox_helpers import hold_write_lock, release_lock, run_child  # noqa: E402
+
+KEY = "bench-turn-key"
+GAP_S = 0.020
+CHAT_TURNS = 5  # turns per chat: every fifth turn is a new chat's first
+PASTE_EVERY = 10
+WARMUP_TURNS = 5
+PROBE_S = 0.001
+MESSAGES = ["Which tea did I say I like, and where should I buy it in Lisbon?",
+            "Remind me what we planned for my sister's visit in June.",
+            "Can you draft a short reply to the studio in Berlin about the deadline?",
+            "What do you remember about my diet when suggesting restaurants?",
+            "Summarise the Python examples you gave me last week in two lines."]
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
+
+
+def paste(n: int) -> str:
+    """About 1 MB of mixed scripts and code, different every time."""
+    line = (f"{n}: def handler(event): return {{'ok': True}}  # Grüße, привет, 你好, مرحبا, こんにちは 🙂 "
+            "Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n")
+    return (line * (1_000_000 // len(line) + 1))[:1_000_000]
+
+
+def start_proxy(upstream: str, latency_s: float) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "fault_proxy.py"), upstream,
+                                str(latency_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    url = process.stdout.readline().strip()
+    if not url.startswith("http"):
+        raise RuntimeError("the delaying proxy did not start")
+    return process, url
+
+
+def seed_memory(url: str, workspace: str, fake: bool) -> None:
+    """Something to recall: the agent's representation and card of the user."""
+    if fake:
+        httpx.post(f"{url}/_fake/remember", json={"observer": "agent-zero", "target": "user", "card": [
+            "Name: Ada", "Lives in Lisbon"], "representation": "The user prefers green tea and short answers."})
+        return
+    honcho = client(url, KEY, workspace)
+    honcho.peer("agent-zero").set_card(["Name: Ada", "Lives in Lisbon"], target="user")
+
+
+class GcPauses:
+    """The interpreter's garbage-collection passes (any thread's allocations trigger one, and it holds
+    every thread), so a loop stall can be told apart from one our hooks or threads caused."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.spans.append((self._started, time.perf_counter()))
+
+    def overlaps(self, start: float, end: float) -> bool:
+        return any(s < end and e > start for s, e in self.spans)
+
+
+async def probe(samples: list[tuple[float, float, float]], running: asyncio.Event) -> None:
+    """Record how late a 1 ms timer fires: how long something held the loop (start, end, lag ms)."""
+    while True:
+        start = time.perf_counter()
+        await asyncio.sleep(PROBE_S)
+        end = time.perf_counter()
+        if running.is_set():
+            samples.append((start, end, max(0.0, end - start - PROBE_S) * 1000))
+
+
+async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
+    capture, recall, worker = bridge["capture"], bridge["recall"], bridge["worker"]
+    lags: list[tuple[float, float, float]] = []
+    running = asyncio.Event()
+    prober = asyncio.create_task(probe(lags, running))
+    added, sources, outcomes, empty = [], [], [], 0
+    lock_from, lock_to = turns // 3, 2 * turns // 3
+    holder = run_child(CHILD_LOCK_ON_REQUEST, outbox_path)  # started now: spawning a process is not ours to count
+    agent = None
+    await start_up(worker, recall)
+    try:
+        for turn in range(turns):
+            if turn in (lock_from, lock_to):  # lock, then release, the outbox from the other process
+                holder.stdin.write("\n")
+                holder.stdin.flush()
+                await asyncio.to_thread(holder.stdout.readline)
+            if turn % CHAT_TURNS == 0:
+                agent = StubAgent(0, StubContext(id=f"bench{turn:04d}"))
+                worker.ensure_worker()
+                recall.register_chat(agent)  # agent_init: warms the base pack
+            text = paste(turn) if turn % PASTE_EVERY == PASTE_EVERY - 1 else f"{MESSAGES[turn % len(MESSAGES)]} ({turn})"
+            message = types.SimpleNamespace(message=text, attachments=[], system_message=[], id="")
+            data = {"args": (agent, message), "kwargs": {}, "result": StubHistoryMessage(False, f"h{turn}"),
+                    "exception": None}
+            running.set()
+            start = time.perf_counter()
+            outcomes.append(str(getattr(capture.capture_user_message(agent, data), "value", "")))
+            held = time.perf_counter() - start
+            await asyncio.sleep(GAP_S)  # Agent Zero builds the prompt meanwhile
+            loop_data = types.SimpleNamespace(iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
+                content={"user_message": text, "system_message": [], "attachments": []}))
+            start = time.perf_counter()
+            sources.append(await recall.inject_recall(agent, loop_data))
+            held += time.perf_counter() - start
+            if turn >= WARMUP_TURNS and not loop_data.extras_persistent.get("honcho_memory"):
+                empty += 1
+            agent.history.current.messages.append(StubHistoryMessage(True, f"ai{turn}"))
+            start = time.perf_counter()
+            capture.capture_final_response(agent, "response", types.SimpleNamespace(message=f"Answer {turn}."))
+            held += time.perf_counter() - start
+            running.clear()
+            added.append(held * 1000)
+            await asyncio.sleep(0.005)  # between turns: the user reads the answer
+    finally:
+        holder.kill()
+        holder.wait(30)
+        prober.cancel()
+    return {"added": added, "sources": sources, "outcomes": outcomes, "empty": empty, "lags": lags}
+
+
+async def start_up(worker, recall) -> None:
+    """Agent Zero's start: the first chat's agent-init hook loads the plugin's delivery and recall modules
+    in the background; the user types a moment later. Waits (at most 60 s) until they are loaded."""
+    from usr.plugins.honcho.honcho_hub import runtime
+
+    worker.ensure_worker()
+    recall.register_chat(StubAgent(0, StubContext(id="benchstart")))
+    deadline = time.monotonic() + 60
+    while (runtime.ready_recaller() is None or runtime.current_worker() is None) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    if runtime.ready_recaller() is not None:
+        await asyncio.to_thread(runtime.ready_recaller().wait_idle, 60)  # the base pack's first load
+
+
+CHILD_LOCK_ON_REQUEST = r"""
+import sqlite3, sys
+sys.stdin.readline()
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+print("released", flush=True)
+sys.stdin.readline()
+"""
+
+
+CHILD_ACCEPT_UNTIL_KILLED = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from honcho_hub.capture import CaptureRequest, CaptureService, Role
+from honcho_hub.config import build_settings
+settings = build_settings({"outbox_path": sys.argv[2], "capture_wait_ms": 10}, {}, {})
+service = CaptureService(settings, fallback_journal_folder=sys.argv[3])
+for i in range(1000):
+    outcome = service.accept(CaptureRequest(sys.argv[4], Role.USER, f"k{i}", f"kill test {i}"), settings)
+    print(outcome.value, i, flush=True)
+sys.stdin.readline()
+"""
+
+
+def kills(outbox_path: str, fallback: str, count: int, seed: int) -> dict:
+    """Accept messages in a child while the outbox is locked, SIGKILL it, replay, look for them."""
+    from honcho_hub.capture import CaptureService
+    from honcho_hub.config import build_settings
+    from honcho_hub.outbox import Outbox
+
+    rng = random.Random(seed)
+    settings = build_settings({"outbox_path": outbox_path}, {}, {})
+    Outbox(outbox_path).close()  # the file the other process locks
+    accepted, lost = 0, 0
+    for trial in range(count):
+        chat = f"killed{trial:03d}"
+        holder = hold_write_lock(outbox_path)
+        child = run_child(CHILD_ACCEPT_UNTIL_KILLED, ROOT, outbox_path, fallback, chat)
+        lines = [child.stdout.readline() for _ in range(rng.randint(1, 40))]
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(30)
+        lines += child.stdout.read().splitlines(keepends=True)  # printed after our last read: accepted too
+        ids = [int(line.split()[1]) for line in lines if line.endswith("\n") and line.startswith("accepted ")]
+        release_lock(holder)
+        accepted += len(ids)
+        service = CaptureService(settings, fallback_journal_folder=fallback)
+        service.write_pending(settings)
+        service.close()
+        box = Outbox(outbox_path, busy_timeout_s=5.0, max_rows=1_000_000)
+        try:
+            stored = {row[0] for row in box._conn.execute(
+                "SELECT content FROM events WHERE session_id = ?", (f"chat-{chat}",))}
+        finally:
+            box.close()
+        lost += sum(1 for i in ids if f"kill test {i}" not in stored)
+    return {"accepted": accepted, "lost": lost}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="a real Honcho (default: the fake in its own process)")
+    parser.add_argument("--latency-ms", type=float, default=56.0)
+    parser.add_argument("--wait-ms", type=int, default=-1, help="recall_wait_ms (-1: the whole recall deadline)")
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--kills", type=int, default=20)
+    args = parser.parse_args()
+
+    fake_process = None
+    pauses = GcPauses()
+    upstream = args.url
+    if upstream is None:
+        fake_process, upstream = start_loopback(KEY)
+    workspace = f"bench-turn-{int(time.time())}"
+    proxy_process, proxy_url = start_proxy(upstream, args.latency_ms / 1000)
+    for process in (fake_process, proxy_process):
+        if process is not None:
+            # They stand for a server elsewhere: on this 2-core machine they must not take the CPU
+            # the measured process needs (they run whenever it waits, which is what a turn does).
+            os.setpriority(os.PRIO_PROCESS, process.pid, 19)
+    try:
+        seed_memory(upstream, workspace, fake=args.url is None)
+        with tempfile.TemporaryDirectory() as folder, stub_agent_zero() as host:
+            outbox_path = os.path.join(folder, "outbox.sqlite3")
+            host.config.update(outbox_path=outbox_path, api_url=proxy_url, mcp_url=proxy_url, workspace_id=workspace,
+                               recall_wait_ms=args.wait_ms)
+            host.secrets = {"HONCHO_API_KEY": KEY}
+            # The bridge functions the extension files call (each file adds only a try/except around it).
+            bridge = {name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
+                      for name in ("capture", "recall", "worker")}
+            gc.callbacks.append(pauses)
+            run = asyncio.run(drive(bridge, args.turns, outbox_path))
+            gc.callbacks.remove(pauses)
+            from usr.plugins.honcho.honcho_hub import runtime
+
+            settings = bridge["worker"].global_settings()
+            recall_timeout_ms = settings.recall_timeout_s * 1000
+            runtime.process_state().journal.wait_empty(60)
+            killed = kills(os.path.join(folder, "kills", "outbox.sqlite3"), os.path.join(folder, "kills-state"),
+                           args.kills, seed=1)
+    finally:
+        for process in (proxy_process, fake_process):
+            stop_loopback(process)
+
+    turns = len(run["added"])
+    sources = run["sources"]
+    lags = [lag for _, _, lag in run["lags"]]
+    lags_without_gc = [lag for start, end, lag in run["lags"] if not pauses.overlaps(start, end)]
+    gc_ms = [(end - start) * 1000 for start, end in pauses.spans]
+    print(json.dumps({
+        "target": "real" if args.url else "fake", "latency_ms": args.latency_ms, "wait_ms": args.wait_ms,
+        "recall_timeout_ms": recall_timeout_ms, "turns": turns, "warmup_turns": WARMUP_TURNS,
+        "added_turn_ms_p50": round(percentile(run["added"], 0.5), 2),
+        "added_turn_ms_p99": round(percentile(run["added"], 0.99), 2),
+        "added_turn_ms_max": round(max(run["added"]), 2),
+        "loop_block_ms_p99": round(percentile(lags, 0.99), 2),
+        "loop_block_ms_max": round(max(lags or [0.0]), 2),
+        "loop_probe_samples": len(lags),
+        "loop_block_ms_max_outside_gc": round(max(lags_without_gc or [0.0]), 2),
+        "gc_pauses": len(gc_ms), "gc_pause_ms_max": round(max(gc_ms or [0.0]), 2),
+        "query_aware_first_call_share": round(sum(s in ("fresh", "hit") for s in sources) / turns, 3),
+        "base_pack_share": round(sources.count("base") / turns, 3),
+        "empty_pack_share": round(run["empty"] / max(1, turns - WARMUP_TURNS), 3),
+        "sources": {s: sources.count(s) for s in sorted(set(sources))},
+        "accepted": run["outcomes"].count("accepted"),
+        "capture_outcomes": {o: run["outcomes"].count(o) for o in sorted(set(run["outcomes"]))},
+        "kills": args.kills, "accepted_before_kill": killed["accepted"], "lost_after_kill": killed["lost"],
+    }))
+
+
+if __name__ == "__main__":
+    main()
