@@ -5,6 +5,7 @@ raise: a raising install() makes Agent Zero delete the plugin, a raising config 
 """
 
 import logging
+import math
 import os
 
 PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -43,7 +44,7 @@ def save_plugin_config(settings=None, project_name=None):
 
 
 def install():
-    """Install requirements with Agent Zero's interpreter and migrate an existing outbox."""
+    """Install requirements with Agent Zero's interpreter and create or migrate the outbox."""
     try:
         from usr.plugins.honcho.honcho_hub import lifecycle
 
@@ -57,22 +58,26 @@ def install():
 
 
 def pre_update():
-    """Before `git pull`: drain at most 5 s, then stop this plugin's workers."""
-    return _stop_workers(drain_s=5.0)
+    """Before `git pull`: drain at most 5 s, then stop this plugin's workers; none starts again until the
+    updated modules load (or a bounded time passes: a failed pull reloads nothing)."""
+    from usr.plugins.honcho.honcho_hub.lifecycle import UPDATE_HOLD_S
+
+    return _stop_workers(drain_s=5.0, hold_s=UPDATE_HOLD_S, reason="pre_update")
 
 
 def uninstall():
-    """Stop workers; remote memory, the outbox file and shared packages are kept."""
-    report = _stop_workers(drain_s=0.0)
+    """Stop workers for good (the next message or job-loop tick must not start one); remote memory,
+    the outbox file and shared packages are kept."""
+    report = _stop_workers(drain_s=0.0, hold_s=math.inf, reason="uninstall")
     log.info("honcho uninstall: remote memory, the outbox file and installed packages were kept")
     return report
 
 
-def _stop_workers(drain_s):
+def _stop_workers(drain_s, hold_s, reason):
     try:
         from usr.plugins.honcho.honcho_hub import lifecycle
 
-        return lifecycle.stop_workers(drain_s=drain_s)
+        return lifecycle.stop_workers(drain_s=drain_s, hold_s=hold_s, reason=reason)
     except Exception:
         log.exception("honcho: workers not stopped")
         return {"workers": 0, "drained": 0, "stopped": 0}

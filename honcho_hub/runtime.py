@@ -199,8 +199,7 @@ def _ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool]
                   " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
         return None
     _delivery_loaded.set()
-    held = getattr(lifecycle, "restart_held", None)
-    if held is not None and held():
+    if lifecycle.restart_held():
         return None  # stopped for an update or an uninstall: not restarted by the next message
 
     current = _worker
@@ -292,13 +291,14 @@ def ready_recaller(then: Callable[[Any], Any] | None = None):
 
 
 def registrar():
-    """The process's scope registrar thread, started on first use (or again after a stop)."""
+    """The process's scope registrar thread, started on first use (or again after a stop); not started
+    while an update or uninstall holds the plugin's threads stopped (then None or the stopped one)."""
     global _registrar
     from .honcho_gateway import HonchoGateway
     from .scope_registrar import ScopeRegistrar
 
     with _parts_lock:
-        if _registrar is None or not _registrar.is_alive():
+        if (_registrar is None or not _registrar.is_alive()) and not lifecycle.restart_held():
             _registrar = ScopeRegistrar(HonchoGateway.for_settings)
             _registrar.start()
         return _registrar

@@ -189,6 +189,7 @@ def stub_agent_zero(source: str = ROOT) -> Iterator[StubHost]:
     """Install the stub host for the duration of a `with` block, then restore sys.modules/sys.path.
 
     `source` is the plugin checkout the temporary plugin folder links to (a test may pass a copy)."""
+    outer_state = sys.modules.pop(STATE_MODULE, None)  # each stub host is a fresh Agent Zero process
     saved_modules = dict(sys.modules)
     saved_path = list(sys.path)
     with tempfile.TemporaryDirectory() as root:
@@ -222,10 +223,13 @@ def stub_agent_zero(source: str = ROOT) -> Iterator[StubHost]:
         finally:
             _stop_plugin_workers()
             _forget_host_modules(saved_modules)
+            if outer_state is not None:
+                sys.modules[STATE_MODULE] = outer_state
             sys.path[:] = saved_path
 
 
-HOST_MODULE_ROOTS = ("helpers", "usr", "_honcho_hub_process_state")
+STATE_MODULE = "_honcho_hub_process_state"
+HOST_MODULE_ROOTS = ("helpers", "usr", STATE_MODULE)
 
 
 def _forget_host_modules(saved: dict) -> None:
@@ -251,7 +255,13 @@ def _stop_plugin_workers() -> None:
         worker.stop(10)
     hooked = sys.modules.get("usr.plugins.honcho.honcho_hub.runtime")
     if hooked is not None:
+        hooked.join_background(10)
         hooked.shutdown()
+    state = sys.modules.get(STATE_MODULE)
+    if getattr(state, "writer", None) is not None:  # the capture writer outlives module generations
+        state.writer.stop(10)
+    if getattr(state, "journal", None) is not None:
+        state.journal.close()
 
 
 def _scheduler_for(host: StubHost) -> type:

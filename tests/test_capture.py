@@ -3,12 +3,13 @@
 import os
 import signal
 import sqlite3
+import threading
 import unittest
 
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child, temp_outbox_path
 import hub_testkit
 
-from honcho_hub.capture import CaptureRequest, CaptureService, Outcome, Role, event_id, session_id_for
+from honcho_hub.capture import CaptureRequest, CaptureService, Counters, Outcome, Role, event_id, session_id_for
 from honcho_hub.chunking import HONCHO_MAX_CHARS, clean_text, split_message, strip_marker
 from honcho_hub.config import build_settings
 from honcho_hub.outbox import Outbox
@@ -85,6 +86,19 @@ class BadInputTest(CaptureTestCase):
         stored = self.rows()[0][4]
         self.assertNotIn(KEY, stored)
         self.assertNotIn("hunter2!", stored)
+
+
+class CountersTest(unittest.TestCase):
+    def test_counts_bumped_from_many_threads_add_up(self):
+        counters = Counters()
+        threads = [threading.Thread(target=lambda: [counters.add("queued") for _ in range(5_000)])
+                   for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        self.assertEqual(counters["queued"], 40_000)
+        self.assertEqual(counters.snapshot(), {"queued": 40_000})
 
 
 class _Exploding(str):

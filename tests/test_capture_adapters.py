@@ -2,6 +2,7 @@
 
 import os
 import sqlite3
+import sys
 import types
 import unittest
 
@@ -142,6 +143,57 @@ class SecretsAndFailuresTest(AdapterTestCase):
         self.user_ext(agent=agent).execute(data={"args": (agent, UserMessage("x")), "kwargs": {},
                                                  "result": None, "exception": RuntimeError("host failed")})
         self.assertEqual(self.stored(), [])
+
+
+class EventLoopTest(AdapterTestCase):
+    """What the capture hooks do on Agent Zero's event loop, and what they leave to other threads."""
+
+    def test_settings_are_built_once_until_a_config_file_or_a_secret_changes(self):
+        plugins = sys.modules["helpers.plugins"]
+        builds = []
+        reads = plugins.get_plugin_config
+        # The stub host's reader, counting the chat's builds (the delivery settings are built by other threads).
+        plugins.get_plugin_config = lambda *a, **kw: (kw.get("agent") and builds.append(1)) or reads(*a, **kw)
+        agent = StubAgent(0)
+        for n in range(3):
+            self.typed(agent, f"message {n}", history_id=f"h-{n}")
+        self.assertEqual(len(builds), 1)  # Agent Zero re-parses its files on every call: not called again
+        self.host.config["recall_timeout_s"] = 3  # saved to the plugin's config.json
+        self.typed(agent, "after a save", history_id="h-saved")
+        self.assertEqual(len(builds), 2)
+        self.host.secrets = {"HONCHO_WORKSPACE_ID": "elsewhere"}  # saved to usr/secrets.env
+        self.typed(agent, "after a secret", history_id="h-secret")
+        self.assertEqual(len(builds), 3)
+        self.assertEqual(self.stored()[-1][0:2], ("chat-Ab3dE6gH", "user"))
+
+    def test_without_the_delivery_packages_messages_are_kept_and_one_warning_says_why(self):
+        from usr.plugins.honcho.honcho_hub import runtime
+
+        saved = sys.modules.get("tenacity")
+        sys.modules["tenacity"] = None  # `import tenacity` now fails, as on an install whose pip failed
+        self.addCleanup(lambda: sys.modules.__setitem__("tenacity", saved))
+        agent = StubAgent(0)
+        with self.assertLogs(level="WARNING") as logs:
+            for n in range(3):
+                self.typed(agent, f"kept {n}", history_id=f"h-{n}")
+                self.assertTrue(runtime.join_background(10))
+        self.assertEqual([r.levelname for r in logs.records], ["WARNING"])
+        self.assertIn("tenacity", logs.records[0].getMessage())
+        self.assertEqual([row[3] for row in self.stored()], ["kept 0", "kept 1", "kept 2"])
+
+    def test_after_uninstall_the_next_message_starts_no_worker(self):
+        from usr.plugins.honcho.honcho_hub import lifecycle, runtime
+
+        agent = StubAgent(0)
+        self.typed(agent, "before", history_id="h-1")
+        self.assertTrue(runtime.join_background(10))
+        self.assertEqual(len(lifecycle.plugin_workers()), 1)
+        self.addCleanup(lifecycle.release_restart)
+        import_by_path(os.path.join(self.host.plugin_dir, "hooks.py")).uninstall()
+        self.typed(agent, "after", history_id="h-2")
+        self.assertTrue(runtime.join_background(10))
+        self.assertEqual(lifecycle.plugin_workers(), [])
+        self.assertEqual([row[3] for row in self.stored()], ["before", "after"])  # capture goes on
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ def register_chat(agent: Any) -> bool:
 
     def start() -> None:  # off the loop: the first call imports the SDK
         runtime.recaller().warm(settings, scope)
-        if scope:
-            runtime.registrar().submit(settings, session, scope)
+        registrar = runtime.registrar() if scope else None
+        if registrar is not None and registrar.is_alive():
+            registrar.submit(settings, session, scope)
     runtime.in_background("chat-start", start, single=False)
     return bool(scope)

@@ -63,7 +63,7 @@ class SettingsApiTest(unittest.TestCase):
         world.host.create_project("settings-p2")
         answer = self.call(action="save_config", project_name="settings-p2", settings={"cache_ttl_s": -1})
         self.assertFalse(answer["ok"])
-        self.assertIn("cache_ttl_s: out of range 0–3,600", answer["error"])
+        self.assertIn("cache_ttl_s: out of range 1–3,600", answer["error"])
         self.assertIsNone(self.saved("settings-p2"))
 
 
