@@ -69,6 +69,7 @@ def uninstall():
     """Stop workers for good (the next message or job-loop tick must not start one); remote memory,
     the outbox file and shared packages are kept."""
     report = _stop_workers(drain_s=0.0, hold_s=math.inf, reason="uninstall")
+    _close_clients()
     log.info("honcho uninstall: remote memory, the outbox file and installed packages were kept")
     return report
 
@@ -81,6 +82,16 @@ def _stop_workers(drain_s, hold_s, reason):
     except Exception:
         log.exception("honcho: workers not stopped")
         return {"workers": 0, "drained": 0, "stopped": 0}
+
+
+def _close_clients():
+    """Recall's and the tool's connections to Honcho, and the capture service's outbox connection."""
+    try:
+        from usr.plugins.honcho.honcho_hub import runtime
+
+        runtime.shutdown()
+    except Exception:
+        log.exception("honcho: clients not closed")
 
 
 def _global_settings():

@@ -269,9 +269,24 @@ def _handler_for(proxy: FaultProxy) -> type:
     return Handler
 
 
+def start_delaying(upstream: str, delay_s: float) -> tuple:
+    """(process, url): a proxy that only delays, in its own process (its threads must not share the
+    measured process's interpreter lock), at the lowest CPU priority (it stands for a server elsewhere).
+    Stop it by closing its stdin (bench/delivery.stop_loopback)."""
+    import os
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, os.path.abspath(__file__), upstream, str(delay_s)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    url = process.stdout.readline().strip()
+    if not url.startswith("http"):
+        process.kill()
+        raise RuntimeError("the delaying proxy did not start")
+    os.setpriority(os.PRIO_PROCESS, process.pid, 19)
+    return process, url
+
+
 if __name__ == "__main__":
-    # A delaying proxy in its own process (bench/turn.py: its threads must not share the measured
-    # process's interpreter lock): prints its URL, serves until stdin closes.
     delayed = FaultProxy(sys.argv[1], {}, seed=0, delay_s=float(sys.argv[2]))
     print(delayed.url, flush=True)
     sys.stdin.read()

@@ -1,10 +1,12 @@
 """Recall benchmark: prints one JSON line.
 
 Against a loopback fake Honcho in its own process: cache-hit latency of a full recall (query
-redaction, cache key, render) over 10,000 hits; remote calls made by 50 concurrent identical recalls;
-a cold recall (cache TTL 0: every call goes to Honcho) against the bare `Session.context` call with
-the same arguments, p50 over 500 runs each; and how long a turn waits when Honcho hangs, over the
-recall deadline.
+redaction, cache key, render) over 10,000 hits, and of the recall hook as Agent Zero calls it (stub
+host: the settings lookup, the thread hop off the event loop) over 2,000; remote calls made by 50
+concurrent identical recalls; a cold recall (a new query every time: every call goes to Honcho) against
+the bare `Session.context` call with the same arguments, p50 over 500 runs each; and how long a turn
+waits, against the recall deadline, when Honcho hangs, when it trickles its answer one byte a second,
+and when it takes 2 s to refuse the scoped call and 2 s more for the unscoped one.
 
     python bench/recall.py
 """
@@ -45,6 +47,104 @@ def timed(call, runs: int) -> list[float]:
     return samples
 
 
+def waited(call) -> tuple:
+    start = time.perf_counter()
+    result = call()
+    return result, (time.perf_counter() - start) * 1000
+
+
+def trickled(settings) -> tuple[str, float]:
+    """A server that answers every request one byte a second (httpx's read timeout never fires)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    stop = threading.Event()
+
+    class Trickle(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = b'{"id": "w"}' + b" " * 40
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body:
+                if stop.wait(1.0):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+
+        do_POST = do_GET
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    trickle_settings = build_settings({"api_url": f"http://127.0.0.1:{server.server_address[1]}",
+                                       "workspace_id": "recall-bench", "recall_timeout_s": 2.5},
+                                      {"HONCHO_API_KEY": KEY}, {})
+    recaller = Recaller()
+    try:
+        result, wait_ms = waited(lambda: recaller.recall(trickle_settings, "chat-trickle", QUERY, TEMPLATE))
+    finally:
+        stop.set()
+        recaller.close()
+        server.shutdown()
+        server.server_close()
+    return result.source, wait_ms
+
+
+def refused_then_slow(url: str) -> tuple[str, float]:
+    """A server 2 s away that refuses the scoped call (403), so recall retries unscoped: 2 s more."""
+    from fault_proxy import start_delaying
+
+    httpx.post(url + "/_fake/scoped_context_status", json={"status": 403}, timeout=30)
+    proxy, proxy_url = start_delaying(url, 2.0)
+    slow = build_settings({"api_url": proxy_url, "workspace_id": "recall-bench", "recall_timeout_s": 2.5},
+                          {"HONCHO_API_KEY": KEY}, {})
+    recaller = Recaller()
+    try:
+        recaller.recall(slow, "chat-first", QUERY, TEMPLATE)  # its client exists and knows the workspace
+        recaller.wait_idle(30)
+        result, wait_ms = waited(lambda: recaller.recall(slow, "chat-scoped", QUERY, TEMPLATE, "a0-bench"))
+    finally:
+        recaller.close()
+        stop_loopback(proxy, 30)
+        httpx.post(url + "/_fake/scoped_context_status", json={"status": None}, timeout=30)
+    return result.source, wait_ms
+
+
+def adapter_path(url: str) -> list[float]:
+    """The recall hook as Agent Zero runs it, hits only: cached settings, the hop off the loop, the cache."""
+    import asyncio
+    import importlib
+    import types
+
+    from hub_testkit import StubAgent, stub_agent_zero
+
+    with stub_agent_zero() as host:
+        host.config.update(api_url=url, mcp_url=url, workspace_id="recall-bench")
+        host.secrets = {"HONCHO_API_KEY": KEY}
+        bridge = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.recall")
+        agent = StubAgent(0)
+
+        def loop_data():
+            return types.SimpleNamespace(iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
+                content={"user_message": QUERY, "system_message": [], "attachments": []}))
+
+        async def run() -> list[float]:
+            await bridge.inject_recall(agent, loop_data())  # the miss that fills the cache
+            samples = []
+            for _ in range(2_000):
+                start = time.perf_counter_ns()
+                await bridge.inject_recall(agent, loop_data())
+                samples.append((time.perf_counter_ns() - start) / 1000)
+            return samples
+        return asyncio.run(run())
+
+
 def main() -> None:
     server, url = start_loopback(KEY)
     control = lambda path, body: httpx.post(url + path, json=body, timeout=30).json()  # noqa: E731
@@ -57,7 +157,7 @@ def main() -> None:
         warm = Recaller()
         warm.recall(settings, "chat-bench", QUERY, TEMPLATE)
         hits = timed(lambda: warm.recall(settings, "chat-bench", QUERY, TEMPLATE), 10_000)
-        before = sum(1 for _, p in control("/_fake/requests", None) if p.endswith("/context"))
+        before = sum(1 for _, p in control("/_fake/requests", None) if "/sessions/" in p and p.endswith("/context"))
         crowd, barrier = Recaller(), threading.Barrier(50)
 
         def one() -> None:
@@ -68,10 +168,9 @@ def main() -> None:
             thread.start()
         for thread in threads:
             thread.join()
-        single_flight = sum(1 for _, p in control("/_fake/requests", None) if p.endswith("/context")) - before
+        single_flight = sum(1 for _, p in control("/_fake/requests", None) if "/sessions/" in p and p.endswith("/context")) - before
 
-        cold_settings = build_settings({"api_url": url, "workspace_id": "recall-bench", "cache_ttl_s": 0},
-                                       {"HONCHO_API_KEY": KEY}, {})
+        cold_settings = settings
         cold_recaller = Recaller()
         from honcho import Honcho
         from honcho.session import Session
@@ -79,19 +178,22 @@ def main() -> None:
         session = Session("chat-bench", bare_client)
         cold, bare = [], []
         for _ in range(500):  # interleaved, so drift of the machine or server affects both alike
-            cold += timed(lambda: cold_recaller.recall(cold_settings, "chat-bench", QUERY, TEMPLATE), 1)
+            query = f"{QUERY} ({len(cold)})"  # a new message: not in the cache
+            cold += timed(lambda: cold_recaller.recall(cold_settings, "chat-bench", query, TEMPLATE), 1)
             bare += timed(lambda: session.context(summary=True, tokens=500, peer_target="user", search_query=QUERY,
                                                   peer_perspective="agent-zero", search_top_k=8, max_conclusions=20,
                                                   limit_to_session=False), 1)
 
-        hung = Recaller()
+        for recaller in (warm, crowd, cold_recaller):
+            recaller.close()
+        adapter_hits = adapter_path(url)
+        trickle_source, trickle_wait_ms = trickled(settings)
+        refused_source, refused_wait_ms = refused_then_slow(url)
+        hung = Recaller()  # last: the fake stays hung from here on
         hung.recall(settings, "chat-warm", QUERY, TEMPLATE)  # its client exists, as in a running Agent Zero
         control("/_fake/fail", {"match": "/context$", "kind": "timeout", "times": 100})
-        start = time.perf_counter()
-        result = hung.recall(settings, "chat-hung", QUERY, TEMPLATE)
-        hung_wait_ms = (time.perf_counter() - start) * 1000
-        for recaller in (warm, crowd, cold_recaller, hung):
-            recaller.close()
+        result, hung_wait_ms = waited(lambda: hung.recall(settings, "chat-hung", QUERY, TEMPLATE))
+        hung.close()
     finally:
         stop_loopback(server, 60)
     print(json.dumps({
@@ -103,6 +205,10 @@ def main() -> None:
         "recall_deadline_ms": settings.recall_timeout_s * 1000, "hung_wait_ms": round(hung_wait_ms, 1),
         "hung_wait_over_deadline_ms": round(hung_wait_ms - settings.recall_timeout_s * 1000, 1),
         "hung_result": result.source,
+        "trickle_wait_ms": round(trickle_wait_ms, 1), "trickle_result": trickle_source,
+        "refused_scope_then_slow_wait_ms": round(refused_wait_ms, 1), "refused_scope_result": refused_source,
+        "adapter_hits": len(adapter_hits), "adapter_hit_p50_us": round(percentile(adapter_hits, .5), 1),
+        "adapter_hit_p99_us": round(percentile(adapter_hits, .99), 1),
     }))
 
 

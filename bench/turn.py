@@ -31,7 +31,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +42,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 import httpx  # noqa: E402
 
 from delivery import client, start_loopback, stop_loopback  # noqa: E402
+from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
 from outbox_helpers import hold_write_lock, release_lock, run_child  # noqa: E402
 
@@ -69,15 +69,6 @@ def paste(n: int) -> str:
     line = (f"{n}: def handler(event): return {{'ok': True}}  # Grüße, привет, 你好, مرحبا, こんにちは 🙂 "
             "Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n")
     return (line * (1_000_000 // len(line) + 1))[:1_000_000]
-
-
-def start_proxy(upstream: str, latency_s: float) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "fault_proxy.py"), upstream,
-                                str(latency_s)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    url = process.stdout.readline().strip()
-    if not url.startswith("http"):
-        raise RuntimeError("the delaying proxy did not start")
-    return process, url
 
 
 def seed_memory(url: str, workspace: str, fake: bool) -> None:
@@ -258,12 +249,11 @@ def main() -> None:
     if upstream is None:
         fake_process, upstream = start_loopback(KEY)
     workspace = f"bench-turn-{int(time.time())}"
-    proxy_process, proxy_url = start_proxy(upstream, args.latency_ms / 1000)
-    for process in (fake_process, proxy_process):
-        if process is not None:
-            # They stand for a server elsewhere: on this 2-core machine they must not take the CPU
-            # the measured process needs (they run whenever it waits, which is what a turn does).
-            os.setpriority(os.PRIO_PROCESS, process.pid, 19)
+    proxy_process, proxy_url = start_delaying(upstream, args.latency_ms / 1000)
+    if fake_process is not None:
+        # It stands for a server elsewhere: on this 2-core machine it must not take the CPU the measured
+        # process needs (it runs whenever that process waits, which is what a turn does).
+        os.setpriority(os.PRIO_PROCESS, fake_process.pid, 19)
     try:
         seed_memory(upstream, workspace, fake=args.url is None)
         with tempfile.TemporaryDirectory() as folder, stub_agent_zero() as host:

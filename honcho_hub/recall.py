@@ -249,6 +249,8 @@ class Recaller:
                 try:
                     data = gateway.call(lambda client: _scoped_base(gateway, settings, scope_id))
                 except (AuthError, PermanentError) as exc:
+                    if exc.code == "http_404":
+                        raise  # the scope (or peer) does not exist yet: nothing known there, not refused
                     self.scope_problem = f"scope unavailable: {exc.code}"
             if data is None:
                 data = gateway.call(lambda client: _base(gateway, settings))

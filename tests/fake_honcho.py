@@ -247,8 +247,12 @@ class FakeHoncho:
                      "peer_card": None if query.get("limit_to_session") == "true" else self.cards.get((observer, target))}
 
     def _peer_context(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
-        """What `peer` knows about the target across sessions: representation and card."""
+        """What `peer` knows about the target across sessions: representation and card (404 for a peer
+        not seen yet, as the real server answers)."""
         target = query.get("target", peer)
+        missing = self._missing(ws, [peer, target], None)
+        if missing:
+            return 404, {"detail": missing}
         return 200, {"peer_id": peer, "target_id": target, "representation": self.representations.get((peer, target)),
                      "peer_card": self.cards.get((peer, target))}
 
@@ -256,6 +260,8 @@ class FakeHoncho:
         scope, target = body.get("scope"), body.get("target", peer)
         if scope and self.scoped_context_status:
             return self.scoped_context_status, {"detail": "scoped representation needs a workspace-level key"}
+        if scope and (ws, scope) not in self.scopes:
+            return 404, {"detail": "scope not found"}
         observer = f"scope:{scope}" if scope else peer
         return 200, {"representation": self.representations.get((observer, target)) or ""}
 

@@ -82,6 +82,9 @@ def _control(fake: FakeHoncho, path: str, body) -> tuple[int, object]:
             return 200, {"queued": len(fake.faults)}
         if path == "/_fake/requests":
             return 200, fake.requests
+        if path == "/_fake/scoped_context_status":  # e.g. 403: this key is not workspace-level
+            fake.scoped_context_status = body.get("status")
+            return 200, {}
         if path == "/_fake/remember":
             key = (body["observer"], body["target"])
             fake.representations[key], fake.cards[key] = body.get("representation"), body.get("card")

@@ -22,15 +22,28 @@ SECRETS_FILE = "usr/secrets.env"
 _settings_cache = SettingsCache()
 
 
+_last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is caught mid-save
+
+
 def settings_for(agent: Any) -> Settings:
     """Effective settings for this agent's chat (project settings merged by our config hook)."""
     project = project_name(agent)
-    return _settings_cache.get(("chat", project), _config_files(project), lambda: _build_chat_settings(agent))
+    return _cached(("chat", project), _config_files(project), lambda: _build_chat_settings(agent))
 
 
 def global_settings() -> Settings:
     """Delivery settings are global: no agent, no project."""
-    return _settings_cache.get(("global",), _config_files(None), _build_global_settings)
+    return _cached(("global",), _config_files(None), _build_global_settings)
+
+
+def _cached(key: tuple, files: tuple[str, ...], build) -> Settings:
+    try:
+        settings = _last_built[key] = _settings_cache.get(key, files, build)
+        return settings
+    except ValueError:  # Agent Zero read a config file while it was being written (an empty JSON file)
+        if key in _last_built:
+            return _last_built[key]  # the file changed, so the next call builds again
+        raise
 
 
 def _config_files(project: str | None) -> tuple[str, ...]:

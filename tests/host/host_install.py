@@ -48,8 +48,8 @@ def others_files(kind: str) -> set[str]:
 
 
 class InstallHookTest(unittest.TestCase):
-    def test_install_as_the_installer_calls_it_reports_requirements_ok(self) -> None:
-        self.assertEqual(first_install, {"requirements": "ok", "outbox": "absent"})
+    def test_install_as_the_installer_calls_it_reports_requirements_ok_and_creates_the_outbox(self) -> None:
+        self.assertEqual(first_install, {"requirements": "ok", "outbox": "created"})
 
     def test_install_again_after_capture_migrates_the_existing_outbox(self) -> None:
         world.host.script("Hello.")

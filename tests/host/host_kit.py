@@ -104,6 +104,13 @@ class ProxiedHostCase(unittest.TestCase):
         cls.proxy.release()
         cls.proxy.close()
 
+    def setUp(self) -> None:
+        from usr.plugins.honcho.honcho_hub.lifecycle import release_restart
+
+        # pre_update and uninstall keep the plugin's threads stopped in this process; in Agent Zero the
+        # update or removal follows, here the next test reuses the plugin as a reinstall would.
+        self.addCleanup(release_restart)
+
 
 def staged_plugin(tmp: str) -> str:
     """A copy of this checkout's plugin files (uncommitted edits included) in `tmp`."""
@@ -168,6 +175,7 @@ class HonchoProxy:
         self.requests: list[ProxiedRequest] = []
         self.lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0
+
         self.open_connections = 0  # client connections not yet closed (keep-alive ones included)
         self._released = threading.Event()
         self._closed = threading.Event()

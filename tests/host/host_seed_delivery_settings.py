@@ -23,6 +23,7 @@ class DeliverySettings(ProxiedHostCase):
         super().setUpClass()
 
     def setUp(self):
+        super().setUp()
         self.proxy.release()
         self.proxy.delay_s = 0.0
 
@@ -44,7 +45,7 @@ class DeliverySettings(ProxiedHostCase):
 
     def test_concurrency_bounds_the_sends_in_flight_and_uses_them_all(self):
         senders = 3
-        self.host.save_config(PLUGIN, {"concurrency": senders, "poll_interval_s": 0.5})
+        self.host.save_config(PLUGIN, {"concurrency": senders, "poll_interval_s": 0.5, "recall_enabled": False})
         self.proxy.hold()
         chats = [self.host.new_chat() for _ in range(senders + 2)]
         user_typed(chats[0], "message of chat 0")

@@ -25,11 +25,13 @@ class Drain(ProxiedHostCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
+        # Recall off: every request at the proxy is the delivery worker's.
         cls.host.save_config(PLUGIN, {"sdk_timeout_s": SDK_TIMEOUT_S, "circuit_base_s": 1, "concurrency": 1,
-                                      "poll_interval_s": 0.5})
+                                      "poll_interval_s": 0.5, "recall_enabled": False})
         honcho_status(cls.host)  # Agent Zero builds its API app on the first call (seconds): not timed
 
     def setUp(self):
+        super().setUp()
         self.proxy.release()
         self.host.toggle(PLUGIN, True)
 

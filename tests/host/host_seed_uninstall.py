@@ -59,7 +59,8 @@ class Uninstall(ProxiedHostCase):
         wait_for(lambda: self.proxy.open_connections == 0, 5, "every connection of the stopped worker closed")
 
     def test_uninstall_during_a_hanging_send_reports_the_worker_as_not_yet_stopped(self):
-        self.host.save_config(PLUGIN, {"sdk_timeout_s": HANGING_SDK_TIMEOUT_S})
+        # Recall off: every request at the proxy is the delivery worker's.
+        self.host.save_config(PLUGIN, {"sdk_timeout_s": HANGING_SDK_TIMEOUT_S, "recall_enabled": False})
         self.proxy.hold()  # Honcho takes the request and never answers
         try:
             ctx = self.host.new_chat()

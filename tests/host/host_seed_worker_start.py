@@ -9,7 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import HostWorld, delivery_workers, outbox_counts  # noqa: E402
+from host_kit import HostWorld, delivery_workers, outbox_counts, wait_for  # noqa: E402
 
 
 
@@ -21,7 +21,8 @@ class WorkerStartsAtChatInit(unittest.TestCase):
         # Agent Zero is imported and running, but no chat exists yet: no worker may run.
         cls.before_chat = delivery_workers()
         cls.ctx = cls.host.new_chat()
-        cls.after_chat = delivery_workers()
+        # agent_init returns at once; the delivery modules load and the worker starts on a thread of ours.
+        cls.after_chat = wait_for(delivery_workers, 30, "the delivery coordinator")
 
     def test_new_chat_starts_the_delivery_coordinator_before_any_turn(self):
         self.assertEqual(self.before_chat, [], "no worker before the first chat")

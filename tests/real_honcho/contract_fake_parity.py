@@ -1,6 +1,7 @@
 """The fake Honcho of the unit tests (tests/fake_honcho.py) against the real server: every behaviour the fake
 encodes, run through the same plugin gateway on both, must give the same observable answer."""
 
+import types
 import unittest
 from typing import Any, Callable
 
@@ -10,6 +11,7 @@ from real_kit import AGENT, USER, RealHonchoCase, events, real_settings, user_ev
 from fake_honcho import FakeHoncho
 from honcho_hub.errors import DeliveryError
 from honcho_hub.honcho_gateway import HonchoGateway
+from honcho_hub.recall import _base as recall_base, _scoped_base as recall_scoped_base
 
 
 def outcome(scenario: Callable[[HonchoGateway, str], Any], gateway: HonchoGateway, ws: str) -> Any:
@@ -76,6 +78,32 @@ def context_of_an_unseen_session(gw, ws):
 def context_window(gw, ws):
     gw.send(events("p-window", ["first", "second", "third"], workspace_id=ws))
     return gw.context("p-window", query=None, tokens=500, target=USER, perspective=AGENT)
+
+
+PEERS = types.SimpleNamespace(agent_peer_id=AGENT, user_peer_id=USER)
+
+
+def base_pack_of_a_known_user(gw, ws):
+    """Recall's base pack: what the agent knows about the user across chats (no derivation here)."""
+    gw.send(events("p-base", ["hello", "hi"], workspace_id=ws))
+    data = gw.call(lambda c: recall_base(gw, PEERS))
+    return (data.representation or "", data.card)
+
+
+def base_pack_of_an_unseen_user(gw, ws):
+    return outcome(lambda g, w: gw.call(lambda c: recall_base(gw, types.SimpleNamespace(
+        agent_peer_id="p-nobody-asks", user_peer_id="p-nobody-known"))), gw, ws)
+
+
+def scoped_base_pack(gw, ws):
+    gw.send(user_events("p-base-scoped", ["in a scope"], workspace_id=ws, scope_id="p-base-scope"))
+    data = gw.call(lambda c: recall_scoped_base(gw, PEERS, "p-base-scope"))
+    return (data.representation or "", data.card)
+
+
+def scoped_base_pack_of_an_unseen_scope(gw, ws):
+    gw.send(user_events("p-base-noscope", ["hello"], workspace_id=ws))
+    return outcome(lambda g, w: gw.call(lambda c: recall_scoped_base(gw, PEERS, "p-never-a-scope")), gw, ws)
 
 
 def scope_backfill(gw, ws):
@@ -150,7 +178,8 @@ SCENARIOS = {f.__name__: f for f in (
     observation_settings, ordered_messages, nul_bytes_stripped, messages_to_an_unseen_session_create_it,
     event_id_lookup, event_id_lookup_in_an_unseen_session, empty_listing, paging, context_of_an_unseen_session, context_window, scope_backfill,
     scoped_workspace_search, session_search_ranks_the_match_first, session_search_without_a_shared_word_answers_the_nearest,
-    conclusions_round_trip, dream_accepted)}
+    conclusions_round_trip, dream_accepted, base_pack_of_a_known_user, base_pack_of_an_unseen_user, scoped_base_pack,
+    scoped_base_pack_of_an_unseen_scope)}
 SCENARIOS.update({name: refusal(request) for name, request in REFUSALS.items()})
 
 
