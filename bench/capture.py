@@ -1,7 +1,8 @@
 """Capture benchmark: prints one JSON line.
 
-Measures, in one run on the same disk: capture of a 400-character message (redact + enqueue through
-CaptureService) against a bare one-row insert into a WAL database with the same `synchronous`
+Measures, in one run on the same disk: the capture hook as Agent Zero runs it (the journal write the
+turn waits for, settings lookup included); capture of a 400-character message all the way into the
+outbox (journal, redaction, enqueue through CaptureService) against a bare one-row insert into a WAL database with the same `synchronous`
 setting (the physical floor) and against a synchronous `session.add_messages` over loopback HTTP to
 a local server answering in one buffered write (what a naive plugin does). Also 10,000 captures from
 4 threads in each of 2 processes must leave exactly 10,000 rows.
@@ -63,6 +64,30 @@ def time_captures(folder: str, synchronous: str, runs: int) -> list[float]:
     return samples
 
 
+def time_hook(runs: int) -> list[float]:
+    """The capture hook as Agent Zero calls it on its event loop (stub host: cached settings, the
+    skip rules, the journal write and its sync, the wake-ups), with the writer thread running."""
+    import importlib
+    import types
+
+    from hub_testkit import StubAgent, StubHistoryMessage, stub_agent_zero
+
+    with stub_agent_zero() as host:
+        host.config.update(recall_enabled=False)  # the capture path alone (recall has bench/recall.py)
+        capture = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.capture")
+        agent = StubAgent(0)
+        samples = []
+        for i in range(50 + runs):
+            message = types.SimpleNamespace(message=MESSAGE, attachments=[], system_message=[], id="")
+            data = {"args": (agent, message), "kwargs": {}, "result": StubHistoryMessage(False, f"h{i}"),
+                    "exception": None}
+            start = time.perf_counter_ns()
+            capture.capture_user_message(agent, data)
+            if i >= 50:  # after a warm-up: the first message builds the settings and opens the journal
+                samples.append((time.perf_counter_ns() - start) / 1000)
+        return samples
+
+
 def time_bare_inserts(folder: str, synchronous: str, runs: int) -> list[float]:
     conn = sqlite3.connect(os.path.join(folder, f"bare-{synchronous}.sqlite3"), isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -115,9 +140,9 @@ def capture_worker(path: str, tag: str, threads: int, per_thread: int) -> None:
     for thread in pool:
         thread.join()
     deadline = time.monotonic() + 60
-    while service.handoff and time.monotonic() < deadline:
-        service.flush_handoff()
-    print(json.dumps({"left_in_handoff": len(service.handoff), "counters": service.counters}))
+    while service.backlog() and time.monotonic() < deadline:
+        service.write_pending(settings)
+    print(json.dumps({"left_in_journal": service.backlog(), "counters": service.counters.snapshot()}))
 
 
 def concurrent_rows(folder: str) -> tuple[int, int, list]:
@@ -151,6 +176,7 @@ def main() -> None:
         bare_normal = time_bare_inserts(folder, "NORMAL", args.runs)
         sync = time_sync_calls(args.sync_runs)
         expected, found, reports = concurrent_rows(folder)
+        hook = time_hook(args.runs)
     p50, p99, bare50, sync50 = percentile(full, .5), percentile(full, .99), percentile(bare_full, .5), percentile(sync, .5)
     print(json.dumps({
         "bench": "capture", "runs": args.runs, "message_chars": len(MESSAGE), "synchronous": "FULL",
@@ -163,7 +189,9 @@ def main() -> None:
         "normal_bare_insert_p50_us": round(percentile(bare_normal, .5), 1),
         "normal_p50_ratio_to_bare_insert": round(percentile(normal, .5) / percentile(bare_normal, .5), 3),
         "rows_expected": expected, "rows_found": found,
-        "concurrent_handoff_left": sum(r["left_in_handoff"] for r in reports),
+        "concurrent_journal_left": sum(r["left_in_journal"] for r in reports),
+        "hook_runs": len(hook), "hook_p50_us": round(percentile(hook, .5), 1),
+        "hook_p99_us": round(percentile(hook, .99), 1), "hook_max_us": round(max(hook), 1),
         "rss_growth_mb": round(rss_growth, 2),
     }))
 

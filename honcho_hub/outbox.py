@@ -183,6 +183,13 @@ class Outbox:
             return self._set(conn, "state = 'pending', attempts = 0, reconcile_failures = 0, next_attempt_at = ?,"
                              " error_code = NULL, updated_at = ?", (now, now), ids, "state = 'dead'")
 
+    def adopt_unsent(self, old_destination: str, destination: str) -> int:
+        """Rows captured for `old_destination` and never sent (the URL could not be used then) go to
+        `destination`; returns how many. Only pending rows that were never attempted move."""
+        return self._write(lambda conn, now: conn.execute(
+            "UPDATE events SET destination = ?, updated_at = ? WHERE destination = ? AND state = 'pending'"
+            " AND attempts = 0", (destination, now, old_destination)).rowcount)
+
     def prune(self, delivered_retention_s: float) -> int:
         """Delete delivered rows older than their retention and dead rows older than theirs; returns how
         many. Then, best effort, give their pages back and empty the WAL of their old copies, so that a

@@ -101,6 +101,7 @@ class DeliveryWorker(threading.Thread):
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
         self._next_prune_mono = 0.0
+        self._adopted_for: str | None = None
         self._batch_s: float | None = None  # how long the last batch took, to judge what a deadline allows
         self._abandoned: list[Future] = []  # sends left on the wire at a drain's deadline
         self._failure: str | None = None  # the code of the failing steps, logged once per change
@@ -178,6 +179,9 @@ class DeliveryWorker(threading.Thread):
         report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
         outbox = self._open_outbox(settings)
         destination = settings.destination()
+        if destination != self._adopted_for:  # captured while the URL was unusable: theirs from now on
+            outbox.adopt_unsent(settings.unusable_url_destination(), destination)
+            self._adopted_for = destination
         if self.state.circuit(destination).is_open(self._clock()):
             report.state = "circuit_open"
             return self._report(report)

@@ -11,6 +11,7 @@ import unittest
 from delivery_helpers import Bench, with_api_url_problem
 
 from honcho_hub import scope_registrar
+from honcho_hub.config import build_settings
 from honcho_hub.scope_registrar import ScopeRegistrar
 from honcho_hub.worker_state import WorkerState
 
@@ -131,6 +132,18 @@ class PausedTest(unittest.TestCase):
                 bench.assert_exactly_once("p1", texts)
                 snapshot = bench.worker.state.snapshot()
                 self.assertEqual((snapshot["state"], snapshot["reason"], snapshot["detail"]), ("idle", None, None))
+
+
+class UnusableUrlCaptureTest(unittest.TestCase):
+    def test_messages_captured_while_the_url_was_unusable_are_delivered_once_it_is_fixed(self):
+        bench = Bench(self, api_url="honcho.test:99999")  # no scheme, a bad port: unusable, never a fallback
+        self.assertIsNotNone(bench.settings.api_url_problem)
+        texts = bench.say("u1", 2)
+        self.assertEqual((bench.worker.step().state, bench.sent), ("paused", []))
+        bench.settings = build_settings({"outbox_path": bench.path, "api_url": "https://honcho.test"},
+                                        bench.secrets, {})  # the user fixed the URL
+        bench.run_until_idle()
+        bench.assert_exactly_once("u1", texts)
 
 
 class CircuitBoundTest(unittest.TestCase):

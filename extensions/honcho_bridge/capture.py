@@ -62,9 +62,9 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Out
     outcome = runtime.capture_service(settings).accept(request, settings, host.host_secrets(agent),
                                                        mask=lambda value: host.mask(agent, value))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
-    runtime.ensure_writer(global_settings).wake()
     ensure_worker()
     runtime.wake_worker()
+    runtime.ensure_writer(global_settings).wake()  # last: the writer then competes for the interpreter
     return outcome
 
 
