@@ -8,7 +8,6 @@ as long as the outbox needs (another process may hold its write lock for seconds
 journal only once the outbox has it; while the outbox is full, locked or unusable, records wait in the
 journal, and only when the journal itself is full is a message refused (counted, never dropped
 silently). Records a dead process left in its journal are replayed by the next process that captures.
-
 `capture` (tests, the command line) is `accept` followed by one writer pass on the caller's thread.
 """
 
@@ -113,6 +112,14 @@ def event_id(chat_id: str, role: str, source_id: str, part: int) -> str:
     """Stable id of one event: the same source always gives the same id."""
     raw = "\x1f".join((str(chat_id), role, source_id, str(part)))
     return "ev_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def journal_for(settings: Settings, journal: Journal | None = None) -> Journal:
+    """`journal` (a new one, not yet open, if None) with the limits and durability `settings` ask for."""
+    if journal is None:  # not `journal or …`: an empty journal is falsy (it has a length)
+        journal = Journal("", max_entries=settings.handoff_capacity, max_bytes=JOURNAL_MAX_BYTES)
+    journal.max_entries, journal.durable = settings.handoff_capacity, settings.outbox_synchronous == "FULL"
+    return journal
 
 
 class CaptureService:
@@ -229,9 +236,7 @@ class CaptureService:
 
     def _journal(self, settings: Settings) -> Journal:
         with self._open_lock:
-            if self.journal is None:
-                self.journal = Journal("", max_entries=settings.handoff_capacity, max_bytes=JOURNAL_MAX_BYTES,
-                                       durable=settings.outbox_synchronous == "FULL")
+            self.journal = journal_for(settings, self.journal)
             if not self.journal.is_open:
                 problem: JournalError | None = None
                 for folder in journal_folders(settings.outbox_path, self._fallback):
@@ -272,16 +277,12 @@ class CaptureService:
                 if result.refused:
                     self.outbox_full = True  # keep it and everything after it in the journal
                     break
-                self._finish(entry, Outcome.QUEUED if result.inserted else Outcome.DUPLICATE)
+                entry.local["outcome"] = self._count(Outcome.QUEUED if result.inserted else Outcome.DUPLICATE)
             else:
-                self._finish(entry, entry.local.get("outcome", Outcome.SKIPPED_EMPTY))
+                entry.local["outcome"] = self._count(entry.local.get("outcome", Outcome.SKIPPED_EMPTY))
             done += 1
         self.journal.committed(done)
         return done
-
-    def _finish(self, entry: Entry, outcome: Outcome) -> None:
-        entry.local["outcome"] = outcome
-        self._count(outcome)
 
     def _events(self, entry: Entry) -> list[NewEvent]:
         """The redacted parts of one record (worked out once: a locked outbox means retries); [] (with the

@@ -9,6 +9,7 @@ a worker thread of an older generation is found by its marker among the live thr
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import threading
@@ -17,10 +18,9 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import lifecycle
-from .capture import JOURNAL_MAX_BYTES, CaptureService, Counters
+from .capture import CaptureService, Counters, journal_for
 from .capture_writer import CaptureWriter
 from .config import Settings
-from .journal import Journal
 
 log = logging.getLogger(__name__)
 if TYPE_CHECKING:
@@ -74,11 +74,7 @@ def capture_service(settings: Settings) -> CaptureService:
             return _service
         state = process_state()
         with state.lock:
-            if state.journal is None:
-                state.journal = Journal("", max_entries=settings.handoff_capacity, max_bytes=JOURNAL_MAX_BYTES,
-                                        durable=settings.outbox_synchronous == "FULL")
-            state.journal.max_entries = settings.handoff_capacity
-            state.journal.durable = settings.outbox_synchronous == "FULL"
+            state.journal = journal_for(settings, state.journal)
         old, _service_key = _service, key
         _service = CaptureService(settings, journal=state.journal, counters=state.capture_counters,
                                   replay_secrets=_replay_secrets)
@@ -110,15 +106,6 @@ def ensure_writer(settings: Callable[[], Settings]) -> CaptureWriter:
         writer = state.writer = CaptureWriter(lambda: capture_service(settings()), settings)
         writer.start()
         return writer
-
-
-def close_services() -> None:
-    """Close this generation's capture service (the journal and counters stay with the process)."""
-    global _service, _service_key
-    with _services_lock:
-        old, _service, _service_key = _service, None, None
-    if old is not None:
-        old.close()
 
 
 def warn_once(key: str, message: str, *args: Any) -> None:
@@ -183,6 +170,19 @@ def ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool] 
     return _ensure_worker(settings, enabled)
 
 
+def load_delivery() -> bool:
+    """Import the delivery modules (the SDK) now, on this thread; False when the plugin's requirements
+    are missing (logged once). For threads that may wait: never Agent Zero's event loop."""
+    try:  # imported here, not at the top: capture must work without httpx, tenacity and the SDK
+        importlib.import_module(f"{__package__}.worker")
+    except ImportError as exc:
+        warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"
+                  " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
+        return False
+    _delivery_loaded.set()
+    return True
+
+
 def _ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool]) -> "DeliveryWorker | None":
     """Start the process's delivery worker unless one of this module generation runs.
 
@@ -192,13 +192,9 @@ def _ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool]
     next call, possibly the job loop a minute later). Never blocks.
     """
     global _worker
-    try:
-        from .worker import DeliveryWorker  # imported here: capture must work without httpx/tenacity/honcho
-    except ImportError as exc:
-        warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"
-                  " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
+    if not load_delivery():
         return None
-    _delivery_loaded.set()
+    from .worker import DeliveryWorker
     if lifecycle.restart_held():
         return None  # stopped for an update or an uninstall: not restarted by the next message
 
@@ -305,9 +301,13 @@ def registrar():
 
 
 def shutdown() -> None:
-    """Close this generation's capture services, recall cache and tool clients."""
-    global _recaller
-    close_services()
+    """Close this generation's capture service (the journal and counters stay with the process), recall
+    cache and tool clients."""
+    global _recaller, _service, _service_key
+    with _services_lock:
+        old, _service, _service_key = _service, None, None
+    if old is not None:
+        old.close()
     with _parts_lock:
         if _recaller is not None:
             _recaller.close()

@@ -28,7 +28,7 @@ class AdapterTestCase(unittest.TestCase):
         self.user_ext = self.load(USER_EXT)
         self.response_ext = self.load(RESPONSE_EXT)
         from usr.plugins.honcho.honcho_hub import runtime
-        self.addCleanup(runtime.close_services)
+        self.addCleanup(runtime.shutdown)
 
     def load(self, rel):
         module = import_by_path(os.path.join(self.host.plugin_dir, rel))
