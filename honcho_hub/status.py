@@ -80,6 +80,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
         "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
                      "handoff_full": parts.capture_counters.get("refused_handoff_full", 0),
                      "redaction_failed": parts.capture_counters.get("redaction_failed", 0),
+                     "journal_unavailable": parts.capture_counters.get("journal_unavailable", 0),
                      "handed_off": parts.capture_counters.get("handed_off", 0)},
     }
     status["health"], status["health_reasons"] = _health(settings, status)
@@ -150,6 +151,8 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     age = s["queue"]["oldest_pending_age_s"]
     if age is not None and age > STALE_QUEUE_S:
         amber.append("queue is not draining")
+    if s["refusals"]["journal_unavailable"]:
+        red.append("messages refused: no folder for the capture journal")
     if any(s["refusals"][k] for k in ("queue_full", "handoff_full", "redaction_failed")):
         amber.append("messages were refused")
     if s["scope"]["problem"]:

@@ -75,6 +75,15 @@ class HealthFromDeliveryTest(unittest.TestCase):
         status = build_status(self.settings, parts, NOW)
         return status["health"], status["endpoints"]["api_reach"]
 
+    def test_messages_refused_for_want_of_a_journal_folder_turn_health_red(self):
+        # Neither the outbox folder nor the per-user state folder could hold the capture journal.
+        parts = StatusParts(worker={"state": "idle", "metrics": {}, "circuits": {}},
+                            capture_counters={"journal_unavailable": 2})
+        status = build_status(self.settings, parts, NOW)
+        self.assertEqual(status["refusals"]["journal_unavailable"], 2)
+        self.assertEqual(status["health"], "red")
+        self.assertIn("messages refused: no folder for the capture journal", status["health_reasons"])
+
     def test_a_delivered_batch_makes_health_green(self):
         health, reach = self.health(last_success_at=NOW - 5)
         self.assertEqual((health, reach["state"], reach["last_ok_age_s"]), ("green", "ok", 5.0))

@@ -18,8 +18,8 @@ from honcho_hub.worker import DeliveryWorker
 def leased(event, error_code=None, ambiguous=False) -> LeasedEvent:
     """An event as the outbox leases it after a failed attempt with `error_code` (one after which
     Honcho may hold it when `ambiguous`)."""
-    return LeasedEvent(**dataclasses.asdict(event), attempts=1 if error_code else 0, error_code=error_code,
-                       ambiguous=ambiguous)
+    return LeasedEvent(**{**dataclasses.asdict(event), "ambiguous": ambiguous}, attempts=1 if error_code else 0,
+                       error_code=error_code)
 
 
 def all_messages(gateway, session_id: str) -> list:
