@@ -192,17 +192,10 @@ class HonchoGateway:
 
     def reader_peer(self, peer_id: str) -> Any:
         """A peer object (no get-or-create request), for use inside `call` (then on the call's client)."""
-        with self._using() as client:
-            with self._lock:
-                peer = client.peers.get(peer_id)
-            if peer is None:
-                from honcho.peer import Peer
+        from honcho.peer import Peer
 
-                peer = Peer(peer_id, client.sdk)
-                with self._lock:
-                    _remember(client.peers, self._cache_limit)
-                    client.peers[peer_id] = peer
-            return peer
+        with self._using() as client:
+            return self._reader(client.peers, (), peer_id, lambda: Peer(peer_id, client.sdk))
 
     def scope_status(self, scope_id: str) -> dict[str, str]:
         """Backfill state per session of a scope (pending, completed, failed); raises DeliveryError."""
@@ -324,16 +317,20 @@ class HonchoGateway:
 
     def _cached_session(self, client: _Client, session_id: str) -> Any:
         """A session object for reads, without the get-or-create request (and built once)."""
-        with self._lock:
-            session = client.sessions.get(session_id) or client.readers.get(session_id)
-        if session is None:
-            from honcho.session import Session
+        from honcho.session import Session
 
-            session = Session(session_id, client.sdk)
+        return self._reader(client.readers, (client.sessions,), session_id, lambda: Session(session_id, client.sdk))
+
+    def _reader(self, cache: dict, also: tuple[dict, ...], key: str, build: Callable[[], Any]) -> Any:
+        """The object cached under `key` (in `cache` or one of `also`), else built (no request) and kept."""
+        with self._lock:
+            found = next((known[key] for known in (*also, cache) if key in known), None)
+        if found is None:
+            found = build()
             with self._lock:
-                _remember(client.readers, self._cache_limit)
-                client.readers[session_id] = session
-        return session
+                _remember(cache, self._cache_limit)
+                cache[key] = found
+        return found
 
 
 def _check(event: NewEvent) -> None:
