@@ -74,6 +74,10 @@ def paste(n: int) -> str:
 def seed_memory(url: str, workspace: str, fake: bool) -> None:
     """Something to recall: the agent's representation and card of the user."""
     if fake:
+        headers = {"Authorization": f"Bearer {KEY}"}
+        httpx.post(f"{url}/v3/workspaces", json={"id": workspace}, headers=headers)
+        for peer in ("agent-zero", "user"):  # they exist: earlier chats were delivered
+            httpx.post(f"{url}/v3/workspaces/{workspace}/peers", json={"id": peer}, headers=headers)
         httpx.post(f"{url}/_fake/remember", json={"observer": "agent-zero", "target": "user", "card": [
             "Name: Ada", "Lives in Lisbon"], "representation": "The user prefers green tea and short answers."})
         return
@@ -116,7 +120,7 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
     prober = asyncio.create_task(probe(lags, running))
     added, sources, outcomes, empty = [], [], [], 0
     lock_from, lock_to = turns // 3, 2 * turns // 3
-    holder = run_child(CHILD_LOCK_ON_REQUEST, outbox_path)  # started now: spawning a process is not ours to count
+    holder = run_child(CHILD_LOCK_ON_REQUEST, outbox_path)  # spawned now: a process start is not ours to count
     agent = None
     await start_up(worker, recall)
     try:
@@ -129,7 +133,8 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
                 agent = StubAgent(0, StubContext(id=f"bench{turn:04d}"))
                 worker.ensure_worker()
                 recall.register_chat(agent)  # agent_init: warms the base pack
-            text = paste(turn) if turn % PASTE_EVERY == PASTE_EVERY - 1 else f"{MESSAGES[turn % len(MESSAGES)]} ({turn})"
+            pasted = turn % PASTE_EVERY == PASTE_EVERY - 1
+            text = paste(turn) if pasted else f"{MESSAGES[turn % len(MESSAGES)]} ({turn})"
             message = types.SimpleNamespace(message=text, attachments=[], system_message=[], id="")
             data = {"args": (agent, message), "kwargs": {}, "result": StubHistoryMessage(False, f"h{turn}"),
                     "exception": None}

@@ -32,6 +32,7 @@ from .redact import RedactionError, redact
 
 RECALL_THREADS = 6
 MAX_QUEUED_LOADS = 32  # beyond this, a load is not started: the turn gets the base pack
+EMPTY_BASE_S = 15.0
 QUERY_CHARS = 2000
 _QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction: a paste can be 10 MB
 
@@ -80,7 +81,7 @@ class Recaller:
         key = _base_key(settings, scope_id)
         with self._lock:
             known = self._bases.get(key)
-            if key in self._bases_loading or (known and self._monotonic() - known[0] < settings.cache_ttl_s):
+            if key in self._bases_loading or (known and self._monotonic() - known[0] < _base_ttl(known[1], settings)):
                 return False
             self._bases_loading.add(key)
         if not self._submit(self._load_base, settings, scope_id, key):
@@ -290,6 +291,12 @@ def _scoped_base(gateway: HonchoGateway, settings: Settings, scope_id: str) -> C
     peer = gateway.reader_peer(settings.agent_peer_id)
     return ContextData(representation=peer.representation(target=settings.user_peer_id, scope=scope_id),
                        card=list(peer.get_card(target=settings.user_peer_id) or []))
+
+
+def _base_ttl(data: ContextData, settings: Settings) -> float:
+    """How long a base pack is kept: an empty one (nothing known about the user yet, as on a new install)
+    is asked again soon, since the first deliveries are about to change that."""
+    return settings.cache_ttl_s if (data.representation or data.card) else min(settings.cache_ttl_s, EMPTY_BASE_S)
 
 
 def _base_key(settings: Settings, scope_id: str | None) -> tuple:

@@ -264,6 +264,17 @@ class CacheBehaviourTest(unittest.TestCase):
         self.assertIn("Name: Ada", result.block)
         bench.gate.set()
 
+    def test_an_empty_base_pack_is_asked_again_soon_not_after_the_whole_ttl(self):
+        bench = RecallBench(self, recall_wait_ms=0, cache_ttl_s=600)
+        self.assertTrue(bench.recaller.warm(bench.settings))  # a new install: Honcho knows nobody yet (404)
+        self.assertTrue(bench.recaller.wait_idle(10))
+        bench.remember()  # the first deliveries made the peers; the deriver concluded something
+        self.assertFalse(bench.recaller.warm(bench.settings))  # kept for now
+        bench.mono.advance(16)
+        self.assertTrue(bench.recaller.warm(bench.settings))  # but not for the whole ten minutes
+        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertEqual(bench.recall("anything new").source, "base")
+
     def test_clearing_the_cache_writes_no_marker_where_there_is_no_outbox(self):
         bench = RecallBench(self)
         folder = os.path.dirname(bench.settings.outbox_path)
