@@ -166,6 +166,17 @@ class EventLoopTest(AdapterTestCase):
         self.assertEqual(len(builds), 3)
         self.assertEqual(self.stored()[-1][0:2], ("chat-Ab3dE6gH", "user"))
 
+    def test_the_nudge_prompt_is_read_once_not_for_every_message(self):
+        agent = StubAgent(0)
+        reads = []
+        prompt = agent.read_prompt
+        agent.read_prompt = lambda name, **kw: reads.append(name) or prompt(name, **kw)  # the stub host's
+        for n in range(3):
+            self.typed(agent, f"message {n}", history_id=f"h-{n}")
+        self.typed(agent, NUDGE_TEXT, history_id="h-nudge")
+        self.assertEqual(len(reads), 1)  # a file read and template render on the event loop: once a minute
+        self.assertEqual([row[3] for row in self.stored()], ["message 0", "message 1", "message 2"])
+
     def test_without_the_delivery_packages_messages_are_kept_and_one_warning_says_why(self):
         from usr.plugins.honcho.honcho_hub import runtime
 

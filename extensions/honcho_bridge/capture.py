@@ -9,6 +9,7 @@ recall for the coming turn.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub import runtime
@@ -22,6 +23,7 @@ from .worker import ensure_worker, global_settings
 
 log = logging.getLogger("honcho_hub.adapters")
 NUDGE_PROMPT = "fw.msg_nudge.md"
+NUDGE_REREAD_S = 60.0
 
 
 def capture_user_message(agent: Any, data: dict) -> Outcome | str:
@@ -82,7 +84,22 @@ def _prefetch_recall(agent: Any, settings, text: str) -> None:
 
 def _is_nudge(agent: Any, text: Any) -> bool:
     # AgentContext.nudge() sends this framework prompt to agent 0 as if the user had typed it.
-    return isinstance(text, str) and text == agent.read_prompt(NUDGE_PROMPT)
+    return isinstance(text, str) and text == _nudge_text(agent)
+
+
+_nudges: dict[str, tuple[float, str]] = {}  # agent profile -> (read at, the nudge prompt's text)
+
+
+def _nudge_text(agent: Any) -> str:
+    """The nudge prompt, read (a file read and template render) at most once a minute per profile: this
+    runs on Agent Zero's event loop for every typed message."""
+    profile = str(getattr(getattr(agent, "config", None), "profile", "") or "")
+    known = _nudges.get(profile)
+    if known is None or time.monotonic() - known[0] > NUDGE_REREAD_S:
+        if len(_nudges) > 64:  # profiles come and go: a small map
+            _nudges.clear()
+        known = _nudges[profile] = (time.monotonic(), agent.read_prompt(NUDGE_PROMPT))
+    return known[1]
 
 
 def _last_ai_message_id(agent: Any) -> str:
