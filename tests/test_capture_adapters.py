@@ -1,5 +1,6 @@
 """The capture extensions loaded as Agent Zero loads them, driven with Agent Zero-shaped objects."""
 
+import asyncio
 import os
 import sqlite3
 import sys
@@ -11,6 +12,7 @@ from hub_testkit import (NUDGE_TEXT, ContextType, StubAgent, StubContext, StubHi
 
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
+RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 
 
 class UserMessage:
@@ -180,15 +182,21 @@ class EventLoopTest(AdapterTestCase):
     def test_without_the_delivery_packages_messages_are_kept_and_one_warning_says_why(self):
         from usr.plugins.honcho.honcho_hub import runtime
 
-        saved = sys.modules.get("tenacity")
+        saved, saved_sdk = sys.modules.get("tenacity"), sys.modules.get("honcho")
         sys.modules["tenacity"] = None  # `import tenacity` now fails, as on an install whose pip failed
         self.addCleanup(lambda: sys.modules.__setitem__("tenacity", saved))
+        sys.modules["honcho"] = None  # and the SDK recall needs
+        self.addCleanup(lambda: sys.modules.__setitem__("honcho", saved_sdk))
+        recall = self.load(RECALL_EXT)
         agent = StubAgent(0)
         with self.assertLogs(level="WARNING") as logs:
             for n in range(3):
                 self.typed(agent, f"kept {n}", history_id=f"h-{n}")
+                asyncio.run(recall(agent=agent).execute(loop_data=types.SimpleNamespace(
+                    iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
+                        content={"user_message": f"kept {n}"}))))
                 self.assertTrue(runtime.join_background(10))
-        self.assertEqual([r.levelname for r in logs.records], ["WARNING"])
+        self.assertEqual([r.levelname for r in logs.records], ["WARNING"])  # once, no traceback; recall is quiet
         self.assertIn("tenacity", logs.records[0].getMessage())
         self.assertEqual([row[3] for row in self.stored()], ["kept 0", "kept 1", "kept 2"])
 
