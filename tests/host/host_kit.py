@@ -336,6 +336,8 @@ def _outbox_read(path: str, sql: str, params: tuple) -> list[tuple]:
         return []
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone():
+            return []  # created a moment ago (by the worker's start, off the loop): its schema not yet in
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
