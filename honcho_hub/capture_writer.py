@@ -21,6 +21,8 @@ class CaptureWriter(threading.Thread):
     """The process's writer: moves journal records into the outbox whenever woken, and retries on a timer
     while records wait (a locked, full or unusable outbox)."""
 
+    # Written out rather than tenacity's wait strategies: capture must work where only the standard
+    # library and PyYAML are installed (a failed install runs degraded).
     RETRY_S = (0.05, 0.2, 1.0, 5.0)
 
     def __init__(self, service: Callable[[], CaptureService], settings: Callable[[], Settings]) -> None:
@@ -38,16 +40,17 @@ class CaptureWriter(threading.Thread):
         self.join(timeout_s)
 
     def run(self) -> None:
-        failures = 0
+        failures, broken = 0, False
         while not self._stop_event.is_set():
             waiting = 0
             try:
                 service = self._service()
                 service.write_pending(self._settings())
-                waiting = service.backlog()
+                waiting, broken = service.backlog(), False
             except Exception:  # a bug here must not end the thread that keeps captured messages moving
-                log.exception("honcho capture: writer pass failed")
-                waiting = 1
+                if not broken:  # once, not on every retry
+                    log.exception("honcho capture: writer pass failed; retrying")
+                waiting, broken = 1, True
             failures = failures + 1 if waiting else 0
             timeout = self.RETRY_S[min(failures, len(self.RETRY_S)) - 1] if waiting else None
             self._wake.wait(timeout)

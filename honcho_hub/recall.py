@@ -28,7 +28,7 @@ from .errors import AuthError, DeliveryError, PermanentError
 from .honcho_gateway import HonchoGateway
 from .recall_cache import RecallCache
 from .recall_pack import ContextData, MemoryPack, build_pack, render_block
-from .redact import RedactionError, redact
+from .redact import redact
 
 RECALL_THREADS = 6
 MAX_QUEUED_LOADS = 32  # beyond this, a load is not started: the turn gets the base pack
@@ -99,7 +99,7 @@ class Recaller:
         if not settings.recall_enabled:
             return RecallResult("", "disabled")
         limit = settings.recall_timeout_s
-        wait = min(limit, getattr(settings, "recall_wait_s", limit) if wait_s is None else wait_s)
+        wait = min(limit, settings.recall_wait_s if wait_s is None else wait_s)
         gateway, cache = self._parts(settings)
         self._follow_epoch(settings, cache)
         query = self._query(user_text, settings, mask)
@@ -207,7 +207,7 @@ class Recaller:
             return ""
         try:
             return redact(mask(text) if mask else text)[:QUERY_CHARS]  # a search query, not the message
-        except (RedactionError, Exception):
+        except Exception:  # RedactionError, or the host's masker failing
             return ""  # fail closed: recall without a query rather than send unredacted text
 
     def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
