@@ -26,7 +26,7 @@ from typing import Callable, Hashable
 from .config import Settings
 from .errors import AuthError, DeliveryError, PermanentError
 from .honcho_gateway import HonchoGateway
-from .recall_cache import RecallCache
+from .recall_cache import RecallCache, remember
 from .recall_pack import ContextData, MemoryPack, build_pack, render_block
 from .redact import redact
 
@@ -237,7 +237,7 @@ class Recaller:
         if data is None:
             data = gateway.context(session_id, **common)
         if data.summary:
-            self._remember(self._summaries, (settings.destination(), session_id), data.summary,
+            remember(self._summaries, (settings.destination(), session_id), data.summary,
                            settings.cache_max_entries)
         return build_pack(data, settings.max_context_tokens, settings.recall_include_messages, settings.user_peer_id)
 
@@ -262,7 +262,7 @@ class Recaller:
         with self._lock:
             self._bases_loading.discard(key)
             if data is not None:
-                self._remember(self._bases, key, (self._monotonic(), data), settings.cache_max_entries)
+                remember(self._bases, key, (self._monotonic(), data), settings.cache_max_entries)
 
     def _base_pack(self, settings: Settings, session_id: str, scope_id: str | None) -> MemoryPack | None:
         with self._lock:
@@ -274,12 +274,6 @@ class Recaller:
         pack = build_pack(data, settings.max_context_tokens, False, settings.user_peer_id)
         return None if pack.empty else pack
 
-    @staticmethod
-    def _remember(entries: OrderedDict, key: Hashable, value, limit: int) -> None:
-        entries[key] = value
-        entries.move_to_end(key)
-        while len(entries) > max(1, limit):
-            entries.popitem(last=False)
 
 
 def _base(gateway: HonchoGateway, settings: Settings) -> ContextData:

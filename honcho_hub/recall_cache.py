@@ -72,11 +72,6 @@ class RecallCache:
             self._inflight.pop(key, None)
         future.set_exception(TimeoutError("no thread free for the load"))
 
-    def last(self, session_key: Hashable) -> MemoryPack | None:
-        """The session's newest pack, whatever its query."""
-        with self._lock:
-            return self._last.get(session_key)
-
     def clear(self) -> int:
         """Forget every pack; returns how many entries there were."""
         with self._lock:
@@ -99,13 +94,8 @@ class RecallCache:
             return
         with self._lock:
             self._inflight.pop(key, None)
-            self._fresh[key] = (self._monotonic(), pack)
-            self._fresh.move_to_end(key)
-            self._last[session_key] = pack
-            self._last.move_to_end(session_key)
-            for entries in (self._fresh, self._last):
-                while len(entries) > self.max_entries:
-                    entries.popitem(last=False)
+            remember(self._fresh, key, (self._monotonic(), pack), self.max_entries)
+            remember(self._last, session_key, pack, self.max_entries)
         future.set_result(pack)
 
     def _fallback(self, session_key: Hashable, source: str) -> tuple[MemoryPack | None, str]:
@@ -116,6 +106,14 @@ class RecallCache:
                 self.counters["stale_served"] += 1
                 return stale, "stale"
         return None, source
+
+
+def remember(entries: OrderedDict, key: Hashable, value, limit: int) -> None:
+    """Keep `value` as the newest entry, dropping the least recently used ones past `limit`."""
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > max(1, limit):
+        entries.popitem(last=False)
 
 
 def _kind(exc: BaseException) -> str:

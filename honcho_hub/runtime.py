@@ -119,7 +119,6 @@ def warn_once(key: str, message: str, *args: Any) -> None:
 
 
 _delivery_loaded = threading.Event()  # the worker's modules (and the SDK) are imported
-_recall_loaded = threading.Event()
 _starters: dict[Any, threading.Thread] = {}
 _starters_lock = threading.Lock()
 
@@ -266,14 +265,13 @@ def recaller():
     with _parts_lock:
         if _recaller is None:
             _recaller = Recaller()
-        _recall_loaded.set()
         return _recaller
 
 
 def ready_recaller(then: Callable[[Any], Any] | None = None):
     """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`, builds it on
     a background thread and calls `then(recaller)` there."""
-    if _recaller is not None and _recall_loaded.is_set():
+    if _recaller is not None:
         return _recaller
     if then is not None:
         def build_then() -> None:

@@ -41,9 +41,11 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     if skip:
         return skip
     source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
+    project = host.project_name(agent)
     if settings.recall_enabled and isinstance(text, str) and not intervention:
-        _prefetch_recall(agent, settings, text)  # first: every microsecond here is one the turn may wait
-    return _capture(agent, settings, Role.USER, str(source_id), text)
+        # First: every microsecond here is one the turn may wait.
+        _prefetch_recall(agent, settings, text, resolve_scope(settings, project))
+    return _capture(agent, settings, Role.USER, str(source_id), text, project)
 
 
 def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome | str:
@@ -52,14 +54,14 @@ def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome
     skip = skip_reason_for_tool_result(agent.number, tool_name, host.chat_facts(agent), settings)
     if skip:
         return skip
-    return _capture(agent, settings, Role.AGENT, _last_ai_message_id(agent), getattr(response, "message", None))
+    return _capture(agent, settings, Role.AGENT, _last_ai_message_id(agent), getattr(response, "message", None),
+                    host.project_name(agent))
 
 
-def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Outcome:
-    project = host.project_name(agent)
-    scope = resolve_scope(settings, project)  # stored on the event for the worker
+def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, project: str | None) -> Outcome:
+    # The scope is stored on the event for the worker; the project finds its secrets if this process dies.
     request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text,
-                             scope_id=scope, project=project)
+                             scope_id=resolve_scope(settings, project), project=project)
     runtime.set_replay_secrets(host.project_secrets)
     outcome = runtime.capture_service(settings).accept(request, settings, host.host_secrets(agent),
                                                        mask=lambda value: host.mask(agent, value))
@@ -70,10 +72,10 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any) -> Out
     return outcome
 
 
-def _prefetch_recall(agent: Any, settings, text: str) -> None:
+def _prefetch_recall(agent: Any, settings, text: str, scope: str | None) -> None:
     """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks: the
     first time, the recall modules load on a background thread that then starts it."""
-    session, scope = session_id_for(agent.context.id), resolve_scope(settings, host.project_name(agent))
+    session = session_id_for(agent.context.id)
 
     def prefetch(recaller) -> None:
         recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value))
