@@ -106,7 +106,8 @@ def connect(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Conne
         if new:
             # The first write, still in rollback mode so it lands in the main file: free pages can be
             # given back (only settable before the first table), and the mark says the file is ours even
-            # if this process dies before its first migration.
+            # if this process dies before its first migration. Two transactions (SQLite ignores the vacuum
+            # mode inside one): `_admit` knows the file between them.
             conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
         refuse_newer(conn)  # again on this connection: a newer plugin's version may be only in the WAL
@@ -156,7 +157,7 @@ def _create_if_absent(path: str) -> None:
 
 
 def _admit(path: str, judged: os.stat_result, busy_timeout_s: float) -> bool:
-    """Whether the file is new (empty); raises, having written nothing, unless it is an outbox of this plugin.
+    """Whether the file is new (empty, or begun by a connection of ours); raises, having written nothing, unless it is an outbox of this plugin.
 
     SQLite reads the header on a connection that cannot write: the magic (else "not a database"), the
     application id (offset 68) and the user version (offset 60). Files from before the mark carry id 0;
@@ -177,9 +178,21 @@ def _admit(path: str, judged: os.stat_result, busy_timeout_s: float) -> bool:
             return False
         if is_unmarked_outbox(look):
             return False
+        if _begun_by_us(look):
+            return True
     finally:
         look.close()
     raise OutboxForeign("outbox file is another program's database; left untouched")
+
+
+def _begun_by_us(look: sqlite3.Connection) -> bool:
+    """Whether the file is a new outbox between its first two writes (see `connect`): incremental vacuum,
+    yet no stamp, no version and nothing stored. SQLite commits the vacuum mode on its own (it ignores
+    it inside a transaction), so another thread or process opening the outbox at that moment sees this,
+    and a kill at that moment leaves it for good. It holds no data of anyone's: it is stamped as new."""
+    return (look.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+            and look.execute("PRAGMA user_version").fetchone()[0] == 0
+            and look.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0)
 
 
 def _wal_size(path: str) -> int:

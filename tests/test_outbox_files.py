@@ -77,6 +77,24 @@ def other_program(path: str) -> None:
     conn.close()
 
 
+def begun_by_another_connection_of_ours(path: str) -> None:
+    """The file as our first connection leaves it after its first write (auto_vacuum, a transaction of
+    its own: SQLite ignores it inside one) and before its second (the stamp): what a connection opened
+    by another thread or process at that moment sees, and what a kill at that moment leaves for good."""
+    open(path, "wb").close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+    conn.close()
+
+
+def another_programs_empty_database(path: str) -> None:
+    """Page 1 written with nothing in it (an application id of 0, no table, default vacuum)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA user_version = 0")
+    conn.execute("VACUUM")
+    conn.close()
+
+
 def other_program_in_wal(path: str) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -125,6 +143,7 @@ class ForeignFileTest(FileTestCase):
                  "an unrelated events table at user_version 1": (other_events_table("DELETE"), OutboxForeign),
                  "an unrelated events table at user_version 1 in WAL mode": (other_events_table("WAL"), OutboxForeign),
                  "an empty file beside a leftover WAL": (empty_with_leftover_wal, OutboxForeign),
+                 "another program's empty database": (another_programs_empty_database, OutboxForeign),
                  "not SQLite at all": (write(os.urandom(8192)), OutboxCorrupt),
                  "the SQLite magic in a file shorter than a header": (write(b"SQLite format 3\x00" + b"\x01" * 40),
                                                                       OutboxCorrupt)}
@@ -174,12 +193,13 @@ class ForeignFileTest(FileTestCase):
                 self.assertEqual(header(path)["user_version"], SCHEMA_VERSION)
 
     def test_a_new_or_empty_file_becomes_a_stamped_outbox_with_incremental_vacuum(self):
-        for name, existing in (("no file", False), ("an empty file", True)):
+        for name, make in (("no file", None), ("an empty file", lambda path: open(path, "wb").close()),
+                           ("a file another connection of ours began", begun_by_another_connection_of_ours)):
             with self.subTest(name):
                 path = temp_outbox_path(self)
-                if existing:
+                if make is not None:
                     os.makedirs(os.path.dirname(path))
-                    open(path, "wb").close()
+                    make(path)
                 self.open(path).enqueue([event(1)])
                 self.assertEqual(header(path)["application_id"], APPLICATION_ID)
                 self.assertEqual(auto_vacuum(path), 2)  # incremental
