@@ -74,6 +74,11 @@ def _recall(args, ctx) -> str:
 
 def _search(args, ctx) -> str:
     target = _choice(args.get("target", "conclusions"), SEARCH_TARGETS, "target")
+    if target != "workspace" and args.get("scope") not in (None, ""):
+        # Honcho's conclusion query and session search take no scope: an explicit one is refused, never
+        # silently dropped (the answer would look scoped and be global).
+        raise BadInput(f"a {target} search cannot be limited to a scope; omit `scope`, or use target "
+                       "\"workspace\" to search a scope's chats.")
     query, limit, s = _text(args, "query", ctx, MAX_QUERY), _limit(args), ctx.settings
     if target == "conclusions":
         found = calls.query_conclusions(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, limit)

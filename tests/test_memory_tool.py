@@ -190,6 +190,21 @@ class ActionErrorsTest(unittest.TestCase):
                 self.assertFalse(result.ok)
                 self.assertIn("no scopes", result.text)
 
+    def test_an_explicit_scope_on_a_search_target_without_scopes_is_an_error_and_nothing_is_sent(self):
+        # Honcho's conclusion query and session search take no scope: only the workspace search does.
+        for supports_scopes in (True, False):
+            for target in (None, "conclusions", "session"):
+                for scope in ("a0-alpha", "scope.bad", "  "):
+                    with self.subTest(supports_scopes=supports_scopes, target=target, scope=scope):
+                        bench = ToolBench(self, supports_scopes=supports_scopes)
+                        bench.conclusion("The user drinks green tea")
+                        args = {"query": "tea", "scope": scope, **({"target": target} if target else {})}
+                        result = bench.run("search", **args)
+                        self.assertFalse(result.ok)
+                        self.assertIn("cannot be limited to a scope", result.text)
+                        self.assertLess(len(result.text), 300)
+                        self.assertEqual(bench.fake.requests, [])
+
     def test_outputs_are_bounded_redacted_and_labelled(self):
         for i in range(30):
             self.bench.conclusion(f"tea fact {i} " + "long " * 300 + f"key {LEAKED}")
@@ -235,6 +250,23 @@ class ToolContractTest(unittest.TestCase):
             self.assertFalse(response.break_loop)
             broken = tool_class(types_namespace(), "honcho_memory", None, {"action": "status"}, "", None)
             self.assertIn("unexpected error", asyncio.run(broken.execute()).message)
+
+    def test_recall_through_the_tool_works_with_automatic_recall_switched_off(self):
+        # recall_enabled switches the automatic injection only; asking on purpose must still recall.
+        fake = FakeHoncho(api_key=KEY)
+        fake.representations[("agent-zero", "user")] = "The user drinks green tea every morning."
+        server = serve(fake)
+        self.addCleanup(server.close)
+        with stub_agent_zero() as host:
+            host.config.update(api_url=server.url, recall_enabled=False)
+            host.secrets = {"HONCHO_API_KEY": KEY}
+            module = import_by_path(os.path.join(host.plugin_dir, "tools", "honcho_memory.py"))
+            tool_class = classes_in(module, StubTool)[0]
+            tool = tool_class(StubAgent(0), "honcho_memory", None, {"action": "recall", "query": "morning drink"},
+                              "", None)
+            answer = asyncio.run(tool.execute(**tool.args)).message
+        self.assertIn("green tea every morning", answer)
+        self.assertNotIn("nothing relevant", answer)
 
 
 def types_namespace():

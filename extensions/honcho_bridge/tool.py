@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any
 
@@ -30,7 +31,9 @@ def action_context(agent: Any) -> ActionContext:
     gateway = runtime.tool_gateway(settings)
 
     def recall(query: str, scope: str | None) -> str:
-        return runtime.recaller().recall(settings, session, query, template(), scope,
+        # `recall_enabled` switches the automatic injection only: recall asked for on purpose always runs.
+        deliberate = dataclasses.replace(settings, recall_enabled=True)
+        return runtime.recaller().recall(deliberate, session, query, template(), scope,
                                          wait_s=settings.recall_timeout_s).block  # asked for: worth the wait
 
     def status() -> str:
