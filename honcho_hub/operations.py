@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from . import runtime
+from . import lifecycle, runtime
 from .config import Settings
 from .errors import AuthError, DeliveryError
 from .honcho_gateway import HonchoGateway
@@ -37,11 +37,22 @@ def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] =
     return {"api": api, "mcp": _mcp_health(settings, http_client_factory, monotonic)}
 
 
-def wake() -> dict[str, Any]:
+def wake(settings: Callable[[], Settings], enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
+    """Nudge the process's worker, or start it when none runs, as the capture hooks do: not while an
+    update or uninstall holds the plugin's workers stopped; a worker started while the plugin is switched
+    off or the API URL is unusable runs paused (`paused` says why) and sends once that is fixed.
+
+    All false: an older module generation's worker is still stopping; the new one starts when it ends."""
     worker = runtime.current_worker()
-    if worker is not None:
+    woken = worker is not None and not worker.stopping
+    if woken:
         worker.wake()
-    return {"woken": worker is not None}
+    elif not lifecycle.restart_held():
+        runtime.load_delivery()  # this thread may wait for the import: ensure_worker then starts at once
+        worker = runtime.ensure_worker(settings, enabled)
+    reason = pause_reason(settings(), enabled)
+    return {"woken": woken, "started": not woken and worker is not None and worker.is_alive(),
+            "held": not woken and lifecycle.restart_held(), "paused": reason[0] if reason else None}
 
 
 def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker | None = None,

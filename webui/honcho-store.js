@@ -33,8 +33,13 @@ function describe(action, result) {
     case "check":
       return `API ${result.api.ok ? "ok" : "failed (" + result.api.error + ")"} in ${result.api.latency_ms} ms · ` +
         `MCP ${result.mcp.ok ? "ok" : "failed (" + result.mcp.error + ")"} in ${result.mcp.latency_ms} ms`;
-    case "wake":
-      return result.woken ? "Worker woken" : "No worker is running in this process";
+    case "wake": {
+      const paused = result.paused ? `, paused (${result.paused})` : "";
+      if (result.woken) return `Worker woken${paused}`;
+      if (result.started) return `Worker started${paused}`;
+      if (result.held) return "Worker held stopped by an update or uninstall; not started";
+      return "The previous worker is still stopping; a new one starts when it has";
+    }
     case "drain":
       return `Delivered ${result.delivered}, ${result.pending} still pending`;
     case "retry_dead":

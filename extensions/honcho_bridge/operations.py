@@ -33,7 +33,7 @@ def run_operation(body: Any) -> dict:
     settings = global_settings()
     result = {
         "check": lambda: operations.check(settings),
-        "wake": operations.wake,
+        "wake": lambda: operations.wake(global_settings, plugin_enabled),
         "drain": lambda: operations.drain(settings, operations.DRAIN_S, enabled=plugin_enabled),
         "retry_dead": lambda: operations.retry_dead(settings, operations.MAX_REQUEUE),
         "clear_cache": lambda: operations.clear_cache(settings),
