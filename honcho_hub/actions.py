@@ -8,6 +8,7 @@ data. Every failure comes back as one line the agent can act on, never as an exc
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -27,6 +28,7 @@ MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, 10_000, 8_000
 MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _SCOPE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % MAX_SCOPE_ID)
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,15 +57,20 @@ class BadInput(ValueError):
 
 def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
     """Run one verb; never raises."""
+    name = "unknown"  # until it is known to be one of ACTIONS: the agent's text is never logged
     try:
         name = _choice(action, ACTIONS, "action")
-        return ActionResult(True, _bounded(_HANDLERS[name](args, ctx)))
+        result = ActionResult(True, _bounded(_HANDLERS[name](args, ctx)))
+        outcome = "done"
     except BadInput as exc:
-        return ActionResult(False, f"honcho_memory: {exc}")
+        result, outcome = ActionResult(False, f"honcho_memory: {exc}"), "bad input"
     except DeliveryError as exc:
-        return ActionResult(False, error_line(str(action), exc))
+        result, outcome = ActionResult(False, error_line(name, exc)), exc.code
     except RedactionError:
-        return ActionResult(False, "honcho_memory: the text could not be made safe to send; nothing was sent.")
+        result = ActionResult(False, "honcho_memory: the text could not be made safe to send; nothing was sent.")
+        outcome = "redaction failed"
+    log.debug("honcho_memory %s: %s", name, outcome)  # the verb and a code: never an argument or an answer
+    return result
 
 
 def _recall(args, ctx) -> str:

@@ -17,7 +17,7 @@ import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import lifecycle
+from . import lifecycle, log_level
 from .capture import CaptureService, Counters, journal_for
 from .capture_writer import CaptureWriter
 from .config import Settings
@@ -67,6 +67,7 @@ def capture_service(settings: Settings) -> CaptureService:
     """The process's capture service; rebuilt when its storage settings change. Every service of the
     process shares one journal, so messages waiting in it follow the outbox setting wherever it points."""
     global _service, _service_key
+    log_level.follow(settings)  # every captured message brings the newest settings
     key = (settings.outbox_path, settings.outbox_synchronous, settings.max_queued_rows,
            settings.handoff_capacity, settings.dead_retention_days)
     with _services_lock:
@@ -212,7 +213,7 @@ def _ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool]
         if older:
             _start_after(older, settings, enabled)
             return None
-        _worker = DeliveryWorker(settings, enabled=enabled)
+        _worker = DeliveryWorker(log_level.following(settings), enabled=enabled)  # reloaded at every step
         _worker.start()
         return _worker
 

@@ -2,8 +2,10 @@
 
 import asyncio
 import json
+import logging
 import os
 import re
+import types
 import unittest
 
 import httpx
@@ -267,6 +269,55 @@ class ToolContractTest(unittest.TestCase):
             answer = asyncio.run(tool.execute(**tool.args)).message
         self.assertIn("green tea every morning", answer)
         self.assertNotIn("nothing relevant", answer)
+
+    def test_with_debug_on_the_tool_and_capture_log_debug_lines_without_content_or_credentials(self):
+        fake = FakeHoncho(api_key=KEY)
+        server = serve(fake)
+        self.addCleanup(server.close)
+        records = RecordList()
+        with stub_agent_zero() as host:
+            host.config.update(api_url=server.url, debug=True)
+            host.secrets = {"HONCHO_API_KEY": KEY}
+            for name in ("honcho_hub", "usr.plugins.honcho.honcho_hub"):  # the adapters' and the core's roots
+                logging.getLogger(name).addHandler(records)
+                self.addCleanup(logging.getLogger(name).removeHandler, records)
+            module = import_by_path(os.path.join(host.plugin_dir, USER_CAPTURE))
+            capture = next(v for k, v in vars(module).items() if k.startswith("Honcho"))
+            agent = StubAgent(0)
+            typed = types.SimpleNamespace(message=f"I drink jasmine tea; my token is {LEAKED}", attachments=[],
+                                          system_message=[], id="")
+            capture(agent=agent).execute(data={"args": (agent, typed), "kwargs": {}, "exception": None,
+                                               "result": types.SimpleNamespace(ai=False, id="h-1")})
+            tool_class = classes_in(import_by_path(os.path.join(host.plugin_dir, "tools", "honcho_memory.py")),
+                                    StubTool)[0]
+            for args in ({"action": "remember", "content": f"Drinks jasmine tea, token {LEAKED}"},
+                         {"action": "search", "query": "jasmine tea"}, {"action": "forget", "id": "c0001",
+                                                                         "confirm": True}):
+                tool = tool_class(agent, "honcho_memory", None, args, "", None)
+                asyncio.run(tool.execute(**tool.args))
+            host.config.update(debug=False)
+            asyncio.run(tool_class(agent, "honcho_memory", None, {"action": "status"}, "", None).execute())
+        debug_lines = [r for r in records.records if r.levelno == logging.DEBUG]
+        self.assertTrue(any(r.name == "honcho_hub.adapters" for r in debug_lines), "capture logged at debug")
+        self.assertTrue(any(r.name.endswith("honcho_hub.actions") for r in debug_lines), "the tool logged at debug")
+        for record in records.records:
+            line = logging.Formatter("%(name)s %(message)s").format(record)
+            for forbidden in (KEY, LEAKED, "jasmine", host.config["outbox_path"]):
+                self.assertNotIn(forbidden, line)
+
+
+USER_CAPTURE = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+
+
+class RecordList(logging.Handler):
+    """Every record the plugin's loggers emit (at any level), to read after the run."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
 
 
 def types_namespace():

@@ -3,6 +3,7 @@ attempt or check until a success, green after one."""
 
 import functools
 import json
+import logging
 import unittest
 import uuid
 
@@ -11,7 +12,7 @@ import httpx
 from fake_honcho import FakeHoncho
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub import cli, operations, runtime
+from honcho_hub import cli, lifecycle, operations, runtime
 from honcho_hub.config import build_settings
 from honcho_hub.status import StatusParts, build_status, status_text
 
@@ -117,6 +118,52 @@ class HealthFromUnusableUrlTest(unittest.TestCase):
                 field = "mcp_url" if var == "HONCHO_MCP_URL" else "api_url"
                 self.assertIsNone(status["endpoints"][field])  # not the default it no longer falls back to
                 self.assertTrue(status["endpoints"][f"{field}_problem"].startswith(f"{var}: "))
+
+
+
+class DebugSettingTest(unittest.TestCase):
+    """`debug` / HONCHO_DEBUG: the plugin's loggers log at DEBUG while it is on, and get their level back."""
+
+    LOGGERS = ("honcho_hub", "honcho_hub.adapters", "honcho_hub.worker")
+
+    def setUp(self):
+        self.path = temp_outbox_path(self)
+        plugin = logging.getLogger("honcho_hub")
+        self.addCleanup(plugin.setLevel, plugin.level)
+        plugin.setLevel(logging.WARNING)  # as an operator's logging configuration might have set it
+        self.addCleanup(self.load_off)
+
+    def settings(self, plugin=None, env=None):
+        return build_settings({"outbox_path": self.path, "api_url": "http://127.0.0.1:9", **(plugin or {})}, {},
+                              env or {})
+
+    def load_off(self):
+        runtime.capture_service(self.settings({"debug": False}))
+        runtime.shutdown()
+
+    def levels(self):
+        return [logging.getLogger(name).getEffectiveLevel() for name in self.LOGGERS]
+
+    def worker_step(self, settings):
+        self.assertTrue(runtime.load_delivery())
+        self.addCleanup(setattr, runtime, "_worker", runtime._worker)
+        runtime._worker = None
+        worker = runtime.ensure_worker(lambda: settings, lambda: False)  # paused: no traffic
+        worker.drain(5)  # a step of the worker's own thread: it reads the settings
+        worker.stop(10)
+
+    def test_the_plugin_loggers_follow_the_debug_setting_wherever_settings_are_loaded(self):
+        loads = {"capture": runtime.capture_service, "worker step": self.worker_step}
+        switches = {"setting": ({"debug": True}, {}, {"debug": False}, {}),
+                    "HONCHO_DEBUG": ({}, {"HONCHO_DEBUG": "1"}, {}, {"HONCHO_DEBUG": "off"})}
+        for where, load in loads.items():
+            for switch, (on_plugin, on_env, off_plugin, off_env) in switches.items():
+                with self.subTest(where=where, switch=switch):
+                    load(self.settings(on_plugin, on_env))
+                    self.assertEqual(self.levels(), [logging.DEBUG] * 3)
+                    load(self.settings(off_plugin, off_env))
+                    self.assertEqual(self.levels(), [logging.WARNING] * 3, "the level it had before")
+                    self.assertEqual([w for w in lifecycle.plugin_workers()], [])
 
 
 if __name__ == "__main__":

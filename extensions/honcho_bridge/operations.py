@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub import operations, runtime
+from usr.plugins.honcho.honcho_hub import log_level, operations, runtime
 from usr.plugins.honcho.honcho_hub.capture import session_id_for
 from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.status import build_status
@@ -19,6 +19,7 @@ def status_document(body: Any) -> dict:
     """Status for the sidebar; with a chat id it includes that chat's session and scope progress.
     `light: true` (the collapsed line's poll) reads local state only: no request to Honcho."""
     settings = global_settings()
+    log_level.follow(settings)
     session, scope = _chat(body)
     light = isinstance(body, dict) and body.get("light") is True
     parts = runtime.status_parts(settings, session, scope, backfill=scope is not None and not light)
@@ -31,6 +32,7 @@ def run_operation(body: Any) -> dict:
     if action not in ACTIONS:
         return {"ok": False, "error": f"unknown action; use one of: {', '.join(ACTIONS)}"}
     settings = global_settings()
+    log_level.follow(settings)
     result = {
         "check": lambda: operations.check(settings),
         "wake": lambda: operations.wake(global_settings, plugin_enabled),

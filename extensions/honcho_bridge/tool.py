@@ -7,7 +7,7 @@ import dataclasses
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub import log_level, runtime
 from usr.plugins.honcho.honcho_hub.actions import ActionContext, run_action
 from usr.plugins.honcho.honcho_hub.capture import session_id_for
 from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
@@ -26,6 +26,7 @@ async def run_tool(agent: Any, args: dict) -> str:
 
 def action_context(agent: Any) -> ActionContext:
     settings = host.settings_for(agent)
+    log_level.follow(settings)
     session = session_id_for(agent.context.id)
     chat_scope = resolve_scope(settings, host.project_name(agent))
     gateway = runtime.tool_gateway(settings)
