@@ -52,8 +52,13 @@ PATTERNS: tuple[Shape, ...] = (
     _p("private_key", ("-----BEGIN",), r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----"
                       r"(?:[\s\S]{0,20000}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----|[\s\S]*)", short=True),
     _p("jwt", ("eyJ",), _B + r"eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}" + _E),
-    _p("url_credentials", ("://",), r"(?P<keep>\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://)[^\s:/@]{1,256}:[^\s@/]{1,256}(?=@)",
-       short=True),
+    # The user information runs to the LAST `@` of the authority (a password may hold `@`); whether it is
+    # a credential (a password, or a token as the user) is decided by `url_userinfo_is_secret`.
+    # (It starts with the literal `://`, so the regex engine skips to those; the scheme is checked behind.)
+    _p("url_credentials", ("://",), r"(?P<keep>://)(?<=[A-Za-z0-9]://)(?P<userinfo>[^\s/?#]{1,512})"
+       r"(?=@[^\s/?#@]*+(?!@))", short=True),
+    _p("putty_private_key", ("Private-Lines",), r"(?P<keep>Private-Lines:[ \t]*\d{1,4}\s{1,16})[A-Za-z0-9+/=]{1,4096}"
+       r"(?:\s{1,16}(?!Private-)[A-Za-z0-9+/=]{1,4096}){0,400}", short=True),
     _p("authorization", ("authorization",), r"(?P<keep>\bAuthorization\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+)"
                         r"[^\s\"',;]{1,4096}", re.IGNORECASE, short=True),
     _p("bearer_token", ("Bearer",), r"(?P<keep>\bBearer\s+)[A-Za-z0-9._~+/=\-]{16,4096}"),
@@ -98,23 +103,65 @@ PATTERNS: tuple[Shape, ...] = (
 SECRET_NAME_RE = re.compile(
     r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
     r"|client[_\-]?secret|(?:secret|signing|encryption|master|session)[_\-]?key|credentials?)$", re.IGNORECASE)
+# Shorter endings that are credential names only as the last part of a longer name (`DB_PASS`, `OPENAI_KEY`,
+# `dbPass`, `HTTP_AUTH`, `session_cookie`): alone, or as the tail of a word (`bypass`, `monkey`), they are not.
+_PART_NAME_RE = re.compile(r"(?:[_.\-](?i:pass|key|auth|cookie)|[a-z0-9](?:Pass|Key|Auth|Cookie|PASS|KEY))$")
+# `<prefix>_key` names that hold no credential: database, cache and sort keys, and public keys.
+NOT_SECRET_KEY_PREFIXES = frozenset({"sort", "primary", "foreign", "partition", "cache", "lookup", "idempotency",
+                                     "dedup", "dedupe", "group", "shard", "index", "row", "unique", "composite", "hot",
+                                     "public", "pub", "map", "dict", "object", "routing", "hash", "sequence", "range",
+                                     "order", "join", "cluster", "natural", "surrogate", "candidate"})
 NOT_SECRET_NAMES = frozenset({"pwd", "oldpwd"})  # the shell's working directories
+# HTTP headers whose whole value is a credential, whatever it looks like.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a value assigned to `name` (a variable, key, flag or header) is a credential."""
+    lower = name.lower()
+    if lower in NOT_SECRET_NAMES:
+        return False
+    if lower in CREDENTIAL_HEADERS or SECRET_NAME_RE.search(name):
+        return True
+    if not _PART_NAME_RE.search(name):
+        return False
+    if lower.endswith("key"):
+        prefix = re.split(r"[_.\-]", lower[:-3].rstrip("_.-"))[-1]
+        return prefix not in NOT_SECRET_KEY_PREFIXES
+    return True
+
 
 _IDENT = r"(?P<name>[A-Za-z0-9_.\-]{1,80})"
-_VALUE = (r"(?P<value>\[(?:REDACTED|secret-ref):[^\]\n]{0,80}\]|\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'"
-          r"|[^\s\"',;&}\]\)]{1,512})")
+_PLACEHOLDER = r"\[(?:REDACTED|secret-ref):[^\]\n]{0,80}\]"
+# A value: a placeholder, a quoted string, or (`_TO_EOL`) the rest of the line up to a quote — a credential
+# runs to the end of its quoted string or line (`abc;def`, `correct horse battery staple`); `_WORD` is one
+# shell word (flags) or JSON scalar.
+_TO_EOL = r"(?P<value>" + _PLACEHOLDER + r"|\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"'`][^\n\r\"'`]{0,511})"
+_WORD = r"(?P<value>" + _PLACEHOLDER + r"|\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\s\"',;&}\]\)]{1,512})"
 
-# Assignment forms, each matching ANY name; the caller keeps only names SECRET_NAME_RE accepts.
+# Every credential name ends with one of these words (see is_credential_name). Whether one is followed by
+# `=` or `:` (`FLAG_LABEL_RE`: whether a flag names one) is a cheap test of whether an assignment can occur.
+_ENDINGS = r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|key|credentials?|auth|authorization|cookie)"
+LABEL_RE = re.compile(_ENDINGS + r"[\"' \t]{0,3}[:=]")
+FLAG_LABEL_RE = re.compile(r"-[a-z0-9_.\-]{0,60}?" + _ENDINGS + r"[= \t]")
+
+# Assignment forms, each matching ANY name; the caller keeps only names `is_credential_name` accepts.
 # Matching the name first and checking its ending afterwards is far cheaper than a lazy name regex.
 ASSIGNMENTS: tuple[Shape, ...] = (
     # env, ini, shell, query strings:  DB_PASSWORD=x  export TOKEN="x"  ?token=x
-    _p("assigned_secret", ("=",), r"(?P<key>(?<![A-Za-z0-9_.\-])" + _IDENT + r"\s*=\s*)" + _VALUE),
+    _p("assigned_secret", ("=",), r"(?P<key>(?<![A-Za-z0-9_.\-])" + _IDENT + r"[ \t]*=[ \t]*)" + _TO_EOL),
     # JSON and Python dicts:  "password": "x"
-    _p("assigned_secret", ('":', "':", '" :', "' :"), r"(?P<key>[\"']" + _IDENT + r"[\"']\s*:\s*)" + _VALUE),
-    # YAML at the start of a line:  password: x   - api_key: x
-    _p("assigned_secret", (":",), r"(?P<key>^[ \t]*(?:-[ \t]+)?" + _IDENT + r"[ \t]*:[ \t]+)" + _VALUE, re.MULTILINE),
+    _p("assigned_secret", ('":', "':", '" :', "' :"), r"(?P<key>[\"']" + _IDENT + r"[\"']\s*:\s*)" + _WORD),
+    # YAML and HTTP headers at the start of a line:  password: x   - api_key: x   Authorization: x
+    _p("assigned_secret", (":",), r"(?P<key>^[ \t]*(?:-[ \t]+)?" + _IDENT + r"[ \t]*:[ \t]+)" + _TO_EOL, re.MULTILINE),
+    # HTTP headers and settings anywhere (`curl -H "X-Api-Key: x"`, `… OPENAI_KEY: x`): a compound name
+    # (dashed, dotted, snake or camel case), a credential header or `password`, or any name right after a
+    # quote; another lone word before a colon is prose ("The secret: patience", "Token: a unit of text").
+    _p("assigned_secret", (":",), r"(?P<key>(?:(?<=[\"'])(?P<name>[A-Za-z][A-Za-z0-9\-]{0,60})|(?<![A-Za-z0-9_.\-])"
+       r"(?P<hname>(?i:authorization|cookie|password|passwd|passphrase)|[A-Za-z0-9]{1,30}(?:[-_.][A-Za-z0-9]{1,30}){1,4}"
+       r"|[a-z][a-z0-9]{0,30}[A-Z][A-Za-z0-9]{0,30}))[ \t]*:[ \t]*)" + _TO_EOL),
     # command-line flags:  --password x  --api-key=x
-    _p("assigned_secret", ("-",), r"(?P<key>(?<![A-Za-z0-9-])--?" + _IDENT + r"(?:=|[ \t]+)(?!-))" + _VALUE),
+    _p("assigned_secret", ("-",), r"(?P<key>(?<![A-Za-z0-9-])--?" + _IDENT + r"(?:=|[ \t]+)(?!-))" + _WORD),
 )
 
 # Values that are not secrets: booleans, nulls, references to variables, placeholders, redactions.
@@ -123,5 +170,39 @@ SAFE_VALUE_RE = re.compile(
     r"|<[^<>]{0,64}>|\*+|x{3,}|\.{3}|…|\[(?:REDACTED|secret-ref)[^\]]{0,80}\])$",
     re.IGNORECASE,
 )
+# Unquoted values that are code or a file, not a secret: `os.environ["X"]`, `get_token(user)`, `/etc/x/y.json`.
+CODE_OR_PATH_RE = re.compile(r"^(?:[A-Za-z_][\w.]{0,80}[(\[].{0,400}[)\]][;,]?|(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]+)+/?)$")
+# How a URL's user information without a password can still be a credential: a long random-looking token.
+_TOKEN_USER_RE = re.compile(r"[A-Za-z0-9_\-]{20,512}")
+
+
+def url_userinfo_is_secret(userinfo: str) -> bool:
+    """`user:password` always; a user alone only when it looks like a token (`git`, `ada` stay)."""
+    if ":" in userinfo:
+        return True
+    if not _TOKEN_USER_RE.fullmatch(userinfo):
+        return False
+    digits = sum(c.isdigit() for c in userinfo)
+    return digits >= 2 and len(userinfo) - digits - userinfo.count("_") - userinfo.count("-") >= 2
+
+
+# The body of a private key pasted without its BEGIN line (a split paste) ends at an END line: walking back
+# from that line over whitespace-separated base64 runs finds where it starts. Reversed text lets one regex
+# match from the END line backwards; every run but the key's last line is 16+ characters, so prose words
+# before the body are not taken for it.
+KEY_END_RE = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_BODY_BACKWARDS_RE = re.compile(r"\s{0,16}(?:[A-Za-z0-9+/=]{1,128}+\s{1,16})?(?:[A-Za-z0-9+/=]{16,4096}+\s{0,16}){1,2000}")
+BODY_SCAN_CHARS = 160_000
+
+
+def key_body_start(text: str, end_line: int) -> int:
+    """Where a base64 key body closed by the END line at `end_line` starts, or `end_line` if none."""
+    floor = max(0, end_line - BODY_SCAN_CHARS)
+    backwards = text[floor:end_line][::-1]
+    found = _BODY_BACKWARDS_RE.match(backwards)
+    if not found:
+        return end_line
+    return end_line - len(found.group(0).rstrip())
+
 
 SHORT_PATTERNS: tuple[Shape, ...] = tuple(shape for shape in PATTERNS if shape.short)

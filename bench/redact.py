@@ -1,0 +1,105 @@
+"""Redaction benchmark: prints one JSON line.
+
+Runs the generated corpus (tests/redact_corpus.py) through `redact`: how many secret shapes it holds and
+how many of them left a secret part in the output (`survivors`), how many look-alikes it holds and how
+many came out changed (`mangled`). Then timings: the p50 of `redact` on a realistic 400-character
+message without a secret (`p50_us_400_chars`, the common case) and with one API key in it
+(`p50_us_400_chars_with_secret`), and the median of `redact_long` on a 1 MB paste mixing Latin,
+CJK, Cyrillic, emoji and code, none of it a secret (`ms_1mb_mixed_scripts`).
+
+    python bench/redact.py [--runs 20000] [--mb-runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+
+from honcho_hub.redact import redact, redact_long  # noqa: E402
+from redact_corpus import lookalikes, secret_cases  # noqa: E402
+
+MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
+           "Please remember that I prefer short answers, metric units and examples in Python. "
+           "My sister visits in June; we want a quiet beach within an hour of the city by train. "
+           "Budget is moderate, no car, and I am vegetarian, so restaurant tips should fit that too! "
+           "Thanks a lot for all the help so far, see you soon, and say hello to the team from Ada.")[:400]
+KEY = "sk-proj-" + "Q7wErTy9UiOp3AsDfGh5JkLzXcVbNm12" * 2
+WITH_SECRET = (MESSAGE[:200] + f" The key for the test account is {KEY} if you need it. " + MESSAGE[200:])[:400]
+
+_PIECES = (
+    "Der Bericht über die Änderungen im Straßenverkehr erscheint nächste Woche, à bientôt. ",
+    "今天的会议改到下午三点，请大家准时参加。我们会讨论新的设计方案（第二版）以及预算。",
+    "Привет! Напомни мне завтра купить молоко, хлеб и яблоки — и позвонить маме в 18:00. ",
+    "Great job 🎉🚀 the release is out 👨\u200d👩\u200d👧 family trip photos 📸 next 🌍✨ ",
+    "def load(path):\n    with open(path) as f:\n        return json.load(f)  # max_tokens=500\n",
+    "const url = `https://api.example.com/v1/items?page=${page}&sort=asc`;\nfetch(url).then(r => r.json());\n",
+    "東京都の天気：晴れ、最高気温は２５度です。ＡＢＣ１２３のコードを確認してください。\n",
+    "SELECT id, name FROM users WHERE created_at > '2024-01-01' ORDER BY id LIMIT 100;\n",
+    "كان الاجتماع مفيدا جدا، شكرا لكم. ",
+    "commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the parser; uuid 123e4567-e89b-12d3-a456-426614174000\n",
+)
+
+
+def mixed_paste(size: int, seed: int = 7) -> str:
+    rng = random.Random(seed)
+    parts, total = [], 0
+    while total < size:
+        piece = rng.choice(_PIECES)
+        if rng.random() < 0.2:
+            piece += "\n"
+        parts.append(piece)
+        total += len(piece)
+    return "".join(parts)[:size]
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def p50_us(text: str, runs: int) -> float:
+    for _ in range(200):
+        redact(text)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter_ns()
+        redact(text)
+        samples.append((time.perf_counter_ns() - start) / 1000)
+    return round(percentile(samples, 0.5), 2)
+
+
+def corpus() -> dict:
+    cases, looks = secret_cases(), lookalikes()
+    survivors = sum(1 for case in cases if any(part in redact(case.text, case.host) for part in case.parts))
+    mangled = sum(1 for text in looks if redact(text) != text)
+    return {"shapes": len(cases), "survivors": survivors, "lookalikes": len(looks), "mangled": mangled}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20_000)
+    parser.add_argument("--mb-runs", type=int, default=5)
+    args = parser.parse_args()
+    figures = corpus()
+    figures["p50_us_400_chars"] = p50_us(MESSAGE, args.runs)
+    figures["p50_us_400_chars_with_secret"] = p50_us(WITH_SECRET, args.runs)
+    paste = mixed_paste(1_000_000)
+    redact_long(paste)  # warm-up
+    timings = []
+    for _ in range(args.mb_runs):
+        start = time.perf_counter()
+        redact_long(paste)
+        timings.append((time.perf_counter() - start) * 1000)
+    figures["ms_1mb_mixed_scripts"] = round(percentile(timings, 0.5), 1)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
