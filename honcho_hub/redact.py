@@ -1,8 +1,10 @@
 """Redaction of credentials before anything is queued, sent or shown. Fail-closed.
 
-`redact()` replaces, in this order: the values of secrets the host knows, Agent Zero secret aliases
-(`§§secret(NAME)`, which the host would turn back into real values inside tool arguments), then
-well-known credential shapes. Placeholders name the kind (`[REDACTED:github_token]`) and are the same
+`redact()` first redacts the normalised view of the text's windows around invisible, fullwidth or
+line-wrapped characters (redact_view), then the text itself, replacing in this order: the values of
+secrets the host knows (in any case), Agent Zero secret aliases (`§§secret(NAME)`, which the host would
+turn back into real values inside tool arguments), well-known credential shapes, key bodies an END line
+closes, then assignments and headers whose name says the value is a credential. Placeholders name the kind (`[REDACTED:github_token]`) and are the same
 for the same input, so redacted text stays stable across retries. Any failure raises RedactionError;
 callers then queue nothing.
 """
@@ -155,8 +157,9 @@ def redact_long(text: str, secrets: Mapping[str, str] | None = None,
     """`redact` (after `clean`) of text of any length, slice by slice, letting other threads run between
     slices, so no other thread (the event loop's) waits long for the interpreter meanwhile.
 
-    Slices end at a line break (else a space), never inside a `-----BEGIN … -----END` block, so every
-    pattern, all of them line-bound but the key blocks, sees whole lines."""
+    Slices end at a line break (else a space), never inside a `-----BEGIN … -----END` block nor inside a
+    key body that a later END line closes, so every pattern, all of them line-bound but the key blocks,
+    sees whole lines."""
     if len(text) <= SLICE_CHARS:
         return redact(clean(text) if clean else text, secrets)
     parts = []
