@@ -17,6 +17,8 @@ from . import memory_calls as calls
 from .config import Settings
 from .errors import AuthError, DeliveryError, SdkMissingError, TransientError, UnreachableError
 from .honcho_gateway import HonchoGateway
+from .memory_log import MemoryWrite, WriteKind
+from .outbox_db import OutboxError
 from .recall_pack import neutralize
 from .redact import RedactionError, redact
 from .scopes import MAX_SCOPE_ID, RESERVED_PREFIX
@@ -43,6 +45,8 @@ class ActionContext:
     recall: Callable[[str, str | None], str] | None = None  # (query, scope) -> rendered block
     status: Callable[[], str] | None = None
     supports_scopes: Callable[[], bool] = lambda: True
+    scope_id: str | None = None  # the chat's scope, kept with the tool's writes
+    record: Callable[[MemoryWrite], None] | None = None  # keeps the tool's writes locally; raises OutboxError
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ def _ask(args, ctx) -> str:
 def _remember(args, ctx) -> str:
     content, s = _text(args, "content", ctx, MAX_CONTENT), ctx.settings
     made = calls.create_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, content, ctx.session_id)
-    return f"Remembered as conclusion {made.id}."
+    return f"Remembered as conclusion {made.id}." + _kept(ctx, made.id, WriteKind.REMEMBER, content)
 
 
 def _forget(args, ctx) -> str:
@@ -123,10 +127,36 @@ def _forget(args, ctx) -> str:
     if str(args.get("confirm", "")).strip().lower() not in ("true", "1", "yes"):
         return (f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}; only after they "
                 "agree, call forget again with \"confirm\": true.")
-    if not calls.owns_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id):
+    found = calls.find_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
+    if found is None:
         return f"Conclusion {conclusion_id} is not one of the agent's conclusions about the user; nothing deleted."
     calls.delete_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
-    return f"Forgot conclusion {conclusion_id}."
+    return f"Forgot conclusion {conclusion_id}." + _kept(ctx, conclusion_id, WriteKind.FORGET, _safe(found.content, ctx))
+
+
+def _kept(ctx: ActionContext, conclusion_id: str, kind: WriteKind, content: str | None) -> str:
+    """Keep the write in the local record; '' when kept (or nowhere to keep it), else a note for the answer.
+    The write itself is done whatever happens here."""
+    if ctx.record is None:
+        return ""
+    s = ctx.settings
+    try:
+        ctx.record(MemoryWrite(conclusion_id, kind, content, s.destination(), s.agent_peer_id, s.user_peer_id,
+                               ctx.session_id, ctx.scope_id))
+    except OutboxError as exc:
+        log.warning("honcho_memory %s: the local record of conclusion %s was not kept (%s)", kind.value,
+                    conclusion_id, exc.code)
+        return f" (Its local record could not be kept ({exc.code}); the change itself is done.)"
+    return ""
+
+
+def _safe(text: str, ctx: ActionContext) -> str | None:
+    """A conclusion's text as it may be kept (Honcho's derivation may have written it): masked and redacted,
+    or None when it cannot be made safe."""
+    try:
+        return redact(ctx.mask(str(text)), ctx.secrets)
+    except Exception:  # RedactionError, or the host's masker failing: keep no text rather than unsafe text
+        return None
 
 
 def _status(args, ctx) -> str:

@@ -45,24 +45,28 @@ def create_conclusion(gw: HonchoGateway, observer: str, target: str, content: st
     return gw.call(request)
 
 
-def owns_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> bool:
-    """Whether the id is one of `observer`'s conclusions about `target` (Honcho's delete does not check).
+def find_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> Found | None:
+    """The conclusion with this id if it is one of `observer`'s about `target` (Honcho's delete does not
+    check), else None.
 
     A filtered lookup first; a server without the id filter gets a bounded walk over the listing.
     """
     view = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target))
     try:
-        return any(c.id == conclusion_id for c in gw.call(lambda client: view.get_many([conclusion_id])))
+        return _with_id(gw.call(lambda client: view.get_many([conclusion_id])), conclusion_id)
     except PermanentError:
         pass
     page = gw.call(lambda client: view.list(size=LISTING_PAGE))
     for _ in range(LISTING_PAGES):
-        if any(c.id == conclusion_id for c in page.items):
-            return True
-        if not page.has_next_page():
-            return False
+        found = _with_id(page.items, conclusion_id)
+        if found is not None or not page.has_next_page():
+            return found
         page = gw.call(lambda client, current=page: current.get_next_page())
-    return False
+    return None
+
+
+def _with_id(conclusions, conclusion_id: str) -> Found | None:
+    return next((Found(c.id, c.content) for c in conclusions if c.id == conclusion_id), None)
 
 
 def delete_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> None:

@@ -12,6 +12,8 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterable, Sequence, TypeVar
 
+from . import memory_log
+from .memory_log import MemoryWrite
 from .outbox_records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, Settlement,  # noqa: F401
                              group_by_code)
 from .outbox_db import (OutboxBusy, OutboxError, connect, read_transaction, reclaim_space, translate,
@@ -231,6 +233,14 @@ class Outbox:
         counts, oldest, next_at, dead_by_code = self._read(read)
         return {"counts": {s.value: counts.get(s.value, 0) for s in EventState}, "dead_by_code": dead_by_code,
                 "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
+
+    def record_memory_write(self, write: MemoryWrite) -> None:
+        """Keep one record of the memory tool's writes; only the newest memory_log.MAX_RECORDS stay."""
+        self._write(lambda conn, now: memory_log.insert(conn, write, now))
+
+    def memory_writes(self, latest: int = 3) -> dict:
+        """Counts of the kept memory-tool writes and the newest ids, kinds and times; never their text."""
+        return self._read(lambda conn, now: memory_log.summary(conn, latest))
 
     # -- internals -------------------------------------------------------------------------------
 

@@ -56,6 +56,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # this step marks outboxes written before the mark existed.
         f"PRAGMA application_id = {APPLICATION_ID}",
     ),
+    (
+        # The memory tool's own writes (memory_log): what Honcho's derivation did not write. Bounded to the
+        # newest records by the insert; a memory inspector shows their text and can undo them.
+        """CREATE TABLE memory_writes (
+            seq           INTEGER PRIMARY KEY,   -- write order
+            conclusion_id TEXT NOT NULL,         -- Honcho's id of the conclusion created or deleted
+            kind          TEXT NOT NULL,         -- remember | forget
+            made_at       REAL NOT NULL,         -- wall epoch s
+            destination   TEXT NOT NULL,         -- API URL + workspace, never the key
+            observer_id   TEXT NOT NULL,
+            observed_id   TEXT NOT NULL,
+            session_id    TEXT,
+            scope_id      TEXT,
+            content       TEXT                   -- redacted; for forget, the deleted conclusion's text
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

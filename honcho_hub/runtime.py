@@ -331,7 +331,8 @@ def status_parts(settings: Settings, session_id: str | None = None, scope_id: st
                         capture_counters=state.capture_counters.snapshot(),
                         outbox_problem=service.unavailable if service else None)
     try:
-        stats = with_existing_outbox(settings, lambda box: box.stats(), None)
+        stats, parts.memory_writes = with_existing_outbox(settings, lambda box: (box.stats(), box.memory_writes()),
+                                                          (None, {}))
     except OutboxError as exc:
         parts.outbox_problem = parts.outbox_problem or exc.code
         stats = None

@@ -39,6 +39,7 @@ class StatusParts:
     cache_entries: int = 0
     cache_counters: dict[str, int] = field(default_factory=dict)
     api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
+    memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
 
 
 def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str, Any]:
@@ -77,6 +78,11 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "sent": metrics.get("sent", 0), "reconciled": metrics.get("reconciled", 0),
                    "reconcile_failures": metrics.get("reconcile_failures", 0),
                    "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
+        # The memory tool's own writes, kept in the outbox: counts, ids and ages only, never their text.
+        "memory_writes": {"remembered": parts.memory_writes.get("remembered", 0),
+                          "forgotten": parts.memory_writes.get("forgotten", 0),
+                          "latest": [{"id": w["id"], "kind": w["kind"], "age_s": _age(now, w["at"])}
+                                     for w in parts.memory_writes.get("latest", [])]},
         "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
                      "handoff_full": parts.capture_counters.get("refused_handoff_full", 0),
                      "redaction_failed": parts.capture_counters.get("redaction_failed", 0),
@@ -89,7 +95,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
 
 def status_text(status: dict[str, Any]) -> str:
     """A compact, human-readable rendering for the tool and the terminal."""
-    q, w, i = status["queue"], status["worker"], status["identity"]
+    q, w, i, m = status["queue"], status["worker"], status["identity"], status["memory_writes"]
     lines = [
         f"Honcho memory: {status['health'].upper()}" + (f" ({'; '.join(status['health_reasons'])})"
                                                         if status["health_reasons"] else ""),
@@ -103,6 +109,9 @@ def status_text(status: dict[str, Any]) -> str:
         + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
         f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
         + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
+        f"Memory tool: {m['remembered']} remembered, {m['forgotten']} forgotten"
+        + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']} {m['latest'][0]['age_s']:.0f} s ago"
+           if m["latest"] else ""),
     ]
     return "\n".join(lines)
 

@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import re
+import sqlite3
 import types
 import unittest
 
@@ -13,8 +14,9 @@ import httpx
 from fake_honcho import FakeHoncho
 from hub_testkit import ROOT, StubAgent, StubTool, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
-from outbox_helpers import temp_outbox_path
+from outbox_helpers import hold_write_lock, release_lock, temp_outbox_path
 
+from honcho_hub import memory_log
 from honcho_hub.actions import ActionContext, run_action
 from honcho_hub.config import build_settings
 from honcho_hub.honcho_gateway import HonchoGateway
@@ -36,10 +38,22 @@ class ToolBench:
         self.ctx = ActionContext(settings=s, session_id="chat-T0000001", secrets={"DB_PASS": "pa55-w0rd-xyz"},
                                  gateway=self.gateway, status=lambda: "Honcho memory: GREEN",
                                  recall=lambda q, scope: self.recalls.append((q, scope)) or "<honcho_memory>x",
-                                 supports_scopes=self.gateway.supports_scopes)
+                                 supports_scopes=self.gateway.supports_scopes, scope_id="a0-alpha",
+                                 record=lambda write: memory_log.keep(s, write))
 
     def run(self, action, **args):
         return run_action(action, args, self.ctx)
+
+    def kept(self):
+        """The local record of the tool's writes, oldest first, read straight from the outbox file."""
+        if not os.path.exists(self.settings.outbox_path):
+            return []
+        conn = sqlite3.connect(self.settings.outbox_path)
+        try:
+            return conn.execute("SELECT conclusion_id, kind, session_id, scope_id, content FROM memory_writes"
+                                " ORDER BY seq").fetchall()
+        finally:
+            conn.close()
 
     def conclusion(self, content, observer="agent-zero", observed="user"):
         cid = f"c{len(self.fake.conclusions) + 1:04d}"
@@ -110,6 +124,40 @@ class ActionsTest(unittest.TestCase):
         target = self.bench.conclusion("the one to forget")
         self.assertEqual(self.bench.run("forget", id=target, confirm=True).text, f"Forgot conclusion {target}.")
         self.assertIn("not one of", self.bench.run("forget", id="c9999", confirm=True).text)
+
+    def test_remember_and_forget_are_kept_locally_with_the_redacted_text_and_nothing_else_is(self):
+        made = self.bench.run("remember", content=f"Deploys with {LEAKED}; db pass pa55-w0rd-xyz").text
+        cid = re.fullmatch(r"Remembered as conclusion (c\d+)\.", made).group(1)
+        derived = self.bench.conclusion(f"The user deploys on Fridays with {LEAKED}")  # Honcho's own conclusion
+        self.bench.run("forget", id=derived)  # not confirmed: nothing deleted, nothing kept
+        self.bench.run("forget", id=self.bench.conclusion("other pair", observer="bob"), confirm=True)  # refused
+        self.bench.run("search", query="deploys")
+        self.assertEqual(self.bench.run("forget", id=derived, confirm=True).text, f"Forgot conclusion {derived}.")
+        kept = self.bench.kept()
+        self.assertEqual([row[:4] for row in kept], [(cid, "remember", "chat-T0000001", "a0-alpha"),
+                                                     (derived, "forget", "chat-T0000001", "a0-alpha")])
+        self.assertEqual(kept[0][4], self.bench.fake.conclusions[cid]["content"])  # the text the tool sent
+        self.assertTrue(kept[1][4].startswith("The user deploys on Fridays with [REDACTED"))  # for an undo
+        for secret in (LEAKED, "pa55-w0rd-xyz"):
+            self.assertNotIn(secret, repr(kept))
+
+    def test_a_record_that_cannot_be_kept_leaves_the_write_done_and_the_answer_says_so(self):
+        memory_log.keep(self.bench.settings, memory_log.MemoryWrite("c0000", memory_log.WriteKind.REMEMBER, "x",
+                                                                    "d", "a", "u", None, None))
+        locker = hold_write_lock(self.bench.settings.outbox_path)
+        try:
+            made = self.bench.run("remember", content="Likes jasmine tea")
+            gone = self.bench.run("forget", id=self.bench.conclusion("wrong fact"), confirm=True)
+        finally:
+            release_lock(locker)
+        for result, done in ((made, "Remembered as conclusion c0001."), (gone, "Forgot conclusion c0002.")):
+            with self.subTest(done=done):
+                self.assertTrue(result.ok)
+                self.assertTrue(result.text.startswith(done + " "), result.text)
+                self.assertIn("could not be kept (outbox_busy)", result.text)
+                self.assertNotIn(self.bench.settings.outbox_path, result.text)
+        self.assertEqual(list(self.bench.fake.conclusions), ["c0001"])  # remembered, and the other forgotten
+        self.assertEqual([row[0] for row in self.bench.kept()], ["c0000"])
 
     def test_status_and_dream(self):
         self.assertEqual(self.bench.run("status").text, "Honcho memory: GREEN")

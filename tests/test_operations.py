@@ -14,7 +14,7 @@ from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_z
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub import cli, lifecycle, operations, runtime
+from honcho_hub import cli, lifecycle, memory_log, operations, runtime
 from honcho_hub.capture import CaptureRequest, CaptureService, Role
 from honcho_hub.config import build_settings
 from honcho_hub.outbox import NewEvent, Outbox
@@ -204,8 +204,8 @@ class StatusTest(CliCase):
         code, out = self.cli("status", "--json")
         status = json.loads(out)
         self.assertEqual(code, 0)
-        self.assertEqual(sorted(status), ["capture", "endpoints", "health", "health_reasons", "identity", "queue",
-                                          "recall", "refusals", "scope", "worker"])
+        self.assertEqual(sorted(status), ["capture", "endpoints", "health", "health_reasons", "identity",
+                                          "memory_writes", "queue", "recall", "refusals", "scope", "worker"])
         self.queue(1)
         box = Outbox(self.path)
         box.dead_letter([e.id for e in box.lease("t", 1, 60)], "http_422")
@@ -217,6 +217,9 @@ class StatusTest(CliCase):
     def test_no_field_of_status_holds_a_credential_its_digest_content_or_the_path(self):
         self.queue(3, text=SECRET_TEXT)
         settings = self.settings()
+        memory_log.keep(settings, memory_log.MemoryWrite("c0001", memory_log.WriteKind.FORGET, SECRET_TEXT,
+                                                         settings.destination(), "agent-zero", "user", "chat-ops1",
+                                                         "a0-alpha"))
         parts = runtime.status_parts(settings, "chat-ops1", "a0-alpha")
         status = build_status(settings, parts, time.time())
         forbidden = [KEY, KEY[:8], KEY[-8:], hashlib.sha256(KEY.encode()).hexdigest(),
@@ -227,6 +230,7 @@ class StatusTest(CliCase):
                 with self.subTest(field=path):
                     self.assertNotIn(secret, str(value))
         self.assertEqual(status["queue"]["pending"], 3)
+        self.assertEqual(status["memory_writes"]["forgotten"], 1)
 
 
 class CacheAndDemoTest(CliCase):

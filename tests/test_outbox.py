@@ -1,6 +1,7 @@
 """The outbox on real SQLite files: schema, order, leases, retries, bounds, crashes, processes."""
 
 import contextlib
+import json
 import os
 import stat
 import unittest
@@ -9,9 +10,10 @@ from outbox_helpers import (CHILD_ENQUEUE, DEST, ManualClock, event, hold_write_
                             run_child, temp_outbox_path)
 from hub_testkit import ROOT
 
+from honcho_hub.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
 from honcho_hub.outbox import Outbox
 from honcho_hub.outbox_db import OutboxBusy, OutboxUnavailable
-from honcho_hub.outbox_schema import SCHEMA_VERSION
+from honcho_hub.outbox_schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class OutboxTestCase(unittest.TestCase):
@@ -222,6 +224,48 @@ class ProcessesTest(OutboxTestCase):
         finally:
             release_lock(child)
         self.assertEqual(box.enqueue([event(1)]).inserted, 1)
+
+class MemoryWritesTest(OutboxTestCase):
+    """The local record of the memory tool's own writes, in the outbox file every process shares."""
+
+    def write(self, n, kind=WriteKind.REMEMBER, content=None):
+        return MemoryWrite(f"c{n:04d}", kind, content or f"fact number {n}", DEST, "agent-zero", "user", "chat-a",
+                           "a0-alpha")
+
+    def test_an_outbox_at_schema_3_upgrades_keeping_its_events_and_then_keeps_memory_writes(self):
+        self.assertEqual(len(MIGRATIONS), 4)
+        legacy_outbox(self.path, 3, {"queued-at-v3": ("pending", None), "gone-at-v3": ("dead", "http_422")})
+        box = self.open()
+        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["dead"]), (1, 1))
+        self.assertEqual(box.memory_writes(), {"remembered": 0, "forgotten": 0, "latest": []})
+        box.record_memory_write(self.write(1))
+        self.assertEqual(box.memory_writes()["remembered"], 1)
+
+    def test_every_field_an_inspector_needs_to_show_or_undo_a_write_is_kept(self):
+        box = self.open()
+        box.record_memory_write(self.write(7, WriteKind.FORGET, "The user drinks green tea"))
+        row = box._conn.execute("SELECT conclusion_id, kind, made_at, destination, observer_id, observed_id,"
+                                " session_id, scope_id, content FROM memory_writes").fetchall()
+        self.assertEqual(row, [("c0007", "forget", self.clock(), DEST, "agent-zero", "user", "chat-a", "a0-alpha",
+                                "The user drinks green tea")])
+
+    def test_only_the_newest_records_are_kept_and_the_summary_holds_counts_ids_and_times_never_text(self):
+        box = self.open(synchronous="NORMAL")
+        made_at = {}
+        for n in range(1, MAX_RECORDS + 6):
+            made_at[n] = self.clock()
+            box.record_memory_write(self.write(n, WriteKind.FORGET if n % 4 == 0 else WriteKind.REMEMBER))
+            self.clock.advance(1)
+        kept = [r[0] for r in box._conn.execute("SELECT conclusion_id FROM memory_writes ORDER BY seq")]
+        self.assertEqual(kept, [f"c{n:04d}" for n in range(6, MAX_RECORDS + 6)])
+        summary = box.memory_writes(latest=3)
+        forgotten = sum(1 for n in range(6, MAX_RECORDS + 6) if n % 4 == 0)
+        self.assertEqual((summary["remembered"], summary["forgotten"]), (MAX_RECORDS - forgotten, forgotten))
+        self.assertEqual(summary["latest"], [{"id": f"c{n:04d}", "kind": "forget" if n % 4 == 0 else "remember",
+                                              "at": made_at[n]} for n in (MAX_RECORDS + 5, MAX_RECORDS + 4,
+                                                                           MAX_RECORDS + 3)])
+        self.assertNotIn("fact number", json.dumps(summary))
 
 
 if __name__ == "__main__":

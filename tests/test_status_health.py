@@ -4,6 +4,7 @@ attempt or check until a success, green after one."""
 import functools
 import json
 import logging
+import os
 import unittest
 import uuid
 
@@ -14,6 +15,8 @@ from outbox_helpers import temp_outbox_path
 
 from honcho_hub import cli, lifecycle, operations, runtime
 from honcho_hub.config import build_settings
+from honcho_hub.memory_log import MemoryWrite, WriteKind
+from honcho_hub.outbox import Outbox
 from honcho_hub.status import StatusParts, build_status, status_text
 
 KEY = "hch-health-key-24682468"
@@ -119,6 +122,27 @@ class HealthFromUnusableUrlTest(unittest.TestCase):
                 self.assertIsNone(status["endpoints"][field])  # not the default it no longer falls back to
                 self.assertTrue(status["endpoints"][f"{field}_problem"].startswith(f"{var}: "))
 
+
+
+class MemoryWritesStatusTest(unittest.TestCase):
+    def test_status_shows_counts_and_the_latest_ids_and_times_of_the_tools_writes_never_their_text(self):
+        path = temp_outbox_path(self)
+        settings = build_settings({"outbox_path": path}, {}, {})
+        empty = build_status(settings, runtime.status_parts(settings), NOW)
+        self.assertEqual(empty["memory_writes"], {"remembered": 0, "forgotten": 0, "latest": []})
+        self.assertFalse(os.path.exists(path), "reading status creates no outbox")
+        for cid, kind, at in (("c0001", WriteKind.REMEMBER, NOW - 30), ("c0002", WriteKind.FORGET, NOW - 10)):
+            box = Outbox(path, clock=lambda at=at: at)
+            box.record_memory_write(MemoryWrite(cid, kind, "Password Hunter2-Very-Secret, likes tea", "d",
+                                                "agent-zero", "user", "chat-1", None))
+            box.close()
+        status = build_status(settings, runtime.status_parts(settings), NOW)
+        self.assertEqual(status["memory_writes"], {"remembered": 1, "forgotten": 1, "latest": [
+            {"id": "c0002", "kind": "forget", "age_s": 10.0}, {"id": "c0001", "kind": "remember", "age_s": 30.0}]})
+        text = status_text(status)
+        self.assertIn("Memory tool: 1 remembered, 1 forgotten; latest forget c0002 10 s ago", text)
+        self.assertNotIn("Hunter2", json.dumps(status) + text)
+        self.assertNotIn("likes tea", json.dumps(status) + text)
 
 
 class DebugSettingTest(unittest.TestCase):

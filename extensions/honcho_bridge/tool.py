@@ -7,7 +7,7 @@ import dataclasses
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub import log_level, runtime
+from usr.plugins.honcho.honcho_hub import log_level, memory_log, runtime
 from usr.plugins.honcho.honcho_hub.actions import ActionContext, run_action
 from usr.plugins.honcho.honcho_hub.capture import session_id_for
 from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
@@ -43,4 +43,5 @@ def action_context(agent: Any) -> ActionContext:
 
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall, status=status,
-                         supports_scopes=gateway.supports_scopes)
+                         supports_scopes=gateway.supports_scopes, scope_id=chat_scope,
+                         record=lambda write: memory_log.keep(settings, write))
