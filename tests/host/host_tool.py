@@ -6,7 +6,9 @@ Agent Zero added it to the history, and check the real Honcho where the action c
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import unittest
 
 import host_kit
@@ -133,6 +135,47 @@ class ReadOnlyActionsTest(unittest.TestCase):
     def test_an_unknown_action_lists_the_actions(self) -> None:
         self.assertEqual(tool(action="summon"), "honcho_memory: `action` must be one of: recall, search, ask, "
                                                 "remember, forget, status, dream.")
+
+
+class RecallWithAutomaticRecallOffTest(unittest.TestCase):
+    """recall_enabled switches the automatic injection only: recall asked for through the tool still works."""
+
+    def test_recall_finds_the_memory_with_automatic_recall_switched_off(self) -> None:
+        tool(action="remember", content="The user's favourite harbour is Tarragona.")
+        world.host.save_config("honcho", {"recall_enabled": False})
+        self.addCleanup(world.host.save_config, "honcho", {"recall_enabled": True})
+        self.assertIs(world.host.config("honcho")["recall_enabled"], False)
+        text = tool(action="recall", query="favourite harbour Tarragona")
+        self.assertIn("<honcho_memory>", text)
+        self.assertIn("Tarragona", text)
+
+
+class LocalRecordOfWritesTest(unittest.TestCase):
+    """Every remember and forget of the tool is kept in the outbox file; status shows ids and times only."""
+
+    def kept(self, conclusion_id: str) -> list[tuple]:
+        conn = sqlite3.connect(f"file:{world.outbox_path}?mode=ro", uri=True, timeout=5)
+        try:
+            return conn.execute("SELECT kind, session_id, content FROM memory_writes WHERE conclusion_id = ?"
+                                " ORDER BY seq", (conclusion_id,)).fetchall()
+        finally:
+            conn.close()
+
+    def test_remember_and_forget_are_kept_with_their_text_and_status_shows_only_ids_and_times(self) -> None:
+        fact = "The user's dinghy is called Little Auk."
+        conclusion_id = remembered_id(tool(action="remember", content=fact))
+        self.assertEqual(tool(action="forget", id=conclusion_id, confirm=True), f"Forgot conclusion {conclusion_id}.")
+        session = f"chat-{ctx.id}"
+        self.assertEqual(self.kept(conclusion_id), [("remember", session, fact), ("forget", session, fact)])
+        status = host_kit.honcho_status(world.host, ctx)
+        self.assertEqual(status["memory_writes"]["latest"][0]["id"], conclusion_id)
+        self.assertEqual(status["memory_writes"]["latest"][0]["kind"], "forget")
+        self.assertGreaterEqual(status["memory_writes"]["forgotten"], 1)
+        text = tool(action="status")
+        self.assertIn(f"latest forget {conclusion_id}", text)
+        for shown in (json.dumps(status), text):
+            self.assertNotIn("Little Auk", shown)
+            self.assertNotIn(world.outbox_path, shown)
 
 
 if __name__ == "__main__":
