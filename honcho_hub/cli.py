@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, Sequence
 
-from . import operations, runtime
+from . import log_level, operations, runtime
 from .config import Settings, build_settings
 from .plugin_config import ConfigFileError, load_config_file
 from .status import build_status, status_text
@@ -39,9 +39,12 @@ def main(argv: Sequence[str] | None = None, environ: dict | None = None, out=Non
 
 
 def load_settings(config_path: str | None, environ: dict) -> Settings:
-    """Settings from the environment over the `--config` file; raises ConfigFileError."""
+    """Settings from the environment over the `--config` file (their `debug` applied to the plugin's
+    loggers); raises ConfigFileError."""
     plugin = load_config_file(config_path) if config_path else {}
-    return build_settings(plugin, {}, environ)
+    settings = build_settings(plugin, {}, environ)
+    log_level.follow(settings)
+    return settings
 
 
 def _status(settings: Settings, args, out) -> int:

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Mapping
 
 from .config import Settings
 from .errors import AuthError, DeliveryError, PermanentError
@@ -67,12 +67,12 @@ class Recaller:
         self.scope_problem: str | None = None
 
     def prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None = None,
-                 mask: Callable[[str], str] | None = None) -> bool:
+                 mask: Callable[[str], str] | None = None, secrets: Mapping[str, str] | None = None) -> bool:
         """Start this message's query-aware load, and keep the base pack warm; returns at once (safe on
         the event loop: masking, redaction and the request all run on the pool)."""
         if not settings.recall_enabled:
             return False
-        return self._submit(self._prefetch, settings, session_id, user_text, scope_id, mask)
+        return self._submit(self._prefetch, settings, session_id, user_text, scope_id, mask, secrets)
 
     def warm(self, settings: Settings, scope_id: str | None = None) -> bool:
         """Load the base pack for (peers, scope) in the background unless it is fresh or loading."""
@@ -92,17 +92,19 @@ class Recaller:
 
     def recall(self, settings: Settings, session_id: str, user_text: str, template: str,
                scope_id: str | None = None, mask: Callable[[str], str] | None = None,
-               wait_s: float | None = None) -> RecallResult:
+               wait_s: float | None = None, secrets: Mapping[str, str] | None = None,
+               deliberate: bool = False) -> RecallResult:
         """The rendered block for this turn: the query-aware pack when it is ready within `wait_s`
         (default `recall_wait_s`, never past `recall_timeout_s`), else the base pack, else the session's
-        last pack. Never raises on Honcho."""
-        if not settings.recall_enabled:
+        last pack. Never raises on Honcho. `recall_enabled` switches automatic recall only: a
+        `deliberate` one (the agent asked, through the tool) runs regardless."""
+        if not settings.recall_enabled and not deliberate:
             return RecallResult("", "disabled")
         limit = settings.recall_timeout_s
         wait = min(limit, settings.recall_wait_s if wait_s is None else wait_s)
         gateway, cache = self._parts(settings)
         self._follow_epoch(settings, cache)
-        query = self._query(user_text, settings, mask)
+        query = self._query(user_text, settings, mask, secrets)
         key, session_key = cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id)
         pack, source = cache.get(key, session_key,
                                  lambda: self._load(gateway, settings, session_id, query, scope_id),
@@ -190,25 +192,29 @@ class Recaller:
             self._idle.notify_all()
 
     def _prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None,
-                  mask: Callable[[str], str] | None) -> None:
+                  mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None) -> None:
         gateway, cache = self._parts(settings)
         self._follow_epoch(settings, cache)
-        query = self._query(user_text, settings, mask)
+        query = self._query(user_text, settings, mask, secrets)
         cache.start(cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id),
                     lambda: self._load(gateway, settings, session_id, query, scope_id))
         self.warm(settings, scope_id)
 
-    def _query(self, user_text: str, settings: Settings, mask: Callable[[str], str] | None) -> str:
+    def _query(self, user_text: str, settings: Settings, mask: Callable[[str], str] | None,
+               secrets: Mapping[str, str] | None) -> str:
         text = (user_text or "")[:_QUERY_WINDOW]
         if len(user_text or "") > _QUERY_WINDOW and " " in text:
             text = text.rsplit(" ", 1)[0]  # never end inside a word: a cut credential would not be matched
-        text = " ".join(text.split())
-        if len(text) < max(1, settings.recall_min_query_chars):
+        if len(text.strip()) < max(1, settings.recall_min_query_chars):
             return ""
         try:
-            return redact(mask(text) if mask else text)[:QUERY_CHARS]  # a search query, not the message
+            # Redacted with its line breaks (a key wrapped onto a second line is found whole), then made
+            # one line: a search query, not the message.
+            text = redact(mask(text) if mask else text, secrets)
         except Exception:  # RedactionError, or the host's masker failing
             return ""  # fail closed: recall without a query rather than send unredacted text
+        text = " ".join(text.split())
+        return text[:QUERY_CHARS] if len(text) >= max(1, settings.recall_min_query_chars) else ""
 
     def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
         with self._lock:

@@ -51,7 +51,10 @@ class AdapterTestCase(unittest.TestCase):
         from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
         from usr.plugins.honcho.honcho_hub import runtime
 
-        runtime.capture_service(global_settings()).write_pending()  # what the writer thread may not have done yet
+        service = runtime.capture_service(global_settings())
+        service.write_pending()  # what the writer thread may not have done yet
+        # A pass meeting the worker's thread creating the outbox leaves entries for the writer's retry.
+        self.assertTrue(service.journal.wait_empty(10))
         path = self.host.config["outbox_path"]
         if not os.path.exists(path):
             return []

@@ -4,6 +4,7 @@ never shows what the user's own outbox holds."""
 import contextlib
 import io
 import json
+import logging
 import os
 import tempfile
 import unittest
@@ -12,7 +13,7 @@ from fake_honcho import FakeHoncho
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub import cli
+from honcho_hub import cli, log_level
 from honcho_hub.capture import CaptureRequest, CaptureService, Role
 from honcho_hub.config import build_settings
 from honcho_hub.outbox import Outbox
@@ -98,6 +99,19 @@ class RealDemoTest(unittest.TestCase):
         self.assertEqual(code, 0, out.getvalue())
         for text in ("Dear diary", stored, "Hunter2"):
             self.assertNotIn(text, out.getvalue())
+
+
+class DebugFromTheCommandLineTest(unittest.TestCase):
+    def test_honcho_debug_raises_the_plugins_loggers_for_the_command(self):
+        plugin = logging.getLogger("honcho_hub")
+        self.addCleanup(plugin.setLevel, plugin.level)
+        plugin.setLevel(logging.WARNING)
+        self.addCleanup(log_level.follow, build_settings({}, {}, {}))  # debug off: the level it had
+        env = {"HONCHO_API_URL": "http://127.0.0.1:9", "HONCHO_OUTBOX_PATH": temp_outbox_path(self),
+               "HONCHO_DEBUG": "1"}
+        with contextlib.redirect_stderr(io.StringIO()):
+            cli.main(["status", "--json"], environ=env, out=io.StringIO())
+        self.assertEqual(plugin.getEffectiveLevel(), logging.DEBUG)
 
 
 if __name__ == "__main__":

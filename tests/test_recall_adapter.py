@@ -87,6 +87,20 @@ class RecallAdapterTest(unittest.TestCase):
         self.assertIn("writes Rust", block)
         self.assertEqual(self.fake.context_queries[-1]["scope"], "a0-alpha")
 
+    def test_a_host_secret_typed_in_another_case_never_reaches_the_recall_query(self):
+        # Agent Zero's masker replaces exact values only; the query is redacted with the host's secrets too.
+        self.host.secrets = {"HONCHO_API_KEY": KEY, "DB_PASSWORD": "hunter2-password-77"}
+        agent = StubAgent(0, StubContext(id="Secret01"))
+        typed = "Is HUNTER2-PASSWORD-77 still the database password?"
+        data = {"args": (agent, types.SimpleNamespace(message=typed, id="")), "kwargs": {},
+                "result": StubHistoryMessage(False, "h1"), "exception": None}
+        self.load(USER_EXT)(agent=agent).execute(data=data)  # the capture hook starts the query's recall
+        self.assertIsNotNone(self.run_recall(agent, loop_data(typed)))
+        queries = [q["search_query"] for q in self.fake.context_queries if q.get("search_query")]
+        self.assertTrue(queries)
+        for query in queries:
+            self.assertNotIn("hunter2-password-77", query.lower())
+
     def test_chat_start_in_a_project_registers_the_scope_in_the_background(self):
         agent = StubAgent(0, StubContext(id="Proj0002", project="Alpha"))
         self.load(INIT_EXT)(agent=agent).execute()

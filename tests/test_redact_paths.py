@@ -127,17 +127,15 @@ class RecallQueryTest(unittest.TestCase):
         self.assertGreater(len(cases), 150)
         self.assertEqual(self.survivors(cases), [])
 
-    @unittest.expectedFailure  # defect outside redaction: the recall query is redacted without host secrets
     def test_a_host_secret_in_another_case_is_kept_from_the_recall_query(self):
         # Agent Zero's masker (what the adapter passes as `mask`) replaces exact values only.
         case = next(c for c in CASES if c.kind == "host_secret_case")
         stored = case.host["DB"]
         self.honcho.sent.clear()
         self.recaller.recall(self.settings, "chat-Ab3dE6gH", case.text, TEMPLATE, None,
-                             mask=lambda text: text.replace(stored, "§§secret(DB)"), wait_s=5)
+                             mask=lambda text: text.replace(stored, "§§secret(DB)"), wait_s=5, secrets=case.host)
         self.assertEqual(leaked(case, self.honcho.wire()), [])
 
-    @unittest.expectedFailure  # defect outside redaction: recall joins the lines before redacting
     def test_a_key_wrapped_across_two_lines_is_kept_from_the_recall_query(self):
         self.assertEqual(self.survivors([c for c in CASES if c.kind == "unicode_wrapped"]), [])
 

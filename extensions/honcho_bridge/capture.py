@@ -41,11 +41,11 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     if skip:
         return skip
     source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
-    project = host.project_name(agent)
+    project, secrets = host.project_name(agent), host.host_secrets(agent)
     if settings.recall_enabled and isinstance(text, str) and not intervention:
         # First: every microsecond here is one the turn may wait.
-        _prefetch_recall(agent, settings, text, resolve_scope(settings, project))
-    return _capture(agent, settings, Role.USER, str(source_id), text, project)
+        _prefetch_recall(agent, settings, text, resolve_scope(settings, project), secrets)
+    return _capture(agent, settings, Role.USER, str(source_id), text, project, secrets)
 
 
 def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome | str:
@@ -55,15 +55,16 @@ def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome
     if skip:
         return skip
     return _capture(agent, settings, Role.AGENT, _last_ai_message_id(agent), getattr(response, "message", None),
-                    host.project_name(agent))
+                    host.project_name(agent), host.host_secrets(agent))
 
 
-def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, project: str | None) -> Outcome:
+def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, project: str | None,
+             secrets: dict[str, str]) -> Outcome:
     # The scope is stored on the event for the worker; the project finds its secrets if this process dies.
     request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text,
                              scope_id=resolve_scope(settings, project), project=project)
     runtime.set_replay_secrets(host.project_secrets)
-    outcome = runtime.capture_service(settings).accept(request, settings, host.host_secrets(agent),
+    outcome = runtime.capture_service(settings).accept(request, settings, secrets,
                                                        mask=lambda value: host.mask(agent, value))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
     ensure_worker()
@@ -72,13 +73,14 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
     return outcome
 
 
-def _prefetch_recall(agent: Any, settings, text: str, scope: str | None) -> None:
+def _prefetch_recall(agent: Any, settings, text: str, scope: str | None, secrets: dict[str, str]) -> None:
     """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks: the
     first time, the recall modules load on a background thread that then starts it."""
     session = session_id_for(agent.context.id)
 
     def prefetch(recaller) -> None:
-        recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value))
+        recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value),
+                          secrets=secrets)
     recaller = runtime.ready_recaller(prefetch)
     if recaller is not None:
         prefetch(recaller)

@@ -33,7 +33,7 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
 
     def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
         return runtime.recaller().recall(settings, session, text, template(), scope,
-                                         lambda value: host.mask(agent, value))
+                                         lambda value: host.mask(agent, value), secrets=host.host_secrets(agent))
     result = await asyncio.to_thread(recall)
     if result.block:
         loop_data.extras_persistent[EXTRAS_KEY] = result.block

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from typing import Any
 
@@ -32,10 +31,10 @@ def action_context(agent: Any) -> ActionContext:
     gateway = runtime.tool_gateway(settings)
 
     def recall(query: str, scope: str | None) -> str:
-        # `recall_enabled` switches the automatic injection only: recall asked for on purpose always runs.
-        deliberate = dataclasses.replace(settings, recall_enabled=True)
-        return runtime.recaller().recall(deliberate, session, query, template(), scope,
-                                         wait_s=settings.recall_timeout_s).block  # asked for: worth the wait
+        # Asked for on purpose: worth the wait, and runs with automatic recall switched off too.
+        return runtime.recaller().recall(settings, session, query, template(), scope,
+                                         wait_s=settings.recall_timeout_s, secrets=host.host_secrets(agent),
+                                         deliberate=True).block
 
     def status() -> str:
         parts = runtime.status_parts(settings, session, chat_scope, backfill=True)

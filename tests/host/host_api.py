@@ -77,7 +77,8 @@ class ActionHandlerTest(ApiCase):
 
     def test_wake_finds_the_running_worker(self) -> None:
         self.assertEqual(self.answer(ACTION, {"action": "wake"}),
-                         {"ok": True, "action": "wake", "result": {"woken": True}})
+                         {"ok": True, "action": "wake",
+                          "result": {"woken": True, "started": False, "held": False, "paused": None}})
 
     def test_drain_delivers_a_message_typed_just_before(self) -> None:
         host_kit.user_typed(ctx, "Please remember that I prefer tea to coffee.")
