@@ -19,7 +19,7 @@ log = logging.getLogger("honcho_hub.hooks")
 def get_plugin_config(default=None, project_name=None):
     """Saved settings merged over the defaults (Agent Zero hands us the first file, unmerged)."""
     try:
-        from usr.plugins.honcho.honcho_hub import plugin_config
+        from usr.plugins.honcho.honcho_hub.settings import files as plugin_config
 
         project = plugin_config.read_config_file(_project_config(project_name)) if project_name else None
         return plugin_config.merged_config(
@@ -35,7 +35,7 @@ def get_plugin_config(default=None, project_name=None):
 def save_plugin_config(settings=None, project_name=None):
     """Known settings only; never a credential; a project keeps only what it may change."""
     try:
-        from usr.plugins.honcho.honcho_hub import plugin_config
+        from usr.plugins.honcho.honcho_hub.settings import files as plugin_config
 
         return plugin_config.config_to_save(settings, is_project=bool(project_name))
     except Exception:
@@ -46,7 +46,7 @@ def save_plugin_config(settings=None, project_name=None):
 def install():
     """Install requirements with Agent Zero's interpreter and create or migrate the outbox."""
     try:
-        from usr.plugins.honcho.honcho_hub import lifecycle
+        from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 
         pip = lifecycle.install_requirements(os.path.join(PLUGIN_DIR, "requirements.txt"))
         outbox = lifecycle.migrate_outbox(_global_settings().outbox_path)
@@ -60,7 +60,7 @@ def install():
 def pre_update():
     """Before `git pull`: drain at most 5 s, then stop this plugin's workers; none starts again until the
     updated modules load (or a bounded time passes: a failed pull reloads nothing)."""
-    from usr.plugins.honcho.honcho_hub.lifecycle import UPDATE_HOLD_S
+    from usr.plugins.honcho.honcho_hub.delivery.lifecycle import UPDATE_HOLD_S
 
     return _stop_workers(drain_s=5.0, hold_s=UPDATE_HOLD_S, reason="pre_update")
 
@@ -76,7 +76,7 @@ def uninstall():
 
 def _stop_workers(drain_s, hold_s, reason):
     try:
-        from usr.plugins.honcho.honcho_hub import lifecycle
+        from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 
         return lifecycle.stop_workers(drain_s=drain_s, hold_s=hold_s, reason=reason)
     except Exception:
@@ -95,8 +95,8 @@ def _close_clients():
 
 
 def _global_settings():
-    from usr.plugins.honcho.honcho_hub import plugin_config
-    from usr.plugins.honcho.honcho_hub.config import build_settings
+    from usr.plugins.honcho.honcho_hub.settings import files as plugin_config
+    from usr.plugins.honcho.honcho_hub.settings.config import build_settings
 
     config = plugin_config.merged_config(plugin_config.read_config_file(DEFAULT_CONFIG),
                                          plugin_config.read_config_file(GLOBAL_CONFIG))

@@ -25,8 +25,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
-from honcho_hub.capture import CaptureRequest, CaptureService, Role  # noqa: E402
-from honcho_hub.config import build_settings  # noqa: E402
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Role  # noqa: E402
+from honcho_hub.settings.config import build_settings  # noqa: E402
 
 MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
            "Please remember that I prefer short answers, metric units and examples in Python. "

@@ -51,10 +51,10 @@ import httpx
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
-from honcho_hub.config import build_settings  # noqa: E402
-from honcho_hub.honcho_gateway import OBSERVATION, SOURCE  # noqa: E402
-from honcho_hub.outbox import NewEvent, Outbox  # noqa: E402
-from honcho_hub.worker import DeliveryWorker  # noqa: E402
+from honcho_hub.settings.config import build_settings  # noqa: E402
+from honcho_hub.gateway.gateway import OBSERVATION, SOURCE  # noqa: E402
+from honcho_hub.storage.outbox import NewEvent, Outbox  # noqa: E402
+from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
 
 TEXT = "Delivery benchmark message with a realistic length for a chat turn, about two lines. " * 2
 LEASE_SIZES = (100, 10_000)

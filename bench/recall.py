@@ -25,8 +25,8 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 import httpx  # noqa: E402
 
 from delivery import start_loopback, stop_loopback  # noqa: E402
-from honcho_hub.config import build_settings  # noqa: E402
-from honcho_hub.recall import Recaller  # noqa: E402
+from honcho_hub.settings.config import build_settings  # noqa: E402
+from honcho_hub.recall.recaller import Recaller  # noqa: E402
 
 KEY = "bench-key"
 TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()

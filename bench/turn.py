@@ -194,8 +194,8 @@ sys.stdin.readline()
 CHILD_ACCEPT_UNTIL_KILLED = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from honcho_hub.capture import CaptureRequest, CaptureService, Role
-from honcho_hub.config import build_settings
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
+from honcho_hub.settings.config import build_settings
 settings = build_settings({"outbox_path": sys.argv[2], "capture_wait_ms": 10}, {}, {})
 service = CaptureService(settings, fallback_journal_folder=sys.argv[3])
 for i in range(1000):
@@ -207,9 +207,9 @@ sys.stdin.readline()
 
 def kills(outbox_path: str, fallback: str, count: int, seed: int) -> dict:
     """Accept messages in a child while the outbox is locked, SIGKILL it, replay, look for them."""
-    from honcho_hub.capture import CaptureService
-    from honcho_hub.config import build_settings
-    from honcho_hub.outbox import Outbox
+    from honcho_hub.capture.service import CaptureService
+    from honcho_hub.settings.config import build_settings
+    from honcho_hub.storage.outbox import Outbox
 
     rng = random.Random(seed)
     settings = build_settings({"outbox_path": outbox_path}, {}, {})

@@ -17,15 +17,16 @@ import time
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import lifecycle, log_level
-from .capture import CaptureService, Counters, journal_for
-from .capture_writer import CaptureWriter
-from .config import Settings
+from .delivery import lifecycle
+from .settings import log_level
+from .capture.service import CaptureService, Counters, journal_for
+from .capture.writer import CaptureWriter
+from .settings.config import Settings
 
 log = logging.getLogger(__name__)
 if TYPE_CHECKING:
-    from .status import StatusParts
-    from .worker import DeliveryWorker
+    from .ops.status import StatusParts
+    from .delivery.worker import DeliveryWorker
 
 STATE_MODULE = "_honcho_hub_process_state"
 
@@ -82,6 +83,14 @@ def capture_service(settings: Settings) -> CaptureService:
     if old is not None:
         old.close()  # waits for a writer pass of the old service to end; no new one can start on it
     return _service
+
+
+def flush_capture() -> None:
+    """Move what this process's capture journal holds into the outbox now (a drain delivers what was
+    typed a moment ago, before the writer thread's pass); never raises."""
+    service = _service
+    if service is not None:
+        service.write_pending()
 
 
 def set_replay_secrets(provider: Callable[[str | None], dict]) -> None:
@@ -174,7 +183,7 @@ def load_delivery() -> bool:
     """Import the delivery modules (the SDK) now, on this thread; False when the plugin's requirements
     are missing (logged once). For threads that may wait: never Agent Zero's event loop."""
     try:  # imported here, not at the top: capture must work without httpx, tenacity and the SDK
-        importlib.import_module(f"{__package__}.worker")
+        importlib.import_module(f"{__package__}.delivery.worker")
     except ImportError as exc:
         warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"
                   " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
@@ -194,7 +203,7 @@ def _ensure_worker(settings: Callable[[], Settings], enabled: Callable[[], bool]
     global _worker
     if not load_delivery():
         return None
-    from .worker import DeliveryWorker
+    from .delivery.worker import DeliveryWorker
     if lifecycle.restart_held():
         return None  # stopped for an update or an uninstall: not restarted by the next message
 
@@ -261,7 +270,7 @@ def recaller():
     """The process's Recaller (its cache starts over when Agent Zero re-imports the plugin). Its first
     call imports the SDK: call it off the event loop (see `ready_recaller`)."""
     global _recaller
-    from .recall import Recaller  # imported here: capture must work without the SDK
+    from .recall.recaller import Recaller  # imported here: capture must work without the SDK
 
     with _parts_lock:
         if _recaller is None:
@@ -289,8 +298,8 @@ def registrar():
     """The process's scope registrar thread, started on first use (or again after a stop); not started
     while an update or uninstall holds the plugin's threads stopped (then None or the stopped one)."""
     global _registrar
-    from .honcho_gateway import HonchoGateway
-    from .scope_registrar import ScopeRegistrar
+    from .gateway.gateway import HonchoGateway
+    from .gateway.registrar import ScopeRegistrar
 
     with _parts_lock:
         if (_registrar is None or not _registrar.is_alive()) and not lifecycle.restart_held():
@@ -319,8 +328,8 @@ def shutdown() -> None:
 def status_parts(settings: Settings, session_id: str | None = None, scope_id: str | None = None,
                  backfill: bool = False) -> "StatusParts":
     """Gather status from this process: capture, outbox counters, worker, recall; never raises."""
-    from .outbox_db import OutboxError
-    from .status import StatusParts
+    from .storage.db import OutboxError
+    from .ops.status import StatusParts
 
     state = process_state()
     with state.lock:
@@ -357,7 +366,7 @@ def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> An
     status or dead letters never creates an outbox. Raises OutboxError."""
     import os
 
-    from .outbox import Outbox
+    from .storage.outbox import Outbox
 
     if not os.path.exists(settings.outbox_path):
         return missing
@@ -383,7 +392,7 @@ _tool_gateways: dict[tuple, object] = {}
 
 def tool_gateway(settings: Settings):
     """A gateway for the memory tool and the API's checks, one per destination and timeout."""
-    from .honcho_gateway import HonchoGateway
+    from .gateway.gateway import HonchoGateway
 
     key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s, settings.user_peer_id,
            settings.agent_peer_id)

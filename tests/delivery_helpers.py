@@ -13,10 +13,10 @@ import hub_testkit  # noqa: F401
 from fake_honcho import FakeHoncho
 from outbox_helpers import ManualClock, temp_outbox_path
 
-from honcho_hub.capture import CaptureRequest, CaptureService, Role
-from honcho_hub.config import build_settings
-from honcho_hub.honcho_gateway import HonchoGateway
-from honcho_hub.worker import DeliveryWorker
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
+from honcho_hub.settings.config import build_settings
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.delivery.worker import DeliveryWorker
 
 KEY = "hch-test-key-0123456789"
 

@@ -249,7 +249,7 @@ def _forget_host_modules(saved: dict) -> None:
 
 def _stop_plugin_workers() -> None:
     """Threads a test started through the adapters must not outlive the stub host."""
-    from honcho_hub import lifecycle
+    from honcho_hub.delivery import lifecycle
 
     for worker in lifecycle.plugin_workers():
         worker.stop(10)

@@ -10,8 +10,8 @@ import tempfile
 
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
-from honcho_hub.outbox import NewEvent
-from honcho_hub.outbox_schema import MIGRATIONS
+from honcho_hub.storage.outbox import NewEvent
+from honcho_hub.storage.schema import MIGRATIONS
 
 DEST = "https://api.honcho.dev#agent-zero"
 
@@ -78,7 +78,7 @@ os._exit(0)  # no close: no checkpoint
 CHILD_ENQUEUE = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
-from honcho_hub.outbox import Outbox, NewEvent
+from honcho_hub.storage.outbox import Outbox, NewEvent
 path, tag, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
 box = Outbox(path, busy_timeout_s=5.0, max_rows=1_000_000)
 for i in range(count):

@@ -9,10 +9,10 @@ import unittest
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child, temp_outbox_path
 import hub_testkit
 
-from honcho_hub.capture import CaptureRequest, CaptureService, Counters, Outcome, Role, event_id, session_id_for
-from honcho_hub.chunking import HONCHO_MAX_CHARS, clean_text, split_message, strip_marker
-from honcho_hub.config import build_settings
-from honcho_hub.outbox import Outbox
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Counters, Outcome, Role, event_id, session_id_for
+from honcho_hub.capture.chunking import HONCHO_MAX_CHARS, clean_text, split_message, strip_marker
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.outbox import Outbox
 
 KEY = "ghp_" + "a1B2c3D4e5" * 4
 
@@ -255,7 +255,7 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(self.service.counters["refused_full"], 1)
 
     def test_the_writer_thread_moves_accepted_messages_without_any_delivery_worker(self):
-        from honcho_hub.capture_writer import CaptureWriter
+        from honcho_hub.capture.writer import CaptureWriter
 
         writer = CaptureWriter(lambda: self.service, lambda: self.settings)
         writer.start()
@@ -290,8 +290,8 @@ class JournalTest(CaptureTestCase):
 CHILD_ACCEPT_THEN_WAIT = r"""
 import sys
 sys.path.insert(0, sys.argv[3])
-from honcho_hub.capture import CaptureRequest, CaptureService, Role
-from honcho_hub.config import build_settings
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
+from honcho_hub.settings.config import build_settings
 settings = build_settings({"outbox_path": sys.argv[1], "capture_wait_ms": 10}, {}, {})
 service = CaptureService(settings, fallback_journal_folder=sys.argv[2])
 for i in range(20):

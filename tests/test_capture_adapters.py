@@ -204,7 +204,8 @@ class EventLoopTest(AdapterTestCase):
         self.assertEqual([row[3] for row in self.stored()], ["kept 0", "kept 1", "kept 2"])
 
     def test_after_uninstall_the_next_message_starts_no_worker(self):
-        from usr.plugins.honcho.honcho_hub import lifecycle, runtime
+        from usr.plugins.honcho.honcho_hub.delivery import lifecycle
+        from usr.plugins.honcho.honcho_hub import runtime
 
         agent = StubAgent(0)
         self.typed(agent, "before", history_id="h-1")

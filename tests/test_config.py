@@ -13,11 +13,11 @@ import httpx
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 from fake_honcho import FakeHoncho
 
-from honcho_hub.config import KeyProvider, Settings, build_settings
+from honcho_hub.settings.config import KeyProvider, Settings, build_settings
 from honcho_hub.errors import DeliveryError
-from honcho_hub.honcho_gateway import HonchoGateway
-from honcho_hub.plugin_config import SettingsCache, read_config_file
-from honcho_hub.settings_spec import FIELDS, FIELDS_BY_NAME, defaults
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.settings.files import SettingsCache, read_config_file
+from honcho_hub.settings.spec import FIELDS, FIELDS_BY_NAME, defaults
 
 SECRET = "sk-live-REALKEY-0123456789abcdef"
 A0_USR = tempfile.gettempdir()  # an existing folder stands for /a0/usr existing; nothing is created
@@ -322,7 +322,7 @@ class ApiKeyTest(unittest.TestCase):
         def broken():
             raise OSError("secrets.env unreadable")
         settings = build(environ={"HONCHO_API_KEY": "env-key"}, load_secrets=broken)
-        with self.assertLogs("honcho_hub.config", "WARNING") as logs:
+        with self.assertLogs("honcho_hub.settings.config", "WARNING") as logs:
             self.assertEqual(settings.api_key(), "env-key")
         self.assertNotIn("env-key", str(logs.output))
 
@@ -340,7 +340,7 @@ class ApiKeyTest(unittest.TestCase):
         self.assertEqual(repr(KeyProvider(dict, {"HONCHO_API_KEY": SECRET})), "KeyProvider(<hidden>)")
 
     def test_warnings_are_logged_once_per_process(self):
-        with self.assertLogs("honcho_hub.config", "WARNING") as logs:
+        with self.assertLogs("honcho_hub.settings.config", "WARNING") as logs:
             build({"logged_once_marker": 1})
             build({"logged_once_marker": 1})
         self.assertEqual(len([line for line in logs.output if "logged_once_marker" in line]), 1)

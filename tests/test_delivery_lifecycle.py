@@ -18,12 +18,13 @@ from delivery_helpers import Bench
 from hub_testkit import ROOT
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub import lifecycle, runtime
-from honcho_hub.config import build_settings
-from honcho_hub.honcho_gateway import HonchoGateway
-from honcho_hub.outbox import NewEvent, Outbox
-from honcho_hub.scope_registrar import ScopeRegistrar
-from honcho_hub.worker import DeliveryWorker
+from honcho_hub.delivery import lifecycle
+from honcho_hub import runtime
+from honcho_hub.settings.config import build_settings
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.storage.outbox import NewEvent, Outbox
+from honcho_hub.gateway.registrar import ScopeRegistrar
+from honcho_hub.delivery.worker import DeliveryWorker
 
 CHILD = os.path.join(ROOT, "tests", "worker_child.py")
 LOOPBACK = os.path.join(ROOT, "tests", "loopback.py")

@@ -12,9 +12,10 @@ import unittest
 from delivery_helpers import Bench
 from outbox_helpers import event
 
-from honcho_hub import operations, runtime
-from honcho_hub.outbox import Outbox, Retry, Settlement
-from honcho_hub.status import build_status
+from honcho_hub.ops import verbs as operations
+from honcho_hub import runtime
+from honcho_hub.storage.outbox import Outbox, Retry, Settlement
+from honcho_hub.ops.status import build_status
 
 
 def add_path(request) -> str | None:

@@ -10,9 +10,9 @@ from delivery_helpers import KEY, with_api_url_problem
 from fake_honcho import FakeHoncho
 from outbox_helpers import event, temp_outbox_path
 
-from honcho_hub.config import build_settings
+from honcho_hub.settings.config import build_settings
 from honcho_hub.errors import DeliveryError, PermanentError
-from honcho_hub.honcho_gateway import HonchoGateway
+from honcho_hub.gateway.gateway import HonchoGateway
 
 WAIT_S = 10.0  # bound of every wait on another thread; the tests never need that long
 

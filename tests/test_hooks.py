@@ -13,10 +13,10 @@ import unittest
 from hub_testkit import ROOT, import_by_path, link_plugin_folder, stub_agent_zero
 from outbox_helpers import ManualClock
 
-from honcho_hub import lifecycle
-from honcho_hub.outbox import NewEvent, Outbox
-from honcho_hub.outbox_schema import SCHEMA_VERSION
-from honcho_hub.settings_spec import defaults
+from honcho_hub.delivery import lifecycle
+from honcho_hub.storage.outbox import NewEvent, Outbox
+from honcho_hub.storage.schema import SCHEMA_VERSION
+from honcho_hub.settings.spec import defaults
 
 HOOKED = "usr.plugins.honcho.honcho_hub."  # the core's logger names when hooks.py imports it
 SECRET = "hch-v2-0123456789abcdefSECRET"
@@ -66,13 +66,13 @@ class ConfigHooksTest(unittest.TestCase):
         self.write(self.global_file, {"workspace_id": "global-ws"})
         project_file = self.host.project_meta("alpha", "plugins", "honcho", "config.json")
         self.write(project_file, {"workspace_id": "hijack", "recall_enabled": False, "api_key": SECRET})
-        with self.assertLogs(HOOKED + "config", "WARNING") as logs:
+        with self.assertLogs(HOOKED + "settings.config", "WARNING") as logs:
             config = self.hooks.get_plugin_config(default={}, project_name="alpha")
         self.assertEqual((config["workspace_id"], config["recall_enabled"]), ("global-ws", False))
         self.assertNotIn("api_key", config)
         self.assertNotIn(SECRET, "".join(logs.output))
         self.assertTrue(any("'api_key'" in line for line in logs.output))
-        with self.assertNoLogs(HOOKED + "config", "WARNING"):  # Agent Zero reads config every turn
+        with self.assertNoLogs(HOOKED + "settings.config", "WARNING"):  # Agent Zero reads config every turn
             self.hooks.get_plugin_config(default={}, project_name="alpha")
 
     def test_a_corrupt_saved_file_reads_as_defaults(self):
@@ -136,7 +136,7 @@ class InstallTest(unittest.TestCase):
         outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")  # its folder does not exist yet
         with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, PIP_FIND_LINKS="",
                       HONCHO_OUTBOX_PATH=outbox):
-            with self.assertLogs(HOOKED + "lifecycle", "WARNING") as logs:
+            with self.assertLogs(HOOKED + "delivery.lifecycle", "WARNING") as logs:
                 first = self.hooks.install()
                 second = self.hooks.install()
         self.assertEqual(first, {"requirements": "failed", "outbox": "created"})
@@ -153,7 +153,7 @@ class InstallTest(unittest.TestCase):
             for name, path in (("relative path", "state/outbox.sqlite3"),
                                ("folder is a file", os.path.join(blocker, "outbox.sqlite3"))):
                 with self.subTest(name):
-                    with self.assertLogs("honcho_hub.lifecycle", "WARNING") as logs:
+                    with self.assertLogs("honcho_hub.delivery.lifecycle", "WARNING") as logs:
                         self.assertEqual(lifecycle.migrate_outbox(path), "outbox_unavailable")
                     self.assertNotIn(path, "".join(logs.output))
                     self.assertFalse(os.path.exists(os.path.join(os.getcwd(), "state", "outbox.sqlite3")))
@@ -232,7 +232,7 @@ class RestartHoldTest(unittest.TestCase):
 
     def test_a_hold_binds_only_the_module_generation_that_made_it(self):
         with stub_agent_zero():  # the plugin as Agent Zero imports it: another module generation
-            hooked_lifecycle = importlib.import_module("usr.plugins.honcho.honcho_hub.lifecycle")
+            hooked_lifecycle = importlib.import_module("usr.plugins.honcho.honcho_hub.delivery.lifecycle")
             self.assertIsNot(hooked_lifecycle, lifecycle)
             hooked_lifecycle.hold_restart(math.inf, "uninstall", self.clock)
             self.assertTrue(hooked_lifecycle.restart_held(self.clock))
@@ -299,7 +299,7 @@ class WorkerStopTest(unittest.TestCase):
                 raise RuntimeError("boom")
         broken, good = Broken(), self.start_worker()
         broken.start()
-        with self.assertLogs("honcho_hub.lifecycle", "ERROR"):
+        with self.assertLogs("honcho_hub.delivery.lifecycle", "ERROR"):
             report = lifecycle.stop_workers()
         self.assertEqual((report["workers"], report["stopped"]), (2, 1))
         self.assertFalse(good.is_alive())

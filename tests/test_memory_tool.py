@@ -16,10 +16,10 @@ from hub_testkit import ROOT, StubAgent, StubTool, classes_in, import_by_path, s
 from loopback import serve
 from outbox_helpers import hold_write_lock, release_lock, temp_outbox_path
 
-from honcho_hub import memory_log
-from honcho_hub.actions import ActionContext, run_action
-from honcho_hub.config import build_settings
-from honcho_hub.honcho_gateway import HonchoGateway
+from honcho_hub.storage import memory_log
+from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.settings.config import build_settings
+from honcho_hub.gateway.gateway import HonchoGateway
 
 KEY = "hch-tool-key-24680"
 LEAKED = "ghp_" + "Z9y8X7w6V5" * 4  # a real-looking GitHub token a user might paste
@@ -347,7 +347,7 @@ class ToolContractTest(unittest.TestCase):
             asyncio.run(tool_class(agent, "honcho_memory", None, {"action": "status"}, "", None).execute())
         debug_lines = [r for r in records.records if r.levelno == logging.DEBUG]
         self.assertTrue(any(r.name == "honcho_hub.adapters" for r in debug_lines), "capture logged at debug")
-        self.assertTrue(any(r.name.endswith("honcho_hub.actions") for r in debug_lines), "the tool logged at debug")
+        self.assertTrue(any(r.name.endswith("honcho_hub.tool.verbs") for r in debug_lines), "the tool logged at debug")
         for record in records.records:
             line = logging.Formatter("%(name)s %(message)s").format(record)
             for forbidden in (KEY, LEAKED, "jasmine", host.config["outbox_path"]):

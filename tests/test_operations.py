@@ -14,13 +14,17 @@ from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_z
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub import cli, lifecycle, memory_log, operations, runtime
-from honcho_hub.capture import CaptureRequest, CaptureService, Role
-from honcho_hub.config import build_settings
-from honcho_hub.outbox import NewEvent, Outbox
-from honcho_hub.recall import Recaller
-from honcho_hub.status import build_status
-from honcho_hub.worker import DeliveryWorker
+from honcho_hub.ops import cli
+from honcho_hub.ops import verbs as operations
+from honcho_hub.delivery import lifecycle
+from honcho_hub.storage import memory_log
+from honcho_hub import runtime
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.outbox import NewEvent, Outbox
+from honcho_hub.recall.recaller import Recaller
+from honcho_hub.ops.status import build_status
+from honcho_hub.delivery.worker import DeliveryWorker
 
 KEY = "hch-ops-key-1357913579"
 SECRET_TEXT = "my password=Hunter2-Very-Secret and ghp_" + "Q1w2E3r4T5" * 4
@@ -95,6 +99,18 @@ class DrainAndDeadTest(CliCase):
         code, out = self.cli("drain", "--json", "--timeout", "30")
         self.assertEqual((code, json.loads(out)["delivered"], json.loads(out)["pending"]), (0, 4, 0))
         self.assertEqual(len(self.fake.session_messages("chat-ops1")), 4)
+
+    def test_drain_delivers_a_message_still_waiting_in_the_capture_journal(self):
+        # Accepted a moment ago: the capture writer has not moved it into the outbox yet.
+        self.addCleanup(runtime.shutdown)
+        settings = self.settings()
+        service = runtime.capture_service(settings)
+        self.assertEqual(service.accept(CaptureRequest("ops3", Role.USER, "j-1", "typed just before"), settings),
+                         Outcome.ACCEPTED)
+        self.assertEqual(len(service.journal), 1)
+        result = operations.drain(settings, 10, worker=None)
+        self.assertEqual((result["delivered"], result["pending"]), (1, 0), result)
+        self.assertEqual([m["content"] for m in self.fake.session_messages("chat-ops3")], ["typed just before"])
 
     def test_drain_with_honcho_down_or_401_leaves_events_pending(self):
         self.queue(2)

@@ -10,10 +10,10 @@ from outbox_helpers import (CHILD_ENQUEUE, DEST, ManualClock, event, hold_write_
                             run_child, temp_outbox_path)
 from hub_testkit import ROOT
 
-from honcho_hub.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
-from honcho_hub.outbox import Outbox
-from honcho_hub.outbox_db import OutboxBusy, OutboxUnavailable
-from honcho_hub.outbox_schema import MIGRATIONS, SCHEMA_VERSION
+from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
+from honcho_hub.storage.outbox import Outbox
+from honcho_hub.storage.db import OutboxBusy, OutboxUnavailable
+from honcho_hub.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class OutboxTestCase(unittest.TestCase):

@@ -11,11 +11,11 @@ from outbox_helpers import (CHILD_ENQUEUE, CHILD_LEGACY_KILLED, ManualClock, eve
                             temp_outbox_path)
 from hub_testkit import ROOT
 
-from honcho_hub.config import build_settings
-from honcho_hub.recall import epoch_path
-from honcho_hub.outbox import Outbox
-from honcho_hub.outbox_db import JOURNAL_SIZE_LIMIT, OutboxCorrupt, OutboxForeign, OutboxUnavailable
-from honcho_hub.outbox_schema import APPLICATION_ID, SCHEMA_VERSION
+from honcho_hub.settings.config import build_settings
+from honcho_hub.recall.recaller import epoch_path
+from honcho_hub.storage.outbox import Outbox
+from honcho_hub.storage.db import JOURNAL_SIZE_LIMIT, OutboxCorrupt, OutboxForeign, OutboxUnavailable
+from honcho_hub.storage.schema import APPLICATION_ID, SCHEMA_VERSION
 
 MB = 1024 * 1024
 OTHER_APP_ID = 0x47504B47  # GeoPackage's id: a well-known SQLite application

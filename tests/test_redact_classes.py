@@ -5,7 +5,7 @@ import unittest
 
 import hub_testkit  # noqa: F401
 
-from honcho_hub.redact import SLICE_CHARS, redact, redact_long
+from honcho_hub.safety.redact import SLICE_CHARS, redact, redact_long
 
 HEX32 = "0123456789abcdef" * 2
 KEY = "sk-proj-Q7wErTy9UiOp3AsDfGh5JkLzXcVbNm12"

@@ -12,12 +12,12 @@ from fake_honcho import FakeHoncho
 from outbox_helpers import ManualClock, temp_outbox_path
 from redact_corpus import secret_cases
 
-from honcho_hub.actions import ActionContext, run_action
-from honcho_hub.capture import CaptureRequest, CaptureService, Outcome, Role
-from honcho_hub.config import build_settings
-from honcho_hub.honcho_gateway import HonchoGateway
-from honcho_hub.outbox import Outbox
-from honcho_hub.recall import Recaller
+from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
+from honcho_hub.settings.config import build_settings
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.storage.outbox import Outbox
+from honcho_hub.recall.recaller import Recaller
 
 KEY = "hch-paths-key-97531"
 CASES = secret_cases()

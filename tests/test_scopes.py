@@ -5,10 +5,10 @@ import unittest
 
 from delivery_helpers import Bench
 
-from honcho_hub.capture import CaptureRequest, Role
-from honcho_hub.config import build_settings
-from honcho_hub.scope_registrar import ScopeRegistrar
-from honcho_hub.scopes import MAX_SCOPE_ID, resolve_scope, scope_id, sdk_supports_scopes, slug
+from honcho_hub.capture.service import CaptureRequest, Role
+from honcho_hub.settings.config import build_settings
+from honcho_hub.gateway.registrar import ScopeRegistrar
+from honcho_hub.gateway.scopes import MAX_SCOPE_ID, resolve_scope, scope_id, sdk_supports_scopes, slug
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,506}$")
 
@@ -141,7 +141,7 @@ class RegistrarTest(unittest.TestCase):
         bench = Bench(self)
         bench.fake.fail(match=r"/sessions$", kind="connect")
         registrar = ScopeRegistrar(bench.gateway)
-        with self.assertLogs("honcho_hub.scope_registrar", "WARNING"):
+        with self.assertLogs("honcho_hub.gateway.registrar", "WARNING"):
             self.assertFalse(registrar.register(bench.settings, "chat-r2", "a0-alpha"))
         self.assertEqual(registrar.failed, 1)
         self.assertTrue(registrar.submit(bench.settings, "chat-r2", "a0-alpha"))  # may be retried

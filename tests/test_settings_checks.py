@@ -3,8 +3,8 @@ relations between fields."""
 
 import unittest
 
-from honcho_hub.config import build_settings
-from honcho_hub.plugin_config import save_problems
+from honcho_hub.settings.config import build_settings
+from honcho_hub.settings.files import save_problems
 
 
 class RelationsTest(unittest.TestCase):

@@ -13,11 +13,14 @@ import httpx
 from fake_honcho import FakeHoncho
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub import cli, lifecycle, operations, runtime
-from honcho_hub.config import build_settings
-from honcho_hub.memory_log import MemoryWrite, WriteKind
-from honcho_hub.outbox import Outbox
-from honcho_hub.status import StatusParts, build_status, status_text
+from honcho_hub.ops import cli
+from honcho_hub.ops import verbs as operations
+from honcho_hub.delivery import lifecycle
+from honcho_hub import runtime
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
+from honcho_hub.storage.outbox import Outbox
+from honcho_hub.ops.status import StatusParts, build_status, status_text
 
 KEY = "hch-health-key-24682468"
 NOW = 1_900_000_000.0
@@ -148,7 +151,7 @@ class MemoryWritesStatusTest(unittest.TestCase):
 class DebugSettingTest(unittest.TestCase):
     """`debug` / HONCHO_DEBUG: the plugin's loggers log at DEBUG while it is on, and get their level back."""
 
-    LOGGERS = ("honcho_hub", "honcho_hub.adapters", "honcho_hub.worker")
+    LOGGERS = ("honcho_hub", "honcho_hub.adapters", "honcho_hub.delivery.worker")
 
     def setUp(self):
         self.path = temp_outbox_path(self)

@@ -10,10 +10,10 @@ import unittest
 
 from delivery_helpers import Bench, with_api_url_problem
 
-from honcho_hub import scope_registrar
-from honcho_hub.config import build_settings
-from honcho_hub.scope_registrar import ScopeRegistrar
-from honcho_hub.worker_state import WorkerState
+from honcho_hub.gateway import registrar as scope_registrar
+from honcho_hub.settings.config import build_settings
+from honcho_hub.gateway.registrar import ScopeRegistrar
+from honcho_hub.delivery.state import WorkerState
 
 LATENCY_S = 0.2  # what each request costs on the injected monotonic clock
 WAIT_S = 10.0  # bound of every wait on another thread; the tests never need that long
@@ -88,7 +88,7 @@ class StepFailureLogTest(unittest.TestCase):
         with open(corrupt, "wb") as handle:
             handle.write(b"this is not a database, " * 200)
         bench.settings = dataclasses.replace(bench.settings, outbox_path=corrupt)
-        with self.assertLogs("honcho_hub.worker", "INFO") as logs:
+        with self.assertLogs("honcho_hub.delivery.worker", "INFO") as logs:
             bench.worker.start()
             for _ in range(5):  # five polls of the thread
                 bench.worker.drain(WAIT_S)
@@ -99,7 +99,7 @@ class StepFailureLogTest(unittest.TestCase):
         self.assertEqual((bench.worker.state.snapshot()["state"], bench.worker.state.snapshot()["reason"][:7]),
                          ("error", "outbox_"))
         os.remove(corrupt)  # repaired: the worker makes a new outbox there
-        with self.assertLogs("honcho_hub.worker", "INFO") as logs:
+        with self.assertLogs("honcho_hub.delivery.worker", "INFO") as logs:
             bench.worker.drain(WAIT_S)
             bench.worker.drain(WAIT_S)
         self.assertEqual(len(logs.records), 1, logs.output)

@@ -7,7 +7,7 @@ import unittest
 
 from hub_testkit import ROOT, StubAgent, StubHistoryMessage, import_by_path, stub_agent_zero
 
-from honcho_hub.settings_spec import defaults
+from honcho_hub.settings.spec import defaults
 
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
 NOT_WALKED = {".git", ".venv", "__pycache__", ".pytest_cache", "node_modules"}  # tool caches, set aside

@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub import runtime
-from usr.plugins.honcho.honcho_hub.capture import CaptureRequest, Outcome, Role, session_id_for
-from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.capture_rules import (UserMessageFacts, skip_reason_for_tool_result,
+from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role, session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.capture.rules import (UserMessageFacts, skip_reason_for_tool_result,
                                                          skip_reason_for_user_message)
 
 from . import host

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.capture_rules import ChatFacts
-from usr.plugins.honcho.honcho_hub.config import Settings, build_settings
-from usr.plugins.honcho.honcho_hub.plugin_config import SettingsCache
+from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts
+from usr.plugins.honcho.honcho_hub.settings.config import Settings, build_settings
+from usr.plugins.honcho.honcho_hub.settings.files import SettingsCache
 
 PLUGIN_NAME = "honcho"
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

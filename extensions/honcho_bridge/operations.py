@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub import log_level, operations, runtime
-from usr.plugins.honcho.honcho_hub.capture import session_id_for
-from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.status import build_status
+from usr.plugins.honcho.honcho_hub.settings import log_level
+from usr.plugins.honcho.honcho_hub.ops import verbs as operations
+from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub.capture.service import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.ops.status import build_status
 
 from .worker import global_settings, plugin_enabled
 

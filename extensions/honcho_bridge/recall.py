@@ -8,8 +8,8 @@ from functools import lru_cache
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub import runtime
-from usr.plugins.honcho.honcho_hub.capture import session_id_for
-from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.capture.service import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.plugin_config import save_problems
+from usr.plugins.honcho.honcho_hub.settings.files import save_problems
 
 from .host import PLUGIN_NAME
 

@@ -6,11 +6,13 @@ import asyncio
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub import log_level, memory_log, runtime
-from usr.plugins.honcho.honcho_hub.actions import ActionContext, run_action
-from usr.plugins.honcho.honcho_hub.capture import session_id_for
-from usr.plugins.honcho.honcho_hub.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.status import build_status, status_text
+from usr.plugins.honcho.honcho_hub.settings import log_level
+from usr.plugins.honcho.honcho_hub.storage import memory_log
+from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub.tool.verbs import ActionContext, run_action
+from usr.plugins.honcho.honcho_hub.capture.service import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 
 from . import host
 from .recall import template

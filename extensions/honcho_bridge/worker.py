@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from usr.plugins.honcho.honcho_hub import runtime
-from usr.plugins.honcho.honcho_hub.config import Settings
+from usr.plugins.honcho.honcho_hub.settings.config import Settings
 
 from . import host
 from .host import PLUGIN_NAME

@@ -105,7 +105,7 @@ class ProxiedHostCase(unittest.TestCase):
         cls.proxy.close()
 
     def setUp(self) -> None:
-        from usr.plugins.honcho.honcho_hub.lifecycle import release_restart
+        from usr.plugins.honcho.honcho_hub.delivery.lifecycle import release_restart
 
         # pre_update and uninstall keep the plugin's threads stopped in this process; in Agent Zero the
         # update or removal follows, here the next test reuses the plugin as a reinstall would.

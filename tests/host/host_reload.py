@@ -15,7 +15,7 @@ import unittest
 
 import host_kit
 
-WORKER_MODULE = "usr.plugins.honcho.honcho_hub.worker"
+WORKER_MODULE = "usr.plugins.honcho.honcho_hub.delivery.worker"
 RESTART_S = 20.0  # well under Agent Zero's job loop (about 60 s; not even running in this harness)
 WITHOUT_JOB_LOOP = " (the worker must come back without waiting for the job loop)"
 

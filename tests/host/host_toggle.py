@@ -31,7 +31,7 @@ def module(name: str):
 
 def queue_directly(ctx, text: str, source_id: str) -> str:
     """Queue one event through the plugin's capture service, as a second process would."""
-    runtime, capture = module("honcho_hub.runtime"), module("honcho_hub.capture")
+    runtime, capture = module("honcho_hub.runtime"), module("honcho_hub.capture.service")
     settings = module("extensions.honcho_bridge.worker").global_settings()
     request = capture.CaptureRequest(chat_id=ctx.id, role=capture.Role.USER, source_id=source_id, text=text)
     return runtime.capture_service(settings).capture(request, settings, {}).value

@@ -11,10 +11,10 @@ from real_kit import AGENT, USER, fresh_workspace, real_gateway, real_settings, 
 
 from outbox_helpers import ManualClock
 
-from honcho_hub.capture import CaptureRequest, CaptureService, Role
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
 from honcho_hub.errors import AuthError
-from honcho_hub.recall import Recaller
-from honcho_hub.worker import DeliveryWorker
+from honcho_hub.recall.recaller import Recaller
+from honcho_hub.delivery.worker import DeliveryWorker
 
 
 def required_admin_key() -> str:

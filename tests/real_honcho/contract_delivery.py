@@ -8,11 +8,11 @@ import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, events, user_events
 
-from honcho_hub.delivery import send_batch
+from honcho_hub.delivery.batches import send_batch
 from honcho_hub.errors import PermanentError
-from honcho_hub.honcho_gateway import SOURCE
-from honcho_hub.outbox import LeasedEvent, Outbox
-from honcho_hub.worker import DeliveryWorker
+from honcho_hub.gateway.gateway import SOURCE
+from honcho_hub.storage.outbox import LeasedEvent, Outbox
+from honcho_hub.delivery.worker import DeliveryWorker
 
 
 def leased(event, error_code=None, ambiguous=False) -> LeasedEvent:

@@ -10,8 +10,8 @@ from real_kit import AGENT, USER, RealHonchoCase, events, real_settings, user_ev
 
 from fake_honcho import FakeHoncho
 from honcho_hub.errors import DeliveryError
-from honcho_hub.honcho_gateway import HonchoGateway
-from honcho_hub.recall import _base as recall_base, _scoped_base as recall_scoped_base
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.recall.recaller import _base as recall_base, _scoped_base as recall_scoped_base
 
 
 def outcome(scenario: Callable[[HonchoGateway, str], Any], gateway: HonchoGateway, ws: str) -> Any:

@@ -5,8 +5,8 @@ import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, events, user_events
 
-from honcho_hub import memory_calls as calls
-from honcho_hub.actions import ActionContext, run_action
+from honcho_hub.tool import calls
+from honcho_hub.tool.verbs import ActionContext, run_action
 
 TEA, VIOLIN = "I drink green tea every morning", "I play the violin on Saturdays"
 
@@ -71,8 +71,8 @@ class SearchAndConclusionsTest(MemoryToolCase):
         ours = conclusions_about(gateway, AGENT, USER)[0].id
         view = gateway.call(lambda c: gateway.reader_peer(AGENT).conclusions_of(USER))
         self.assertEqual([c.id for c in gateway.call(lambda c: view.get_many([ours, "no-such-id"]))], [ours])
-        self.assertTrue(calls.owns_conclusion(gateway, AGENT, USER, ours))
-        self.assertFalse(calls.owns_conclusion(gateway, USER, AGENT, ours))
+        self.assertEqual(calls.find_conclusion(gateway, AGENT, USER, ours).id, ours)
+        self.assertIsNone(calls.find_conclusion(gateway, USER, AGENT, ours))
 
     def test_ask_is_answered_by_the_dialectic_with_what_honcho_knows(self):
         result = self.act("ask", query="What does the user drink?", reasoning_level="low")

@@ -23,9 +23,9 @@ if TESTS not in sys.path:
 
 import hub_testkit  # noqa: E402,F401 - puts the checkout on sys.path, allows loopback only
 
-from honcho_hub.config import Settings, build_settings  # noqa: E402
-from honcho_hub.honcho_gateway import HonchoGateway  # noqa: E402
-from honcho_hub.outbox import NewEvent  # noqa: E402
+from honcho_hub.settings.config import Settings, build_settings  # noqa: E402
+from honcho_hub.gateway.gateway import HonchoGateway  # noqa: E402
+from honcho_hub.storage.outbox import NewEvent  # noqa: E402
 
 USER, AGENT = "user", "agent-zero"  # the plugin's default peer ids
 DERIVATION_TIMEOUT_S = 60.0  # the deriver takes ~5 s here; a slow CI box gets a generous bound

@@ -1,0 +1,397 @@
+"""Capture: accept a message in well under a millisecond, then redact, split and queue it; never raises.
+
+`accept` is what a capture hook on Agent Zero's event loop calls: it checks the input, appends one
+record to the process's journal (durable before it returns) and wakes the writer thread. The writer
+(`write_pending`) redacts and splits the text off the loop — a large paste in slices, so it never holds
+the interpreter for long — and commits records to the outbox in the order they were accepted, waiting
+as long as the outbox needs (another process may hold its write lock for seconds). A record leaves the
+journal only once the outbox has it; while the outbox is full, locked or unusable, records wait in the
+journal, and only when the journal itself is full is a message refused (counted, never dropped
+silently). Records a dead process left in its journal are replayed by the next process that captures.
+`capture` (tests, the command line) is `accept` followed by one writer pass on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable, Mapping
+
+from ..storage import journal as journal_file
+from ..capture.chunking import clean_text, split_message
+from ..settings.config import Settings
+from ..storage.journal import Entry, Journal, JournalError, JournalFull, default_fallback_folder, journal_folders
+from ..storage.outbox import NewEvent, Outbox
+from ..storage.db import OutboxBusy, OutboxError
+from ..safety.redact import RedactionError, redact_long
+
+log = logging.getLogger(__name__)
+
+REOPEN_AFTER_S = 30.0
+REPLAY_EVERY_S = 60.0  # how often to look for journals of processes that died meanwhile
+WRITER_BUSY_WAIT_S = 5.0  # longest wait for another writer pass of this process (it holds no SQLite lock long)
+WRITE_BATCH_ENTRIES = 64
+WRITE_BATCH_CHARS = 2_000_000
+QUICK_EMPTY_CHECK_CHARS = 4096  # longer text is checked for emptiness by the writer, off the loop
+JOURNAL_MAX_BYTES = 256 * 1024 * 1024
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+SESSION_ID_MAX = 512
+_DIGEST_CHARS = 16
+
+
+class Role(str, Enum):
+    USER = "user"
+    AGENT = "agent"
+
+
+class Outcome(str, Enum):
+    ACCEPTED = "accepted"  # in the journal; the writer queues it
+    QUEUED = "queued"
+    DUPLICATE = "duplicate"
+    HANDED_OFF = "handed_off"  # in the journal, waiting for the outbox (locked, full or unusable)
+    SKIPPED_EMPTY = "skipped_empty"
+    REFUSED_FULL = "refused_full"  # the journal is full because the outbox is full
+    REFUSED_HANDOFF_FULL = "refused_handoff_full"  # the journal is full because the outbox is unusable
+    JOURNAL_UNAVAILABLE = "journal_unavailable"
+    REDACTION_FAILED = "redaction_failed"
+    INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    """What an adapter knows about one message, in plain values."""
+
+    chat_id: str
+    role: Role
+    source_id: str  # the host's history message id; '' when the host gave none
+    text: Any
+    scope_id: str | None = None
+    project: str | None = None  # to find the project's secrets when a dead process's record is replayed
+
+
+class Counters:
+    """Outcome counts of this process, for status; safe to bump from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+
+    def add(self, name: str, count: int = 1) -> None:
+        with self._lock:
+            self._counts[name] = self._counts.get(name, 0) + count
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def __getitem__(self, name: str) -> int:
+        with self._lock:
+            return self._counts.get(name, 0)
+
+
+def session_id_for(chat_id: str) -> str:
+    """Honcho session of an Agent Zero chat: `chat-<id>` within Honcho's id alphabet and length.
+
+    An id that had to be changed to fit (characters replaced, or cut at the length limit) gets a digest
+    of the original, so two different chats never share a session; ids that fit are kept as they are."""
+    raw = str(chat_id)
+    session = "chat-" + _UNSAFE_ID.sub("_", raw)
+    if session == "chat-" + raw and len(session) <= SESSION_ID_MAX:
+        return session
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+    return session[:SESSION_ID_MAX - _DIGEST_CHARS - 1] + "-" + digest
+
+
+def event_id(chat_id: str, role: str, source_id: str, part: int) -> str:
+    """Stable id of one event: the same source always gives the same id."""
+    raw = "\x1f".join((str(chat_id), role, source_id, str(part)))
+    return "ev_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def journal_for(settings: Settings, journal: Journal | None = None) -> Journal:
+    """`journal` (a new one, not yet open, if None) with the limits and durability `settings` ask for."""
+    if journal is None:  # not `journal or …`: an empty journal is falsy (it has a length)
+        journal = Journal("", max_entries=settings.handoff_capacity, max_bytes=JOURNAL_MAX_BYTES)
+    journal.max_entries, journal.durable = settings.handoff_capacity, settings.outbox_synchronous == "FULL"
+    return journal
+
+
+class CaptureService:
+    """The process's capture: one journal, the writer's outbox connection, the outcome counters."""
+
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic, journal: Journal | None = None,
+                 counters: Counters | None = None, fallback_journal_folder: str | None = None,
+                 replay_secrets: Callable[[str | None], Mapping[str, str]] = lambda project: {}) -> None:
+        self._settings = settings
+        self._clock, self._monotonic = clock, monotonic
+        self.journal = journal
+        self.counters = counters if counters is not None else Counters()
+        self._fallback = fallback_journal_folder or default_fallback_folder()
+        self._replay_secrets = replay_secrets
+        self._open_lock = threading.Lock()
+        self._outbox: Outbox | None = None
+        self._outbox_path: str | None = None
+        self._reopen_at = 0.0
+        self._replay_at = 0.0  # when to look for dead processes' journals again
+        self.unavailable: str | None = None  # error code while the outbox cannot be used
+        self.outbox_full = False
+
+    # -- the hook's side: on Agent Zero's event loop ----------------------------------------------
+
+    def accept(self, request: CaptureRequest, settings: Settings, secrets: Mapping[str, str] | None = None,
+               mask: Callable[[str], str] | None = None) -> Outcome:
+        """Journal one message (durable when this returns ACCEPTED). Never raises, never waits on SQLite.
+
+        `secrets` and `mask` (the host's masker) are used by the writer in this process; a replay after
+        a crash redacts with the secrets `replay_secrets` gives for the record's project."""
+        return self._accept(request, settings, secrets, mask)[0]
+
+    def _accept(self, request: CaptureRequest, settings: Settings, secrets: Mapping[str, str] | None,
+                mask: Callable[[str], str] | None) -> tuple[Outcome, Entry | None]:
+        text = request.text
+        if not isinstance(text, str):
+            return self._count(Outcome.INVALID), None
+        if len(text) <= QUICK_EMPTY_CHECK_CHARS and not clean_text(text).strip():
+            return self._count(Outcome.SKIPPED_EMPTY), None
+        try:
+            role = Role(request.role).value
+        except ValueError:
+            return self._count(Outcome.INVALID), None
+        header = {
+            "chat_id": str(request.chat_id), "role": role,
+            "source_id": request.source_id or uuid.uuid4().hex,  # no host id: nothing to deduplicate against
+            "destination": settings.destination(), "workspace_id": settings.workspace_id,
+            "session_id": session_id_for(request.chat_id),
+            "peer_id": settings.user_peer_id if role == Role.USER.value else settings.agent_peer_id,
+            "scope_id": request.scope_id, "project": request.project, "captured_at": self._clock(),
+        }
+        try:
+            entry = self._journal(settings).append(header, text, {"secrets": secrets, "mask": mask})
+        except JournalFull:
+            log.warning("honcho capture: %s; message refused",
+                        "outbox full and journal full" if self.outbox_full else "journal full")
+            return self._count(Outcome.REFUSED_FULL if self.outbox_full else Outcome.REFUSED_HANDOFF_FULL), None
+        except JournalError as exc:
+            log.error("honcho capture: journal unusable (%s); message refused", exc.code)
+            return self._count(Outcome.JOURNAL_UNAVAILABLE), None
+        return self._count(Outcome.ACCEPTED), entry
+
+    def capture(self, request: CaptureRequest, settings: Settings, secrets: Mapping[str, str] | None = None) -> Outcome:
+        """`accept`, then one writer pass on this thread; the outcome of this message's write."""
+        if self.journal is not None and self.journal.is_full():
+            self.write_pending(settings)  # the outbox may have freed up: make room before refusing
+        outcome, entry = self._accept(request, settings, secrets, None)
+        if entry is None:
+            return outcome
+        self.write_pending(settings)
+        return entry.local.get("outcome", Outcome.HANDED_OFF)
+
+    def backlog(self) -> int:
+        """Accepted messages not yet in the outbox."""
+        return len(self.journal) if self.journal is not None else 0
+
+    # -- the writer's side: off the loop ---------------------------------------------------------
+
+    def write_pending(self, settings: Settings | None = None) -> int:
+        """Move journal records into the outbox, oldest first; returns how many records it committed.
+
+        Stops early, keeping the rest in the journal, when the outbox is locked past the wait, full or
+        unusable. Never raises."""
+        settings = settings or self._settings
+        try:
+            self._journal(settings)  # our own file also marks this process as alive to the others
+        except JournalError:
+            return 0  # nothing can have been accepted without a journal
+        if not self.journal.writing.acquire(timeout=WRITER_BUSY_WAIT_S):
+            return 0
+        try:
+            moved = self._replay_orphans(settings) if self._monotonic() >= self._replay_at else 0
+            while True:
+                entries = self._next_batch()
+                if not entries:
+                    break
+                done = self._write(entries, settings)
+                moved += done
+                if done < len(entries):
+                    break
+            return moved
+        finally:
+            self.journal.writing.release()
+
+    def close(self) -> None:
+        """Close the outbox connection (the journal stays: it belongs to the process)."""
+        with self.journal.writing if self.journal is not None else self._open_lock:
+            if self._outbox is not None:
+                self._outbox.close()
+                self._outbox = None
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _journal(self, settings: Settings) -> Journal:
+        with self._open_lock:
+            self.journal = journal_for(settings, self.journal)
+            if not self.journal.is_open:
+                problem: JournalError | None = None
+                for folder in journal_folders(settings.outbox_path, self._fallback):
+                    self.journal.folder = folder
+                    try:
+                        self.journal.open()
+                        break
+                    except JournalError as exc:
+                        problem = exc
+                else:
+                    raise problem or JournalError("no journal folder")
+            return self.journal
+
+    def _next_batch(self) -> list[Entry]:
+        entries, chars = [], 0
+        for entry in self.journal.pending(WRITE_BATCH_ENTRIES):
+            if entries and chars + len(entry.text) > WRITE_BATCH_CHARS:
+                break
+            entries.append(entry)
+            chars += len(entry.text)
+        return entries
+
+    def _write(self, entries: list[Entry], settings: Settings) -> int:
+        """Commit `entries` in one transaction; returns how many left the journal (a prefix)."""
+        prepared = [(entry, self._events(entry)) for entry in entries]
+        batches = [events for _, events in prepared if events]
+        try:
+            results = self._open(settings).enqueue_batches(batches) if batches else []
+        except OutboxError as exc:
+            self._note_unavailable(exc)
+            return 0
+        done, at = 0, 0
+        self.outbox_full = False
+        for entry, events in prepared:
+            if events:
+                result = results[at]
+                at += 1
+                if result.refused:
+                    self.outbox_full = True  # keep it and everything after it in the journal
+                    break
+                entry.local["outcome"] = self._count(Outcome.QUEUED if result.inserted else Outcome.DUPLICATE)
+            else:
+                entry.local["outcome"] = self._count(entry.local.get("outcome", Outcome.SKIPPED_EMPTY))
+            done += 1
+        self.journal.committed(done)
+        return done
+
+    def _events(self, entry: Entry) -> list[NewEvent]:
+        """The redacted parts of one record (worked out once: a locked outbox means retries); [] (with the
+        outcome noted) when nothing may be queued."""
+        if "events" not in entry.local:
+            entry.local["events"] = self._prepare(entry)
+        return entry.local["events"]
+
+    def _prepare(self, entry: Entry) -> list[NewEvent]:
+        header, text = entry.header, entry.text
+        mask, secrets = entry.local.get("mask"), entry.local.get("secrets")
+        try:
+            if "secrets" not in entry.local:  # a dead process's record: its host objects are gone
+                secrets = self._replay_secrets(header.get("project"))
+            text = redact_long(mask(text) if mask else text, secrets, clean=clean_text)
+        except RedactionError:
+            log.warning("honcho capture: redaction failed; message not queued")
+            entry.local["outcome"] = Outcome.REDACTION_FAILED
+            return []
+        except Exception:  # a host masker that fails: fail closed
+            log.warning("honcho capture: the host's masking failed; message not queued")
+            entry.local["outcome"] = Outcome.REDACTION_FAILED
+            return []
+        if not text.strip():
+            entry.local["outcome"] = Outcome.SKIPPED_EMPTY
+            return []
+        ambiguous = bool(entry.local.get("replayed"))
+        return [NewEvent(id=event_id(header["chat_id"], header["role"], header["source_id"], i),
+                         destination=header["destination"], workspace_id=header["workspace_id"],
+                         session_id=header["session_id"], peer_id=header["peer_id"], role=header["role"],
+                         content=part, captured_at=header["captured_at"], scope_id=header.get("scope_id"),
+                         ambiguous=ambiguous)
+                for i, part in enumerate(split_message(text))]
+
+    def _replay_orphans(self, settings: Settings) -> int:
+        """Records of dead processes' journals into the outbox, as ambiguous rows: a record may have been
+        committed, delivered and pruned before its process died, so the worker asks Honcho first."""
+        own = self.journal.path if self.journal is not None else ""
+        moved = 0
+        for path, release in journal_file.orphans(journal_folders(settings.outbox_path, self._fallback), own):
+            delete = False
+            try:
+                records, damaged = journal_file.read_locked(path)
+                entries = [Entry(header, text, 0, {"replayed": True}) for header, text in records]
+                stored = self._store_replayed(entries, settings)
+                delete = stored
+                moved += len(entries) if stored else 0
+                if damaged:
+                    log.warning("honcho capture: %d damaged records skipped in a dead process's journal", damaged)
+            except (OSError, ValueError, KeyError, TypeError):
+                log.warning("honcho capture: a dead process's journal could not be read; kept for later")
+            finally:
+                release(delete)
+            if not delete:
+                return moved  # the outbox is not ready: try again on a later pass
+        self._replay_at = self._monotonic() + REPLAY_EVERY_S
+        return moved
+
+    def _store_replayed(self, entries: list[Entry], settings: Settings) -> bool:
+        batches = [events for events in (self._events(entry) for entry in entries) if events]
+        if not batches:
+            return True
+        try:
+            results = self._open(settings).enqueue_batches(batches)
+        except OutboxError as exc:
+            self._note_unavailable(exc)
+            return False
+        if any(result.refused for result in results):
+            self.outbox_full = True
+            return False  # the whole file is replayed again later; rows already in are not duplicated
+        self.counters.add("replayed", sum(len(batch) for batch in batches))
+        return True
+
+    def _open(self, settings: Settings) -> Outbox:
+        if self._outbox is not None and self._outbox_path == settings.outbox_path:
+            return self._outbox
+        if self._outbox is not None:  # the setting changed: waiting records go to the new outbox
+            self._outbox.close()
+            self._outbox = None
+        if self._monotonic() < self._reopen_at:
+            cooling = OutboxError("outbox unusable; reopening later")
+            cooling.code = self.unavailable or "outbox_unavailable"
+            raise cooling
+        s = settings
+        try:
+            # A short busy wait: a locked outbox leaves records in the journal, and the writer retries.
+            self._outbox = Outbox(s.outbox_path, synchronous=s.outbox_synchronous,
+                                  busy_timeout_s=s.capture_wait_ms / 1000, max_rows=s.max_queued_rows,
+                                  dead_retention_s=s.dead_retention_days * 86_400, clock=self._clock)
+        except OutboxError as exc:
+            if not isinstance(exc, OutboxBusy):  # busy is momentary (another process migrating): no cooldown
+                self._reopen_at = self._monotonic() + REOPEN_AFTER_S
+            raise
+        self._outbox_path = s.outbox_path
+        self._replay_at = 0.0  # a new outbox folder may hold journals of its own
+        self.unavailable = None
+        return self._outbox
+
+    def _note_unavailable(self, exc: OutboxError) -> None:
+        code = getattr(exc, "code", "outbox_error")
+        if code != "outbox_busy":
+            if self.unavailable != code:
+                log.error("honcho capture: outbox unusable (%s); messages wait in the journal", code)
+            self.unavailable = code
+            if self._outbox is not None:
+                self._outbox.close()
+                self._outbox = None
+                self._reopen_at = self._monotonic() + REOPEN_AFTER_S
+
+    def _count(self, outcome: Outcome) -> Outcome:
+        self.counters.add(outcome.value)
+        return outcome

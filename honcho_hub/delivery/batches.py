@@ -1,0 +1,79 @@
+"""Sending one leased session batch: reconcile when Honcho may hold it already, split to isolate a bad event.
+
+Runs on a sender thread and touches no database: it returns what happened, and the coordinator
+records it. Order within the session is kept: once a send fails (other than a permanent rejection),
+that event and every later one of the batch wait for the next attempt. A batch Honcho may already
+hold (an earlier send failed after it may have arrived, or a dead worker's lease was recovered) is
+never sent before a lookup of its event ids succeeded: if the lookup fails, nothing is sent.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from ..errors import DeliveryError, PermanentError
+from ..storage.outbox import LeasedEvent
+
+
+class Gateway(Protocol):
+    def send(self, events: Sequence[LeasedEvent]) -> None: ...
+
+    def existing_event_ids(self, session_id: str, event_ids: Sequence[str]) -> set[str]: ...
+
+
+@dataclass
+class BatchResult:
+    delivered: list[str] = field(default_factory=list)
+    already_there: list[str] = field(default_factory=list)  # found by reconciliation, not resent
+    dead: list[tuple[str, str]] = field(default_factory=list)  # (event id, code)
+    failed: list[LeasedEvent] = field(default_factory=list)  # to retry, in order
+    error: DeliveryError | None = None
+    reconcile_failed: bool = False  # `error` came from the lookup: nothing was sent
+    requests: int = 0
+    latency_s: float = 0.0
+
+    @property
+    def failed_ambiguous(self) -> bool:
+        """Whether Honcho may hold some of `failed`: the next attempt must reconcile first."""
+        return self.error is not None and (self.reconcile_failed or self.error.ambiguous)
+
+
+def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.monotonic) -> BatchResult:
+    """Deliver `batch` (one session, in order) and report each event's fate."""
+    result = BatchResult()
+    started = monotonic()
+    pending = list(batch)
+    if any(e.ambiguous for e in pending):
+        try:
+            pending = _reconcile(gateway, pending, result)
+        except DeliveryError as exc:
+            result.error, result.failed, result.reconcile_failed = exc, pending, True
+            pending = []
+    segments = [pending] if pending else []
+    while segments and result.error is None:
+        segment = segments.pop(0)
+        try:
+            result.requests += 1
+            gateway.send(segment)
+            result.delivered.extend(e.id for e in segment)
+        except PermanentError as exc:
+            if len(segment) == 1:
+                result.dead.append((segment[0].id, exc.code))
+            else:  # halve until the rejected event stands alone; the others still go, in order
+                middle = len(segment) // 2
+                segments[:0] = [segment[:middle], segment[middle:]]
+        except DeliveryError as exc:
+            result.error = exc
+            result.failed = segment + [e for rest in segments for e in rest]
+    result.latency_s = monotonic() - started
+    return result
+
+
+def _reconcile(gateway: Gateway, pending: list[LeasedEvent], result: BatchResult) -> list[LeasedEvent]:
+    """Drop events Honcho already holds; raises DeliveryError when the lookup fails."""
+    result.requests += 1
+    held = gateway.existing_event_ids(pending[0].session_id, [e.id for e in pending])
+    result.already_there.extend(e.id for e in pending if e.id in held)
+    return [e for e in pending if e.id not in held]

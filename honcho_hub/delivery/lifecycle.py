@@ -1,0 +1,145 @@
+"""Install, update and uninstall steps behind `hooks.py`; none of them ever raises.
+
+Agent Zero deletes a plugin whose `install()` raises, so a failed pip run is reported and the plugin
+runs degraded: capture only needs the standard library and PyYAML, both present in Agent Zero.
+Workers are found among the live threads by a marker attribute rather than through a module global,
+because Agent Zero re-imports plugin modules when their files change and a global would be new.
+
+After uninstall or pre_update the workers must stay stopped although the next capture or job-loop tick
+asks for one: `stop_workers(hold_s=...)` holds restarts in the process-wide state. A hold binds only the
+module generation that made it, so the modules Agent Zero imports after an update (or a reinstall) start
+workers again at once; a bounded hold also ends by itself, since a failed `git pull` never reloads.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import subprocess
+import sys
+import math
+import threading
+import time
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+WORKER_MARKER = "honcho_hub_worker"
+PIP_TIMEOUT_S = 600.0
+MAX_DRAIN_S = 5.0
+UPDATE_HOLD_S = 120.0  # pre_update: no new worker until the updated modules load, or this long at most
+# This module generation, as a hold records it: a re-import of the plugin makes a new object.
+_GENERATION = object()
+
+
+def install_requirements(requirements: str, python: str | None = None,
+                         timeout_s: float = PIP_TIMEOUT_S) -> str:
+    """Run pip for `requirements` with the given interpreter; returns ok, failed, timeout or missing."""
+    if not os.path.isfile(requirements):
+        log.warning("honcho install: %s not found; dependencies not installed",
+                    os.path.basename(requirements))
+        return "missing"
+    command = [python or sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+               "--quiet", "-r", requirements]
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=timeout_s, check=False,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        log.warning("honcho install: pip did not finish in %.0f s; running degraded", timeout_s)
+        return "timeout"
+    except OSError as exc:
+        log.warning("honcho install: pip could not start (%s); running degraded", type(exc).__name__)
+        return "failed"
+    if done.returncode != 0:
+        # pip's own output may echo index URLs with credentials, so only the exit code is logged.
+        log.warning("honcho install: pip exited with %d; running degraded (delivery needs honcho-ai;"
+                    " run `%s -m pip install -r requirements.txt` to see why)", done.returncode,
+                    os.path.basename(command[0]))
+        return "failed"
+    importlib.invalidate_caches()
+    log.info("honcho install: requirements installed")
+    return "ok"
+
+
+def migrate_outbox(path: str) -> str:
+    """Create the outbox (folder and file) or bring an existing one to the current schema: 'created',
+    'migrated', or the error code of why it cannot be used (the plugin still installs; capture reports it)."""
+    from ..storage.outbox import Outbox
+    from ..storage.db import OutboxError
+
+    existed = os.path.exists(path)
+    try:
+        Outbox(path).close()
+    except OutboxError as exc:
+        log.warning("honcho install: outbox not usable (%s)", exc.code)
+        return exc.code
+    log.info("honcho install: outbox %s", "schema is current" if existed else "created")
+    return "migrated" if existed else "created"
+
+
+def plugin_workers() -> list[threading.Thread]:
+    """Live worker threads of this plugin, whatever module generation started them."""
+    return [t for t in threading.enumerate() if getattr(t, WORKER_MARKER, False) and t.is_alive()]
+
+
+def hold_restart(seconds: float, reason: str, monotonic: Callable[[], float] = time.monotonic) -> None:
+    """Keep this module generation from starting workers for `seconds` (math.inf: while it is loaded).
+    A hold of the same generation is only ever lengthened (pre_update after uninstall keeps it)."""
+    from ..runtime import process_state  # imported here: runtime imports this module
+
+    state = process_state()
+    with state.lock:
+        until = monotonic() + max(0.0, seconds)
+        known = getattr(state, "restart_hold", None)
+        if known is not None and known["generation"] is _GENERATION:
+            until = max(until, known["until"])
+        state.restart_hold = {"generation": _GENERATION, "until": until, "reason": reason}
+    log.info("honcho: workers held after %s%s", reason,
+             "" if math.isinf(seconds) else f" for at most {seconds:.0f} s or until the plugin reloads")
+
+
+def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
+    """Whether a worker must not start now: a hold by this module generation that has not run out.
+    runtime.ensure_worker asks before starting one; cheap (no I/O)."""
+    from ..runtime import process_state
+
+    hold = getattr(process_state(), "restart_hold", None)
+    return hold is not None and hold["generation"] is _GENERATION and monotonic() < hold["until"]
+
+
+def release_restart() -> None:
+    """Lift any hold (a test's cleanup, or an explicit restart by the operator)."""
+    from ..runtime import process_state
+
+    state = process_state()
+    with state.lock:
+        state.restart_hold = None
+
+
+def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0, monotonic: Callable[[], float] = time.monotonic,
+                 hold_s: float = 0.0, reason: str = "stop") -> dict[str, Any]:
+    """Drain each worker for at most `drain_s` in total (≤ 5 s), then stop them; never raises.
+    `stopped` counts the workers that have ended; one whose request still hangs ends with it.
+    With `hold_s` > 0 no worker of this generation starts again for that long (see hold_restart); the
+    hold is in place before the first worker stops, so a capture meanwhile cannot start another."""
+    if hold_s > 0:
+        hold_restart(hold_s, reason, monotonic)
+    deadline = monotonic() + max(0.0, min(drain_s, MAX_DRAIN_S))
+    report: dict[str, Any] = {"workers": 0, "drained": 0, "stopped": 0}
+    for worker in plugin_workers():
+        report["workers"] += 1
+        try:
+            remaining = deadline - monotonic()
+            if remaining > 0:
+                moved = worker.drain(remaining)  # type: ignore[attr-defined]
+                report["drained"] += moved.get("delivered", 0) if isinstance(moved, dict) else int(moved or 0)
+            worker.stop(stop_s)  # type: ignore[attr-defined]
+            if worker.is_alive():  # a request still hangs; the stop is signalled and it ends with it
+                log.warning("honcho: a worker is still finishing a request; it stops when that ends")
+            else:
+                report["stopped"] += 1
+        except Exception:  # best-effort shutdown: one bad worker must not keep the others running
+            log.exception("honcho: a worker did not stop cleanly")
+    log.info("honcho: stopped %d of %d workers", report["stopped"], report["workers"])
+    return report

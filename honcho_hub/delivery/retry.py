@@ -1,0 +1,101 @@
+"""Retry decisions: a pure function of (error, attempts, now, policy, random source). Nothing sleeps.
+
+- 429: retry at the server's Retry-After (capped), the attempt not counted: rate limits are not the
+  event's fault.
+- 5xx and other transient errors: exponential backoff with full jitter (tenacity's exponential wait
+  gives the ceiling, the injected random source picks below it); attempts counted; exhausted → dead.
+- Unreachable (connect errors, timeouts, resets): the destination's circuit opens with backoff;
+  attempts not counted, so an outage of hours dead-letters nothing.
+- 401/403: the auth circuit opens until the next probe; attempts not counted.
+- Permanent rejections: dead letter (the worker first splits a batch to find the one bad event).
+- Asking Honcho which events it holds (before resending events it may hold) fails as above, except
+  that a permanent refusal is retried with backoff, burning no attempt, until RECONCILE_LIMIT refusals
+  in a row make the events dead letters coded `unreconcilable` (a key that may not list messages, a
+  server without metadata filters): they are never sent blind, and must not hold their chat forever.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import Enum
+
+import tenacity
+
+from ..settings.config import Settings
+from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+
+
+RECONCILE_LIMIT = 3
+UNRECONCILABLE = "unreconcilable"
+
+
+class Action(str, Enum):
+    RETRY = "retry"
+    DEAD = "dead"
+    CIRCUIT = "circuit"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 8
+    base_s: float = 2.0
+    max_s: float = 600.0
+    retry_after_cap_s: float = 3600.0
+    circuit_base_s: float = 5.0
+    circuit_max_s: float = 300.0
+    auth_probe_interval_s: float = 60.0
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> "RetryPolicy":
+        """The delivery settings as a policy value."""
+        return cls(s.max_attempts, s.retry_base_s, s.retry_max_s, s.retry_after_cap_s, s.circuit_base_s,
+                   s.circuit_max_s, s.auth_probe_interval_s)
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    code: str
+    next_attempt_at: float
+    burn_attempt: bool = False
+    circuit: str | None = None  # "unreachable", "auth" or "sdk_missing" when action is CIRCUIT
+    reconcile_failed: bool = False  # a permanent refusal of the lookup, counted toward RECONCILE_LIMIT
+
+
+def backoff_ceiling_s(attempt_number: int, base_s: float, max_s: float) -> float:
+    """tenacity's exponential wait: base · 2^(n-1), capped at max_s."""
+    state = tenacity.RetryCallState(None, None, (), {})
+    state.attempt_number = max(1, attempt_number)
+    return float(tenacity.wait_exponential(multiplier=base_s, max=max_s)(state))
+
+
+def decide(error: DeliveryError, attempts: int, now: float, policy: RetryPolicy, rng: random.Random,
+           circuit_failures: int = 0, *, reconcile_failures: int | None = None) -> Decision:
+    """What to do with events whose send failed with `error` after `attempts` earlier counted attempts.
+
+    `reconcile_failures` is given when `error` came from the lookup of which events Honcho holds (the
+    events were not sent): how many permanent refusals of that lookup came before this one."""
+    if isinstance(error, PermanentError) and reconcile_failures is not None:
+        if reconcile_failures + 1 >= RECONCILE_LIMIT:
+            return Decision(Action.DEAD, UNRECONCILABLE, now)
+        wait = rng.uniform(0, backoff_ceiling_s(reconcile_failures + 1, policy.base_s, policy.max_s))
+        return Decision(Action.RETRY, error.code, now + wait, reconcile_failed=True)
+    if isinstance(error, PermanentError):
+        return Decision(Action.DEAD, error.code, now)
+    if isinstance(error, AuthError):
+        return Decision(Action.CIRCUIT, error.code, now + policy.auth_probe_interval_s, circuit="auth")
+    if isinstance(error, SdkMissingError):
+        return Decision(Action.CIRCUIT, error.code, now + policy.auth_probe_interval_s, circuit="sdk_missing")
+    if isinstance(error, UnreachableError):
+        ceiling = backoff_ceiling_s(circuit_failures + 1, policy.circuit_base_s, policy.circuit_max_s)
+        # Equal jitter: never retry at once, never all processes at the same instant.
+        wait = ceiling / 2 + rng.uniform(0, ceiling / 2)
+        return Decision(Action.CIRCUIT, error.code, now + wait, circuit="unreachable")
+    if isinstance(error, TransientError) and error.code == "http_429":
+        wait = error.retry_after if error.retry_after is not None else policy.base_s
+        return Decision(Action.RETRY, error.code, now + min(max(0.0, wait), policy.retry_after_cap_s))
+    if attempts + 1 >= policy.max_attempts:
+        return Decision(Action.DEAD, error.code, now, burn_attempt=True)
+    wait = rng.uniform(0, backoff_ceiling_s(attempts + 1, policy.base_s, policy.max_s))  # full jitter
+    return Decision(Action.RETRY, error.code, now + wait, burn_attempt=True)

@@ -1,0 +1,396 @@
+"""The delivery worker: one coordinator thread per process, with a bounded pool of sender threads.
+
+The coordinator alone leases and acks; senders only talk HTTP (no transaction or lock is held across
+a request). All logic is in `step()`, which tests call directly with an injected clock; the thread
+only repeats it, waiting on a wake event (set by enqueue) or the poll timer in between. A step that
+fails is logged once per change of its error code, not once per poll.
+
+A drain without the thread runs steps inline under one deadline: it leases only what the time left
+can plausibly deliver (judged by its last batch's duration), leases nothing once the deadline passed,
+and does not wait for requests still on the wire then. Their rows stay leased and go out again after
+the lease, reconciled first, like a crashed worker's.
+
+While batches are on the wire the coordinator renews their leases every third of `lease_s`, so no
+other worker takes them over. A settlement that meets a locked outbox is kept in memory and retried
+until it is recorded or a stop is requested; rows it leaves leased are recovered after their lease as
+events Honcho may hold, and reconciled before anything is sent again.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import threading
+import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import tenacity
+
+from ..settings.config import Settings
+from ..delivery.batches import BatchResult, send_batch
+from ..errors import DeliveryError
+from ..gateway.gateway import API_URL_INVALID, HonchoGateway
+from ..storage.outbox import LeasedEvent, Outbox, Settlement
+from ..storage.db import OutboxBusy, OutboxError, OutboxUnavailable
+from ..delivery.retry import RetryPolicy
+from ..delivery.state import WorkerState
+
+log = logging.getLogger(__name__)
+
+PRUNE_EVERY_S = 600.0
+BATCHES_PER_STEP = 25  # per sender: a step returns now and then, so stop() and settings changes apply
+RENEWALS_PER_LEASE = 3  # leases on the wire are renewed this many times per lease_s
+# Waits between settlement attempts while another writer holds the outbox: short, growing, jittered.
+SETTLE_WAIT = tenacity.wait_exponential(multiplier=0.05, max=2.0) + tenacity.wait_random(0, 0.05)
+
+
+_MOVED = ("delivered", "dead", "retried")
+
+
+def _add(totals: dict, report: "StepReport") -> None:
+    for name in _MOVED:
+        totals[name] += getattr(report, name)
+
+
+@dataclass
+class StepReport:
+    leased: int = 0
+    delivered: int = 0
+    dead: int = 0
+    retried: int = 0
+    handoff_flushed: int = 0
+    state: str = "idle"
+    reason: str | None = None  # why nothing is delivered: plugin_disabled, api_url_invalid, an error code
+    detail: str | None = None  # which setting is at fault (its name, never its value)
+
+
+class DeliveryWorker(threading.Thread):
+    """Drains the outbox of the current settings to their destination."""
+
+    honcho_hub_worker = True  # how lifecycle finds us among threads, whatever module generation we are
+
+    def __init__(self, settings: Callable[[], Settings], *, enabled: Callable[[], bool] = lambda: True,
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+                 rng: random.Random | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
+                 handoff_flush: Callable[[Settings], int] | None = None, busy_timeout_s: float = 5.0,
+                 settle_sleep: Callable[[float], Any] | None = None) -> None:
+        super().__init__(name="honcho-hub-delivery", daemon=True)
+        self._settings, self._enabled = settings, enabled
+        self._clock, self._monotonic = clock, monotonic
+        self._rng = rng or random.Random()
+        self._gateway_factory = gateway_factory or _default_gateway
+        self._handoff_flush = handoff_flush or (lambda s: 0)
+        self.owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.state = WorkerState()
+        self._wake, self._stop_event, self._stepped = threading.Event(), threading.Event(), threading.Condition()
+        # The worker may wait for the write lock longer than capture: it is not on the turn's path.
+        self._busy_timeout_s = busy_timeout_s
+        self._settle_sleep = settle_sleep or self._stop_event.wait  # a stop cuts a wait short
+        self._began = self._finished = 0  # steps of the thread, for drain() from other threads
+        self._totals = dict.fromkeys(_MOVED, 0)
+        self._last_report = StepReport()
+        self._outbox: Outbox | None = None
+        self._outbox_key: tuple | None = None
+        self._gateway: HonchoGateway | None = None
+        self._gateway_key: tuple | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
+        self._next_prune_mono = 0.0
+        self._adopted_for: str | None = None
+        self._batch_s: float | None = None  # how long the last batch took, to judge what a deadline allows
+        self._abandoned: list[Future] = []  # sends left on the wire at a drain's deadline
+        self._failure: str | None = None  # the code of the failing steps, logged once per change
+
+    # -- thread surface ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        while not self._stop_event.is_set() and _process_running():
+            with self._stepped:
+                self._began += 1
+            try:
+                report = self.step()
+            except Exception as exc:  # the loop boundary: log, back off one poll, keep going
+                if not _process_running():  # the interpreter refuses new thread-pool work as it exits
+                    log.info("honcho worker: the process is exiting; leased events go out again after their lease")
+                    break
+                report = self._failed(exc)
+            else:
+                self._recovered()
+            with self._stepped:
+                self._finished, self._last_report = self._began, report
+                _add(self._totals, report)
+                self._stepped.notify_all()
+            if report.leased == 0 or report.state != "running":
+                self._wake.wait(self._poll_s())
+            self._wake.clear()
+        self._close()
+
+    def wake(self) -> None:
+        """Ask for a step now (called after enqueue)."""
+        self._wake.set()
+
+    def drain(self, timeout_s: float) -> dict:
+        """Deliver until nothing is ready or `timeout_s` passed; returns what moved. Never blocks longer."""
+        deadline = self._monotonic() + max(0.0, timeout_s)
+        if self.is_alive():
+            return self._drain_via_thread(deadline)
+        totals = dict.fromkeys(_MOVED, 0)
+        self._batch_s = None  # judged by this drain's batches: an earlier slow one must not stall it
+        while self._monotonic() < deadline:
+            report = self.step(deadline)
+            _add(totals, report)
+            if report.leased == 0:
+                break
+        return totals
+
+    @property
+    def stopping(self) -> bool:
+        """Whether stop() was called."""
+        return self._stop_event.is_set()
+
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Stop and join within `timeout_s`; idempotent. True when the thread has ended."""
+        self._stop_event.set()
+        self._wake.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(max(0.0, timeout_s))
+        if not self.is_alive():
+            self._close()
+        return not self.is_alive()
+
+    # -- one step ------------------------------------------------------------------------------------
+
+    def step(self, deadline: float = math.inf) -> StepReport:
+        """Keep up to `concurrency` session batches in flight until nothing is ready (or the step's
+        budget is spent); each finished batch is recorded together with leasing its replacement, in
+        one transaction, while the other batches are still on the wire.
+
+        With a `deadline` (monotonic), a batch is leased only while the time left exceeds the last
+        batch's duration, and the step returns at the deadline, leaving what is still on the wire leased."""
+        settings = self._settings()
+        paused = pause_reason(settings, self._enabled)
+        if paused is not None:
+            return self._report(StepReport(state="paused", reason=paused[0], detail=paused[1]))
+        report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
+        outbox = self._open_outbox(settings)
+        destination = settings.destination()
+        if destination != self._adopted_for:  # captured while the URL was unusable: theirs from now on
+            outbox.adopt_unsent(settings.unusable_url_destination(), destination)
+            self._adopted_for = destination
+        if self.state.circuit(destination).is_open(self._clock()):
+            report.state = "circuit_open"
+            return self._report(report)
+        self._maybe_prune(outbox, settings)
+        gateway, pool = self._open_gateway(settings), self._sender_pool(settings.concurrency)
+        budget = settings.concurrency * BATCHES_PER_STEP
+        in_flight: dict[Future, list[LeasedEvent]] = {}
+        settlement = Settlement()
+        renew_every = settings.lease_s / RENEWALS_PER_LEASE
+        renew_at = self._monotonic() + renew_every
+        while True:
+            wanted = self._wanted(settings, destination, len(in_flight), budget, deadline)
+            renew: list[str] = []
+            if in_flight and self._monotonic() >= renew_at:
+                renew = [e.id for batch in in_flight.values() for e in batch]
+                renew_at = self._monotonic() + renew_every
+            try:
+                batches = self._settle_and_lease(outbox, settlement, settings, destination, wanted, renew, deadline)
+            except OutboxError:
+                if not (self._stop_event.is_set() or self._past(deadline)):
+                    raise
+                log.warning("honcho worker: %s while the outbox was locked; unrecorded results and %d batches"
+                            " on the wire go out again after their lease, once Honcho was asked what it holds",
+                            "stopped" if self._stop_event.is_set() else "drain time up", len(in_flight))
+                break
+            budget -= len(batches)
+            for batch in batches:
+                report.leased += len(batch)
+                in_flight[pool.submit(send_batch, gateway, batch, self._monotonic)] = batch
+            if not in_flight:
+                break
+            if self._past(deadline):
+                self._abandon(in_flight)
+                break
+            report.state = "running"
+            timeout = min(renew_at, deadline) - self._monotonic()
+            done, _ = wait(in_flight, timeout=max(0.0, timeout), return_when=FIRST_COMPLETED)
+            settlement = Settlement()
+            for future in done:
+                in_flight.pop(future)
+                self._record(settlement, settings, destination, future.result(), report)
+        return self._report(report)
+
+    def _settle_and_lease(self, outbox: Outbox, settlement: Settlement, settings: Settings, destination: str,
+                          wanted: int, renew: Sequence[str], deadline: float) -> list[list[LeasedEvent]]:
+        """One settle-renew-lease transaction, retried while the outbox is locked or unwritable, until it
+        is recorded or a stop is requested or the deadline passed (then the last OutboxError is raised)."""
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type((OutboxBusy, OutboxUnavailable)), wait=SETTLE_WAIT,
+            stop=lambda attempt: self._stop_event.is_set() or self._past(deadline),
+            sleep=lambda s: self._settle_sleep(min(s, max(0.0, deadline - self._monotonic()))),  # not past it
+            before_sleep=_log_settle_retry, reraise=True)
+        return retrying(outbox.settle_and_lease, settlement, self.owner, wanted, settings.batch_size,
+                        settings.lease_s, destination, renew)
+
+    def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int, deadline: float) -> int:
+        """How many new batches to lease: none while stopping, switched off or with the circuit open, nor
+        when the time left before a deadline is shorter than the last batch took; one to probe. Asked
+        before every lease, so switching the plugin off stops a long step too."""
+        circuit = self.state.circuit(destination)
+        now = self._clock()
+        if self._stop_event.is_set() or budget <= 0 or circuit.is_open(now) or not self._enabled():
+            return 0
+        if deadline - self._monotonic() <= (self._batch_s or 0.0):
+            return 0
+        limit = 1 if circuit.probing(now) else settings.concurrency
+        return max(0, min(budget, limit - in_flight))
+
+    def _past(self, deadline: float) -> bool:
+        return self._monotonic() >= deadline
+
+    def _abandon(self, in_flight: dict[Future, list[LeasedEvent]]) -> None:
+        """Leave the batches still on the wire at a drain's deadline to their lease: their results are not
+        recorded here, so their rows go out again after the lease, once Honcho was asked what it holds."""
+        self._abandoned = [f for f in self._abandoned if not f.done()] + list(in_flight)
+        log.info("honcho worker: drain time up with %d batches on the wire; they go out again after their"
+                 " lease, once Honcho was asked what it holds", len(in_flight))
+
+    def _record(self, settlement: Settlement, settings: Settings, destination: str, result: BatchResult,
+                report: StepReport) -> None:
+        if result.requests:
+            self._batch_s = result.latency_s
+        delivered, dead, retried = self.state.record(result, settlement, destination,
+                                                     RetryPolicy.from_settings(settings), self._clock(), self._rng)
+        report.delivered, report.dead, report.retried = (report.delivered + delivered, report.dead + dead,
+                                                         report.retried + retried)
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _report(self, report: StepReport) -> StepReport:
+        self.state.show(report.state, report.reason, report.detail)
+        return report
+
+    def _failed(self, exc: Exception) -> StepReport:
+        """A failed step of the thread: one log line when the failure changes (its code, or for a bug the
+        exception type and where it was raised; never its message, which may hold a path)."""
+        known = isinstance(exc, (OutboxError, DeliveryError))
+        code = exc.code if known else type(exc).__name__
+        if code != self._failure:
+            where = "" if known else f" at {_raised_at(exc)}"
+            log.error("honcho worker: delivery stopped (%s%s); trying again every poll", code, where)
+            self._failure = code
+        return self._report(StepReport(state="error", reason=code))
+
+    def _recovered(self) -> None:
+        if self._failure is not None:
+            log.info("honcho worker: delivering again (after %s)", self._failure)
+            self._failure = None
+
+    def _open_outbox(self, settings: Settings) -> Outbox:
+        key = (settings.outbox_path, settings.outbox_synchronous, settings.max_queued_rows)
+        if self._outbox is None or key != self._outbox_key:
+            if self._outbox is not None:
+                self._outbox.close()
+            # Its commits need not be fsynced: captured rows were made durable by capture's own commit,
+            # and a lost delivered/leased mark after a power cut only means a resend (at-least-once),
+            # never a lost message. Capture keeps the configured durability.
+            self._outbox = Outbox(settings.outbox_path, synchronous="NORMAL",
+                                  busy_timeout_s=self._busy_timeout_s, max_rows=settings.max_queued_rows,
+                                  dead_retention_s=settings.dead_retention_days * 86_400, clock=self._clock)
+            self._outbox_key = key
+        return self._outbox
+
+    def _open_gateway(self, settings: Settings) -> HonchoGateway:
+        key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s, settings.user_peer_id,
+               settings.agent_peer_id)
+        if self._gateway is None or key != self._gateway_key:
+            if self._gateway is not None:
+                self._gateway.close()
+            self._gateway, self._gateway_key = self._gateway_factory(settings), key
+        return self._gateway
+
+    def _sender_pool(self, size: int) -> ThreadPoolExecutor:
+        if self._pool is None or size != self._pool_size:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="honcho-hub-sender")
+            self._pool_size = size
+        return self._pool
+
+    def _maybe_prune(self, outbox: Outbox, settings: Settings) -> None:
+        if self._monotonic() >= self._next_prune_mono:
+            self._next_prune_mono = self._monotonic() + PRUNE_EVERY_S
+            outbox.prune(settings.delivered_retention_h * 3600)
+
+    def _poll_s(self) -> float:
+        try:
+            return self._settings().poll_interval_s
+        except Exception:
+            return 5.0
+
+    def _drain_via_thread(self, deadline: float) -> dict:
+        """Wake the thread and wait until a step that began after now found nothing to lease."""
+        with self._stepped:
+            start = dict(self._totals)
+            target = self._began + 1  # a step already running may predate the drain
+            self.wake()
+            while not (self._finished >= target and self._last_report.leased == 0):
+                remaining = deadline - self._monotonic()
+                if remaining <= 0 or not self.is_alive():
+                    break
+                self._stepped.wait(remaining)
+            return {name: self._totals[name] - start[name] for name in _MOVED}
+
+    def _close(self) -> None:
+        self.state.show("stopped")
+        if self._pool is not None:
+            # Sends abandoned at a drain's deadline finish on their own: waiting would undo the deadline
+            # (the gateway closes its client only once they are done).
+            self._pool.shutdown(wait=not any(not f.done() for f in self._abandoned), cancel_futures=True)
+            self._pool = None
+            self._abandoned = []
+        for resource in (self._gateway, self._outbox):
+            if resource is not None:
+                try:
+                    resource.close()
+                except (OutboxError, OSError):
+                    pass  # best-effort cleanup at shutdown
+        self._gateway = self._outbox = None
+
+
+def pause_reason(settings: Settings, enabled: Callable[[], bool]) -> tuple[str, str | None] | None:
+    """Why nothing may be sent now, and which setting is at fault: the plugin is switched off, or the API URL
+    the user configured cannot be used (the key must go nowhere else). Captured events wait meanwhile."""
+    if not enabled():
+        return "plugin_disabled", None
+    problem = getattr(settings, "api_url_problem", None)
+    return (API_URL_INVALID, problem) if problem else None
+
+
+def _process_running() -> bool:
+    """False once the interpreter is shutting down (its main thread has ended)."""
+    return threading.main_thread().is_alive()
+
+
+def _raised_at(exc: BaseException) -> str:
+    """file:line of the innermost frame that raised `exc` (a module name and a number: no data)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}" if tb is not None else "?"
+
+
+def _log_settle_retry(attempt: tenacity.RetryCallState) -> None:
+    if attempt.attempt_number == 1:  # once per settlement: the busy spell may last a while
+        error = attempt.outcome.exception() if attempt.outcome is not None else None
+        log.warning("honcho worker: outbox %s; keeping the results in memory and retrying",
+                    getattr(error, "code", "unavailable"))
+
+
+def _default_gateway(settings: Settings) -> HonchoGateway:
+    return HonchoGateway.for_settings(settings)

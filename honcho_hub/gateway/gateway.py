@@ -1,0 +1,383 @@
+"""The only module that talks to the Honcho SDK (`honcho-ai`), and the one place SDK errors are translated.
+
+Clients are built with `max_retries=0` (the outbox owns retries) and the configured timeout, one per
+(API URL, key, workspace); the key is read from the provider on every use, so a fixed key takes
+effect at the next call. A client the key change (or close()) replaces is retired: its HTTP client
+closes when the last call using it ends, never under another sender's request. `honcho` is imported
+lazily: capture and status work without it installed.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+import httpx
+
+from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+from ..gateway import scopes
+from ..settings.config import Settings
+from ..storage.outbox import NewEvent
+from ..recall.pack import ContextData
+from ..settings.values import ID_RE
+
+T = TypeVar("T")
+MAX_MESSAGES_PER_CALL = 100
+MAX_CONTENT_CHARS = 25_000
+MAX_CACHED = 10_000  # entries of each per-client cache (sessions, readers, peers, scopes, memberships)
+API_URL_INVALID = "api_url_invalid"  # the configured API URL cannot be used: nothing is sent anywhere
+SOURCE = "agent-zero/honcho-hub"
+# Observation settings by role, applied before a session's first message (Honcho auto-creates peers
+# with its defaults otherwise): the human is modelled; the agent models others but is not modelled.
+OBSERVATION = {"user": {"observe_me": True, "observe_others": True},
+               "agent": {"observe_me": False, "observe_others": True}}
+_CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def sdk():
+    """The honcho module, or SdkMissingError when it is not installed."""
+    try:
+        import honcho
+    except ImportError as exc:
+        raise SdkMissingError("sdk_missing") from exc
+    return honcho
+
+
+class _Client:
+    """One SDK client, the HTTP client under it and what was learned through it (objects built without a
+    request, sessions and peers known to exist). Retired when the key changes or on close(); its HTTP
+    client is closed once no call of any thread uses it any more, never under a request in flight."""
+
+    def __init__(self, sdk_client: Any, http: httpx.Client, key: str) -> None:
+        self.sdk, self.http, self.key = sdk_client, http, key
+        self.users = 0  # calls using it now (guarded by the gateway's lock)
+        self.retired = False
+        self.sessions: dict[str, Any] = {}  # session id -> Session created with its peers' settings
+        self.session_peers: dict[str, set[str]] = {}  # session id -> peers added with their settings
+        self.readers: dict[str, Any] = {}  # session id -> Session object used only to read
+        self.peers: dict[str, Any] = {}  # peer id -> Peer object, built without a request
+        self.scopes: dict[str, Any] = {}  # scope id -> Scope object, get-or-created once
+        self.known_peers: set[str] = set()  # configured peers known to exist on the server
+        self.memberships: set[tuple[str, str]] = set()  # (scope id, session id) known to be set
+
+    def close_http(self) -> None:
+        # The SDK leaves an HTTP client it was given open, so its connections would linger until garbage
+        # collection: we close the one we made.
+        try:
+            self.http.close()
+        except Exception:
+            pass  # closing is best effort
+
+
+def _remember(cache: dict | set, limit: int) -> None:
+    """Make room for one more entry: a full cache starts over (long uptime, many chats). Forgetting only
+    costs a request later: every object here is rebuilt or re-ensured on its next use."""
+    if len(cache) >= limit:
+        cache.clear()
+
+
+class HonchoGateway:
+    """Sends event batches to one API URL + workspace; safe to call from several sender threads."""
+
+    def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str], timeout_s: float,
+                 http_client_factory: Callable[[], httpx.Client] | None = None,
+                 peer_roles: dict[str, str] | None = None,
+                 supports_scopes: Callable[[], bool] | None = None, cache_limit: int = MAX_CACHED,
+                 refusal: str | None = None) -> None:
+        self.api_url, self.workspace_id = api_url, workspace_id
+        # The configured peers join every session at creation, so both have their observation
+        # settings before the first message of either; events of other peers (older settings) add theirs.
+        self._peer_roles = dict(peer_roles or {})
+        self.supports_scopes = supports_scopes or (lambda: scopes.sdk_supports_scopes(sdk()))
+        self.scope_problem: str | None = None  # why scoping failed last, for status
+        self._key_provider, self._timeout_s = key_provider, timeout_s
+        self._http_client_factory = http_client_factory or httpx.Client
+        self._cache_limit = max(1, cache_limit)
+        self._refusal = refusal  # the code every call raises instead of building a client, if any
+        self._lock = threading.Lock()
+        self._current: _Client | None = None
+        self._local = threading.local()  # the client a call of this thread holds, for nested uses
+
+    @classmethod
+    def for_settings(cls, settings: Settings, timeout_s: float | None = None, **kwargs: Any) -> "HonchoGateway":
+        """A gateway to the settings' destination, with their key provider and peers; timeout defaults
+        to the SDK timeout (recall and checks pass their own).
+
+        When the configured API URL cannot be used, the gateway builds no client: every call raises
+        PermanentError `api_url_invalid`, so the key never goes to another server than the one the user
+        named. Refusing at the call (not here) keeps every caller on the error path it already handles."""
+        return cls(settings.api_url, settings.workspace_id, settings.key_provider,
+                   settings.sdk_timeout_s if timeout_s is None else timeout_s,
+                   peer_roles={settings.user_peer_id: "user", settings.agent_peer_id: "agent"},
+                   refusal=API_URL_INVALID if getattr(settings, "api_url_problem", None) else None, **kwargs)
+
+    def send(self, events: Sequence[NewEvent]) -> None:
+        """Deliver one session's events in order, at most 100 per request; raises DeliveryError."""
+        for event in events:
+            _check(event)
+        with _translated(), self._using() as client:
+            session = self._session(client, events[0].session_id, {e.peer_id: e.role for e in events})
+            self._ensure_membership(client, events[0].session_id, events[-1].scope_id)
+            for start in range(0, len(events), MAX_MESSAGES_PER_CALL):
+                session.add_messages([_message(e) for e in events[start:start + MAX_MESSAGES_PER_CALL]])
+
+    def existing_event_ids(self, session_id: str, event_ids: Iterable[str]) -> set[str]:
+        """Which of these event ids the session already holds (metadata filter); raises DeliveryError."""
+        wanted = list(event_ids)
+        found: set[str] = set()
+        with _translated(), self._using() as client:
+            session = self._cached_session(client, session_id)
+            for start in range(0, len(wanted), MAX_MESSAGES_PER_CALL):
+                part = wanted[start:start + MAX_MESSAGES_PER_CALL]
+                page = session.messages(filters={"OR": [{"metadata": {"event_id": i}} for i in part]},
+                                        size=MAX_MESSAGES_PER_CALL)
+                found.update(str((m.metadata or {}).get("event_id")) for m in page.items)
+        return found & set(wanted)
+
+    def context(self, session_id: str, *, query: str | None, tokens: int, target: str, perspective: str,
+                scope: str | None = None, top_k: int | None = None, max_conclusions: int | None = None,
+                limit_to_session: bool = False) -> ContextData:
+        """Session context for recall: scoped (the scope replaces the perspective) or from `perspective`.
+
+        Honcho answers 404 when a peer, the session or the scope does not exist yet (a new install's first
+        turn, a chat whose first message is still queued): nothing is known there, so the context is empty.
+        """
+        try:
+            with _translated(), self._using() as client:
+                result = self._cached_session(client, session_id).context(
+                    summary=True, tokens=tokens, peer_target=target, search_query=query or None,
+                    peer_perspective=None if scope else perspective, scope=scope,
+                    search_top_k=top_k if query else None, max_conclusions=max_conclusions,
+                    limit_to_session=limit_to_session and not scope)
+        except PermanentError as exc:
+            if exc.code != "http_404":
+                raise
+            return ContextData()
+        return ContextData(representation=result.peer_representation, card=list(result.peer_card or []),
+                           summary=result.summary.content if result.summary else None,
+                           messages=[(m.peer_id, m.content) for m in result.messages])
+
+    def ensure_known(self, session_id: str | None) -> None:
+        """Before an explicit action names them: the session with its peers' observation settings, or
+        without a session the configured peers. Honcho answers 404 for a peer or session it has not seen,
+        which is the case in a chat whose first message is still queued. Requests once per client."""
+        with _translated(), self._using() as client:
+            if session_id:
+                self._session(client, session_id, {})
+                return
+            with self._lock:
+                missing = [p for p in self._peer_roles if p not in client.known_peers]
+            for peer_id in missing:
+                client.sdk.peer(peer_id)  # get-or-create
+                with self._lock:
+                    client.known_peers.add(peer_id)  # configured peers only: two at most
+
+    def ensure_session_in_scope(self, session_id: str, scope_id: str) -> None:
+        """Create the session with its peers' observation settings, then put it in the scope."""
+        with _translated(), self._using() as client:
+            self._session(client, session_id, {})
+            self._ensure_membership(client, session_id, scope_id)
+
+    def call(self, request: Callable[[Any], T]) -> T:
+        """Run `request(client)` with SDK errors translated: for callers composing other SDK calls."""
+        with _translated(), self._using() as client:
+            return request(client.sdk)
+
+    def reader_session(self, session_id: str) -> Any:
+        """A session object for reads (no request), for use inside `call` (then on the call's client)."""
+        with self._using() as client:
+            return self._cached_session(client, session_id)
+
+    def reader_peer(self, peer_id: str) -> Any:
+        """A peer object (no get-or-create request), for use inside `call` (then on the call's client)."""
+        from honcho.peer import Peer
+
+        with self._using() as client:
+            return self._reader(client.peers, (), peer_id, lambda: Peer(peer_id, client.sdk))
+
+    def scope_status(self, scope_id: str) -> dict[str, str]:
+        """Backfill state per session of a scope (pending, completed, failed); raises DeliveryError."""
+        with _translated(), self._using() as client:
+            return {sid: job.state for sid, job in self._scope(client, scope_id).status().items()}
+
+    def close(self) -> None:
+        """Retire the client: closed now, or when the last call using it ends; the next call builds another."""
+        with self._lock:
+            idle = self._retire()
+        if idle is not None:
+            idle.close_http()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _using(self) -> Iterator[_Client]:
+        """The current client, held for the block: a key change or close() meanwhile retires it, but its
+        HTTP client stays open until the block ends. Nested uses on one thread share the outer client."""
+        held = getattr(self._local, "client", None)
+        if held is not None:
+            yield held
+            return
+        client = self._acquire()
+        self._local.client = client
+        try:
+            yield client
+        finally:
+            self._local.client = None
+            with self._lock:
+                client.users -= 1
+                idle = client.retired and client.users == 0
+            if idle:
+                client.close_http()
+
+    def _acquire(self) -> _Client:
+        if self._refusal is not None:
+            raise PermanentError(self._refusal)
+        key = self._key_provider()
+        idle = None
+        try:
+            with self._lock:
+                if self._current is None or self._current.key != key:
+                    idle = self._retire()
+                    self._current = self._new_client(key)
+                self._current.users += 1
+                return self._current
+        finally:
+            if idle is not None:  # the previous key's client, unused: closed outside the lock
+                idle.close_http()
+
+    def _new_client(self, key: str) -> _Client:
+        honcho = sdk()  # before the HTTP client, so a missing SDK leaves nothing open
+        http = self._http_client_factory()
+        try:
+            sdk_client = honcho.Honcho(api_key=key or None, base_url=self.api_url, workspace_id=self.workspace_id,
+                                       max_retries=0, timeout=self._timeout_s, http_client=http)
+        except BaseException:
+            http.close()
+            raise
+        return _Client(sdk_client, http, key)
+
+    def _retire(self) -> _Client | None:
+        """Forget the current client (call under the lock); returns it when no call uses it: close it."""
+        current, self._current = self._current, None
+        if current is None:
+            return None
+        current.retired = True
+        return current if current.users == 0 else None
+
+    def _session(self, client: _Client, session_id: str, event_roles: dict[str, str]) -> Any:
+        """The session object, created with explicit peer observation settings before any message."""
+        roles = {**self._peer_roles, **event_roles}
+        peers = {peer: OBSERVATION.get(role, OBSERVATION["user"]) for peer, role in roles.items()}
+        with self._lock:
+            known = client.session_peers.get(session_id)
+            session = client.sessions.get(session_id)
+        missing = {p: c for p, c in peers.items() if known is None or p not in known}
+        if session is None or missing:
+            config = sdk().api_types.SessionPeerConfig
+            pairs = [(p, config(**c)) for p, c in missing.items()]
+            session = client.sdk.session(session_id, peers=pairs) if session is None else session
+            if known is not None:
+                session.add_peers(pairs)
+            with self._lock:
+                if session_id not in client.sessions:
+                    _remember(client.sessions, self._cache_limit)
+                    _remember(client.session_peers, self._cache_limit)
+                client.sessions[session_id] = session
+                client.session_peers.setdefault(session_id, set()).update(missing)
+        return session
+
+    def _ensure_membership(self, client: _Client, session_id: str, scope_id: str | None) -> None:
+        """Put the session in its scope before its messages; a refusal does not stop delivery."""
+        if not scope_id or (scope_id, session_id) in client.memberships or not self.supports_scopes():
+            return
+        try:
+            self._scope(client, scope_id).add_sessions([session_id])
+        except Exception as exc:
+            error = translate(exc)
+            if not isinstance(error, (AuthError, PermanentError)):
+                raise error from exc
+            self.scope_problem = error.code  # e.g. a key that is not workspace-level: deliver unscoped
+            return
+        with self._lock:
+            _remember(client.memberships, self._cache_limit)
+            client.memberships.add((scope_id, session_id))
+        self.scope_problem = None
+
+    def _scope(self, client: _Client, scope_id: str) -> Any:
+        with self._lock:
+            scope = client.scopes.get(scope_id)
+        if scope is None:
+            scope = client.sdk.scope(scope_id)  # get-or-create, once per client
+            with self._lock:
+                _remember(client.scopes, self._cache_limit)
+                client.scopes[scope_id] = scope
+        return scope
+
+    def _cached_session(self, client: _Client, session_id: str) -> Any:
+        """A session object for reads, without the get-or-create request (and built once)."""
+        from honcho.session import Session
+
+        return self._reader(client.readers, (client.sessions,), session_id, lambda: Session(session_id, client.sdk))
+
+    def _reader(self, cache: dict, also: tuple[dict, ...], key: str, build: Callable[[], Any]) -> Any:
+        """The object cached under `key` (in `cache` or one of `also`), else built (no request) and kept."""
+        with self._lock:
+            found = next((known[key] for known in (*also, cache) if key in known), None)
+        if found is None:
+            found = build()
+            with self._lock:
+                _remember(cache, self._cache_limit)
+                cache[key] = found
+        return found
+
+
+def _check(event: NewEvent) -> None:
+    """Client-side validation of Honcho's limits: a rejected event is permanent, sent or not."""
+    if len(event.content) > MAX_CONTENT_CHARS or not ID_RE.match(event.peer_id) or not ID_RE.match(event.session_id):
+        raise PermanentError("invalid")
+
+
+def _message(event: NewEvent) -> Any:
+    params = sdk().api_types.MessageCreateParams
+    return params(content=event.content, peer_id=event.peer_id,
+                  metadata={"event_id": event.id, "source": SOURCE, "role": event.role},
+                  created_at=datetime.fromtimestamp(event.captured_at, tz=timezone.utc))
+
+
+class _translated:
+    """Translate SDK and httpx errors into our kinds, at this one boundary."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None or isinstance(exc, DeliveryError) or not isinstance(exc, Exception):
+            return False
+        raise translate(exc) from exc
+
+
+def translate(exc: Exception) -> DeliveryError:
+    """Map one SDK/httpx/validation error to a DeliveryError with a sanitized code."""
+    honcho = sdk()
+    status = getattr(exc, "status", 0) if isinstance(exc, honcho.HonchoError) else 0
+    if isinstance(exc, honcho.RateLimitError):
+        return TransientError("http_429", retry_after=exc.retry_after)
+    if isinstance(exc, (honcho.AuthenticationError, honcho.PermissionDeniedError)):
+        return AuthError(f"auth_{status}")
+    if status >= 500:
+        return TransientError(f"http_{status}", ambiguous=True)
+    if status == 408:
+        return TransientError("http_408", ambiguous=True)
+    if status >= 400:
+        return PermanentError(f"http_{status}")
+    if isinstance(exc, (honcho.TimeoutError, honcho.ConnectionError)):
+        cause = exc.__cause__
+        if isinstance(cause, _CONNECT_FAILURES):
+            return UnreachableError("connect_timeout" if isinstance(cause, httpx.TimeoutException) else "unreachable")
+        # The request went out and no answer came back: the server may have stored it.
+        return UnreachableError("timeout" if isinstance(exc, honcho.TimeoutError) else "reset", ambiguous=True)
+    if isinstance(exc, (ValueError, TypeError, OverflowError)):  # pydantic's ValidationError is a ValueError
+        return PermanentError("invalid")
+    return TransientError("unexpected", ambiguous=True)

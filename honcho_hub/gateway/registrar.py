@@ -1,0 +1,92 @@
+"""Registers chats in their scopes on a background thread, so a chat's first turn never waits for it.
+
+Agent Zero attaches a project to a chat after its agent exists, so this is best effort: the worker
+also puts each session in its scope before delivering its first batch (the scope travels on the
+event). Failures are logged and dropped; the queue is bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Callable
+
+from ..settings.config import Settings
+from ..errors import DeliveryError
+from ..gateway.gateway import HonchoGateway
+
+log = logging.getLogger(__name__)
+
+MAX_REMEMBERED = 10_000  # registrations known done; forgetting one costs one idempotent request
+MAX_GATEWAYS = 4  # destinations with an open client; more means settings changed: start over
+
+
+class ScopeRegistrar(threading.Thread):
+    honcho_hub_worker = True  # stopped with the other plugin threads by pre_update/uninstall
+
+    def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway], capacity: int = 64,
+                 remember: int = MAX_REMEMBERED) -> None:
+        super().__init__(name="honcho-hub-scopes", daemon=True)
+        self._gateway_factory = gateway_factory
+        self._queue: queue.Queue = queue.Queue(maxsize=capacity)
+        self._done: set[tuple[str, str, str]] = set()
+        self._remember = max(1, remember)
+        self._gateways: dict[tuple, HonchoGateway] = {}
+        self.registered = 0
+        self.failed = 0
+
+    def submit(self, settings: Settings, session_id: str, scope_id: str) -> bool:
+        """Queue a registration; False when it was done already or the queue is full. Never blocks."""
+        if (settings.destination(), session_id, scope_id) in self._done:
+            return False
+        try:
+            self._queue.put_nowait((settings, session_id, scope_id))
+            return True
+        except queue.Full:
+            return False
+
+    def run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            self.register(*item)
+        for gateway in self._gateways.values():
+            gateway.close()
+
+    def register(self, settings: Settings, session_id: str, scope_id: str) -> bool:
+        """Do one registration now (the thread's body; tests call it directly)."""
+        key = (settings.api_url, settings.workspace_id, settings.user_peer_id, settings.agent_peer_id)
+        gateway = self._gateways.get(key)
+        if gateway is None:
+            if len(self._gateways) >= MAX_GATEWAYS:  # only this thread uses them: none is mid-request
+                for old in self._gateways.values():
+                    old.close()
+                self._gateways.clear()
+            gateway = self._gateways[key] = self._gateway_factory(settings)
+        try:
+            gateway.ensure_session_in_scope(session_id, scope_id)
+        except DeliveryError as exc:
+            self.failed += 1
+            log.warning("honcho: chat not registered in its scope (%s); delivery will retry", exc.code)
+            return False
+        if gateway.scope_problem is None:
+            if len(self._done) >= self._remember:  # a long uptime's chats: start over
+                self._done.clear()
+            self._done.add((settings.destination(), session_id, scope_id))
+            self.registered += 1
+        return True
+
+    def drain(self, timeout_s: float) -> int:
+        return 0  # registrations are best effort: nothing to wait for at shutdown
+
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Finish queued registrations, then end; idempotent. True when the thread has ended."""
+        if self.is_alive():
+            try:
+                self._queue.put(None, timeout=max(0.0, timeout_s))
+            except queue.Full:
+                return False
+            self.join(timeout_s)
+        return not self.is_alive()

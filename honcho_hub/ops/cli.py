@@ -1,0 +1,135 @@
+"""Command line for operators: `python -m honcho_hub <command>`.
+
+Settings come from the same HONCHO_* environment variables as inside Agent Zero, plus an optional
+`--config` YAML file of plugin settings. Exit codes: 0 done and healthy (or Honcho not yet reached),
+1 failed (or health red), 2 usage error, 3 done but degraded (health amber, events still pending, MCP
+check failed, demo queued).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+from ..settings import log_level
+from . import verbs as operations
+from .. import runtime
+from ..settings.config import Settings, build_settings
+from ..settings.files import ConfigFileError, load_config_file
+from ..ops.status import build_status, status_text
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
+
+
+def main(argv: Sequence[str] | None = None, environ: dict | None = None, out=None) -> int:
+    """Parse, run one command, print its result; returns the exit code."""
+    out = out or sys.stdout
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings(args.config, os.environ if environ is None else environ)
+    except ConfigFileError as exc:
+        parser.error(f"--config: {exc}")  # exits 2; the file was named on purpose, so it must be usable
+    try:
+        return COMMANDS[args.command](settings, args, out)
+    finally:
+        runtime.shutdown()
+
+
+def load_settings(config_path: str | None, environ: dict) -> Settings:
+    """Settings from the environment over the `--config` file (their `debug` applied to the plugin's
+    loggers); raises ConfigFileError."""
+    plugin = load_config_file(config_path) if config_path else {}
+    settings = build_settings(plugin, {}, environ)
+    log_level.follow(settings)
+    return settings
+
+
+def _status(settings: Settings, args, out) -> int:
+    parts = runtime.status_parts(settings)
+    parts.worker = {"state": "not_in_this_process", "metrics": {}, "circuits": {}}
+    status = build_status(settings, parts, time.time())
+    _print(out, status, args.json, status_text)
+    return exit_code_for(status)
+
+
+def exit_code_for(status: dict) -> int:
+    """Green and neutral (nothing known to be wrong, Honcho not reached yet) are 0, amber 3, red 1."""
+    return {"green": EXIT_OK, "neutral": EXIT_OK, "amber": EXIT_DEGRADED}.get(status["health"], EXIT_FAILED)
+
+
+def _check(settings: Settings, args, out) -> int:
+    result = operations.check(settings)
+    _print(out, result, args.json, lambda r: "\n".join(
+        f"{name.upper()}: {'ok' if r[name]['ok'] else 'FAILED (' + str(r[name]['error']) + ')'}"
+        f" in {r[name]['latency_ms']} ms" for name in ("api", "mcp")))
+    if not result["api"]["ok"]:
+        return EXIT_FAILED
+    return EXIT_OK if result["mcp"]["ok"] else EXIT_DEGRADED
+
+
+def _drain(settings: Settings, args, out) -> int:
+    result = operations.drain(settings, args.timeout)
+    _print(out, result, args.json, lambda r: r.get("error") and f"drain failed: {r['error']}" or
+           f"delivered {r['delivered']}, dead-lettered {r['dead']}, {r['pending']} still pending")
+    if "error" in result:
+        return EXIT_FAILED
+    return EXIT_OK if result["pending"] == 0 else EXIT_DEGRADED
+
+
+def _retry_dead(settings: Settings, args, out) -> int:
+    result = operations.retry_dead(settings, args.limit)
+    _print(out, result, args.json, lambda r: r.get("error") and f"retry failed: {r['error']}" or
+           f"requeued {r['requeued']} dead letters")
+    return EXIT_FAILED if "error" in result else EXIT_OK
+
+
+def _dead(settings: Settings, args, out) -> int:
+    result = operations.dead_letters(settings, args.limit)
+    _print(out, result, args.json, lambda r: r.get("error") and f"cannot read dead letters: {r['error']}" or
+           "\n".join(f"{d['id']}  {d['session_id']}  {d['error_code']}  attempts={d['attempts']}"
+                     for d in r["dead"]) or "no dead letters")
+    return EXIT_FAILED if "error" in result else EXIT_OK
+
+
+def _clear_cache(settings: Settings, args, out) -> int:
+    result = operations.clear_cache(settings)
+    _print(out, result, args.json, lambda r: "recall caches cleared (Agent Zero drops its cache at its next recall)")
+    return EXIT_OK
+
+
+def _demo(settings: Settings, args, out) -> int:
+    from ..ops.demo import run_demo
+
+    return run_demo(settings, real=args.real, out=out)
+
+
+COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _retry_dead, "dead": _dead,
+            "clear-cache": _clear_cache, "demo": _demo}
+
+
+def _print(out, result: dict[str, Any], as_json: bool, text) -> None:
+    out.write((json.dumps(result, sort_keys=True) if as_json else text(result)) + "\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m honcho_hub", description="Honcho Memory Hub operations")
+    parser.add_argument("--config", help="YAML file of plugin settings (HONCHO_* variables still win)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (("status", "health, queue, worker and scope"), ("check", "test the API and MCP"),
+                            ("clear-cache", "drop recall caches")):
+        sub.add_parser(name, help=help_text).add_argument("--json", action="store_true")
+    drain = sub.add_parser("drain", help="deliver queued events now")
+    drain.add_argument("--timeout", type=float, default=30.0)
+    for name, help_text in (("retry-dead", "requeue dead letters (at most 100)"), ("dead", "list dead letters")):
+        command = sub.add_parser(name, help=help_text)
+        command.add_argument("--limit", type=int, default=operations.MAX_REQUEUE)
+    for command in (drain, sub.choices["retry-dead"], sub.choices["dead"]):
+        command.add_argument("--json", action="store_true")
+    demo = sub.add_parser("demo", help="a scripted conversation through capture, delivery and recall")
+    demo.add_argument("--real", action="store_true", help="use your outbox, workspace and peers")
+    return parser

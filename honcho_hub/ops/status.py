@@ -1,0 +1,195 @@
+"""One status, shared by the sidebar API, the tool and the command line.
+
+Built from values already in memory or read from the outbox's counters: it never contains a
+credential (nor a digest of one), queued message content, or the outbox path. Health is green,
+amber (degraded, self-healing), red (needs the user), or neutral: nothing is wrong that we know of,
+but nothing has reached the API yet either, so green would be a guess.
+
+Whether the API was reached is known per process (the worker's sends and the endpoint checks made
+here); another process's worker or checks do not count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..settings.config import Settings
+
+STALE_QUEUE_S = 600.0  # a pending event older than this makes health amber
+
+
+@dataclass
+class StatusParts:
+    """The live pieces status is made of; every field has a safe empty value."""
+
+    session_id: str | None = None
+    scope_id: str | None = None
+    scope_backfill: dict[str, str] = field(default_factory=dict)  # session -> pending/completed/failed
+    scope_problem: str | None = None
+    queue_counts: dict[str, int] = field(default_factory=dict)
+    dead_by_code: dict[str, int] = field(default_factory=dict)
+    oldest_pending_captured_at: float | None = None
+    next_attempt_at: float | None = None
+    outbox_problem: str | None = None  # outbox_corrupt, outbox_unavailable…
+    handoff: int = 0
+    capture_counters: dict[str, int] = field(default_factory=dict)
+    worker: dict[str, Any] = field(default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
+    cache_entries: int = 0
+    cache_counters: dict[str, int] = field(default_factory=dict)
+    api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
+    memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
+
+
+def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str, Any]:
+    """The status document (stable keys; JSON-safe)."""
+    metrics = parts.worker.get("metrics", {})
+    circuit = parts.worker.get("circuits", {}).get(settings.destination())
+    counts = {state: parts.queue_counts.get(state, 0) for state in ("pending", "leased", "delivered", "dead")}
+    status = {
+        # An unusable URL is shown as null beside the name of where it was given, never as its stand-in.
+        "endpoints": {"mode": settings.endpoint_mode,
+                      "api_url": None if settings.api_url_problem else settings.api_url,
+                      "mcp_url": None if settings.mcp_url_problem else settings.mcp_url,
+                      "api_url_problem": settings.api_url_problem, "mcp_url_problem": settings.mcp_url_problem,
+                      "api_reach": _reach(now, metrics, parts.api_check)},
+        "identity": {"workspace_id": settings.workspace_id, "user_peer_id": settings.user_peer_id,
+                     "agent_peer_id": settings.agent_peer_id, "session_id": parts.session_id,
+                     "api_key_configured": settings.has_api_key},
+        "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
+                    "outbox_problem": parts.outbox_problem},
+        "recall": {"enabled": settings.recall_enabled, "cache_entries": parts.cache_entries,
+                   "cache": {name: parts.cache_counters.get(name, 0)
+                             for name in ("hits", "loads", "stale_served", "timeouts", "errors")},
+                   "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens},
+        "scope": {"strategy": settings.scope_strategy, "current": parts.scope_id,
+                  "backfill": _backfill(parts.scope_backfill), "problem": parts.scope_problem},
+        "queue": {**counts, "dead_by_code": dict(parts.dead_by_code), "in_memory": parts.handoff,
+                  "oldest_pending_age_s": _age(now, parts.oldest_pending_captured_at),
+                  "next_attempt_in_s": _until(now, parts.next_attempt_at)},
+        "worker": {"state": parts.worker.get("state", "stopped"),
+                   "circuit": {"kind": circuit["kind"], "reason": circuit["code"],
+                               "retry_in_s": _until(now, circuit["open_until"])} if circuit else None,
+                   "last_success_age_s": _age(now, metrics.get("last_success_at")),
+                   "last_error_code": metrics.get("last_error_code"),
+                   "last_error_age_s": _age(now, metrics.get("last_error_at")),
+                   "last_latency_ms": _ms(metrics.get("last_latency_s")),
+                   "sent": metrics.get("sent", 0), "reconciled": metrics.get("reconciled", 0),
+                   "reconcile_failures": metrics.get("reconcile_failures", 0),
+                   "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
+        # The memory tool's own writes, kept in the outbox: counts, ids and ages only, never their text.
+        "memory_writes": {"remembered": parts.memory_writes.get("remembered", 0),
+                          "forgotten": parts.memory_writes.get("forgotten", 0),
+                          "latest": [{"id": w["id"], "kind": w["kind"], "age_s": _age(now, w["at"])}
+                                     for w in parts.memory_writes.get("latest", [])]},
+        "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
+                     "handoff_full": parts.capture_counters.get("refused_handoff_full", 0),
+                     "redaction_failed": parts.capture_counters.get("redaction_failed", 0),
+                     "journal_unavailable": parts.capture_counters.get("journal_unavailable", 0),
+                     "handed_off": parts.capture_counters.get("handed_off", 0)},
+    }
+    status["health"], status["health_reasons"] = _health(settings, status)
+    return status
+
+
+def status_text(status: dict[str, Any]) -> str:
+    """A compact, human-readable rendering for the tool and the terminal."""
+    q, w, i, m = status["queue"], status["worker"], status["identity"], status["memory_writes"]
+    lines = [
+        f"Honcho memory: {status['health'].upper()}" + (f" ({'; '.join(status['health_reasons'])})"
+                                                        if status["health_reasons"] else ""),
+        f"API {status['endpoints']['api_url'] or 'unusable'} · workspace {i['workspace_id']}"
+        f" · user {i['user_peer_id']} · agent {i['agent_peer_id']}"
+        f" · key {'set' if i['api_key_configured'] else 'missing'}",
+        f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall "
+        f"{'on' if status['recall']['enabled'] else 'off'} · scope {status['scope']['current'] or 'none'}"
+        f" ({status['scope']['strategy']})",
+        f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead, {q['in_memory']} in memory"
+        + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
+        f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
+        + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
+        f"Memory tool: {m['remembered']} remembered, {m['forgotten']} forgotten"
+        + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']} {m['latest'][0]['age_s']:.0f} s ago"
+           if m["latest"] else ""),
+    ]
+    return "\n".join(lines)
+
+
+def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
+    """Whether this process reached the API: the newest of the worker's sends and the checks decides."""
+    successes = [t for t in (metrics.get("last_success_at"), check.get("ok_at")) if t is not None]
+    failures = [(metrics.get("last_error_at"), metrics.get("last_error_code"), False),
+                (check.get("failed_at"), check.get("code"), bool(check.get("auth")))]
+    failures = [f for f in failures if f[0] is not None]
+    last_ok = max(successes, default=None)
+    failed_at, code, auth = max(failures, key=lambda f: f[0], default=(None, None, False))
+    if last_ok is None and failed_at is None:
+        state = "not_yet"
+    elif failed_at is not None and (last_ok is None or failed_at > last_ok):
+        state = "failed"
+    else:
+        state = "ok"
+    return {"state": state, "last_ok_age_s": _age(now, last_ok), "last_failure_age_s": _age(now, failed_at),
+            "last_failure": code if state == "failed" else None, "refused_key": state == "failed" and auth}
+
+
+def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
+    red, amber = [], []
+    reach = s["endpoints"]["api_reach"]
+    if settings.api_url_problem:
+        red.append(f"{settings.api_url_problem}; memory is neither sent nor recalled until it is fixed")
+    if settings.mcp_url_problem:
+        red.append(f"{settings.mcp_url_problem}; fix it to use Honcho's MCP server")
+    if not s["identity"]["api_key_configured"] and _is_hosted(settings.api_url):
+        red.append("no API key: set HONCHO_API_KEY under Settings → Secrets")
+    if s["capture"]["outbox_problem"]:
+        red.append(f"outbox {s['capture']['outbox_problem']}")
+    circuit = s["worker"]["circuit"]
+    if circuit and circuit["kind"] in ("auth", "sdk_missing"):
+        red.append(f"delivery paused: {circuit['reason']}")
+    elif circuit:
+        amber.append(f"Honcho unreachable ({circuit['reason']})")
+    elif reach["state"] == "failed":
+        (red if reach["refused_key"] else amber).append(f"last request to Honcho failed ({reach['last_failure']})")
+    if s["worker"]["state"] == "stopped" and s["queue"]["pending"]:
+        amber.append("worker stopped with events pending")
+    if s["queue"]["dead"]:
+        codes = ", ".join(f"{n} {code}" for code, n in sorted(s["queue"]["dead_by_code"].items(), key=str))
+        amber.append(f"{s['queue']['dead']} dead letters" + (f" ({codes})" if codes else ""))
+    age = s["queue"]["oldest_pending_age_s"]
+    if age is not None and age > STALE_QUEUE_S:
+        amber.append("queue is not draining")
+    if s["refusals"]["journal_unavailable"]:
+        red.append("messages refused: no folder for the capture journal")
+    if any(s["refusals"][k] for k in ("queue_full", "handoff_full", "redaction_failed")):
+        amber.append("messages were refused")
+    if s["scope"]["problem"]:
+        amber.append(s["scope"]["problem"])
+    if red or amber:
+        return ("red" if red else "amber"), red + amber
+    if reach["state"] == "not_yet":
+        return "neutral", ["Honcho not yet reached"]
+    return "green", []
+
+
+def _is_hosted(api_url: str) -> bool:
+    """Hosted Honcho always needs a key; a self-hosted server may run without auth."""
+    host = urlsplit(api_url).hostname or ""
+    return host == "honcho.dev" or host.endswith(".honcho.dev")
+
+
+def _backfill(jobs: dict[str, str]) -> dict[str, int]:
+    return {state: sum(1 for v in jobs.values() if v == state) for state in ("pending", "completed", "failed")}
+
+
+def _age(now: float, then: float | None) -> float | None:
+    return None if then is None else round(max(0.0, now - then), 1)
+
+
+def _until(now: float, then: float | None) -> float | None:
+    return None if then is None else round(max(0.0, then - now), 1)
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 1)

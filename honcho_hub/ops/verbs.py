@@ -1,0 +1,147 @@
+"""Operator verbs shared by the sidebar API and the command line: check, wake, drain, retry dead,
+dead letters, clear cache. Each returns a JSON-safe dict and never raises on Honcho or disk trouble.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..delivery import lifecycle
+from .. import runtime
+from ..settings.config import Settings
+from ..errors import AuthError, DeliveryError
+from ..gateway.gateway import HonchoGateway
+from ..storage.db import OutboxError
+from ..delivery.worker import DeliveryWorker, pause_reason
+
+MAX_REQUEUE = 100
+DRAIN_S = 5.0
+
+
+def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
+          monotonic: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> dict[str, Any]:
+    """One authenticated API request and the MCP server's health, each with its own timeout.
+
+    The API's outcome is remembered for status: until something reached the destination, health
+    cannot honestly be green."""
+    gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s, http_client_factory=http_client_factory)
+    try:
+        api, failure = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
+    finally:
+        gateway.close()
+    runtime.record_api_check(settings.destination(), failure is None, api["error"], isinstance(failure, AuthError),
+                             wall())
+    return {"api": api, "mcp": _mcp_health(settings, http_client_factory, monotonic)}
+
+
+def wake(settings: Callable[[], Settings], enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
+    """Nudge the process's worker, or start it when none runs, as the capture hooks do: not while an
+    update or uninstall holds the plugin's workers stopped; a worker started while the plugin is switched
+    off or the API URL is unusable runs paused (`paused` says why) and sends once that is fixed.
+
+    All false: an older module generation's worker is still stopping; the new one starts when it ends."""
+    worker = runtime.current_worker()
+    woken = worker is not None and not worker.stopping
+    if woken:
+        worker.wake()
+    elif not lifecycle.restart_held():
+        runtime.load_delivery()  # this thread may wait for the import: ensure_worker then starts at once
+        worker = runtime.ensure_worker(settings, enabled)
+    reason = pause_reason(settings(), enabled)
+    return {"woken": woken, "started": not woken and worker is not None and worker.is_alive(),
+            "held": not woken and lifecycle.restart_held(), "paused": reason[0] if reason else None}
+
+
+def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker | None = None,
+          enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
+    """Deliver for at most `timeout_s`: through the running worker, else with one made for the occasion.
+
+    Nothing is sent while `enabled()` says the plugin is switched off in Agent Zero (the command line,
+    outside it, has no switch: hence the default) or the configured API URL cannot be used; the answer
+    then says delivery is `paused` and why."""
+    paused = pause_reason(settings, enabled)
+    if paused is not None:
+        return {"delivered": 0, "dead": 0, "retried": 0, "paused": paused[0],
+                "pending": queue_counts(settings).get("pending", 0)}
+    runtime.flush_capture()
+    worker = worker or runtime.current_worker()
+    own = worker is None
+    if own:
+        worker = DeliveryWorker(lambda: settings, enabled=enabled)
+    try:
+        moved = worker.drain(timeout_s)
+    except (OutboxError, DeliveryError) as exc:
+        return {"error": exc.code}
+    finally:
+        if own:
+            worker.stop(timeout_s)
+    return {**moved, "pending": queue_counts(settings).get("pending", 0)}
+
+
+def retry_dead(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
+    """Requeue at most 100 dead letters and let auth circuits probe again now."""
+    try:
+        requeued = runtime.with_existing_outbox(
+            settings, lambda box: box.requeue_dead(max(0, min(int(limit), MAX_REQUEUE))), 0)
+    except OutboxError as exc:
+        return {"error": exc.code}
+    worker = runtime.current_worker()
+    reset = worker.state.reset_auth_circuits() if worker is not None else 0
+    if worker is not None:
+        worker.wake()
+    return {"requeued": requeued, "circuits_reset": reset}
+
+
+def dead_letters(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
+    """Ids, sessions, error codes and attempts of dead letters; no content."""
+    try:
+        return {"dead": runtime.with_existing_outbox(settings, lambda box: box.dead_letters(limit), [])}
+    except OutboxError as exc:
+        return {"error": exc.code}
+
+
+def clear_cache(settings: Settings) -> dict[str, Any]:
+    """Drop recall packs here and, through the shared marker, in every process using this outbox folder."""
+    return {"cleared": runtime.recaller().clear_cache(settings)}
+
+
+def queue_counts(settings: Settings) -> dict[str, int]:
+    try:
+        return runtime.with_existing_outbox(settings, lambda box: box.stats()["counts"], {})
+    except OutboxError:
+        return {}
+
+
+def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> tuple[dict[str, Any], DeliveryError | None]:
+    """The check's result, and the error when it failed."""
+    start = monotonic()
+    try:
+        request()
+        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None}, None
+    except DeliveryError as exc:
+        status = int(exc.code.rsplit("_", 1)[-1]) if exc.code.rsplit("_", 1)[-1].isdigit() else None
+        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code}, exc
+
+
+def _mcp_health(settings: Settings, http_client_factory, monotonic) -> dict[str, Any]:
+    """GET <MCP origin>/health without credentials: the MCP service is separate from the API."""
+    parts = urlsplit(settings.mcp_url)
+    start = monotonic()
+    try:
+        with http_client_factory(timeout=settings.check_timeout_s) as client:
+            response = client.get(f"{parts.scheme}://{parts.netloc}/health")
+    except httpx.TimeoutException:
+        return {"ok": False, "status": None, "latency_ms": _ms(monotonic() - start), "error": "timeout"}
+    except httpx.HTTPError:
+        return {"ok": False, "status": None, "latency_ms": _ms(monotonic() - start), "error": "unreachable"}
+    ok = 200 <= response.status_code < 300
+    return {"ok": ok, "status": response.status_code, "latency_ms": _ms(monotonic() - start),
+            "error": None if ok else f"http_{response.status_code}"}
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)

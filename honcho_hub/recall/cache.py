@@ -1,0 +1,121 @@
+"""Recall cache: TTL, bounded entries (LRU), single-flight loads, and the last pack per session.
+
+Loads run on a thread the caller supplies (`submit`); a caller waits on a load — its own or one already
+in flight for the same key, such as the one started when the user's message was captured — for at most
+its own deadline. A load that fails or is not ready in time gives the session's last pack (stale) or
+nothing; the load itself goes on and fills the cache for whoever asks next.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Callable, Hashable
+
+from ..recall.pack import MemoryPack
+
+Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could take it
+
+
+class RecallCache:
+    def __init__(self, ttl_s: float, max_entries: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s, self.max_entries = ttl_s, max_entries
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._fresh: OrderedDict[Hashable, tuple[float, MemoryPack]] = OrderedDict()  # key -> (stored at, pack)
+        self._last: OrderedDict[Hashable, MemoryPack] = OrderedDict()  # session key -> newest pack
+        self._inflight: dict[Hashable, Future] = {}
+        self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0}
+
+    def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack], wait_s: float,
+            submit: Submit) -> tuple[MemoryPack | None, str]:
+        """(pack, source): source is hit, fresh, stale (not ready in time, or failed), timeout or error."""
+        future, owner = self._hit_or_flight(key)
+        if isinstance(future, MemoryPack):
+            return future, "hit"
+        if owner and not submit(self._load, key, session_key, loader, future):
+            self._abandon(key, future)
+            return self._fallback(session_key, "timeout")
+        try:
+            return future.result(timeout=max(0.0, wait_s)), "fresh"
+        except FutureTimeout:
+            return self._fallback(session_key, "timeout")
+        except Exception as exc:
+            return self._fallback(session_key, _kind(exc))
+
+    def start(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack]) -> None:
+        """Load `key` on this thread unless it is cached or already loading (a prefetch)."""
+        future, owner = self._hit_or_flight(key)
+        if owner:
+            self._load(key, session_key, loader, future)
+
+    def _hit_or_flight(self, key: Hashable) -> tuple[MemoryPack | Future, bool]:
+        """The fresh cached pack, else the load in flight for `key` (registered now if none: owner)."""
+        with self._lock:
+            cached = self._fresh.get(key)
+            if cached is not None and self._monotonic() - cached[0] < self.ttl_s:
+                self._fresh.move_to_end(key)
+                self.counters["hits"] += 1
+                return cached[1], False
+            future = self._inflight.get(key)
+            if future is not None:
+                return future, False
+            future = self._inflight[key] = Future()  # single flight: later callers wait on this one
+            self.counters["loads"] += 1
+            return future, True
+
+    def _abandon(self, key: Hashable, future: Future) -> None:
+        with self._lock:
+            self._inflight.pop(key, None)
+        future.set_exception(TimeoutError("no thread free for the load"))
+
+    def clear(self) -> int:
+        """Forget every pack; returns how many entries there were."""
+        with self._lock:
+            count = len(self._fresh)
+            self._fresh.clear()
+            self._last.clear()
+            return count
+
+    def entries(self) -> int:
+        with self._lock:
+            return len(self._fresh)
+
+    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack], future: Future) -> None:
+        try:
+            pack = loader()
+        except BaseException as exc:
+            with self._lock:
+                self._inflight.pop(key, None)
+            future.set_exception(exc)
+            return
+        with self._lock:
+            self._inflight.pop(key, None)
+            remember(self._fresh, key, (self._monotonic(), pack), self.max_entries)
+            remember(self._last, session_key, pack, self.max_entries)
+        future.set_result(pack)
+
+    def _fallback(self, session_key: Hashable, source: str) -> tuple[MemoryPack | None, str]:
+        with self._lock:
+            self.counters[source + "s"] += 1
+            stale = self._last.get(session_key)
+            if stale is not None:
+                self.counters["stale_served"] += 1
+                return stale, "stale"
+        return None, source
+
+
+def remember(entries: OrderedDict, key: Hashable, value, limit: int) -> None:
+    """Keep `value` as the newest entry, dropping the least recently used ones past `limit`."""
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > max(1, limit):
+        entries.popitem(last=False)
+
+
+def _kind(exc: BaseException) -> str:
+    """timeout for a load that ran out of time, error for anything else."""
+    return "timeout" if getattr(exc, "code", "") in ("timeout", "connect_timeout") else "error"

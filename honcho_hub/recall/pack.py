@@ -1,0 +1,145 @@
+"""The memory pack: what Honcho returned, trimmed to a token budget and rendered as untrusted data.
+
+Sections in priority order: relevant conclusions (the query-aware representation), the user's card,
+the session summary, relevant recent messages. Empty sections are left out; an empty pack renders
+nothing. Recalled text is neutralized before it enters the block: it can neither close the block early,
+open a section of its own, pose as a tag, nor become a real secret (see `neutralize`).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from ..safety.redact import RedactionError, redact
+
+CHARS_PER_TOKEN = 4  # a conservative estimate for English text; Honcho counts with tiktoken
+BLOCK_TAG = "honcho_memory"
+# Brackets a reader may take for < and > once NFKC has mapped the fullwidth and small forms to them.
+_OPENERS = "<\u2039\u27e8\u3008\u300a\u00ab\u276e\u276c\u29fc"
+_CLOSERS = ">\u203a\u27e9\u3009\u300b\u00bb\u276f\u276d\u29fd"
+_TAG_RE = re.compile(rf"[{_OPENERS}]\s*/?\s*honcho[\W_]*memory\s*[{_CLOSERS}]", re.IGNORECASE)
+# A line Markdown reads as a heading: up to three spaces, then `#`; or a setext underline.
+_HEADING_RE = re.compile(r"^([ \t]{0,3})(?=#|(?:=+|-+)[ \t]*$)", re.MULTILINE)
+_ANGLES = str.maketrans({"<": "\u2039", ">": "\u203a"})
+ENTITY_ROUNDS = 3  # `&amp;lt;` is `<` to a reader who decodes twice; more rounds than that are not read
+_PLACEHOLDER = "{{sections}}"
+
+
+@dataclass
+class ContextData:
+    """Plain values of a Honcho session context, as the gateway returns them."""
+
+    representation: str | None = None
+    card: list[str] = field(default_factory=list)
+    summary: str | None = None
+    messages: list[tuple[str, str]] = field(default_factory=list)  # (peer id, content), oldest first
+
+
+@dataclass(frozen=True)
+class MemoryPack:
+    sections: tuple[tuple[str, str], ...] = ()  # (title, text)
+
+    @property
+    def empty(self) -> bool:
+        return not self.sections
+
+    def tokens(self) -> int:
+        """Estimated tokens of the sections' text."""
+        return sum(estimate_tokens(title) + estimate_tokens(text) for title, text in self.sections)
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of `text`, estimated from its length (rounded up)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def build_pack(data: ContextData, budget_tokens: int, include_messages: bool = True,
+               user_peer: str = "user") -> MemoryPack:
+    """The sections that fit the budget, in priority order; a section that does not fit is cut."""
+    candidates = [
+        ("Relevant conclusions about the user", (data.representation or "").strip()),
+        ("The user's card", "\n".join(f"- {fact.strip()}" for fact in data.card if fact and fact.strip())),
+        ("Summary of this conversation", (data.summary or "").strip()),
+    ]
+    if include_messages:
+        candidates.append(("Relevant recent messages", _messages_text(data.messages, user_peer)))
+    sections, left = [], budget_tokens
+    for title, text in candidates:
+        text = _clean(text)
+        room = left - estimate_tokens(title) - 2
+        if not text or room <= 0:
+            continue
+        fitted = _fit(text, room, keep_end=title.startswith("Relevant recent"))
+        if fitted:
+            sections.append((title, fitted))
+            left -= estimate_tokens(title) + estimate_tokens(fitted) + 2
+    return MemoryPack(tuple(sections))
+
+
+def render_block(pack: MemoryPack, template: str) -> str:
+    """The pack inside the template's block; '' for an empty pack."""
+    if pack.empty:
+        return ""
+    body = "\n\n".join(f"## {title}\n{text}" for title, text in pack.sections)
+    return template.replace(_PLACEHOLDER, body).strip()
+
+
+def neutralize(text: str) -> str:
+    """Make recalled text inert, judged as a reader sees it (entities decoded, invisible format characters
+    dropped, NFKC): the block's delimiters in any spelling are removed; the remaining `<` and `>` become
+    `‹` and `›`, so no tag can open or close (trusted-looking ones included); a line that Markdown would
+    read as a heading is escaped, so no section can be forged; secret aliases and credentials are
+    redacted."""
+    text = _TAG_RE.sub("[memory tag removed]", _as_read(text))
+    try:
+        text = redact(text)  # also rewrites §§secret(...) aliases so Agent Zero cannot unmask them
+    except RedactionError:
+        return ""  # fail closed: a section that cannot be made safe is left out
+    return _HEADING_RE.sub(r"\1\\", text.translate(_ANGLES))
+
+
+def _as_read(text: str) -> str:
+    for _ in range(ENTITY_ROUNDS):
+        if "&" not in text:
+            break
+        decoded = html.unescape(text)
+        if decoded == text:
+            break
+        text = decoded
+    if text.isascii():
+        return text
+    visible = "".join(char for char in text if unicodedata.category(char) != "Cf")  # zero-width, soft hyphen, BOM
+    return unicodedata.normalize("NFKC", visible)
+
+
+def _clean(text: str) -> str:
+    return neutralize(text).strip() if text else ""
+
+
+def _messages_text(messages: list[tuple[str, str]], user_peer: str) -> str:
+    lines = [f"{'User' if peer == user_peer else 'Assistant'}: {' '.join(content.split())}"
+             for peer, content in messages if content and content.strip()]
+    return "\n".join(lines)
+
+
+def _fit(text: str, room_tokens: int, keep_end: bool) -> str:
+    """Cut `text` to `room_tokens` at a line (else word) boundary; messages keep their newest end."""
+    limit = room_tokens * CHARS_PER_TOKEN
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in (reversed(lines) if keep_end else lines):
+        if used + len(line) + 1 > limit:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if kept:
+        return "\n".join(reversed(kept) if keep_end else kept)
+    cut = text[-limit:] if keep_end else text[:limit]  # one long line: cut at a word
+    cut = cut.split(" ", 1)[-1] if keep_end else cut.rsplit(" ", 1)[0]
+    return ("…" + cut) if keep_end else (cut + "…")

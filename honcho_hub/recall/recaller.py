@@ -1,0 +1,345 @@
+"""Recall: the memory pack injected before a user turn. Prepared early, bounded in time, never dialectic.
+
+The typed text (masked, redacted) is the search query for `Session.context`, from the agent's perspective
+about the user, or through the chat's scope when it has one. The query-aware load starts when the user's
+message is captured (`prefetch`), the earliest moment the query is known, so it overlaps Agent Zero's own
+prompt building; the recall hook then waits for it at most `recall_wait_s`. When it is not ready in time,
+the turn gets the **base pack**: what the agent knows about the user across chats (representation and
+card, kept warm per peers and scope) plus the session's latest summary — so even a new chat's first turn
+gets cross-chat memory without waiting. A refused scoped call (a key that is not workspace-level, an SDK
+that rejects the combination) falls back to the unscoped view and says so in status; it never touches
+the delivery worker's circuits. Loads run on a small bounded pool; a slow server holds a pool thread, never
+the turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, Hashable, Mapping
+
+from ..settings.config import Settings
+from ..errors import AuthError, DeliveryError, PermanentError
+from ..gateway.gateway import HonchoGateway
+from ..recall.cache import RecallCache, remember
+from ..recall.pack import ContextData, MemoryPack, build_pack, render_block
+from ..safety.redact import redact
+
+RECALL_THREADS = 6
+MAX_QUEUED_LOADS = 32  # beyond this, a load is not started: the turn gets the base pack
+EMPTY_BASE_S = 15.0
+QUERY_CHARS = 2000
+_QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction: a paste can be 10 MB
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    block: str  # what to inject; '' for nothing
+    source: str  # hit, fresh, base, stale, timeout, error, disabled
+    pack: MemoryPack | None = None
+
+
+class Recaller:
+    """One per process: a gateway of its own (recall never shares delivery's circuits), the cache, the base
+    packs and the pool that loads them."""
+
+    def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
+                 monotonic: Callable[[], float] = time.monotonic, threads: int = RECALL_THREADS) -> None:
+        self._gateway_factory = gateway_factory or _default_gateway
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._gateway: HonchoGateway | None = None
+        self._gateway_key: tuple | None = None
+        self._cache: RecallCache | None = None
+        self._epoch_seen: int | None = None
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="honcho-hub-recall")
+        self._queued = 0  # submitted, not started
+        self._unfinished = 0  # submitted, not finished
+        self._idle = threading.Condition(self._lock)
+        self._bases: OrderedDict[Hashable, tuple[float, ContextData]] = OrderedDict()  # (peers, scope) -> base
+        self._bases_loading: set[Hashable] = set()
+        self._summaries: OrderedDict[Hashable, str] = OrderedDict()  # session key -> newest summary
+        self.scope_problem: str | None = None
+
+    def prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None = None,
+                 mask: Callable[[str], str] | None = None, secrets: Mapping[str, str] | None = None) -> bool:
+        """Start this message's query-aware load, and keep the base pack warm; returns at once (safe on
+        the event loop: masking, redaction and the request all run on the pool)."""
+        if not settings.recall_enabled:
+            return False
+        return self._submit(self._prefetch, settings, session_id, user_text, scope_id, mask, secrets)
+
+    def warm(self, settings: Settings, scope_id: str | None = None) -> bool:
+        """Load the base pack for (peers, scope) in the background unless it is fresh or loading."""
+        if not settings.recall_enabled:
+            return False
+        key = _base_key(settings, scope_id)
+        with self._lock:
+            known = self._bases.get(key)
+            if key in self._bases_loading or (known and self._monotonic() - known[0] < _base_ttl(known[1], settings)):
+                return False
+            self._bases_loading.add(key)
+        if not self._submit(self._load_base, settings, scope_id, key):
+            with self._lock:
+                self._bases_loading.discard(key)
+            return False
+        return True
+
+    def recall(self, settings: Settings, session_id: str, user_text: str, template: str,
+               scope_id: str | None = None, mask: Callable[[str], str] | None = None,
+               wait_s: float | None = None, secrets: Mapping[str, str] | None = None,
+               deliberate: bool = False) -> RecallResult:
+        """The rendered block for this turn: the query-aware pack when it is ready within `wait_s`
+        (default `recall_wait_s`, never past `recall_timeout_s`), else the base pack, else the session's
+        last pack. Never raises on Honcho. `recall_enabled` switches automatic recall only: a
+        `deliberate` one (the agent asked, through the tool) runs regardless."""
+        if not settings.recall_enabled and not deliberate:
+            return RecallResult("", "disabled")
+        limit = settings.recall_timeout_s
+        wait = min(limit, settings.recall_wait_s if wait_s is None else wait_s)
+        gateway, cache = self._parts(settings)
+        self._follow_epoch(settings, cache)
+        query = self._query(user_text, settings, mask, secrets)
+        key, session_key = cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id)
+        pack, source = cache.get(key, session_key,
+                                 lambda: self._load(gateway, settings, session_id, query, scope_id),
+                                 wait, self._submit)
+        if source not in ("hit", "fresh"):
+            base = self._base_pack(settings, session_id, scope_id)
+            if base is not None:
+                pack, source = base, "base"
+        self.warm(settings, scope_id)
+        return RecallResult(render_block(pack, template) if pack else "", source, pack)
+
+    def gateway(self, settings: Settings) -> HonchoGateway:
+        """Recall's gateway (deadline-bound client), also used by status for scope progress."""
+        return self._parts(settings)[0]
+
+    def clear_cache(self, settings: Settings | None = None) -> int:
+        """Forget every cached pack; returns how many there were. With settings, other processes sharing
+        the outbox folder (Agent Zero, the command line) forget theirs at their next recall too."""
+        if settings is not None:
+            bump_epoch(settings)
+        with self._lock:
+            self._bases.clear()
+            self._summaries.clear()
+            return self._cache.clear() if self._cache is not None else 0
+
+    def _follow_epoch(self, settings: Settings, cache: RecallCache) -> None:
+        epoch = read_epoch(settings)
+        if self._epoch_seen is not None and epoch != self._epoch_seen:
+            cache.clear()
+            with self._lock:
+                self._bases.clear()
+                self._summaries.clear()
+        self._epoch_seen = epoch
+
+    def cache_entries(self) -> int:
+        with self._lock:
+            return self._cache.entries() if self._cache is not None else 0
+
+    def cache_counters(self) -> dict[str, int]:
+        """Hits, loads, stale packs served, timeouts and errors of the current cache, for status."""
+        with self._lock:
+            return dict(self._cache.counters) if self._cache is not None else {}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            if self._gateway is not None:
+                self._gateway.close()
+            self._cache = self._gateway = None
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no background load is queued or running (benchmarks, tests); False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._unfinished == 0, timeout_s)
+
+    def _submit(self, work: Callable, *args) -> bool:
+        """Run `work(*args)` on the pool unless too many loads wait already; False when not started."""
+        with self._lock:
+            if self._queued >= MAX_QUEUED_LOADS:
+                return False
+            self._queued += 1
+            self._unfinished += 1
+
+        def run() -> None:
+            with self._lock:
+                self._queued -= 1
+            try:
+                work(*args)
+            finally:
+                self._done()
+        try:
+            self._pool.submit(run)
+        except RuntimeError:  # the pool was shut down (the plugin is being reloaded)
+            with self._lock:
+                self._queued -= 1
+            self._done()
+            return False
+        return True
+
+    def _done(self) -> None:
+        with self._idle:
+            self._unfinished -= 1
+            self._idle.notify_all()
+
+    def _prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None,
+                  mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None) -> None:
+        gateway, cache = self._parts(settings)
+        self._follow_epoch(settings, cache)
+        query = self._query(user_text, settings, mask, secrets)
+        cache.start(cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id),
+                    lambda: self._load(gateway, settings, session_id, query, scope_id))
+        self.warm(settings, scope_id)
+
+    def _query(self, user_text: str, settings: Settings, mask: Callable[[str], str] | None,
+               secrets: Mapping[str, str] | None) -> str:
+        text = (user_text or "")[:_QUERY_WINDOW]
+        if len(user_text or "") > _QUERY_WINDOW and " " in text:
+            text = text.rsplit(" ", 1)[0]  # never end inside a word: a cut credential would not be matched
+        if len(text.strip()) < max(1, settings.recall_min_query_chars):
+            return ""
+        try:
+            # Redacted with its line breaks (a key wrapped onto a second line is found whole), then made
+            # one line: a search query, not the message.
+            text = redact(mask(text) if mask else text, secrets)
+        except Exception:  # RedactionError, or the host's masker failing
+            return ""  # fail closed: recall without a query rather than send unredacted text
+        text = " ".join(text.split())
+        return text[:QUERY_CHARS] if len(text) >= max(1, settings.recall_min_query_chars) else ""
+
+    def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
+        with self._lock:
+            key = (settings.api_url, settings.workspace_id, settings.recall_timeout_s)
+            if self._gateway is None or key != self._gateway_key:
+                if self._gateway is not None:
+                    self._gateway.close()
+                self._gateway, self._gateway_key = self._gateway_factory(settings), key
+            if (self._cache is None or self._cache.ttl_s != settings.cache_ttl_s
+                    or self._cache.max_entries != settings.cache_max_entries):
+                self._cache = RecallCache(settings.cache_ttl_s, settings.cache_max_entries, self._monotonic)
+            return self._gateway, self._cache
+
+    def _load(self, gateway: HonchoGateway, settings: Settings, session_id: str, query: str,
+              scope_id: str | None) -> MemoryPack:
+        common = dict(query=query, tokens=settings.max_context_tokens, target=settings.user_peer_id,
+                      perspective=settings.agent_peer_id, top_k=settings.search_top_k,
+                      max_conclusions=settings.max_conclusions, limit_to_session=settings.recall_limit_to_session)
+        data = None
+        if scope_id and gateway.supports_scopes():
+            try:
+                data = gateway.context(session_id, scope=scope_id, **common)
+                self.scope_problem = None
+            except (AuthError, PermanentError) as exc:
+                self.scope_problem = f"scope unavailable: {exc.code}"
+        if data is None:
+            data = gateway.context(session_id, **common)
+        if data.summary:
+            remember(self._summaries, (settings.destination(), session_id), data.summary,
+                           settings.cache_max_entries)
+        return build_pack(data, settings.max_context_tokens, settings.recall_include_messages, settings.user_peer_id)
+
+    def _load_base(self, settings: Settings, scope_id: str | None, key: Hashable) -> None:
+        """What the agent knows about the user across chats: representation and card (no query)."""
+        try:
+            gateway = self._parts(settings)[0]
+            data = None
+            if scope_id and gateway.supports_scopes():
+                try:
+                    data = gateway.call(lambda client: _scoped_base(gateway, settings, scope_id))
+                except (AuthError, PermanentError) as exc:
+                    if exc.code == "http_404":
+                        raise  # the scope (or peer) does not exist yet: nothing known there, not refused
+                    self.scope_problem = f"scope unavailable: {exc.code}"
+            if data is None:
+                data = gateway.call(lambda client: _base(gateway, settings))
+        except PermanentError as exc:
+            data = ContextData() if exc.code == "http_404" else None  # nothing known about the user yet
+        except DeliveryError:
+            data = None  # kept as it was; tried again at the next turn
+        with self._lock:
+            self._bases_loading.discard(key)
+            if data is not None:
+                remember(self._bases, key, (self._monotonic(), data), settings.cache_max_entries)
+
+    def _base_pack(self, settings: Settings, session_id: str, scope_id: str | None) -> MemoryPack | None:
+        with self._lock:
+            known = self._bases.get(_base_key(settings, scope_id))
+            summary = self._summaries.get((settings.destination(), session_id))
+        if known is None:
+            return None
+        data = ContextData(representation=known[1].representation, card=list(known[1].card), summary=summary)
+        pack = build_pack(data, settings.max_context_tokens, False, settings.user_peer_id)
+        return None if pack.empty else pack
+
+
+
+def _base(gateway: HonchoGateway, settings: Settings) -> ContextData:
+    context = gateway.reader_peer(settings.agent_peer_id).context(target=settings.user_peer_id)
+    return ContextData(representation=context.representation, card=list(context.peer_card or []))
+
+
+def _scoped_base(gateway: HonchoGateway, settings: Settings, scope_id: str) -> ContextData:
+    peer = gateway.reader_peer(settings.agent_peer_id)
+    return ContextData(representation=peer.representation(target=settings.user_peer_id, scope=scope_id),
+                       card=list(peer.get_card(target=settings.user_peer_id) or []))
+
+
+def _base_ttl(data: ContextData, settings: Settings) -> float:
+    """How long a base pack is kept: an empty one (nothing known about the user yet, as on a new install)
+    is asked again soon, since the first deliveries are about to change that."""
+    return settings.cache_ttl_s if (data.representation or data.card) else min(settings.cache_ttl_s, EMPTY_BASE_S)
+
+
+def _base_key(settings: Settings, scope_id: str | None) -> tuple:
+    return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, scope_id)
+
+
+def epoch_path(settings: Settings) -> str:
+    """A marker beside the outbox file (named after it) whose change tells every process sharing the
+    outbox to drop its recall cache."""
+    return settings.outbox_path + ".recall-epoch"
+
+
+def read_epoch(settings: Settings) -> int:
+    try:
+        return os.stat(epoch_path(settings)).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def bump_epoch(settings: Settings) -> None:
+    """Touch the marker; only where our outbox is (the setting may point into anyone's folder), never
+    through a symbolic link."""
+    if not os.path.isfile(settings.outbox_path):
+        return  # no outbox: no other process shares a cache through it
+    try:
+        handle = os.open(epoch_path(settings), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(handle, str(time.time_ns()).encode())
+        finally:
+            os.close(handle)
+        os.utime(epoch_path(settings), ns=(time.time_ns(), time.time_ns()), follow_symlinks=False)
+    except OSError:
+        pass  # this process's cache is still cleared
+
+
+def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | None) -> tuple:
+    """Every input that changes what Honcho would return, with the query as a digest."""
+    digest = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()
+    return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, session_id,
+            settings.max_context_tokens, digest, scope_id, settings.search_top_k, settings.max_conclusions,
+            settings.recall_include_messages, settings.recall_limit_to_session)
+
+
+def _default_gateway(settings: Settings) -> HonchoGateway:
+    # Recall's own client times out at the recall deadline: a hung Honcho costs the turn no more.
+    return HonchoGateway.for_settings(settings, settings.recall_timeout_s)

@@ -1,0 +1,199 @@
+"""Agent Zero's config files for this plugin: read merged over the defaults, written without secrets,
+and the settings built from them reused while none of them changed.
+
+Agent Zero returns the first config file it finds (project, then global, then `default_config.yaml`)
+without merging it over the defaults, and writes whatever the settings page sends. These functions
+give the `hooks.py` config hooks one merged view and a clean dict to save. Agent Zero also re-parses
+those files on every request for them, so the hooks that run on its event loop take their settings
+from a `SettingsCache` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import stat
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, Mapping, TypeVar
+
+import yaml
+
+from ..settings.config import apply_project_settings, log_once, relation_problems
+from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
+from ..settings.values import InvalidValue, coerce
+
+log = logging.getLogger(__name__)
+
+MAX_CONFIG_BYTES = 1_000_000
+# libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten times faster
+# (Agent Zero asks for the config several times per turn).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class ConfigFileError(ValueError):
+    """A config file that cannot be used; the reason names the problem, never the file's content."""
+
+    def __init__(self, reason: str, missing: bool = False) -> None:
+        super().__init__(reason)
+        self.missing = missing
+
+
+def load_config_file(path: str) -> dict[str, Any]:
+    """A YAML or JSON (by the `.json` suffix) file of settings as a dict; raises ConfigFileError.
+
+    An empty file holds no settings. Only a regular file is opened (a FIFO would block, a device never
+    end) and at most MAX_CONFIG_BYTES + 1 bytes are read, so a file that grows meanwhile is refused too.
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigFileError("not a regular file")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigFileError("no such file", missing=True) from None
+    except OSError as exc:
+        raise ConfigFileError(f"cannot be read ({type(exc).__name__})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigFileError(f"larger than {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if path.endswith(".json") else yaml.load(text, Loader=_YAML_LOADER)
+    except (ValueError, yaml.YAMLError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise ConfigFileError("not valid YAML or JSON") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigFileError("not a mapping of settings")
+    return dict(data)
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """`load_config_file` for Agent Zero's files: {} when missing (a file not saved yet is normal) or
+    unusable, the latter with one warning naming the file and the problem."""
+    try:
+        return load_config_file(path)
+    except ConfigFileError as exc:
+        if not exc.missing:
+            log_once([f"config file {os.path.basename(path)} ignored: {exc}; using defaults"])
+        return {}
+
+
+T = TypeVar("T")
+_ABSENT = "absent"
+
+
+class SettingsCache:
+    """Values (Settings) built once per key and reused while nothing they were built from changed.
+
+    An entry stays valid while every file it was built from has the same modification time, change
+    time, size and inode (or is still absent, or still fails to stat the same way) and the HONCHO_*
+    environment variables are the same as when `build` last ran for that key. Both are looked at
+    before `build` runs, so a file saved while it was being read counts as changed at the next `get`.
+    A hit costs one `stat` per file and no parsing. Thread-safe; `build` runs outside the lock, so a
+    slow build holds up no other key (two threads missing the same key at once may both build).
+    Bounded: the least recently used key goes first.
+    """
+
+    def __init__(self, max_entries: int = 64, stat: Callable[[str], Any] = os.stat,
+                 environ: Mapping[str, str] = os.environ) -> None:
+        self._max_entries = max(1, int(max_entries))
+        self._stat, self._environ = stat, environ
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, tuple[tuple, Any]] = OrderedDict()
+
+    def get(self, key: Hashable, files: tuple[str, ...], build: Callable[[], T]) -> T:
+        """The value built for `key`, built again first if a file or HONCHO_* variable changed."""
+        signature = (tuple(self._file_state(path) for path in files), self._environ_digest())
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] == signature:
+                self._entries.move_to_end(key)
+                return entry[1]
+        value = build()
+        with self._lock:
+            self._entries[key] = (signature, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+        return value
+
+    def _file_state(self, path: str) -> tuple:
+        try:
+            info = self._stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return (path, _ABSENT)
+        except OSError as exc:  # e.g. a folder we may not search: a state of its own until it changes
+            return (path, type(exc).__name__, exc.errno)
+        # The inode catches a file replaced by a rename (how editors save) that kept its size and time;
+        # the change time catches a restored modification time.
+        return (path, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+
+    def _environ_digest(self) -> bytes:
+        """A digest of the HONCHO_* variables (as `build_settings` reads them), not a copy of the key."""
+        # Names first, then each value with .get: a variable another thread removes meanwhile reads as
+        # None instead of raising on the event loop.
+        names = [name for name in list(self._environ) if str(name).upper().startswith("HONCHO_")]
+        found = sorted((str(name).upper(), str(self._environ.get(name))) for name in names)
+        return hashlib.blake2b(repr(found).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def merged_config(
+    default_config: Mapping[str, Any] | None,
+    global_saved: Mapping[str, Any] | None,
+    project_saved: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Defaults < global saved config < the project's capture/recall/scope settings."""
+    merged = defaults()
+    for layer in (default_config, global_saved):
+        merged.update(_known(layer))
+    warnings: list[str] = []
+    merged = apply_project_settings(merged, project_saved, warnings)
+    log_once(warnings)  # Agent Zero reads the config on every turn: warn once, not every time
+    return merged
+
+
+def config_to_save(settings: Mapping[str, Any] | None, is_project: bool) -> dict[str, Any]:
+    """What may be written to config.json: known settings only, never a credential.
+
+    A project's file keeps only the settings a project may change, so it never pins a copy of the
+    global connection or identity that would go stale when those change.
+    """
+    known = _known(settings)
+    if is_project:
+        known = {k: v for k, v in known.items() if FIELDS_BY_NAME[k].group in PROJECT_GROUPS}
+    return known
+
+
+def save_problems(submitted: Any, is_project: bool, saved_global: Mapping[str, Any]) -> list[str]:
+    """Why the settings page's values cannot be saved, each naming the setting and what it accepts.
+
+    The same validation as the settings model (`coerce` per field, then the relations between
+    fields), applied to what would be written; the rest comes from the saved global settings.
+    """
+    if not isinstance(submitted, Mapping):
+        return ["settings must be an object"]
+    values = {name: _valid_or_default(name, raw) for name, raw in {**defaults(), **_known(saved_global)}.items()}
+    problems = []
+    for name, raw in config_to_save(submitted, is_project).items():
+        try:
+            values[name] = coerce(FIELDS_BY_NAME[name], raw)
+        except InvalidValue as exc:
+            problems.append(f"{name}: {exc}")
+    return problems + [broken.problem for broken in relation_problems(values)]
+
+
+def _valid_or_default(name: str, raw: Any) -> Any:
+    try:
+        return coerce(FIELDS_BY_NAME[name], raw)
+    except InvalidValue:
+        return FIELDS_BY_NAME[name].default
+
+
+def _known(layer: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not isinstance(layer, Mapping):
+        return {}
+    return {k: v for k, v in layer.items() if k in FIELDS_BY_NAME}

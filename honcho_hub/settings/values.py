@@ -1,0 +1,142 @@
+"""Validation of one raw setting value against its `Field`.
+
+Values arrive as JSON types from Agent Zero's settings or as strings from the environment. A value
+that does not fit raises `InvalidValue` with a reason that never repeats the value itself: a user may
+have pasted a credential into the wrong field.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..settings.spec import Field
+
+ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
+PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+MAX_URL_CHARS = 2_048
+MAX_PATH_CHARS = 4_096
+MAX_TEXT_CHARS = 200
+
+
+class InvalidValue(ValueError):
+    """A raw value that does not fit its field; the message never contains the value."""
+
+
+def coerce(field: Field, raw: Any) -> Any:
+    """Return `raw` as the field's type, or raise InvalidValue."""
+    return _COERCERS[field.kind](field, raw)
+
+
+def _bool(field: Field, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
+        return raw.strip().lower() in _TRUE
+    raise InvalidValue("expected true or false")
+
+
+def _number(field: Field, raw: Any) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise InvalidValue("expected a number")
+    if isinstance(raw, str):
+        try:
+            raw = float(raw.strip())
+        except ValueError:
+            raise InvalidValue("expected a number") from None
+    if isinstance(raw, int) and abs(raw) > 2**53:  # float() of a huge int would overflow
+        raise InvalidValue(f"out of range {field.bounds_text()}")
+    number = float(raw)
+    if math.isnan(number) or math.isinf(number):
+        raise InvalidValue("expected a finite number")
+    if not (field.lo <= number <= field.hi):
+        raise InvalidValue(f"out of range {field.bounds_text()}")
+    return number
+
+
+def _int(field: Field, raw: Any) -> int:
+    number = _number(field, raw)
+    if not number.is_integer():
+        raise InvalidValue("expected a whole number")
+    return int(number)
+
+
+def _enum(field: Field, raw: Any) -> str:
+    if isinstance(raw, str):
+        for choice in field.choices:
+            if raw.strip().lower() == choice.lower():
+                return choice
+    raise InvalidValue(f"expected one of {field.bounds_text()}")
+
+
+def _url(field: Field, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise InvalidValue("expected a URL")
+    text = raw.strip()
+    if not text:
+        return ""
+    if len(text) > MAX_URL_CHARS or _CONTROL_RE.search(text):
+        raise InvalidValue("malformed URL")
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise InvalidValue("malformed URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidValue("expected an http(s) URL with a host")
+    if parts.username or parts.password:
+        raise InvalidValue("URL must not carry credentials; use HONCHO_API_KEY")
+    if parts.query or parts.fragment:
+        raise InvalidValue("URL must not carry a query or fragment")
+    return text.rstrip("/")
+
+
+def _id(field: Field, raw: Any) -> str:
+    if isinstance(raw, str) and ID_RE.match(raw.strip()):
+        return raw.strip()
+    raise InvalidValue(f"expected {field.bounds_text()}")
+
+
+def _prefix(field: Field, raw: Any) -> str:
+    if isinstance(raw, str) and PREFIX_RE.match(raw.strip()):
+        return raw.strip()
+    raise InvalidValue(f"expected {field.bounds_text()}")
+
+
+def _path(field: Field, raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise InvalidValue("expected an absolute path")
+    text = os.path.expanduser(raw.strip())
+    if len(text) > MAX_PATH_CHARS or _CONTROL_RE.search(text):
+        raise InvalidValue("malformed path")
+    if not os.path.isabs(text):
+        raise InvalidValue("expected an absolute path, got a relative one")
+    return os.path.normpath(text)
+
+
+def _text(field: Field, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise InvalidValue("expected text")
+    text = raw.strip()
+    if len(text) > MAX_TEXT_CHARS or _CONTROL_RE.search(text):
+        raise InvalidValue(f"expected {field.bounds_text()}")
+    return text
+
+
+_COERCERS = {
+    "bool": _bool,
+    "int": _int,
+    "float": _number,
+    "enum": _enum,
+    "url": _url,
+    "id": _id,
+    "prefix": _prefix,
+    "path": _path,
+    "text": _text,
+}

@@ -1,0 +1,70 @@
+"""The local record of what the memory tool wrote to Honcho: every conclusion `remember` created and
+every one `forget` deleted.
+
+Honcho's own derivation writes conclusions too, so this record is the only way to tell the agent's
+writes apart. It lives in the outbox file (table `memory_writes`, schema step 4), which every process
+of the install shares, and keeps the newest MAX_RECORDS writes. Each holds what a memory inspector needs
+to show a write and undo it: the conclusion's id, when, where (destination, observer and observed peers,
+session, scope) and its redacted text — for a `forget`, the text the deleted conclusion had, so that it
+can be created again (under a new id). Status reads only counts, ids and times; the text never leaves
+the file through status or logs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from enum import Enum
+
+from ..settings.config import Settings
+
+MAX_RECORDS = 1_000
+KEEP_WAIT_S = 1.0  # how long keeping a record waits for the outbox's write lock; the write itself is done
+
+
+class WriteKind(str, Enum):
+    REMEMBER = "remember"
+    FORGET = "forget"
+
+
+@dataclass(frozen=True)
+class MemoryWrite:
+    """One write of the memory tool, as it is kept."""
+
+    conclusion_id: str
+    kind: WriteKind
+    content: str | None  # redacted; None when the text could not be known or made safe
+    destination: str  # API URL + workspace, never the key
+    observer_id: str
+    observed_id: str
+    session_id: str | None
+    scope_id: str | None
+
+
+def keep(settings: Settings, write: MemoryWrite) -> None:
+    """Add `write` to the record in the outbox file (created if absent); raises OutboxError."""
+    from ..storage.outbox import Outbox  # imported here: the outbox reads and writes this module's table
+
+    box = Outbox(settings.outbox_path, busy_timeout_s=KEEP_WAIT_S)
+    try:
+        box.record_memory_write(write)
+    finally:
+        box.close()
+
+
+def insert(conn: sqlite3.Connection, write: MemoryWrite, now: float, limit: int = MAX_RECORDS) -> None:
+    """Add one record and drop what is older than the newest `limit` (inside the caller's transaction)."""
+    conn.execute("INSERT INTO memory_writes (conclusion_id, kind, made_at, destination, observer_id, observed_id,"
+                 " session_id, scope_id, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (write.conclusion_id, WriteKind(write.kind).value, now, write.destination, write.observer_id,
+                  write.observed_id, write.session_id, write.scope_id, write.content))
+    conn.execute("DELETE FROM memory_writes WHERE seq <= (SELECT max(seq) FROM memory_writes) - ?", (limit,))
+
+
+def summary(conn: sqlite3.Connection, latest: int) -> dict:
+    """Counts by kind and the newest `latest` writes' ids, kinds and times: never their text."""
+    counts = dict(conn.execute("SELECT kind, count(*) FROM memory_writes GROUP BY kind").fetchall())
+    rows = conn.execute("SELECT conclusion_id, kind, made_at FROM memory_writes ORDER BY seq DESC LIMIT ?",
+                        (max(0, int(latest)),)).fetchall()
+    return {"remembered": counts.get(WriteKind.REMEMBER.value, 0), "forgotten": counts.get(WriteKind.FORGET.value, 0),
+            "latest": [{"id": r[0], "kind": r[1], "at": r[2]} for r in rows]}

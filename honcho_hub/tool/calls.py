@@ -1,0 +1,93 @@
+"""The Honcho calls behind the `honcho_memory` tool: plain values in and out, errors as DeliveryError.
+
+Every call goes through `HonchoGateway.call`, so the SDK stays behind the gateway's one translation
+boundary (this module imports no SDK). Nothing here calls the dialectic unless `ask` is called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import PermanentError
+from ..gateway.gateway import HonchoGateway
+
+LISTING_PAGE = 100
+LISTING_PAGES = 10  # a bounded walk: at most 1,000 conclusions are checked before giving up
+
+
+@dataclass(frozen=True)
+class Found:
+    id: str
+    content: str
+    where: str = ""  # peer or session, for display
+
+
+def ask(gw: HonchoGateway, observer: str, target: str, query: str, *, session_id: str | None,
+        scope: str | None, reasoning_level: str | None, timeout_s: float) -> str:
+    """The dialectic: what `observer` knows about `target`. A scoped question names no session."""
+    gw.ensure_known(session_id)
+
+    def request(client) -> str:
+        answer = gw.reader_peer(observer).chat(query, target=target, session=None if scope else session_id,
+                                               scope=scope, reasoning_level=reasoning_level, timeout=timeout_s)
+        return str(answer) if answer else ""
+    return gw.call(request)
+
+
+def create_conclusion(gw: HonchoGateway, observer: str, target: str, content: str, session_id: str | None) -> Found:
+    """Exactly one conclusion of `observer` about `target`."""
+    gw.ensure_known(session_id)
+
+    def request(client) -> Found:
+        item = {"content": content, **({"session_id": session_id} if session_id else {})}
+        created = gw.reader_peer(observer).conclusions_of(target).create([item])
+        return Found(created[0].id, created[0].content)
+    return gw.call(request)
+
+
+def find_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> Found | None:
+    """The conclusion with this id if it is one of `observer`'s about `target` (Honcho's delete does not
+    check), else None.
+
+    A filtered lookup first; a server without the id filter gets a bounded walk over the listing.
+    """
+    view = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target))
+    try:
+        return _with_id(gw.call(lambda client: view.get_many([conclusion_id])), conclusion_id)
+    except PermanentError:
+        pass
+    page = gw.call(lambda client: view.list(size=LISTING_PAGE))
+    for _ in range(LISTING_PAGES):
+        found = _with_id(page.items, conclusion_id)
+        if found is not None or not page.has_next_page():
+            return found
+        page = gw.call(lambda client, current=page: current.get_next_page())
+    return None
+
+
+def _with_id(conclusions, conclusion_id: str) -> Found | None:
+    return next((Found(c.id, c.content) for c in conclusions if c.id == conclusion_id), None)
+
+
+def delete_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> None:
+    gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target).delete(conclusion_id))
+
+
+def query_conclusions(gw: HonchoGateway, observer: str, target: str, query: str, limit: int) -> list[Found]:
+    """Semantic search over `observer`'s conclusions about `target` (needs embeddings on the server)."""
+    found = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target).query(query, top_k=limit))
+    return [Found(c.id, c.content) for c in found[:limit]]
+
+
+def search_session(gw: HonchoGateway, session_id: str, query: str, limit: int) -> list[Found]:
+    found = gw.call(lambda client: gw.reader_session(session_id).search(query, limit=limit))
+    return [Found(m.id, m.content, m.peer_id) for m in found[:limit]]
+
+
+def search_workspace(gw: HonchoGateway, query: str, limit: int, scope: str | None) -> list[Found]:
+    found = gw.call(lambda client: client.search(query, limit=limit, **({"scope": scope} if scope else {})))
+    return [Found(m.id, m.content, f"{m.session_id}/{m.peer_id}") for m in found[:limit]]
+
+
+def schedule_dream(gw: HonchoGateway, observer: str, observed: str, session_id: str | None) -> None:
+    gw.call(lambda client: client.schedule_dream(observer=observer, observed=observed, session=session_id))
