@@ -1,16 +1,46 @@
-"""Delivery errors, grouped by what the caller does next. Codes are sanitized: never server text."""
+"""Every exception the plugin raises on purpose, in one tree. Each carries a `code` that is safe to store,
+log and show: never server text, queued content, a credential or a file path.
+
+    HubError
+    ├── DeliveryError            a request to Honcho failed; grouped by what the caller does next
+    │   ├── TransientError       retry later with backoff, counting the attempt (429, 5xx, 408)
+    │   ├── UnreachableError     no answer: open the destination's circuit, attempts not counted
+    │   ├── AuthError            401/403: open the auth circuit until a fresh key works
+    │   ├── PermanentError       rejected as it is: dead-letter
+    │   └── SdkMissingError      honcho-ai is not installed: delivery waits
+    ├── OutboxError              the outbox file cannot be used right now
+    │   ├── OutboxBusy           another connection held the write lock longer than we may wait
+    │   ├── OutboxUnavailable    folder or file cannot be created, opened or written
+    │   └── OutboxCorrupt        not a usable outbox (damaged, or from a newer plugin version)
+    │       └── OutboxForeign    another program's file: left untouched
+    ├── JournalError             the capture journal cannot take a record
+    │   ├── JournalFull
+    │   └── JournalUnavailable
+    ├── RedactionError           text could not be made safe: it is not queued or sent
+    ├── ConfigFileError          a config file that cannot be used
+    ├── InvalidValue             a setting's raw value that does not fit its field
+    └── BadInput                 a memory-tool argument the agent can fix
+
+`except HubError` catches everything the plugin means to raise; anything else is a bug.
+"""
 
 from __future__ import annotations
 
 
-class DeliveryError(Exception):
-    """Root of everything a send can raise; `code` is safe to store and show."""
+class HubError(Exception):
+    """Root of the plugin's exceptions; `code` names the kind (an instance may narrow it)."""
+
+    code = "hub_error"
+
+
+class DeliveryError(HubError):
+    """Root of everything a request to Honcho can raise; `code` is safe to store and show."""
 
     def __init__(self, code: str, *, ambiguous: bool = False) -> None:
         super().__init__(code)
         self.code = code
-        # The request may have reached the server (timeout or reset after sending, 5xx):
-        # ask Honcho what it holds before sending the same events again.
+        # The request may have reached the server (timeout or reset after sending, 5xx): ask Honcho
+        # what it holds before sending the same events again.
         self.ambiguous = ambiguous
 
 
@@ -36,3 +66,78 @@ class PermanentError(DeliveryError):
 
 class SdkMissingError(DeliveryError):
     """honcho-ai is not installed: delivery waits (capture keeps queueing)."""
+
+
+class OutboxError(HubError):
+    """Root of outbox failures; messages never contain queued content or the file path."""
+
+    code = "outbox_error"
+
+
+class OutboxBusy(OutboxError):
+    """Another connection held the write lock longer than we may wait."""
+
+    code = "outbox_busy"
+
+
+class OutboxUnavailable(OutboxError):
+    """The folder or file cannot be created, opened or written (permissions, disk, a symbolic link)."""
+
+    code = "outbox_unavailable"
+
+
+class OutboxCorrupt(OutboxError):
+    """The file is not a usable outbox database (corrupt, foreign, or from a newer version)."""
+
+    code = "outbox_corrupt"
+
+
+class OutboxForeign(OutboxCorrupt):
+    """The file at the outbox path is not an outbox of this plugin; it was left untouched.
+
+    A kind of its own (status shows its code) because the remedy differs from a damaged outbox: the
+    setting points at another program's file. A subclass, so whoever handles unusable files handles it."""
+
+    code = "outbox_foreign"
+
+
+class JournalError(HubError):
+    """The journal cannot take this record; the message is refused (and counted), never half-kept."""
+
+    code = "journal_error"
+
+
+class JournalFull(JournalError):
+    code = "journal_full"
+
+
+class JournalUnavailable(JournalError):
+    code = "journal_unavailable"
+
+
+class RedactionError(HubError):
+    """Redaction could not be completed; the text must not be queued."""
+
+    code = "redaction_failed"
+
+
+class ConfigFileError(HubError, ValueError):
+    """A config file that cannot be used; the reason names the problem, never the file's content."""
+
+    code = "config_file"
+
+    def __init__(self, reason: str, missing: bool = False) -> None:
+        super().__init__(reason)
+        self.missing = missing
+
+
+class InvalidValue(HubError, ValueError):
+    """A raw setting value that does not fit its field; the message never contains the value."""
+
+    code = "invalid_value"
+
+
+class BadInput(HubError, ValueError):
+    """A memory-tool argument the agent can fix; the message says how."""
+
+    code = "bad_input"

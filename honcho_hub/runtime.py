@@ -328,7 +328,7 @@ def shutdown() -> None:
 def status_parts(settings: Settings, session_id: str | None = None, scope_id: str | None = None,
                  backfill: bool = False) -> "StatusParts":
     """Gather status from this process: capture, outbox counters, worker, recall; never raises."""
-    from .storage.db import OutboxError
+    from .errors import OutboxError
     from .ops.status import StatusParts
 
     state = process_state()

@@ -12,7 +12,7 @@ from hub_testkit import ROOT
 
 from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import Outbox
-from honcho_hub.storage.db import OutboxBusy, OutboxUnavailable
+from honcho_hub.errors import OutboxBusy, OutboxUnavailable
 from honcho_hub.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 

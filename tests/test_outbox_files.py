@@ -14,7 +14,8 @@ from hub_testkit import ROOT
 from honcho_hub.settings.config import build_settings
 from honcho_hub.recall.recaller import epoch_path
 from honcho_hub.storage.outbox import Outbox
-from honcho_hub.storage.db import JOURNAL_SIZE_LIMIT, OutboxCorrupt, OutboxForeign, OutboxUnavailable
+from honcho_hub.storage.db import JOURNAL_SIZE_LIMIT
+from honcho_hub.errors import OutboxCorrupt, OutboxForeign, OutboxUnavailable
 from honcho_hub.storage.schema import APPLICATION_ID, SCHEMA_VERSION
 
 MB = 1024 * 1024

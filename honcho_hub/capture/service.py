@@ -26,10 +26,12 @@ from typing import Any, Callable, Mapping
 from ..storage import journal as journal_file
 from ..capture.chunking import clean_text, split_message
 from ..settings.config import Settings
-from ..storage.journal import Entry, Journal, JournalError, JournalFull, default_fallback_folder, journal_folders
+from ..storage.journal import Entry, Journal, default_fallback_folder, journal_folders
+from ..errors import JournalError, JournalFull
 from ..storage.outbox import NewEvent, Outbox
-from ..storage.db import OutboxBusy, OutboxError
-from ..safety.redact import RedactionError, redact_long
+from ..errors import OutboxBusy, OutboxError
+from ..safety.redact import redact_long
+from ..errors import RedactionError
 
 log = logging.getLogger(__name__)
 

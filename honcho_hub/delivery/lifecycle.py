@@ -66,7 +66,7 @@ def migrate_outbox(path: str) -> str:
     """Create the outbox (folder and file) or bring an existing one to the current schema: 'created',
     'migrated', or the error code of why it cannot be used (the plugin still installs; capture reports it)."""
     from ..storage.outbox import Outbox
-    from ..storage.db import OutboxError
+    from ..errors import OutboxError
 
     existed = os.path.exists(path)
     try:

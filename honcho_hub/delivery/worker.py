@@ -36,7 +36,7 @@ from ..delivery.batches import BatchResult, send_batch
 from ..errors import DeliveryError
 from ..gateway.gateway import API_URL_INVALID, HonchoGateway
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
-from ..storage.db import OutboxBusy, OutboxError, OutboxUnavailable
+from ..errors import OutboxBusy, OutboxError, OutboxUnavailable
 from ..delivery.retry import RetryPolicy
 from ..delivery.state import WorkerState
 

@@ -19,7 +19,8 @@ from ..settings import log_level
 from . import verbs as operations
 from .. import runtime
 from ..settings.config import Settings, build_settings
-from ..settings.files import ConfigFileError, load_config_file
+from ..settings.files import load_config_file
+from ..errors import ConfigFileError
 from ..ops.status import build_status, status_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3

@@ -15,7 +15,7 @@ from .. import runtime
 from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError
 from ..gateway.gateway import HonchoGateway
-from ..storage.db import OutboxError
+from ..errors import OutboxError
 from ..delivery.worker import DeliveryWorker, pause_reason
 
 MAX_REQUEUE = 100

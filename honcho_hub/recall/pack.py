@@ -13,7 +13,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from ..safety.redact import RedactionError, redact
+from ..safety.redact import redact
+from ..errors import RedactionError
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text; Honcho counts with tiktoken
 BLOCK_TAG = "honcho_memory"

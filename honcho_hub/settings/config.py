@@ -22,7 +22,8 @@ from ..settings.spec import (
     PROJECT_GROUPS,
     defaults,
 )
-from ..settings.values import InvalidValue, coerce
+from ..settings.values import coerce
+from ..errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,8 @@ import yaml
 
 from ..settings.config import apply_project_settings, log_once, relation_problems
 from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
-from ..settings.values import InvalidValue, coerce
+from ..settings.values import coerce
+from ..errors import ConfigFileError, InvalidValue
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +32,6 @@ MAX_CONFIG_BYTES = 1_000_000
 # libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten times faster
 # (Agent Zero asks for the config several times per turn).
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class ConfigFileError(ValueError):
-    """A config file that cannot be used; the reason names the problem, never the file's content."""
-
-    def __init__(self, reason: str, missing: bool = False) -> None:
-        super().__init__(reason)
-        self.missing = missing
 
 
 def load_config_file(path: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..settings.spec import Field
+from ..errors import InvalidValue
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
@@ -23,10 +24,6 @@ _FALSE = {"0", "false", "no", "off"}
 MAX_URL_CHARS = 2_048
 MAX_PATH_CHARS = 4_096
 MAX_TEXT_CHARS = 200
-
-
-class InvalidValue(ValueError):
-    """A raw value that does not fit its field; the message never contains the value."""
 
 
 def coerce(field: Field, raw: Any) -> Any:

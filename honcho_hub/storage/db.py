@@ -12,6 +12,7 @@ from typing import Iterator
 
 from ..storage.journal import FOLDER as JOURNAL_FOLDER
 from ..storage.schema import APPLICATION_ID, SchemaTooNew, is_unmarked_outbox, migrate, refuse_newer
+from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
 
 # Primary SQLite result codes (the low byte of extended codes).
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
@@ -28,39 +29,6 @@ PLUGIN_FOLDER_ENTRIES = frozenset({JOURNAL_FOLDER})
 # log holds about 1,000 pages (≈ 4 MB), so normal operation stays within it without shrinking and
 # regrowing the file; a burst (large pastes while a reader held back the checkpoint) shrinks back to it.
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
-
-
-class OutboxError(Exception):
-    """Root of outbox failures; messages never contain queued content or the file path."""
-
-    code = "outbox_error"
-
-
-class OutboxBusy(OutboxError):
-    """Another connection held the write lock longer than we may wait."""
-
-    code = "outbox_busy"
-
-
-class OutboxUnavailable(OutboxError):
-    """The folder or file cannot be created, opened or written (permissions, disk, a symbolic link)."""
-
-    code = "outbox_unavailable"
-
-
-class OutboxCorrupt(OutboxError):
-    """The file is not a usable outbox database (corrupt, foreign, or from a newer version)."""
-
-    code = "outbox_corrupt"
-
-
-class OutboxForeign(OutboxCorrupt):
-    """The file at the outbox path is not an outbox of this plugin; it was left untouched.
-
-    A kind of its own (status shows its code) because the remedy differs from a damaged outbox: the
-    setting points at another program's file. A subclass, so whoever handles unusable files handles it."""
-
-    code = "outbox_foreign"
 
 
 def translate(exc: BaseException) -> OutboxError:

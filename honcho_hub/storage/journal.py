@@ -31,6 +31,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from ..errors import JournalFull, JournalUnavailable
+
 log = logging.getLogger(__name__)
 
 FOLDER = "journal"  # beside the outbox file
@@ -41,20 +43,6 @@ MAGIC = b"HJ1"
 SYNC_ON_APPEND_BYTES = 64 * 1024
 SUFFIX = ".journal"
 MAX_HEADER_BYTES = 64 * 1024
-
-
-class JournalError(Exception):
-    """The journal cannot take this record; the message is refused (and counted), never half-kept."""
-
-    code = "journal_error"
-
-
-class JournalFull(JournalError):
-    code = "journal_full"
-
-
-class JournalUnavailable(JournalError):
-    code = "journal_unavailable"
 
 
 @dataclass

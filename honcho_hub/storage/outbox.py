@@ -16,8 +16,8 @@ from ..storage import memory_log
 from ..storage.memory_log import MemoryWrite
 from ..storage.records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, Settlement,  # noqa: F401
                              group_by_code)
-from ..storage.db import (OutboxBusy, OutboxError, connect, read_transaction, reclaim_space, translate,
-                        write_transaction)
+from ..errors import OutboxBusy, OutboxError
+from ..storage.db import connect, read_transaction, reclaim_space, translate, write_transaction
 
 T = TypeVar("T")
 _LIVE = "('pending', 'leased')"

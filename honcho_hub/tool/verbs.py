@@ -18,10 +18,12 @@ from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError, SdkMissingError, TransientError, UnreachableError
 from ..gateway.gateway import HonchoGateway
 from ..storage.memory_log import MemoryWrite, WriteKind
-from ..storage.db import OutboxError
+from ..errors import OutboxError
 from ..recall.pack import neutralize
-from ..safety.redact import RedactionError, redact
+from ..safety.redact import redact
+from ..errors import RedactionError
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
+from ..errors import BadInput
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream")
 SEARCH_TARGETS = ("conclusions", "session", "workspace")
@@ -53,10 +55,6 @@ class ActionContext:
 class ActionResult:
     ok: bool
     text: str
-
-
-class BadInput(ValueError):
-    """An argument the agent can fix; the message says how."""
 
 
 def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
