@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any, Callable, Mapping
 
 from ..storage import journal as journal_file
-from ..capture.chunking import clean_text, split_message
+from .chunking import clean_text, split_message
 from ..settings.config import Settings
 from ..storage.journal import Entry, Journal, default_fallback_folder, journal_folders
 from ..errors import JournalError, JournalFull

@@ -11,7 +11,7 @@ import logging
 import threading
 from typing import Callable
 
-from ..capture.service import CaptureService
+from .service import CaptureService
 from ..settings.config import Settings
 
 log = logging.getLogger(__name__)

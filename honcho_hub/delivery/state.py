@@ -8,9 +8,9 @@ import random
 import threading
 from dataclasses import asdict, dataclass, field
 
-from ..delivery.batches import BatchResult
+from .batches import BatchResult
 from ..storage.records import Retry, Settlement
-from ..delivery.retry import Action, RetryPolicy, decide
+from .retry import Action, RetryPolicy, decide
 
 log = logging.getLogger(__name__)
 

@@ -32,13 +32,13 @@ from typing import Any, Callable, Sequence
 import tenacity
 
 from ..settings.config import Settings
-from ..delivery.batches import BatchResult, send_batch
+from .batches import BatchResult, send_batch
 from ..errors import DeliveryError
 from ..gateway.gateway import API_URL_INVALID, HonchoGateway
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
 from ..errors import OutboxBusy, OutboxError, OutboxUnavailable
-from ..delivery.retry import RetryPolicy
-from ..delivery.state import WorkerState
+from .retry import RetryPolicy
+from .state import WorkerState
 
 log = logging.getLogger(__name__)
 

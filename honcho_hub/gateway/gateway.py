@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 import httpx
 
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
-from ..gateway import scopes
+from . import scopes
 from ..settings.config import Settings
 from ..storage.outbox import NewEvent
 from ..recall.pack import ContextData

@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..settings.config import Settings
 from ..errors import DeliveryError
-from ..gateway.gateway import HonchoGateway
+from .gateway import HonchoGateway
 
 log = logging.getLogger(__name__)
 

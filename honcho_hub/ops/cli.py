@@ -21,7 +21,7 @@ from .. import runtime
 from ..settings.config import Settings, build_settings
 from ..settings.files import load_config_file
 from ..errors import ConfigFileError
-from ..ops.status import build_status, status_text
+from .status import build_status, status_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
 
@@ -104,7 +104,7 @@ def _clear_cache(settings: Settings, args, out) -> int:
 
 
 def _demo(settings: Settings, args, out) -> int:
-    from ..ops.demo import run_demo
+    from .demo import run_demo
 
     return run_demo(settings, real=args.real, out=out)
 

@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Callable, Hashable
 
-from ..recall.pack import MemoryPack
+from .pack import MemoryPack
 
 Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could take it
 

@@ -26,8 +26,8 @@ from typing import Callable, Hashable, Mapping
 from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway.gateway import HonchoGateway
-from ..recall.cache import RecallCache, remember
-from ..recall.pack import ContextData, MemoryPack, build_pack, render_block
+from .cache import RecallCache, remember
+from .pack import ContextData, MemoryPack, build_pack, render_block
 from ..safety.redact import redact
 
 RECALL_THREADS = 6

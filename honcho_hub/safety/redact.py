@@ -16,9 +16,9 @@ import time
 from functools import lru_cache
 from typing import Callable, Mapping
 
-from ..safety.patterns import (ASSIGNMENTS, CODE_OR_PATH_RE, FLAG_LABEL_RE, KEY_END_RE, LABEL_RE, PATTERNS, SAFE_VALUE_RE, SHORT_PATTERNS,
+from .patterns import (ASSIGNMENTS, CODE_OR_PATH_RE, FLAG_LABEL_RE, KEY_END_RE, LABEL_RE, PATTERNS, SAFE_VALUE_RE, SHORT_PATTERNS,
                               has_long_word, is_credential_name, key_body_start, url_userinfo_is_secret)
-from ..safety.view import redact_view
+from .view import redact_view
 from ..errors import RedactionError
 
 ALIAS_RE = re.compile(r"§§\s*secret\s*\(\s*([^)\s]{0,128})\s*\)", re.IGNORECASE)

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, NamedTuple
 
-from ..settings.spec import (
+from .spec import (
     DEFAULT_OUTBOX_PATH,
     FIELDS,
     FIELDS_BY_NAME,
@@ -22,7 +22,7 @@ from ..settings.spec import (
     PROJECT_GROUPS,
     defaults,
 )
-from ..settings.values import coerce
+from .values import coerce
 from ..errors import InvalidValue
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from typing import Any, Callable, Hashable, Mapping, TypeVar
 
 import yaml
 
-from ..settings.config import apply_project_settings, log_once, relation_problems
-from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
-from ..settings.values import coerce
+from .config import apply_project_settings, log_once, relation_problems
+from .spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
+from .values import coerce
 from ..errors import ConfigFileError, InvalidValue
 
 log = logging.getLogger(__name__)

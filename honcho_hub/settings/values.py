@@ -13,7 +13,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..settings.spec import Field
+from .spec import Field
 from ..errors import InvalidValue
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")

@@ -10,8 +10,8 @@ import urllib.parse
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..storage.journal import FOLDER as JOURNAL_FOLDER
-from ..storage.schema import APPLICATION_ID, SchemaTooNew, is_unmarked_outbox, migrate, refuse_newer
+from .journal import FOLDER as JOURNAL_FOLDER
+from .schema import APPLICATION_ID, SchemaTooNew, is_unmarked_outbox, migrate, refuse_newer
 from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
 
 # Primary SQLite result codes (the low byte of extended codes).

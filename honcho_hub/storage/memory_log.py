@@ -43,7 +43,7 @@ class MemoryWrite:
 
 def keep(settings: Settings, write: MemoryWrite) -> None:
     """Add `write` to the record in the outbox file (created if absent); raises OutboxError."""
-    from ..storage.outbox import Outbox  # imported here: the outbox reads and writes this module's table
+    from .outbox import Outbox  # imported here: the outbox reads and writes this module's table
 
     box = Outbox(settings.outbox_path, busy_timeout_s=KEEP_WAIT_S)
     try:

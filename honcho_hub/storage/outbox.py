@@ -12,12 +12,12 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterable, Sequence, TypeVar
 
-from ..storage import memory_log
-from ..storage.memory_log import MemoryWrite
-from ..storage.records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, Settlement,  # noqa: F401
+from . import memory_log
+from .memory_log import MemoryWrite
+from .records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, Settlement,  # noqa: F401
                              group_by_code)
 from ..errors import OutboxBusy, OutboxError
-from ..storage.db import connect, read_transaction, reclaim_space, translate, write_transaction
+from .db import connect, read_transaction, reclaim_space, translate, write_transaction
 
 T = TypeVar("T")
 _LIVE = "('pending', 'leased')"
