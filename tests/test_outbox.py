@@ -11,6 +11,7 @@ from outbox_helpers import (CHILD_ENQUEUE, DEST, ManualClock, event, hold_write_
 from hub_testkit import ROOT
 
 from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
+from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 from honcho_hub.errors import OutboxBusy, OutboxUnavailable
 from honcho_hub.storage.schema import MIGRATIONS, SCHEMA_VERSION
@@ -38,6 +39,26 @@ class FileTest(OutboxTestCase):
                 self.assertEqual(box._conn.execute("PRAGMA journal_mode").fetchone()[0], "wal")
                 self.assertEqual(box._conn.execute("PRAGMA synchronous").fetchone()[0], level)
                 self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+
+    def test_opened_from_settings_with_their_durability_wait_row_bound_and_dead_retention(self):
+        settings = build_settings({"outbox_path": self.path, "outbox_synchronous": "NORMAL", "capture_wait_ms": 400,
+                                   "max_queued_rows": 100, "dead_retention_days": 2}, {}, {})
+        self.clock = ManualClock()
+        for overrides, sync_level, wait_ms in (({}, 1, 400), ({"synchronous": "FULL", "busy_timeout_s": 3.0}, 2, 3000)):
+            with self.subTest(overrides=overrides):
+                box = Outbox.for_settings(settings, clock=self.clock, **overrides)
+                self.addCleanup(box.close)
+                self.assertEqual(box._conn.execute("PRAGMA synchronous").fetchone()[0], sync_level)
+                self.assertEqual(box._conn.execute("PRAGMA busy_timeout").fetchone()[0], wait_ms)
+        box = Outbox.for_settings(settings, clock=self.clock)
+        self.addCleanup(box.close)
+        self.assertEqual(box.enqueue([event(n) for n in range(101)]).refused, 101)  # the settings' row bound
+        box.enqueue([event(1)])
+        box.dead_letter([event(1).id], "http_422")
+        self.clock.advance(2 * 86_400 - 1)
+        self.assertEqual(box.prune(delivered_retention_s=0), 0)  # dead letters are kept two days
+        self.clock.advance(1)
+        self.assertEqual(box.prune(delivered_retention_s=0), 1)
 
     def test_reopening_keeps_rows_and_does_not_migrate_twice(self):
         self.open().enqueue([event(1)])

@@ -299,9 +299,8 @@ class DeliveryWorker(threading.Thread):
             # Its commits need not be fsynced: captured rows were made durable by capture's own commit,
             # and a lost delivered/leased mark after a power cut only means a resend (at-least-once),
             # never a lost message. Capture keeps the configured durability.
-            self._outbox = Outbox(settings.outbox_path, synchronous="NORMAL",
-                                  busy_timeout_s=self._busy_timeout_s, max_rows=settings.max_queued_rows,
-                                  dead_retention_s=settings.dead_retention_days * 86_400, clock=self._clock)
+            self._outbox = Outbox.for_settings(settings, synchronous="NORMAL", busy_timeout_s=self._busy_timeout_s,
+                                               clock=self._clock)
             self._outbox_key = key
         return self._outbox
 

@@ -45,7 +45,7 @@ def keep(settings: Settings, write: MemoryWrite) -> None:
     """Add `write` to the record in the outbox file (created if absent); raises OutboxError."""
     from .outbox import Outbox  # imported here: the outbox reads and writes this module's table
 
-    box = Outbox(settings.outbox_path, busy_timeout_s=KEEP_WAIT_S)
+    box = Outbox.for_settings(settings, busy_timeout_s=KEEP_WAIT_S)
     try:
         box.record_memory_write(write)
     finally:

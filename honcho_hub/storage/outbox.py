@@ -18,6 +18,7 @@ from .records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, S
                              group_by_code)
 from ..errors import OutboxBusy, OutboxError
 from .db import connect, read_transaction, reclaim_space, translate, write_transaction
+from ..settings.config import Settings
 
 T = TypeVar("T")
 _LIVE = "('pending', 'leased')"
@@ -67,6 +68,19 @@ class Outbox:
         self._dead_retention_s = dead_retention_s
         self._clock = clock
         self.closed = False
+
+    @classmethod
+    def for_settings(cls, settings: Settings, *, busy_timeout_s: float | None = None,
+                     synchronous: str | None = None, clock: Callable[[], float] = time.time) -> "Outbox":
+        """The outbox `settings` name, bounded and kept as they say: the one way to open it from settings.
+
+        `busy_timeout_s` defaults to capture's wait (`capture_wait_ms`): callers off the turn's path may
+        wait longer. `synchronous` defaults to the configured durability; the worker relaxes it (see
+        there)."""
+        return cls(settings.outbox_path, synchronous=synchronous or settings.outbox_synchronous,
+                   busy_timeout_s=settings.capture_wait_ms / 1000 if busy_timeout_s is None else busy_timeout_s,
+                   max_rows=settings.max_queued_rows, dead_retention_s=settings.dead_retention_days * 86_400,
+                   clock=clock)
 
     def close(self) -> None:
         """Close the connection; idempotent."""
