@@ -1,6 +1,7 @@
 """Capture service: bad input, chunking, stable ids, bounded waits and the journal."""
 
 import os
+import re
 import signal
 import sqlite3
 import threading
@@ -10,11 +11,17 @@ from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child
 import hub_testkit
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Counters, Outcome, Role, event_id, session_id_for
-from honcho_hub.capture.chunking import HONCHO_MAX_CHARS, clean_text, split_message, strip_marker
+from honcho_hub.capture.chunking import HONCHO_MAX_CHARS, clean_text, split_message
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 
 KEY = "ghp_" + "a1B2c3D4e5" * 4
+_MARKER = re.compile(r"^\[continued, part \d+ of \d+\]\n")
+
+
+def strip_marker(part):
+    """A part's body without its continuation marker: the parts' bodies join back to the text."""
+    return _MARKER.sub("", part, count=1)
 
 
 class CaptureTestCase(unittest.TestCase):

@@ -9,7 +9,8 @@ import unittest
 
 import hub_testkit
 
-from honcho_hub.recall.pack import ContextData, build_pack, neutralize, render_block
+from honcho_hub.recall.pack import ContextData, build_pack, render_block
+from honcho_hub.safety.untrusted import neutralize
 
 TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
 OPEN, CLOSE = "<honcho_memory>", "</honcho_memory>"

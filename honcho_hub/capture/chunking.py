@@ -44,11 +44,6 @@ def split_message(text: str, limit: int = HONCHO_MAX_CHARS) -> list[str]:
     return [body if i == 0 else f"[continued, part {i + 1} of {total}]\n{body}" for i, body in enumerate(bodies)]
 
 
-def strip_marker(part: str) -> str:
-    """The body of a part without its continuation marker (for checks and tests)."""
-    return re.sub(r"^\[continued, part \d+ of \d+\]\n", "", part, count=1)
-
-
 def _cut_point(text: str, start: int, room: int) -> int:
     """The best length for the part starting at `start`: up to a paragraph, a sentence, a space, else a
     hard cut."""

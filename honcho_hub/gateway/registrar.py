@@ -33,8 +33,6 @@ class ScopeRegistrar(threading.Thread):
         self._done: set[tuple[str, str, str]] = set()
         self._remember = max(1, remember)
         self._gateways: dict[tuple, HonchoGateway] = {}
-        self.registered = 0
-        self.failed = 0
 
     def submit(self, settings: Settings, session_id: str, scope_id: str) -> bool:
         """Queue a registration; False when it was done already or the queue is full. Never blocks."""
@@ -68,14 +66,12 @@ class ScopeRegistrar(threading.Thread):
         try:
             gateway.ensure_session_in_scope(session_id, scope_id)
         except DeliveryError as exc:
-            self.failed += 1
             log.warning("honcho: chat not registered in its scope (%s); delivery will retry", exc.code)
             return False
         if gateway.scope_problem is None:
             if len(self._done) >= self._remember:  # a long uptime's chats: start over
                 self._done.clear()
             self._done.add((settings.destination(), session_id, scope_id))
-            self.registered += 1
         return True
 
     def drain(self, timeout_s: float) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Any, Callable
+from typing import Any
 
 from ..settings.config import Settings
 
@@ -63,5 +63,3 @@ def sdk_supports_scopes(honcho_module: Any) -> bool:
     client = getattr(honcho_module, "Honcho", None)
     return client is not None and callable(getattr(client, "scope", None))
 
-
-CapabilityCheck = Callable[[], bool]

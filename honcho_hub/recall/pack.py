@@ -3,29 +3,16 @@
 Sections in priority order: relevant conclusions (the query-aware representation), the user's card,
 the session summary, relevant recent messages. Empty sections are left out; an empty pack renders
 nothing. Recalled text is neutralized before it enters the block: it can neither close the block early,
-open a section of its own, pose as a tag, nor become a real secret (see `neutralize`).
+open a section of its own, pose as a tag, nor become a real secret (see `safety/untrusted.py`).
 """
 
 from __future__ import annotations
 
-import html
-import re
-import unicodedata
 from dataclasses import dataclass, field
 
-from ..safety.redact import redact
-from ..errors import RedactionError
+from ..safety.untrusted import neutralize
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text; Honcho counts with tiktoken
-BLOCK_TAG = "honcho_memory"
-# Brackets a reader may take for < and > once NFKC has mapped the fullwidth and small forms to them.
-_OPENERS = "<\u2039\u27e8\u3008\u300a\u00ab\u276e\u276c\u29fc"
-_CLOSERS = ">\u203a\u27e9\u3009\u300b\u00bb\u276f\u276d\u29fd"
-_TAG_RE = re.compile(rf"[{_OPENERS}]\s*/?\s*honcho[\W_]*memory\s*[{_CLOSERS}]", re.IGNORECASE)
-# A line Markdown reads as a heading: up to three spaces, then `#`; or a setext underline.
-_HEADING_RE = re.compile(r"^([ \t]{0,3})(?=#|(?:=+|-+)[ \t]*$)", re.MULTILINE)
-_ANGLES = str.maketrans({"<": "\u2039", ">": "\u203a"})
-ENTITY_ROUNDS = 3  # `&amp;lt;` is `<` to a reader who decodes twice; more rounds than that are not read
 _PLACEHOLDER = "{{sections}}"
 
 
@@ -46,10 +33,6 @@ class MemoryPack:
     @property
     def empty(self) -> bool:
         return not self.sections
-
-    def tokens(self) -> int:
-        """Estimated tokens of the sections' text."""
-        return sum(estimate_tokens(title) + estimate_tokens(text) for title, text in self.sections)
 
 
 def estimate_tokens(text: str) -> int:
@@ -86,34 +69,6 @@ def render_block(pack: MemoryPack, template: str) -> str:
         return ""
     body = "\n\n".join(f"## {title}\n{text}" for title, text in pack.sections)
     return template.replace(_PLACEHOLDER, body).strip()
-
-
-def neutralize(text: str) -> str:
-    """Make recalled text inert, judged as a reader sees it (entities decoded, invisible format characters
-    dropped, NFKC): the block's delimiters in any spelling are removed; the remaining `<` and `>` become
-    `‹` and `›`, so no tag can open or close (trusted-looking ones included); a line that Markdown would
-    read as a heading is escaped, so no section can be forged; secret aliases and credentials are
-    redacted."""
-    text = _TAG_RE.sub("[memory tag removed]", _as_read(text))
-    try:
-        text = redact(text)  # also rewrites §§secret(...) aliases so Agent Zero cannot unmask them
-    except RedactionError:
-        return ""  # fail closed: a section that cannot be made safe is left out
-    return _HEADING_RE.sub(r"\1\\", text.translate(_ANGLES))
-
-
-def _as_read(text: str) -> str:
-    for _ in range(ENTITY_ROUNDS):
-        if "&" not in text:
-            break
-        decoded = html.unescape(text)
-        if decoded == text:
-            break
-        text = decoded
-    if text.isascii():
-        return text
-    visible = "".join(char for char in text if unicodedata.category(char) != "Cf")  # zero-width, soft hyphen, BOM
-    return unicodedata.normalize("NFKC", visible)
 
 
 def _clean(text: str) -> str:

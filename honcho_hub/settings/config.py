@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
 from .spec import (
@@ -157,9 +157,6 @@ class Settings:
         meant for whatever URL the user fixes it to, and were never sent (so Honcho holds none of them):
         once `api_url_problem` is gone, they may be moved to `destination()`."""
         return f"{UNUSABLE_URL}#{self.workspace_id}"
-
-
-SETTING_NAMES = tuple(f.name for f in fields(Settings) if f.name in FIELDS_BY_NAME)
 
 
 def build_settings(
@@ -345,7 +342,6 @@ def log_once(warnings: list[str]) -> None:
 __all__ = [
     "KeyProvider",
     "Settings",
-    "SETTING_NAMES",
     "UNUSABLE_URL",
     "apply_project_settings",
     "build_settings",
