@@ -19,14 +19,11 @@ log = logging.getLogger("honcho_hub.hooks")
 def get_plugin_config(default=None, project_name=None):
     """Saved settings merged over the defaults (Agent Zero hands us the first file, unmerged)."""
     try:
-        from usr.plugins.honcho.honcho_hub.settings import files as plugin_config
+        from usr.plugins.honcho.honcho_hub.settings.effective import read_layers
+        from usr.plugins.honcho.honcho_hub.settings.files import merged_config
 
-        project = plugin_config.read_config_file(_project_config(project_name)) if project_name else None
-        return plugin_config.merged_config(
-            plugin_config.read_config_file(DEFAULT_CONFIG),
-            plugin_config.read_config_file(GLOBAL_CONFIG),
-            project,
-        )
+        layers = read_layers(DEFAULT_CONFIG, GLOBAL_CONFIG, _project_config(project_name) if project_name else None)
+        return merged_config(layers.default_config, layers.global_config, layers.project_config)
     except Exception:
         log.exception("honcho: could not merge settings; using Agent Zero's")
         return default
@@ -87,20 +84,18 @@ def _stop_workers(drain_s, hold_s, reason):
 def _close_clients():
     """Recall's and the tool's connections to Honcho, and the capture service's outbox connection."""
     try:
-        from usr.plugins.honcho.honcho_hub import runtime
+        from usr.plugins.honcho.honcho_hub import hub
 
-        runtime.shutdown()
+        hub.shutdown()
     except Exception:
         log.exception("honcho: clients not closed")
 
 
 def _global_settings():
-    from usr.plugins.honcho.honcho_hub.settings import files as plugin_config
-    from usr.plugins.honcho.honcho_hub.settings.config import build_settings
+    from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 
-    config = plugin_config.merged_config(plugin_config.read_config_file(DEFAULT_CONFIG),
-                                         plugin_config.read_config_file(GLOBAL_CONFIG))
-    return build_settings(config, _agent_zero_secrets(), os.environ)
+    return effective_settings(read_layers(DEFAULT_CONFIG, GLOBAL_CONFIG), secrets=_agent_zero_secrets(),
+                              environ=os.environ)
 
 
 def _agent_zero_secrets():

@@ -167,15 +167,14 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
 async def start_up(worker, recall) -> None:
     """Agent Zero's start: the first chat's agent-init hook loads the plugin's delivery and recall modules
     in the background; the user types a moment later. Waits (at most 60 s) until they are loaded."""
-    from usr.plugins.honcho.honcho_hub import runtime
-
     worker.ensure_worker()
     recall.register_chat(StubAgent(0, StubContext(id="benchstart")))
+    the_hub = worker.hub()
     deadline = time.monotonic() + 60
-    while (runtime.ready_recaller() is None or runtime.current_worker() is None) and time.monotonic() < deadline:
+    while (the_hub.ready_recaller() is None or the_hub.worker() is None) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    if runtime.ready_recaller() is not None:
-        await asyncio.to_thread(runtime.ready_recaller().wait_idle, 60)  # the base pack's first load
+    if the_hub.ready_recaller() is not None:
+        await asyncio.to_thread(the_hub.ready_recaller().wait_idle, 60)  # the base pack's first load
 
 
 CHILD_LOCK_ON_REQUEST = r"""

@@ -118,15 +118,18 @@ class _Saved(dict):
 class StubHost:
     """What a test can tune about the stub Agent Zero: config, secrets, scheduled chats, plugins."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, saved: bool = True) -> None:
         self.root = root
         self.secrets = {}  # usr/secrets.env
         self.project_secrets: dict[str, str] = {}  # a project's .a0proj/secrets.env (wins when merged)
         self.enabled_plugins: list[str] = ["honcho"]
-        # Port 9 (discard) on loopback: nothing listens, so a stray delivery fails fast and stays local.
+        self.scheduled_context_ids: set[str] = set()
+        # Saved (unless `saved` is False: an Agent Zero whose settings were never saved), as the plugin
+        # reads its config files itself. Port 9 (discard) on loopback: nothing listens, so a stray
+        # delivery fails fast and stays local.
+        self._configured = saved
         self.config = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3"),
                        "api_url": "http://127.0.0.1:9", "mcp_url": "http://127.0.0.1:9"}
-        self.scheduled_context_ids: set[str] = set()
         self._configured = True  # from here on, a change is a save
 
     @property
@@ -185,15 +188,16 @@ def link_plugin_folder(source: str, plugin_dir: str) -> None:
 
 
 @contextmanager
-def stub_agent_zero(source: str = ROOT) -> Iterator[StubHost]:
+def stub_agent_zero(source: str = ROOT, saved: bool = True) -> Iterator[StubHost]:
     """Install the stub host for the duration of a `with` block, then restore sys.modules/sys.path.
 
-    `source` is the plugin checkout the temporary plugin folder links to (a test may pass a copy)."""
+    `source` is the plugin checkout the temporary plugin folder links to (a test may pass a copy);
+    `saved` False starts without the plugin's config.json (no settings saved yet)."""
     outer_state = sys.modules.pop(STATE_MODULE, None)  # each stub host is a fresh Agent Zero process
     saved_modules = dict(sys.modules)
     saved_path = list(sys.path)
     with tempfile.TemporaryDirectory() as root:
-        host = StubHost(root)
+        host = StubHost(root, saved)
         link_plugin_folder(source, host.plugin_dir)
         helpers = _module("helpers", __path__=[])
         stubs = {
@@ -256,7 +260,9 @@ def _stop_plugin_workers() -> None:
     hooked = sys.modules.get("usr.plugins.honcho.honcho_hub.runtime")
     if hooked is not None:
         hooked.join_background(10)
-        hooked.shutdown()
+    hooked_hub = sys.modules.get("usr.plugins.honcho.honcho_hub.hub")
+    if hooked_hub is not None:
+        hooked_hub.shutdown()
     state = sys.modules.get(STATE_MODULE)
     if getattr(state, "writer", None) is not None:  # the capture writer outlives module generations
         state.writer.stop(10)

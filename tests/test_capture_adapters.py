@@ -29,8 +29,8 @@ class AdapterTestCase(unittest.TestCase):
         self.addCleanup(stub.__exit__, None, None, None)
         self.user_ext = self.load(USER_EXT)
         self.response_ext = self.load(RESPONSE_EXT)
-        from usr.plugins.honcho.honcho_hub import runtime
-        self.addCleanup(runtime.shutdown)
+        from usr.plugins.honcho.honcho_hub import hub
+        self.addCleanup(hub.shutdown)
 
     def load(self, rel):
         module = import_by_path(os.path.join(self.host.plugin_dir, rel))
@@ -48,10 +48,9 @@ class AdapterTestCase(unittest.TestCase):
                                                tool_name=tool_name)
 
     def stored(self):
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
-        from usr.plugins.honcho.honcho_hub import runtime
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings, hub
 
-        service = runtime.capture_service(global_settings())
+        service = hub().capture(global_settings())
         service.write_pending()  # what the writer thread may not have done yet
         # A pass meeting the worker's thread creating the outbox leaves entries for the writer's retry.
         self.assertTrue(service.journal.wait_empty(10))
@@ -154,21 +153,27 @@ class EventLoopTest(AdapterTestCase):
     """What the capture hooks do on Agent Zero's event loop, and what they leave to other threads."""
 
     def test_settings_are_built_once_until_a_config_file_or_a_secret_changes(self):
-        plugins = sys.modules["helpers.plugins"]
-        builds = []
-        reads = plugins.get_plugin_config
-        # The stub host's reader, counting the chat's builds (the delivery settings are built by other threads).
-        plugins.get_plugin_config = lambda *a, **kw: (kw.get("agent") and builds.append(1)) or reads(*a, **kw)
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+
         agent = StubAgent(0)
+        builds = []  # each distinct Settings object the chat's capture used: one per build
+
+        def typed(text, history_id):
+            self.typed(agent, text, history_id=history_id)
+            used = host.settings_for(agent)  # what the hook just used: the cached object
+            if not any(used is known for known in builds):
+                builds.append(used)
         for n in range(3):
-            self.typed(agent, f"message {n}", history_id=f"h-{n}")
-        self.assertEqual(len(builds), 1)  # Agent Zero re-parses its files on every call: not called again
+            typed(f"message {n}", f"h-{n}")
+        self.assertEqual(len(builds), 1)  # parsing the files on every message would make a new object each time
         self.host.config["recall_timeout_s"] = 3  # saved to the plugin's config.json
-        self.typed(agent, "after a save", history_id="h-saved")
+        typed("after a save", "h-saved")
         self.assertEqual(len(builds), 2)
+        self.assertEqual(builds[-1].recall_timeout_s, 3)
         self.host.secrets = {"HONCHO_WORKSPACE_ID": "elsewhere"}  # saved to usr/secrets.env
-        self.typed(agent, "after a secret", history_id="h-secret")
+        typed("after a secret", "h-secret")
         self.assertEqual(len(builds), 3)
+        self.assertEqual(builds[-1].workspace_id, "elsewhere")
         self.assertEqual(self.stored()[-1][0:2], ("chat-Ab3dE6gH", "user"))
 
     def test_the_nudge_prompt_is_read_once_not_for_every_message(self):

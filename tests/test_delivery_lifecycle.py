@@ -19,7 +19,7 @@ from hub_testkit import ROOT
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.delivery import lifecycle
-from honcho_hub import runtime
+from honcho_hub.hub import Hub
 from honcho_hub.settings.config import build_settings
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.storage.outbox import NewEvent, Outbox
@@ -71,13 +71,13 @@ class ThreadLifecycleTest(unittest.TestCase):
 
 class EnsureWorkerTest(unittest.TestCase):
     def setUp(self):
-        self.assertTrue(runtime.load_delivery())  # off the loop, as the first call's background start does
         self.bench = Bench(self)
+        self.hub = Hub(lambda: self.bench.settings, lambda: False)  # paused: no traffic
+        self.assertTrue(self.hub.load_delivery())  # off the loop, as the first call's background start does
         self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
-        runtime._worker = None
 
     def ensure(self):
-        return runtime.ensure_worker(lambda: self.bench.settings, lambda: False)  # paused: no traffic
+        return self.hub.ensure_worker()
 
     def test_one_worker_per_process_and_it_comes_back_after_a_stop(self):
         first = self.ensure()
@@ -102,7 +102,7 @@ class EnsureWorkerTest(unittest.TestCase):
 
     def test_a_worker_of_this_generation_is_adopted_after_module_globals_reset(self):
         first = self.ensure()
-        runtime._worker = None  # as after a re-import of the runtime module
+        self.hub = Hub(lambda: self.bench.settings, lambda: False)  # as after a re-import of the plugin
         self.assertIs(self.ensure(), first)
 
     def test_a_worker_of_an_older_generation_is_stopped_before_a_new_one_starts(self):
@@ -132,17 +132,16 @@ class RegistrarAndWorkerTest(unittest.TestCase):
         self.addCleanup(registrar.stop, 10)
         self.addCleanup(release.set)  # runs before the stop above
         self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers() if w is not registrar])
-        self.addCleanup(setattr, runtime, "_registrar", runtime._registrar)
-        self.addCleanup(setattr, runtime, "_worker", runtime._worker)
-        runtime._registrar, runtime._worker = registrar, None
-        self.assertTrue(runtime.load_delivery())
+        the_hub = Hub(lambda: settings, lambda: False)
+        the_hub._registrar = registrar  # this generation's registrar, busy with a registration
+        self.assertTrue(the_hub.load_delivery())
         self.assertTrue(registrar.submit(settings, "chat-busy", "a0-busy"))
 
-        worker = runtime.ensure_worker(lambda: settings, lambda: False)
+        worker = the_hub.ensure_worker()
         self.assertIsInstance(worker, DeliveryWorker, "started at once, not after the registrar ended")
         release.set()
         self.assertTrue(registrar.submit(settings, "chat-next", "a0-busy"), "the registrar still takes work")
-        self.assertIs(runtime.registrar(), registrar, "and is the same, running thread")
+        self.assertIs(the_hub.registrar(), registrar, "and is the same, running thread")
 
 
 class LoopbackServerProcess:

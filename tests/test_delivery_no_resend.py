@@ -13,7 +13,7 @@ from delivery_helpers import Bench
 from outbox_helpers import event
 
 from honcho_hub.ops import verbs as operations
-from honcho_hub import runtime
+from honcho_hub import hub
 from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 from honcho_hub.ops.status import build_status
 
@@ -231,7 +231,7 @@ class UnreconcilableTest(unittest.TestCase):
             bench.worker.step()
         self.assertEqual(bench.states(), {"dead": 3})
         self.assertEqual({r[3] for r in bench.rows()}, {"unreconcilable"})
-        status = build_status(bench.settings, runtime.status_parts(bench.settings), bench.clock.now)
+        status = build_status(bench.settings, hub.current().status_parts(bench.settings), bench.clock.now)
         self.assertEqual(status["queue"]["dead_by_code"], {"unreconcilable": 3})
         self.assertIn("3 dead letters (3 unreconcilable)", status["health_reasons"])
         self.assertEqual(bench.adds("u1"), 1)

@@ -15,7 +15,7 @@ from outbox_helpers import ManualClock
 
 from honcho_hub.delivery import lifecycle
 from honcho_hub.storage.outbox import NewEvent, Outbox
-from honcho_hub.storage.schema import SCHEMA_VERSION
+from honcho_hub.storage.outbox import SCHEMA_VERSION
 from honcho_hub.settings.spec import defaults
 
 HOOKED = "usr.plugins.honcho.honcho_hub."  # the core's logger names when hooks.py imports it
@@ -43,7 +43,7 @@ class _EnvVars:
 
 class ConfigHooksTest(unittest.TestCase):
     def setUp(self):
-        self.stub = stub_agent_zero()
+        self.stub = stub_agent_zero(saved=False)
         self.host = self.stub.__enter__()
         self.addCleanup(self.stub.__exit__, None, None, None)
         self.hooks = import_by_path(os.path.join(self.host.plugin_dir, "hooks.py"))
@@ -115,7 +115,7 @@ class PluginFolderTest(unittest.TestCase):
             checkout = os.path.join(folder, "checkout")  # stands for this checkout after a user saved settings
             link_plugin_folder(ROOT, checkout)
             self.write(os.path.join(checkout, "config.json"), {"batch_size": 7, "workspace_id": "saved-by-a-user"})
-            with stub_agent_zero(source=checkout) as host:
+            with stub_agent_zero(source=checkout, saved=False) as host:
                 hooks = import_by_path(os.path.join(host.plugin_dir, "hooks.py"))
                 self.assertEqual(hooks.get_plugin_config(default=None), defaults())
                 self.assertFalse(os.path.exists(host.global_config))
@@ -206,7 +206,7 @@ class _FakeWorker(threading.Thread):
 
 
 class RestartHoldTest(unittest.TestCase):
-    """After uninstall or pre_update the plugin's workers stay stopped: runtime.ensure_worker asks
+    """After uninstall or pre_update the plugin's workers stay stopped: Hub.ensure_worker asks
     lifecycle.restart_held() before starting one."""
 
     def setUp(self):

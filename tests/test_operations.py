@@ -18,7 +18,7 @@ from honcho_hub.ops import cli
 from honcho_hub.ops import verbs as operations
 from honcho_hub.delivery import lifecycle
 from honcho_hub.storage import memory_log
-from honcho_hub import runtime
+from honcho_hub import hub
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import NewEvent, Outbox
@@ -102,9 +102,9 @@ class DrainAndDeadTest(CliCase):
 
     def test_drain_delivers_a_message_still_waiting_in_the_capture_journal(self):
         # Accepted a moment ago: the capture writer has not moved it into the outbox yet.
-        self.addCleanup(runtime.shutdown)
+        self.addCleanup(hub.shutdown)
         settings = self.settings()
-        service = runtime.capture_service(settings)
+        service = hub.current().capture(settings)
         self.assertEqual(service.accept(CaptureRequest("ops3", Role.USER, "j-1", "typed just before"), settings),
                          Outcome.ACCEPTED)
         self.assertEqual(len(service.journal), 1)
@@ -183,13 +183,15 @@ class WakeTest(unittest.TestCase):
     """Wake worker: nudges the running worker, or starts one as the capture hooks would."""
 
     def setUp(self):
-        self.assertTrue(runtime.load_delivery())
+        self.hub = hub.current()
+        self.assertTrue(self.hub.load_delivery())
         self.settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://127.0.0.1:9"},
                                        {}, {})
         self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
-        self.addCleanup(setattr, runtime, "_worker", runtime._worker)
+        self.addCleanup(setattr, self.hub, "_worker", self.hub._worker)
+        self.addCleanup(self.hub.reconfigure, self.hub.settings, self.hub.enabled)
         self.addCleanup(lifecycle.release_restart)
-        runtime._worker = None
+        self.hub._worker = None
 
     def test_wake_starts_a_worker_when_none_runs_and_says_whether_it_is_paused(self):
         unusable = with_api_url_problem(self.settings, "HONCHO_API_URL: the port is not a number")
@@ -199,18 +201,20 @@ class WakeTest(unittest.TestCase):
         for name, settings, enabled, paused in cases:
             with self.subTest(name):
                 [w.stop(10) for w in lifecycle.plugin_workers()]
-                result = operations.wake(lambda: settings, enabled)
+                self.hub.reconfigure(settings=lambda: settings, enabled=enabled)
+                result = operations.wake()
                 self.assertEqual(result, {"woken": False, "started": True, "held": False, "paused": paused})
-                worker = runtime.current_worker()
+                worker = self.hub.worker()
                 self.assertIsNotNone(worker)
                 self.assertEqual(lifecycle.plugin_workers(), [worker])
-                again = operations.wake(lambda: settings, enabled)
+                again = operations.wake()
                 self.assertEqual(again, {"woken": True, "started": False, "held": False, "paused": paused})
-                self.assertIs(runtime.current_worker(), worker, "the running worker is woken, not replaced")
+                self.assertIs(self.hub.worker(), worker, "the running worker is woken, not replaced")
 
     def test_wake_starts_nothing_while_an_update_or_uninstall_holds_the_workers(self):
         lifecycle.hold_restart(120.0, "pre_update")
-        result = operations.wake(lambda: self.settings, lambda: True)
+        self.hub.reconfigure(settings=lambda: self.settings, enabled=lambda: True)
+        result = operations.wake()
         self.assertEqual(result, {"woken": False, "started": False, "held": True, "paused": None})
         self.assertEqual(lifecycle.plugin_workers(), [])
 
@@ -236,7 +240,7 @@ class StatusTest(CliCase):
         memory_log.keep(settings, memory_log.MemoryWrite("c0001", memory_log.WriteKind.FORGET, SECRET_TEXT,
                                                          settings.destination(), "agent-zero", "user", "chat-ops1",
                                                          "a0-alpha"))
-        parts = runtime.status_parts(settings, "chat-ops1", "a0-alpha")
+        parts = hub.current().status_parts(settings, "chat-ops1", "a0-alpha")
         status = build_status(settings, parts, time.time())
         forbidden = [KEY, KEY[:8], KEY[-8:], hashlib.sha256(KEY.encode()).hexdigest(),
                      hashlib.sha256(KEY.encode()).hexdigest()[:12], "Hunter2", "Q1w2E3r4T5", "hello",

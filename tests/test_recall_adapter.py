@@ -78,8 +78,8 @@ class RecallAdapterTest(unittest.TestCase):
                 "result": StubHistoryMessage(False, "h1"), "exception": None}
         self.load(USER_EXT)(agent=agent).execute(data=data)
         from usr.plugins.honcho.extensions.honcho_bridge import host
-        from usr.plugins.honcho.honcho_hub import runtime
-        runtime.capture_service(host.settings_for(agent)).write_pending()  # the writer thread may not have run yet
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+        hub().capture(host.settings_for(agent)).write_pending()  # the writer thread may not have run yet
         conn = sqlite3.connect(self.host.config["outbox_path"])
         self.assertEqual(conn.execute("SELECT scope_id FROM events").fetchall(), [("a0-alpha",)])
         conn.close()
@@ -104,9 +104,10 @@ class RecallAdapterTest(unittest.TestCase):
     def test_chat_start_in_a_project_registers_the_scope_in_the_background(self):
         agent = StubAgent(0, StubContext(id="Proj0002", project="Alpha"))
         self.load(INIT_EXT)(agent=agent).execute()
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
         from usr.plugins.honcho.honcho_hub import runtime
         self.assertTrue(runtime.join_background(10))  # the hook returned at once; a thread queues it
-        self.assertTrue(runtime.registrar().stop(10))  # finishes the queued registration
+        self.assertTrue(hub().registrar().stop(10))  # finishes the queued registration
         self.assertEqual(self.fake.scopes[("agent-zero", "a0-alpha")], {"chat-Proj0002"})
 
 

@@ -16,7 +16,8 @@ from outbox_helpers import temp_outbox_path
 from honcho_hub.ops import cli
 from honcho_hub.ops import verbs as operations
 from honcho_hub.delivery import lifecycle
-from honcho_hub import runtime
+from honcho_hub import hub
+from honcho_hub.hub import Hub
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import Outbox
@@ -42,7 +43,7 @@ class HealthFromChecksTest(unittest.TestCase):
         return operations.check(settings, http_client_factory=factory, wall=lambda: NOW)
 
     def status(self, settings, now=NOW + 1):
-        return build_status(settings, runtime.status_parts(settings), now)
+        return build_status(settings, hub.current().status_parts(settings), now)
 
     def test_before_any_request_health_is_neutral_and_the_cli_exits_0(self):
         status = self.status(self.settings())
@@ -131,7 +132,7 @@ class MemoryWritesStatusTest(unittest.TestCase):
     def test_status_shows_counts_and_the_latest_ids_and_times_of_the_tools_writes_never_their_text(self):
         path = temp_outbox_path(self)
         settings = build_settings({"outbox_path": path}, {}, {})
-        empty = build_status(settings, runtime.status_parts(settings), NOW)
+        empty = build_status(settings, hub.current().status_parts(settings), NOW)
         self.assertEqual(empty["memory_writes"], {"remembered": 0, "forgotten": 0, "latest": []})
         self.assertFalse(os.path.exists(path), "reading status creates no outbox")
         for cid, kind, at in (("c0001", WriteKind.REMEMBER, NOW - 30), ("c0002", WriteKind.FORGET, NOW - 10)):
@@ -139,7 +140,7 @@ class MemoryWritesStatusTest(unittest.TestCase):
             box.record_memory_write(MemoryWrite(cid, kind, "Password Hunter2-Very-Secret, likes tea", "d",
                                                 "agent-zero", "user", "chat-1", None))
             box.close()
-        status = build_status(settings, runtime.status_parts(settings), NOW)
+        status = build_status(settings, hub.current().status_parts(settings), NOW)
         self.assertEqual(status["memory_writes"], {"remembered": 1, "forgotten": 1, "latest": [
             {"id": "c0002", "kind": "forget", "age_s": 10.0}, {"id": "c0001", "kind": "remember", "age_s": 30.0}]})
         text = status_text(status)
@@ -165,22 +166,24 @@ class DebugSettingTest(unittest.TestCase):
                               env or {})
 
     def load_off(self):
-        runtime.capture_service(self.settings({"debug": False}))
-        runtime.shutdown()
+        the_hub = Hub()
+        the_hub.capture(self.settings({"debug": False}))
+        the_hub.stop()
 
     def levels(self):
         return [logging.getLogger(name).getEffectiveLevel() for name in self.LOGGERS]
 
     def worker_step(self, settings):
-        self.assertTrue(runtime.load_delivery())
-        self.addCleanup(setattr, runtime, "_worker", runtime._worker)
-        runtime._worker = None
-        worker = runtime.ensure_worker(lambda: settings, lambda: False)  # paused: no traffic
+        the_hub = Hub(lambda: settings, lambda: False)  # paused: no traffic
+        self.assertTrue(the_hub.load_delivery())
+        worker = the_hub.ensure_worker()
         worker.drain(5)  # a step of the worker's own thread: it reads the settings
         worker.stop(10)
 
     def test_the_plugin_loggers_follow_the_debug_setting_wherever_settings_are_loaded(self):
-        loads = {"capture": runtime.capture_service, "worker step": self.worker_step}
+        capture_hub = Hub()
+        self.addCleanup(capture_hub.stop)
+        loads = {"capture": capture_hub.capture, "worker step": self.worker_step}
         switches = {"setting": ({"debug": True}, {}, {"debug": False}, {}),
                     "HONCHO_DEBUG": ({}, {"HONCHO_DEBUG": "1"}, {}, {"HONCHO_DEBUG": "off"})}
         for where, load in loads.items():

@@ -29,7 +29,7 @@ class WorkingTreeTest(unittest.TestCase):
             hooks = import_by_path(os.path.join(host.plugin_dir, "hooks.py"))
             # What Agent Zero writes into a plugin folder: the saved settings and the toggle.
             with open(host.global_config, "w", encoding="utf-8") as handle:
-                json.dump(hooks.save_plugin_config(settings=defaults() | {"workspace_id": "tree-ws"}), handle)
+                json.dump(hooks.save_plugin_config(settings=defaults() | dict(host.config) | {"workspace_id": "tree-ws"}), handle)
             open(os.path.join(host.plugin_dir, ".toggle-1"), "w").close()
             self.assertEqual(hooks.get_plugin_config(default=None)["workspace_id"], "tree-ws")
             # What the plugin writes: the outbox (capture) and the recall cache marker beside it (clear cache).
@@ -39,10 +39,10 @@ class WorkingTreeTest(unittest.TestCase):
             extension = import_by_path(os.path.join(host.plugin_dir, USER_EXT))
             next(v for k, v in vars(extension).items() if k.startswith("Honcho"))(agent=agent).execute(data=data)
             from usr.plugins.honcho.extensions.honcho_bridge.operations import run_operation
-            from usr.plugins.honcho.honcho_hub import runtime
+            from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
             # Captured messages reach the outbox on the writer's thread; the cache marker is only written
             # beside an outbox that exists, so let this message create it first.
-            runtime.flush_capture()
+            hub().flush_capture()
             self.assertTrue(run_operation({"action": "clear_cache"})["ok"])
             hooks.uninstall()
             written = {name for name in os.listdir(os.path.dirname(host.config["outbox_path"]))}

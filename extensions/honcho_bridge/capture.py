@@ -12,14 +12,13 @@ import logging
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub import runtime
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role, session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.capture.rules import (UserMessageFacts, skip_reason_for_tool_result,
                                                          skip_reason_for_user_message)
 
 from . import host
-from .worker import ensure_worker, global_settings
+from .worker import hub
 
 log = logging.getLogger("honcho_hub.adapters")
 NUDGE_PROMPT = "fw.msg_nudge.md"
@@ -63,13 +62,13 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
     # The scope is stored on the event for the worker; the project finds its secrets if this process dies.
     request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text,
                              scope_id=resolve_scope(settings, project), project=project)
-    runtime.set_replay_secrets(host.project_secrets)
-    outcome = runtime.capture_service(settings).accept(request, settings, secrets,
+    the_hub = hub()
+    outcome = the_hub.capture(settings).accept(request, settings, secrets,
                                                        mask=lambda value: host.mask(agent, value))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
-    ensure_worker()
-    runtime.wake_worker()
-    runtime.ensure_writer(global_settings).wake()  # last: the writer then competes for the interpreter
+    the_hub.ensure_worker()
+    the_hub.wake_worker()
+    the_hub.ensure_writer().wake()  # last: the writer then competes for the interpreter
     return outcome
 
 
@@ -81,7 +80,7 @@ def _prefetch_recall(agent: Any, settings, text: str, scope: str | None, secrets
     def prefetch(recaller) -> None:
         recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value),
                           secrets=secrets)
-    recaller = runtime.ready_recaller(prefetch)
+    recaller = hub().ready_recaller(prefetch)
     if recaller is not None:
         prefetch(recaller)
 

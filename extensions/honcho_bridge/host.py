@@ -6,7 +6,9 @@ import os
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts
-from usr.plugins.honcho.honcho_hub.settings.config import Settings, build_settings
+from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
+from usr.plugins.honcho.honcho_hub.settings.config import Settings
+from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 from usr.plugins.honcho.honcho_hub.settings.files import SettingsCache
 
 PLUGIN_NAME = "honcho"
@@ -26,21 +28,23 @@ _last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is
 
 
 def settings_for(agent: Any) -> Settings:
-    """Effective settings for this agent's chat (project settings merged by our config hook)."""
-    project = project_name(agent)
-    return _cached(("chat", project), _config_files(project), lambda: _build_chat_settings(agent))
+    """Effective settings for this agent's chat: the global settings with its project's over them."""
+    return project_settings(project_name(agent))
 
 
 def global_settings() -> Settings:
     """Delivery settings are global: no agent, no project."""
-    return _cached(("global",), _config_files(None), _build_global_settings)
+    return project_settings(None)
 
 
-def _cached(key: tuple, files: tuple[str, ...], build) -> Settings:
+def project_settings(project: str | None) -> Settings:
+    """Effective settings for a project's chats (None: global), the same files our `get_plugin_config`
+    hook merges for Agent Zero, built once until one of them, the secrets or a HONCHO_* variable changes."""
+    key, files = (("chat", project) if project else ("global",)), _config_files(project)
     try:
-        settings = _last_built[key] = _settings_cache.get(key, files, build)
+        settings = _last_built[key] = _settings_cache.get(key, files, lambda: _build(*files[:-1]))
         return settings
-    except ValueError:  # Agent Zero read a config file while it was being written (an empty JSON file)
+    except ConfigFileError:  # caught while Agent Zero was writing a config file (an empty JSON file)
         if key in _last_built:
             return _last_built[key]  # the file changed, so the next call builds again
         raise
@@ -53,25 +57,14 @@ def _config_files(project: str | None) -> tuple[str, ...]:
     return (DEFAULT_CONFIG, GLOBAL_CONFIG, *project_file, files.get_abs_path(SECRETS_FILE))
 
 
-def _build_chat_settings(agent: Any) -> Settings:
-    from helpers import plugins
-
-    return _with_global_secrets(plugins.get_plugin_config(PLUGIN_NAME, agent=agent) or {})
-
-
-def _build_global_settings() -> Settings:
-    from helpers import plugins
-
-    return _with_global_secrets(plugins.get_plugin_config(PLUGIN_NAME) or {})
-
-
-def _with_global_secrets(config: dict) -> Settings:
+def _build(default_file: str, global_file: str, project_file: str | None = None) -> Settings:
     from helpers.secrets import get_default_secrets_manager
 
     # Identity and the key are global: a project's secrets.env must not switch the workspace or key.
     # (Project secrets are still masked and redacted: see host_secrets and mask.)
     manager = get_default_secrets_manager()  # the global secrets file, never a project's
-    return build_settings(config, _load(manager), os.environ, load_secrets=lambda: _load(manager))
+    return effective_settings(read_layers(default_file, global_file, project_file, strict=True),
+                              secrets=_load(manager), environ=os.environ, load_secrets=lambda: _load(manager))
 
 
 def host_secrets(agent: Any) -> dict[str, str]:

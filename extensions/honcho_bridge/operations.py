@@ -7,12 +7,11 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
-from usr.plugins.honcho.honcho_hub import runtime
 from usr.plugins.honcho.honcho_hub.capture.service import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 
-from .worker import global_settings, plugin_enabled
+from .worker import global_settings, hub, plugin_enabled
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 
@@ -24,7 +23,7 @@ def status_document(body: Any) -> dict:
     log_level.follow(settings)
     session, scope = _chat(body)
     light = isinstance(body, dict) and body.get("light") is True
-    parts = runtime.status_parts(settings, session, scope, backfill=scope is not None and not light)
+    parts = hub().status_parts(settings, session, scope, backfill=scope is not None and not light)
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 
@@ -33,11 +32,12 @@ def run_operation(body: Any) -> dict:
     action = body.get("action") if isinstance(body, dict) else None
     if action not in ACTIONS:
         return {"ok": False, "error": f"unknown action; use one of: {', '.join(ACTIONS)}"}
+    hub()  # the operator verbs reach the worker through it
     settings = global_settings()
     log_level.follow(settings)
     result = {
         "check": lambda: operations.check(settings),
-        "wake": lambda: operations.wake(global_settings, plugin_enabled),
+        "wake": operations.wake,
         "drain": lambda: operations.drain(settings, operations.DRAIN_S, enabled=plugin_enabled),
         "retry_dead": lambda: operations.retry_dead(settings, operations.MAX_REQUEUE),
         "clear_cache": lambda: operations.clear_cache(settings),

@@ -7,11 +7,12 @@ import os
 from functools import lru_cache
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub.runtime import in_background
 from usr.plugins.honcho.honcho_hub.capture.service import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
+from .worker import hub
 
 EXTRAS_KEY = "honcho_memory"
 TEMPLATE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -32,7 +33,7 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     session = session_id_for(agent.context.id)
 
     def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
-        return runtime.recaller().recall(settings, session, text, template(), scope,
+        return hub().recaller().recall(settings, session, text, template(), scope,
                                          lambda value: host.mask(agent, value), secrets=host.host_secrets(agent))
     result = await asyncio.to_thread(recall)
     if result.block:
@@ -64,9 +65,10 @@ def register_chat(agent: Any) -> bool:
     scope, session = resolve_scope(settings, host.project_name(agent)), session_id_for(agent.context.id)
 
     def start() -> None:  # off the loop: the first call imports the SDK
-        runtime.recaller().warm(settings, scope)
-        registrar = runtime.registrar() if scope else None
+        the_hub = hub()
+        the_hub.recaller().warm(settings, scope)
+        registrar = the_hub.registrar() if scope else None
         if registrar is not None and registrar.is_alive():
             registrar.submit(settings, session, scope)
-    runtime.in_background("chat-start", start, single=False)
+    in_background("chat-start", start, single=False)
     return bool(scope)

@@ -8,7 +8,6 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.storage import memory_log
-from usr.plugins.honcho.honcho_hub import runtime
 from usr.plugins.honcho.honcho_hub.tool.verbs import ActionContext, run_action
 from usr.plugins.honcho.honcho_hub.capture.service import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
@@ -16,6 +15,7 @@ from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 
 from . import host
 from .recall import template
+from .worker import hub
 
 
 async def run_tool(agent: Any, args: dict) -> str:
@@ -30,16 +30,17 @@ def action_context(agent: Any) -> ActionContext:
     log_level.follow(settings)
     session = session_id_for(agent.context.id)
     chat_scope = resolve_scope(settings, host.project_name(agent))
-    gateway = runtime.tool_gateway(settings)
+    the_hub = hub()
+    gateway = the_hub.tool_gateway(settings)
 
     def recall(query: str, scope: str | None) -> str:
         # Asked for on purpose: worth the wait, and runs with automatic recall switched off too.
-        return runtime.recaller().recall(settings, session, query, template(), scope,
+        return the_hub.recaller().recall(settings, session, query, template(), scope,
                                          wait_s=settings.recall_timeout_s, secrets=host.host_secrets(agent),
                                          deliberate=True).block
 
     def status() -> str:
-        parts = runtime.status_parts(settings, session, chat_scope, backfill=True)
+        parts = the_hub.status_parts(settings, session, chat_scope, backfill=True)
         return status_text(build_status(settings, parts, time.time()))
 
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),

@@ -1,17 +1,24 @@
-"""Keeps the process's delivery worker running, with global settings and Agent Zero's enabled state."""
+"""The process's Hub as Agent Zero sees it: global settings, Agent Zero's enabled state, project secrets."""
 
 from __future__ import annotations
 
-from usr.plugins.honcho.honcho_hub import runtime
+from usr.plugins.honcho.honcho_hub import hub as hub_module
+from usr.plugins.honcho.honcho_hub.hub import Hub
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 
 from . import host
 from .host import PLUGIN_NAME
 
 
+def hub() -> Hub:
+    """The Hub, told where Agent Zero keeps the global settings (cheap: every adapter asks for it)."""
+    return hub_module.current().reconfigure(settings=global_settings, enabled=plugin_enabled,
+                                            replay_secrets=host.project_secrets)
+
+
 def ensure_worker():
     """Idempotent and cheap: called by agent_init, job_loop and the capture adapters."""
-    return runtime.ensure_worker(global_settings, plugin_enabled)
+    return hub().ensure_worker()
 
 
 def global_settings() -> Settings:

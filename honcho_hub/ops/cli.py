@@ -17,8 +17,9 @@ from typing import Any, Sequence
 
 from ..settings import log_level
 from . import verbs as operations
-from .. import runtime
-from ..settings.config import Settings, build_settings
+from .. import hub
+from ..settings.config import Settings
+from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
 from ..errors import ConfigFileError
 from .status import build_status, status_text
@@ -35,23 +36,24 @@ def main(argv: Sequence[str] | None = None, environ: dict | None = None, out=Non
         settings = load_settings(args.config, os.environ if environ is None else environ)
     except ConfigFileError as exc:
         parser.error(f"--config: {exc}")  # exits 2; the file was named on purpose, so it must be usable
+    hub.current().reconfigure(settings=lambda: settings)  # global settings here: no project, no chat
     try:
         return COMMANDS[args.command](settings, args, out)
     finally:
-        runtime.shutdown()
+        hub.shutdown()
 
 
 def load_settings(config_path: str | None, environ: dict) -> Settings:
     """Settings from the environment over the `--config` file (their `debug` applied to the plugin's
     loggers); raises ConfigFileError."""
-    plugin = load_config_file(config_path) if config_path else {}
-    settings = build_settings(plugin, {}, environ)
+    layers = ConfigLayers(global_config=load_config_file(config_path) if config_path else {})
+    settings = effective_settings(layers, secrets={}, environ=environ)
     log_level.follow(settings)
     return settings
 
 
 def _status(settings: Settings, args, out) -> int:
-    parts = runtime.status_parts(settings)
+    parts = hub.current().status_parts(settings)
     parts.worker = {"state": "not_in_this_process", "metrics": {}, "circuits": {}}
     status = build_status(settings, parts, time.time())
     _print(out, status, args.json, status_text)

@@ -51,7 +51,7 @@ def _run(settings: Settings, real: bool, out) -> int:
         outcome = capture.capture(CaptureRequest(chat, role, f"demo-{n}", text), settings)
         say(f"  captured {role.value:5} {outcome.value}")
     capture.close()
-    box = Outbox(settings.outbox_path)
+    box = Outbox.for_settings(settings)
     # Only the demo's own temporary outbox is read back: the user's real one holds their messages.
     say("Stored redacted: (not shown: --real never reads messages back from your outbox)" if real
         else f"Stored redacted: {_redacted_line(box)}")

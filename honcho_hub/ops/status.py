@@ -11,11 +11,14 @@ here); another process's worker or checks do not count.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from ..errors import DeliveryError, OutboxError
 from ..settings.config import Settings
+from ..storage.outbox import Outbox
 
 STALE_QUEUE_S = 600.0  # a pending event older than this makes health amber
 
@@ -40,6 +43,52 @@ class StatusParts:
     cache_counters: dict[str, int] = field(default_factory=dict)
     api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
     memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
+
+
+def gather_parts(settings: Settings, state: Any, *, session_id: str | None = None, scope_id: str | None = None,
+                 outbox_problem: str | None = None, worker: Any = None, recaller: Any = None,
+                 scope_backfill: Callable[[str], dict[str, str]] | None = None) -> StatusParts:
+    """Status's pieces from this process (the Hub passes what it holds; `state` is the process state):
+    capture, outbox counters, worker, recall, and with `scope_backfill` the scope's progress from
+    Honcho. Never raises."""
+    with state.lock:
+        api_check = dict(state.api_checks.get(settings.destination(), {}))
+        waiting = len(state.journal) if state.journal is not None else 0
+    parts = StatusParts(session_id=session_id, scope_id=scope_id, handoff=waiting, api_check=api_check,
+                        capture_counters=state.capture_counters.snapshot(), outbox_problem=outbox_problem)
+    try:
+        stats, parts.memory_writes = with_existing_outbox(settings, lambda box: (box.stats(), box.memory_writes()),
+                                                          (None, {}))
+    except OutboxError as exc:
+        parts.outbox_problem = parts.outbox_problem or exc.code
+        stats = None
+    if stats is not None:
+        parts.queue_counts, parts.dead_by_code = stats["counts"], stats["dead_by_code"]
+        parts.oldest_pending_captured_at = stats["oldest_pending_captured_at"]
+        parts.next_attempt_at = stats["next_attempt_at"]
+    if worker is not None:
+        parts.worker = worker.state.snapshot()
+    if recaller is not None:
+        parts.cache_entries, parts.scope_problem = recaller.cache_entries(), recaller.scope_problem
+        parts.cache_counters = recaller.cache_counters()
+    if scope_backfill is not None and scope_id:
+        try:
+            parts.scope_backfill = scope_backfill(scope_id)
+        except DeliveryError as exc:
+            parts.scope_problem = parts.scope_problem or f"scope status unavailable: {exc.code}"
+    return parts
+
+
+def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> Any:
+    """`work(outbox)` on a short-lived connection, or `missing` when nothing was captured yet: reading
+    status or dead letters never creates an outbox. Raises OutboxError."""
+    if not os.path.exists(settings.outbox_path):
+        return missing
+    box = Outbox.for_settings(settings, busy_timeout_s=5.0)
+    try:
+        return work(box)
+    finally:
+        box.close()
 
 
 def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str, Any]:

@@ -11,12 +11,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..delivery import lifecycle
-from .. import runtime
+from .. import hub, runtime
 from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError
 from ..gateway.gateway import HonchoGateway
 from ..errors import OutboxError
 from ..delivery.worker import DeliveryWorker, pause_reason
+from .status import with_existing_outbox
 
 MAX_REQUEUE = 100
 DRAIN_S = 5.0
@@ -38,20 +39,21 @@ def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] =
     return {"api": api, "mcp": _mcp_health(settings, http_client_factory, monotonic)}
 
 
-def wake(settings: Callable[[], Settings], enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
-    """Nudge the process's worker, or start it when none runs, as the capture hooks do: not while an
+def wake() -> dict[str, Any]:
+    """Nudge the Hub's worker, or start it when none runs, as the capture hooks do: not while an
     update or uninstall holds the plugin's workers stopped; a worker started while the plugin is switched
     off or the API URL is unusable runs paused (`paused` says why) and sends once that is fixed.
 
     All false: an older module generation's worker is still stopping; the new one starts when it ends."""
-    worker = runtime.current_worker()
+    the_hub = hub.current()
+    worker = the_hub.worker()
     woken = worker is not None and not worker.stopping
     if woken:
         worker.wake()
     elif not lifecycle.restart_held():
-        runtime.load_delivery()  # this thread may wait for the import: ensure_worker then starts at once
-        worker = runtime.ensure_worker(settings, enabled)
-    reason = pause_reason(settings(), enabled)
+        the_hub.load_delivery()  # this thread may wait for the import: ensure_worker then starts at once
+        worker = the_hub.ensure_worker()
+    reason = pause_reason(the_hub.settings(), the_hub.enabled)
     return {"woken": woken, "started": not woken and worker is not None and worker.is_alive(),
             "held": not woken and lifecycle.restart_held(), "paused": reason[0] if reason else None}
 
@@ -67,8 +69,8 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker
     if paused is not None:
         return {"delivered": 0, "dead": 0, "retried": 0, "paused": paused[0],
                 "pending": queue_counts(settings).get("pending", 0)}
-    runtime.flush_capture()
-    worker = worker or runtime.current_worker()
+    hub.current().flush_capture()
+    worker = worker or hub.current().worker()
     own = worker is None
     if own:
         worker = DeliveryWorker(lambda: settings, enabled=enabled)
@@ -85,11 +87,11 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker
 def retry_dead(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
     """Requeue at most 100 dead letters and let auth circuits probe again now."""
     try:
-        requeued = runtime.with_existing_outbox(
+        requeued = with_existing_outbox(
             settings, lambda box: box.requeue_dead(max(0, min(int(limit), MAX_REQUEUE))), 0)
     except OutboxError as exc:
         return {"error": exc.code}
-    worker = runtime.current_worker()
+    worker = hub.current().worker()
     reset = worker.state.reset_auth_circuits() if worker is not None else 0
     if worker is not None:
         worker.wake()
@@ -99,19 +101,19 @@ def retry_dead(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
 def dead_letters(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
     """Ids, sessions, error codes and attempts of dead letters; no content."""
     try:
-        return {"dead": runtime.with_existing_outbox(settings, lambda box: box.dead_letters(limit), [])}
+        return {"dead": with_existing_outbox(settings, lambda box: box.dead_letters(limit), [])}
     except OutboxError as exc:
         return {"error": exc.code}
 
 
 def clear_cache(settings: Settings) -> dict[str, Any]:
     """Drop recall packs here and, through the shared marker, in every process using this outbox folder."""
-    return {"cleared": runtime.recaller().clear_cache(settings)}
+    return {"cleared": hub.current().recaller().clear_cache(settings)}
 
 
 def queue_counts(settings: Settings) -> dict[str, int]:
     try:
-        return runtime.with_existing_outbox(settings, lambda box: box.stats()["counts"], {})
+        return with_existing_outbox(settings, lambda box: box.stats()["counts"], {})
     except OutboxError:
         return {}
 

@@ -1,0 +1,318 @@
+"""The composition root: one `Hub` per module generation owns the process's services.
+
+Built once (by `current()`) around the global settings source the host gives it (`reconfigure`); the
+effective per-chat or per-project settings are passed into each call. It owns the capture service and
+the capture writer, the delivery worker, the recaller, the scope registrar and the memory tool's
+gateways. Every caller — the Agent Zero adapters (through the bridge), hooks.py, the API handlers, the
+tool, the operator verbs and the command line — gets it from `current()`.
+
+What must outlive a re-import of the plugin's modules (the capture journal and its lock, counters, the
+capture writer, a worker thread of an older generation found by its marker) lives in `runtime`'s
+process state, not here: a new generation's Hub is rebuilt around it.
+
+Capture works without httpx, tenacity and the SDK: the delivery and recall modules are imported lazily,
+and never on the caller's thread when that may be Agent Zero's event loop (`ensure_worker`,
+`ready_recaller`, `runtime.in_background`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from .capture.service import CaptureService, journal_for
+from .capture.writer import CaptureWriter
+from .delivery import lifecycle
+from .keyed import Keyed, KeyedMany, fields
+from .runtime import in_background, process_state, warn_once
+from .settings import log_level
+from .settings.config import Settings
+
+if TYPE_CHECKING:
+    from .delivery.worker import DeliveryWorker
+    from .ops.status import StatusParts
+
+log = logging.getLogger(__name__)
+
+RESTART_WAIT_S = 60.0
+MAX_TOOL_GATEWAYS = 8  # one per destination and timeout; settings changed that often drop the old clients
+# What a capture service is built from: a change of any of these rebuilds it (the journal follows).
+CAPTURE_KEY = fields("outbox_path", "outbox_synchronous", "max_queued_rows", "handoff_capacity",
+                     "dead_retention_days")
+TOOL_GATEWAY_KEY = fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id")
+
+
+_delivery_loaded = threading.Event()  # this generation's delivery modules (and the SDK) are imported
+
+
+def _no_settings() -> Settings:
+    raise RuntimeError("the Hub has no settings source yet: call reconfigure(settings=...) first")
+
+
+class Hub:
+    """The process's services for this module generation; see the module docstring."""
+
+    def __init__(self, settings: Callable[[], Settings] = _no_settings,
+                 enabled: Callable[[], bool] = lambda: True,
+                 replay_secrets: Callable[[str | None], dict] | None = None) -> None:
+        self.settings, self.enabled = settings, enabled
+        if replay_secrets is not None:
+            process_state().replay_secrets = replay_secrets
+        self._capture: Keyed[Settings, CaptureService] = Keyed(CAPTURE_KEY, self._build_capture)
+        self._tool_gateways: KeyedMany[Settings, Any] = KeyedMany(TOOL_GATEWAY_KEY, _build_gateway,
+                                                                  MAX_TOOL_GATEWAYS)
+        self._worker: DeliveryWorker | None = None
+        self._worker_lock = threading.Lock()
+        self._successor: threading.Thread | None = None
+        self._recaller = None
+        self._registrar = None
+        self._parts_lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def reconfigure(self, settings: Callable[[], Settings] | None = None, enabled: Callable[[], bool] | None = None,
+                    replay_secrets: Callable[[str | None], dict] | None = None) -> "Hub":
+        """Set where the global settings, the plugin's enabled state and a project's secrets (to replay a
+        dead process's journal) come from. Cheap: the host calls it before each use. Services follow the
+        new settings at their next use (each rebuilds what its key says changed)."""
+        if settings is not None:
+            self.settings = settings
+        if enabled is not None:
+            self.enabled = enabled
+        if replay_secrets is not None:
+            process_state().replay_secrets = replay_secrets
+        return self
+
+    def start(self) -> None:
+        """Start the capture writer and (off the caller's thread the first time) the delivery worker."""
+        self.ensure_worker()
+        self.ensure_writer()
+
+    def stop(self) -> None:
+        """Close this generation's capture service (the journal and counters stay with the process),
+        recall cache and tool clients. Workers are stopped by `lifecycle.stop_workers`."""
+        self._capture.reset()
+        with self._parts_lock:
+            if self._recaller is not None:
+                self._recaller.close()
+                self._recaller = None
+        self._tool_gateways.reset()
+
+    # -- capture ---------------------------------------------------------------------------------
+
+    def capture(self, settings: Settings) -> CaptureService:
+        """The capture service for these settings; rebuilt when its storage settings change. Every service
+        of the process shares one journal, so messages waiting in it follow the outbox setting."""
+        log_level.follow(settings)  # every captured message brings the newest settings
+        return self._capture.get(settings)
+
+    def _build_capture(self, settings: Settings) -> CaptureService:
+        state = process_state()
+        with state.lock:
+            state.journal = journal_for(settings, state.journal)
+        return CaptureService(settings, journal=state.journal, counters=state.capture_counters,
+                              replay_secrets=_replay_secrets)
+
+    def flush_capture(self) -> None:
+        """Move what the capture journal holds into the outbox now (a drain delivers what was typed a
+        moment ago, before the writer thread's pass); never raises."""
+        service = self._capture.peek()
+        if service is not None:
+            service.write_pending()
+
+    def ensure_writer(self) -> CaptureWriter:
+        """The process's capture writer, started on first use; one of an older module generation is
+        replaced (both share the journal's write lock, so their passes never overlap)."""
+        state = process_state()
+        with state.lock:
+            writer = state.writer
+            if writer is not None and writer.is_alive() and type(writer) is CaptureWriter:
+                return writer
+            if writer is not None:
+                writer.stop(0)
+            writer = state.writer = CaptureWriter(lambda: self.capture(self.settings()), lambda: self.settings())
+            writer.start()
+            return writer
+
+    # -- delivery --------------------------------------------------------------------------------
+
+    def ensure_worker(self) -> "DeliveryWorker | None":
+        """Start the process's delivery worker unless one runs; cheap and non-blocking when it does.
+
+        The first call imports the delivery modules (the SDK: hundreds of milliseconds) on a background
+        thread, never on the caller's, which may be Agent Zero's event loop; until then it returns None.
+        """
+        current = self._worker
+        if current is not None and current.is_alive() and not current.stopping:
+            return current
+        if not _delivery_loaded.is_set():
+            in_background("worker-start", self._start_worker)
+            return None
+        return self._start_worker()
+
+    def load_delivery(self) -> bool:
+        """Import the delivery modules (the SDK) now, on this thread; False when the plugin's requirements
+        are missing (logged once). For threads that may wait: never Agent Zero's event loop."""
+        try:  # imported here, not at the top: capture must work without httpx, tenacity and the SDK
+            importlib.import_module(f"{__package__}.delivery.worker")
+        except ImportError as exc:
+            warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"
+                      " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
+            return False
+        _delivery_loaded.set()
+        return True
+
+    def _start_worker(self) -> "DeliveryWorker | None":
+        """Start the worker unless one of this module generation runs.
+
+        A worker left by an older generation (Agent Zero re-imported the plugin) is asked to stop, and the
+        new one starts once it has gone, so there are never two: on a later call, or from a short-lived
+        helper thread that waits for the old one (else a lone message after a reload would wait for the
+        next call, possibly the job loop a minute later). Never blocks.
+        """
+        if not self.load_delivery():
+            return None
+        from .delivery.worker import DeliveryWorker
+        if lifecycle.restart_held():
+            return None  # stopped for an update or an uninstall: not restarted by the next message
+
+        current = self._worker
+        if current is not None and current.is_alive() and not current.stopping:
+            return current
+        with self._worker_lock:
+            # This generation's scope registrar is one of the plugin's threads but not a delivery worker:
+            # it neither stops nor waits for the worker.
+            for thread in self._other_plugin_threads():
+                if type(thread) is DeliveryWorker and not thread.stopping:
+                    self._worker = thread  # ours, started before this Hub was built: adopt it
+                    return thread
+                thread.stop(0)  # older generation or stopping: signal only; the turn must not wait
+            older = self._other_plugin_threads()
+            if older:
+                self._start_after(older)
+                return None
+            # Settings are reloaded at every step, their debug setting applied.
+            self._worker = DeliveryWorker(log_level.following(lambda: self.settings()), enabled=lambda: self.enabled())
+            self._worker.start()
+            return self._worker
+
+    def _other_plugin_threads(self) -> list[threading.Thread]:
+        return [t for t in lifecycle.plugin_workers() if t is not self._registrar]
+
+    def _start_after(self, older: list[threading.Thread]) -> None:
+        """One helper thread (call under _worker_lock) that starts the worker once `older` have ended."""
+        def start_when_gone() -> None:
+            deadline = time.monotonic() + RESTART_WAIT_S
+            for thread in older:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            self._start_worker()  # still alive past the deadline: the job loop tries again
+
+        if self._successor is None or not self._successor.is_alive():
+            self._successor = threading.Thread(target=start_when_gone, name="honcho-hub-restart", daemon=True)
+            self._successor.start()
+
+    def wake_worker(self) -> None:
+        """Nudge the worker after an enqueue (no-op when none runs)."""
+        worker = self._worker
+        if worker is not None:
+            worker.wake()
+
+    def worker(self) -> "DeliveryWorker | None":
+        """The running worker of this process, if any."""
+        worker = self._worker
+        return worker if worker is not None and worker.is_alive() else None
+
+    # -- recall, scopes, the tool ----------------------------------------------------------------
+
+    def recaller(self):
+        """The Recaller (its cache starts over when Agent Zero re-imports the plugin). Its first call
+        imports the SDK: call it off the event loop (see `ready_recaller`)."""
+        from .recall.recaller import Recaller  # imported here: capture must work without the SDK
+
+        with self._parts_lock:
+            if self._recaller is None:
+                self._recaller = Recaller()
+            return self._recaller
+
+    def ready_recaller(self, then: Callable[[Any], Any] | None = None):
+        """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`, builds
+        it on a background thread and calls `then(recaller)` there."""
+        if self._recaller is not None:
+            return self._recaller
+        if then is not None:
+            def build_then() -> None:
+                try:
+                    made = self.recaller()
+                except ImportError:
+                    return  # running degraded (no SDK): no recall
+                then(made)
+            in_background("recall-start", build_then)
+        return None
+
+    def registrar(self):
+        """The scope registrar thread, started on first use (or again after a stop); not started while an
+        update or uninstall holds the plugin's threads stopped (then None or the stopped one)."""
+        from .gateway.gateway import HonchoGateway
+        from .gateway.registrar import ScopeRegistrar
+
+        with self._parts_lock:
+            if (self._registrar is None or not self._registrar.is_alive()) and not lifecycle.restart_held():
+                self._registrar = ScopeRegistrar(HonchoGateway.for_settings)
+                self._registrar.start()
+            return self._registrar
+
+    def tool_gateway(self, settings: Settings):
+        """A gateway for the memory tool and the API's checks, one per destination and timeout."""
+        return self._tool_gateways.get(settings)
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def status_parts(self, settings: Settings, session_id: str | None = None, scope_id: str | None = None,
+                     backfill: bool = False) -> "StatusParts":
+        """What this process knows for status (see ops.status.gather_parts); never raises."""
+        from .ops.status import gather_parts
+
+        service = self._capture.peek()
+        recaller = self._recaller
+        backfill_of = (lambda scope: self.recaller().gateway(settings).scope_status(scope)) if backfill else None
+        return gather_parts(settings, process_state(), session_id=session_id, scope_id=scope_id,
+                            outbox_problem=service.unavailable if service else None,
+                            worker=self.worker(), recaller=recaller, scope_backfill=backfill_of)
+
+
+def _build_gateway(settings: Settings):
+    from .gateway.gateway import HonchoGateway  # imported here: capture must work without the SDK
+
+    return HonchoGateway.for_settings(settings)
+
+
+def _replay_secrets(project: str | None) -> dict:
+    provider = process_state().replay_secrets
+    return dict(provider(project) or {}) if provider is not None else {}
+
+
+_hub: Hub | None = None
+_hub_lock = threading.Lock()
+
+
+def current() -> Hub:
+    """This module generation's Hub, built on first use (Agent Zero re-importing the plugin builds a new
+    one around the same process state)."""
+    global _hub
+    hub = _hub
+    if hub is None:
+        with _hub_lock:
+            if _hub is None:
+                _hub = Hub()
+            hub = _hub
+    return hub
+
+
+def shutdown() -> None:
+    """Stop this generation's Hub, if one was built (uninstall, the command line's exit, tests)."""
+    hub = _hub
+    if hub is not None:
+        hub.stop()

@@ -1,0 +1,63 @@
+"""The one way the plugin's effective Settings are built: config layers, secrets and the environment.
+
+Inside Agent Zero the layers are three files — the plugin's `default_config.yaml`, its global
+`config.json` and, for a chat in a project, the project's `config.json` (only the capture, recall and
+scope settings count there) — read by `read_layers`. The command line has one layer, its `--config`
+file. Either way `effective_settings` makes them Settings with the HONCHO_* environment variables and
+secrets on top (secrets win). Agent Zero's event-loop callers put a `SettingsCache` in front of it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping, NamedTuple
+
+from .config import Settings, build_settings
+from .files import load_config_file, read_config_file
+from .spec import FIELDS_BY_NAME
+from ..errors import ConfigFileError
+
+
+class ConfigLayers(NamedTuple):
+    """Settings as saved, lowest first: the plugin's defaults file, the global settings, the project's."""
+
+    global_config: Mapping[str, Any] | None = None
+    project_config: Mapping[str, Any] | None = None
+    default_config: Mapping[str, Any] | None = None
+
+
+def read_layers(default_file: str, global_file: str, project_file: str | None = None, *,
+                strict: bool = False) -> ConfigLayers:
+    """The config files as layers; a missing file is an empty layer (not saved yet is normal).
+
+    A file that is there but unusable is, by default, an empty layer with one warning; `strict` raises
+    ConfigFileError instead, for a caller that would rather keep what it built last (Agent Zero may
+    be caught writing the file)."""
+    def read(path: str) -> dict[str, Any]:
+        if not strict:
+            return read_config_file(path)
+        try:
+            return load_config_file(path)
+        except ConfigFileError as exc:
+            if exc.missing:
+                return {}
+            raise
+
+    return ConfigLayers(global_config=read(global_file),
+                        project_config=read(project_file) if project_file else None,
+                        default_config=read(default_file))
+
+
+def effective_settings(layers: ConfigLayers, *, secrets: Mapping[str, Any] | None,
+                       environ: Mapping[str, str] | None = None,
+                       load_secrets: Callable[[], Mapping[str, Any]] | None = None) -> Settings:
+    """Settings for (global | project config, secrets, environment): defaults < the defaults file < the
+    global settings < the project's allowed settings; then HONCHO_* variables, then secrets.
+
+    `secrets` are the global ones (identity and the API key are global: a project's secrets must not
+    switch them); `load_secrets` re-reads them when the key is needed. Never raises on bad values:
+    each problem is a warning, logged once."""
+    plugin = {name: value for name, value in dict(layers.default_config or {}).items() if name in FIELDS_BY_NAME}
+    plugin.update(layers.global_config or {})  # unknown names here are warned about by build_settings
+    return build_settings(plugin, secrets, os.environ if environ is None else environ,
+                          project_settings=layers.project_config, load_secrets=load_secrets)
