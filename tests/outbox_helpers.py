@@ -10,8 +10,7 @@ import tempfile
 
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
-from honcho_hub.storage.outbox import NewEvent
-from honcho_hub.storage.schema import MIGRATIONS
+from honcho_hub.storage.outbox import MIGRATIONS, EnqueueResult, LeasedEvent, NewEvent, Outbox, Settlement
 
 DEST = "https://api.honcho.dev#agent-zero"
 
@@ -32,6 +31,24 @@ class ManualClock:
 def event(n: int, session: str = "chat-a", content: str | None = None, dest: str = DEST) -> NewEvent:
     return NewEvent(id=f"ev_{session}_{n}", destination=dest, workspace_id="agent-zero", session_id=session,
                     peer_id="user", role="user", content=content or f"message {n}", captured_at=1_700_000_000.0 + n)
+
+
+def enqueue(box: Outbox, events: list[NewEvent]) -> EnqueueResult:
+    """Store one message's events, as capture stores each message (one batch of `enqueue_batches`)."""
+    return box.enqueue_batches([events])[0]
+
+
+def lease(box: Outbox, owner: str, batch_size: int, lease_s: float = 60.0,
+          destination: str | None = None) -> list[LeasedEvent]:
+    """The batch `owner` leases next, as the worker leases it: one settle_and_lease with nothing to settle."""
+    batches = box.settle_and_lease(Settlement(), owner, 1, batch_size, lease_s, destination)
+    return batches[0] if batches else []
+
+
+def settle(box: Outbox, owner: str, settlement: Settlement) -> None:
+    """Record what `owner`'s sends came to, as the worker does, leasing nothing new (it also returns
+    expired leases to pending, as every settlement of the worker does)."""
+    box.settle_and_lease(settlement, owner, 0, 1, 60.0)
 
 
 def temp_outbox_path(test) -> str:
@@ -82,7 +99,7 @@ from honcho_hub.storage.outbox import Outbox, NewEvent
 path, tag, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
 box = Outbox(path, busy_timeout_s=5.0, max_rows=1_000_000)
 for i in range(count):
-    box.enqueue([NewEvent(f"ev_{tag}_{i}", "d", "w", f"chat-{tag}", "user", "user", f"{tag} {i}", float(i))])
+    box.enqueue_batches([[NewEvent(f"ev_{tag}_{i}", "d", "w", f"chat-{tag}", "user", "user", f"{tag} {i}", float(i))]])
 box.close()
 print("done")
 """

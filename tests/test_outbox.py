@@ -6,15 +6,14 @@ import os
 import stat
 import unittest
 
-from outbox_helpers import (CHILD_ENQUEUE, DEST, ManualClock, event, hold_write_lock, legacy_outbox, release_lock,
-                            run_child, temp_outbox_path)
+from outbox_helpers import (CHILD_ENQUEUE, DEST, ManualClock, enqueue, event, hold_write_lock, lease, legacy_outbox,
+                            release_lock, run_child, settle, temp_outbox_path)
 from hub_testkit import ROOT
 
 from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import Outbox
+from honcho_hub.storage.outbox import MIGRATIONS, SCHEMA_VERSION, Outbox, Retry, Settlement
 from honcho_hub.errors import OutboxBusy, OutboxUnavailable
-from honcho_hub.storage.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class OutboxTestCase(unittest.TestCase):
@@ -52,16 +51,16 @@ class FileTest(OutboxTestCase):
                 self.assertEqual(box._conn.execute("PRAGMA busy_timeout").fetchone()[0], wait_ms)
         box = Outbox.for_settings(settings, clock=self.clock)
         self.addCleanup(box.close)
-        self.assertEqual(box.enqueue([event(n) for n in range(101)]).refused, 101)  # the settings' row bound
-        box.enqueue([event(1)])
-        box.dead_letter([event(1).id], "http_422")
+        self.assertEqual(enqueue(box, [event(n) for n in range(101)]).refused, 101)  # the settings' row bound
+        enqueue(box, [event(1)])
+        settle(box, "w", Settlement(dead=[(e.id, "http_422") for e in lease(box, "w", 1)]))
         self.clock.advance(2 * 86_400 - 1)
         self.assertEqual(box.prune(delivered_retention_s=0), 0)  # dead letters are kept two days
         self.clock.advance(1)
         self.assertEqual(box.prune(delivered_retention_s=0), 1)
 
     def test_reopening_keeps_rows_and_does_not_migrate_twice(self):
-        self.open().enqueue([event(1)])
+        enqueue(self.open(), [event(1)])
         again = self.open()
         self.assertEqual(again.stats()["counts"]["pending"], 1)
 
@@ -92,18 +91,18 @@ class FileTest(OutboxTestCase):
 class OrderAndLeaseTest(OutboxTestCase):
     def test_enqueue_is_idempotent_on_the_id(self):
         box = self.open()
-        self.assertEqual(box.enqueue([event(1), event(2)]).inserted, 2)
-        result = box.enqueue([event(2), event(3)])
+        self.assertEqual(enqueue(box, [event(1), event(2)]).inserted, 2)
+        result = enqueue(box, [event(2), event(3)])
         self.assertEqual((result.inserted, result.duplicates), (1, 1))
 
     def test_lease_takes_the_oldest_session_in_order_up_to_the_batch_size(self):
         box = self.open()
-        box.enqueue([event(i, "chat-a") if i % 2 else event(i, "chat-b") for i in range(10)])
-        first = box.lease("w1", 3, 60)
+        enqueue(box, [event(i, "chat-a") if i % 2 else event(i, "chat-b") for i in range(10)])
+        first = lease(box, "w1", 3, 60)
         self.assertEqual([e.id for e in first], ["ev_chat-b_0", "ev_chat-b_2", "ev_chat-b_4"])
-        second = box.lease("w1", 10, 60)
+        second = lease(box, "w1", 10, 60)
         self.assertEqual([e.id for e in second], [f"ev_chat-a_{i}" for i in (1, 3, 5, 7, 9)])
-        self.assertEqual(box.lease("w2", 10, 60), [])  # chat-b's head is leased: its tail waits
+        self.assertEqual(lease(box, "w2", 10, 60), [])  # chat-b's head is leased: its tail waits
 
     def test_sessions_blocked_behind_a_long_backlog_do_not_hide_the_oldest_ready_head(self):
         # More blocked rows than the lease looks at near the front: it walks session heads instead.
@@ -112,53 +111,55 @@ class OrderAndLeaseTest(OutboxTestCase):
                             + [[event(i, "chat-in-flight")] for i in range(50)]
                             + [[event(i, "chat-other-place", dest="https://elsewhere#agent-zero")] for i in range(3)]
                             + [[event(i, "chat-ready-1")] for i in range(3)] + [[event(i, "chat-ready-2")] for i in range(3)])
-        backing_off = box.lease("w", 20, 60, DEST)
-        box.retry_at([e.id for e in backing_off], self.clock.now + 600, "http_503", burn_attempt=True)
-        self.assertEqual(box.lease("w", 20, 60, DEST)[0].session_id, "chat-in-flight")
-        self.assertEqual([e.id for e in box.lease("w", 20, 60, DEST)], [f"ev_chat-ready-1_{i}" for i in range(3)])
-        self.assertEqual([e.id for e in box.lease("w", 20, 60, DEST)], [f"ev_chat-ready-2_{i}" for i in range(3)])
-        self.assertEqual(box.lease("w", 20, 60, DEST), [])
-        self.assertEqual(box.lease("w", 20, 60)[0].session_id, "chat-other-place")  # any destination
+        backing_off = lease(box, "w", 20, 60, DEST)
+        settle(box, "w", Settlement(retries=[Retry([e.id for e in backing_off], self.clock.now + 600, "http_503",
+                                                   burn_attempt=True)]))
+        self.assertEqual(lease(box, "w", 20, 60, DEST)[0].session_id, "chat-in-flight")
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], [f"ev_chat-ready-1_{i}" for i in range(3)])
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], [f"ev_chat-ready-2_{i}" for i in range(3)])
+        self.assertEqual(lease(box, "w", 20, 60, DEST), [])
+        self.assertEqual(lease(box, "w", 20, 60)[0].session_id, "chat-other-place")  # any destination
 
     def test_a_failed_head_blocks_only_its_own_session(self):
         box = self.open()
-        box.enqueue([event(1, "chat-a"), event(2, "chat-a"), event(3, "chat-b")])
-        batch = box.lease("w", 1, 60)
-        box.retry_at([batch[0].id], self.clock.now + 30, "http_503", burn_attempt=True)
-        self.assertEqual([e.id for e in box.lease("w", 5, 60)], ["ev_chat-b_3"])
-        self.assertEqual(box.lease("w", 5, 60), [])
+        enqueue(box, [event(1, "chat-a"), event(2, "chat-a"), event(3, "chat-b")])
+        batch = lease(box, "w", 1, 60)
+        settle(box, "w", Settlement(retries=[Retry([batch[0].id], self.clock.now + 30, "http_503", burn_attempt=True)]))
+        self.assertEqual([e.id for e in lease(box, "w", 5, 60)], ["ev_chat-b_3"])
+        self.assertEqual(lease(box, "w", 5, 60), [])
         self.clock.advance(30)
-        retried = box.lease("w", 5, 60)
+        retried = lease(box, "w", 5, 60)
         self.assertEqual([(e.id, e.attempts) for e in retried], [("ev_chat-a_1", 1), ("ev_chat-a_2", 0)])
 
     def test_ack_retry_without_burn_and_dead_letter(self):
         box = self.open()
-        box.enqueue([event(i) for i in range(4)])
-        batch = box.lease("w", 4, 60)
-        self.assertEqual(box.ack([batch[0].id]), 1)
-        self.assertEqual(box.dead_letter([batch[1].id], "http_422"), 1)
-        box.retry_at([batch[2].id, batch[3].id], self.clock.now, "unreachable", burn_attempt=False)
-        again = box.lease("w", 4, 60)
+        enqueue(box, [event(i) for i in range(4)])
+        batch = lease(box, "w", 4, 60)
+        settle(box, "w", Settlement(delivered=[batch[0].id], dead=[(batch[1].id, "http_422")],
+                                    retries=[Retry([batch[2].id, batch[3].id], self.clock.now, "unreachable",
+                                                   burn_attempt=False)]))
+        self.assertEqual(box.stats()["dead_by_code"], {"http_422": 1})
+        again = lease(box, "w", 4, 60)
         self.assertEqual([(e.id, e.attempts) for e in again], [(batch[2].id, 0), (batch[3].id, 0)])
         self.assertEqual(box.stats()["counts"], {"pending": 0, "leased": 2, "delivered": 1, "dead": 1})
 
     def test_destination_filter(self):
         box = self.open()
-        box.enqueue([event(1, dest="https://old#ws"), event(2, session="chat-z")])
-        self.assertEqual([e.id for e in box.lease("w", 5, 60, destination=DEST)], ["ev_chat-z_2"])
+        enqueue(box, [event(1, dest="https://old#ws"), event(2, session="chat-z")])
+        self.assertEqual([e.id for e in lease(box, "w", 5, 60, destination=DEST)], ["ev_chat-z_2"])
 
     def test_requeue_dead_is_bounded_and_oldest_first(self):
         box = self.open()
-        box.enqueue([event(i, f"chat-{i}") for i in range(5)])
+        enqueue(box, [event(i, f"chat-{i}") for i in range(5)])
         for _ in range(5):
-            box.dead_letter([e.id for e in box.lease("w", 1, 60)], "http_400")
+            settle(box, "w", Settlement(dead=[(e.id, "http_400") for e in lease(box, "w", 1, 60)]))
         self.assertEqual(box.requeue_dead(3), 3)
         self.assertEqual(box.stats()["counts"]["dead"], 2)
-        self.assertEqual([e.id for e in box.lease("w", 1, 60)], ["ev_chat-0_0"])
+        self.assertEqual([e.id for e in lease(box, "w", 1, 60)], ["ev_chat-0_0"])
 
     def test_stats_report_ages_without_content(self):
         box = self.open()
-        box.enqueue([event(1, content="SECRET-CONTENT")])
+        enqueue(box, [event(1, content="SECRET-CONTENT")])
         stats = box.stats()
         self.assertEqual(stats["oldest_pending_captured_at"], 1_700_000_001.0)
         self.assertNotIn("SECRET-CONTENT", repr(stats))
@@ -168,50 +169,52 @@ class OrderAndLeaseTest(OutboxTestCase):
 class CrashRecoveryTest(OutboxTestCase):
     def test_a_lease_of_a_dead_process_is_recovered_after_expiry_by_reopening_the_file(self):
         crashed = self.open()
-        crashed.enqueue([event(1), event(2)])
-        self.assertEqual(len(crashed.lease("dead-process", 10, 60)), 2)
+        enqueue(crashed, [event(1), event(2)])
+        self.assertEqual(len(lease(crashed, "dead-process", 10, 60)), 2)
         crashed._conn.close()  # the process dies without releasing anything
         crashed.closed = True
         survivor = self.open()
-        self.assertEqual(survivor.lease("next", 10, 60), [])
+        self.assertEqual(lease(survivor, "next", 10, 60), [])
         self.clock.advance(61)
-        self.assertEqual([e.id for e in survivor.lease("next", 10, 60)], ["ev_chat-a_1", "ev_chat-a_2"])
+        self.assertEqual([e.id for e in lease(survivor, "next", 10, 60)], ["ev_chat-a_1", "ev_chat-a_2"])
 
-    def test_recover_expired_directly(self):
+    def test_a_settlement_returns_an_expired_lease_to_pending_marked_as_possibly_held_by_honcho(self):
         box = self.open()
-        box.enqueue([event(1)])
-        box.lease("w", 1, 10)
+        enqueue(box, [event(1)])
+        lease(box, "w", 1, 10)
         self.clock.advance(10)
-        self.assertEqual(box.recover_expired(), 1)
+        settle(box, "another-worker", Settlement())
+        self.assertEqual({k: v for k, v in box.stats()["counts"].items() if v}, {"pending": 1})
+        self.assertEqual([(e.id, e.ambiguous) for e in lease(box, "another-worker", 1)], [(event(1).id, True)])
 
 
 class BoundTest(OutboxTestCase):
     def test_terminal_rows_make_room_delivered_first_then_old_dead(self):
         box = self.open(max_rows=100, dead_retention_s=3600)
-        box.enqueue([event(i, f"chat-{i}") for i in range(100)])
+        enqueue(box, [event(i, f"chat-{i}") for i in range(100)])
         for _ in range(10):
-            box.ack([e.id for e in box.lease("w", 1, 60)])
+            settle(box, "w", Settlement(delivered=[e.id for e in lease(box, "w", 1, 60)]))
         for _ in range(10):
-            box.dead_letter([e.id for e in box.lease("w", 1, 60)], "http_422")
-        self.assertEqual(box.enqueue([event(1000 + i, "chat-new") for i in range(10)]).inserted, 10)
+            settle(box, "w", Settlement(dead=[(e.id, "http_422") for e in lease(box, "w", 1, 60)]))
+        self.assertEqual(enqueue(box, [event(1000 + i, "chat-new") for i in range(10)]).inserted, 10)
         self.assertEqual(box.stats()["counts"]["delivered"], 0)
-        self.assertEqual(box.enqueue([event(2000, "chat-new")]).refused, 1)  # dead rows are still young
+        self.assertEqual(enqueue(box, [event(2000, "chat-new")]).refused, 1)  # dead rows are still young
         self.clock.advance(3601)
-        self.assertEqual(box.enqueue([event(2001, "chat-new")]).inserted, 1)
+        self.assertEqual(enqueue(box, [event(2001, "chat-new")]).inserted, 1)
         self.assertEqual(box.stats()["counts"]["dead"], 9)
 
     def test_a_full_queue_of_live_rows_refuses_and_drops_nothing(self):
         box = self.open(max_rows=100)
-        box.enqueue([event(i) for i in range(100)])
-        result = box.enqueue([event(500), event(501)])
+        enqueue(box, [event(i) for i in range(100)])
+        result = enqueue(box, [event(500), event(501)])
         self.assertEqual((result.inserted, result.refused), (0, 2))
         self.assertEqual(box.stats()["counts"]["pending"], 100)
 
     def test_prune_by_retention(self):
         box = self.open(dead_retention_s=100)
-        box.enqueue([event(1, "a"), event(2, "b")])
-        box.ack([e.id for e in box.lease("w", 1, 60)])
-        box.dead_letter([e.id for e in box.lease("w", 1, 60)], "http_400")
+        enqueue(box, [event(1, "a"), event(2, "b")])
+        settle(box, "w", Settlement(delivered=[e.id for e in lease(box, "w", 1, 60)]))
+        settle(box, "w", Settlement(dead=[(e.id, "http_400") for e in lease(box, "w", 1, 60)]))
         self.assertEqual(box.prune(delivered_retention_s=50), 0)
         self.clock.advance(60)
         self.assertEqual(box.prune(delivered_retention_s=50), 1)
@@ -221,7 +224,7 @@ class BoundTest(OutboxTestCase):
 
 class ProcessesTest(OutboxTestCase):
     def test_two_real_processes_enqueue_into_one_file(self):
-        self.open().enqueue([event(0)])  # create and migrate first
+        enqueue(self.open(), [event(0)])  # create and migrate first
         children = [run_child(CHILD_ENQUEUE, ROOT, self.path, tag, "300") for tag in ("p1", "p2")]
         for child in children:
             out, err = child.communicate(timeout=120)
@@ -230,7 +233,7 @@ class ProcessesTest(OutboxTestCase):
         self.assertEqual(box.stats()["counts"]["pending"], 601)
         sessions = set()
         for _ in ("p1", "p2"):
-            batch = box.lease("w", 300, 60, destination="d")
+            batch = lease(box, "w", 300, 60, destination="d")
             tag = batch[0].session_id[len("chat-"):]
             sessions.add(tag)
             self.assertEqual([e.content for e in batch], [f"{tag} {i}" for i in range(300)])
@@ -241,10 +244,10 @@ class ProcessesTest(OutboxTestCase):
         child = hold_write_lock(self.path)
         try:
             with self.assertRaises(OutboxBusy):
-                box.enqueue([event(1)])
+                enqueue(box, [event(1)])
         finally:
             release_lock(child)
-        self.assertEqual(box.enqueue([event(1)]).inserted, 1)
+        self.assertEqual(enqueue(box, [event(1)]).inserted, 1)
 
 class MemoryWritesTest(OutboxTestCase):
     """The local record of the memory tool's own writes, in the outbox file every process shares."""

@@ -7,16 +7,14 @@ import struct
 import tempfile
 import unittest
 
-from outbox_helpers import (CHILD_ENQUEUE, CHILD_LEGACY_KILLED, ManualClock, event, legacy_outbox, run_child,
-                            temp_outbox_path)
+from outbox_helpers import (CHILD_ENQUEUE, CHILD_LEGACY_KILLED, ManualClock, enqueue, event, lease, legacy_outbox,
+                            run_child, settle, temp_outbox_path)
 from hub_testkit import ROOT
 
 from honcho_hub.settings.config import build_settings
 from honcho_hub.recall.recaller import epoch_path
-from honcho_hub.storage.outbox import Outbox
-from honcho_hub.storage.db import JOURNAL_SIZE_LIMIT
+from honcho_hub.storage.outbox import APPLICATION_ID, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION, Outbox, Settlement
 from honcho_hub.errors import OutboxCorrupt, OutboxForeign, OutboxUnavailable
-from honcho_hub.storage.schema import APPLICATION_ID, SCHEMA_VERSION
 
 MB = 1024 * 1024
 OTHER_APP_ID = 0x47504B47  # GeoPackage's id: a well-known SQLite application
@@ -188,7 +186,7 @@ class ForeignFileTest(FileTestCase):
                 os.makedirs(os.path.dirname(path))
                 make(path)
                 box = self.open(path)
-                self.assertEqual([e.id for e in box.lease("w", 10, 60)], ["queued-before-the-kill"])
+                self.assertEqual([e.id for e in lease(box, "w", 10, 60)], ["queued-before-the-kill"])
                 box.close()
                 self.assertEqual(header(path)["application_id"], APPLICATION_ID)
                 self.assertEqual(header(path)["user_version"], SCHEMA_VERSION)
@@ -201,7 +199,7 @@ class ForeignFileTest(FileTestCase):
                 if make is not None:
                     os.makedirs(os.path.dirname(path))
                     make(path)
-                self.open(path).enqueue([event(1)])
+                enqueue(self.open(path), [event(1)])
                 self.assertEqual(header(path)["application_id"], APPLICATION_ID)
                 self.assertEqual(auto_vacuum(path), 2)  # incremental
 
@@ -217,9 +215,9 @@ def paste(n: int) -> str:
 class DiskTest(FileTestCase):
     def deliver_pastes(self, box, count=20):
         for n in range(count):
-            box.enqueue([event(n, f"chat-{n}", content=paste(n))])
+            enqueue(box, [event(n, f"chat-{n}", content=paste(n))])
         for _ in range(count):
-            box.ack([e.id for e in box.lease("w", 1, 60)])
+            settle(box, "w", Settlement(delivered=[e.id for e in lease(box, "w", 1, 60)]))
 
     def on_disk(self, path):
         """Size and bytes of the main file and of the WAL (absent counts as empty). Read while the outbox
@@ -260,10 +258,10 @@ class DiskTest(FileTestCase):
         legacy_outbox(self.path, 2, {})
         box = self.open()
         self.deliver_pastes(box, 2)
-        box.enqueue([event(99, "chat-waiting")])
+        enqueue(box, [event(99, "chat-waiting")])
         self.assertEqual(box.prune(delivered_retention_s=0), 2)
         self.assertEqual(auto_vacuum(self.path), 0)  # not while a row waits
-        box.ack([e.id for e in box.lease("w", 1, 60)])
+        settle(box, "w", Settlement(delivered=[e.id for e in lease(box, "w", 1, 60)]))
         self.clock.advance(1)
         self.assertEqual(box.prune(delivered_retention_s=3600), 0)
         self.assertEqual(auto_vacuum(self.path), 2)
@@ -294,7 +292,7 @@ class DiskTest(FileTestCase):
 class SnapshotTest(FileTestCase):
     def test_stats_reads_one_snapshot_while_another_connection_commits(self):
         box = self.open()
-        box.enqueue([event(1)])
+        enqueue(box, [event(1)])
         other = self.sqlite()
         selects = []
 
@@ -325,12 +323,12 @@ class SameProcessTest(FileTestCase):
         # The checks at open must not close a descriptor of the database or its -shm: that would drop the
         # POSIX locks the first connection holds, and the next process would reset the shared index under it.
         first = self.open()
-        first.enqueue([event(1)])
-        self.open().enqueue([event(2)])
+        enqueue(first, [event(1)])
+        enqueue(self.open(), [event(2)])
         child = run_child(CHILD_ENQUEUE, ROOT, self.path, "other", "5")
         out, err = child.communicate(timeout=60)
         self.assertEqual(out.strip(), "done", err)
-        first.enqueue([event(3)])  # lands in the -wal the other process sees (not in one it deleted)
+        enqueue(first, [event(3)])  # lands in the -wal the other process sees (not in one it deleted)
         self.assertEqual(first.stats()["counts"]["pending"], 8)
         count = run_child(COUNT_ROWS, self.path)
         out, err = count.communicate(timeout=60)
@@ -361,7 +359,7 @@ class SymlinkTest(FileTestCase):
 class PermissionTest(FileTestCase):
     def test_an_existing_outbox_readable_by_others_becomes_owner_only(self):
         first = self.open()
-        first.enqueue([event(1)])  # keeps -wal and -shm in place while it is open
+        enqueue(first, [event(1)])  # keeps -wal and -shm in place while it is open
         names = [self.path + suffix for suffix in ("", "-wal", "-shm")]
         for name in names:
             os.chmod(name, 0o644)

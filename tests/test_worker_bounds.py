@@ -166,7 +166,8 @@ class RegistrarBoundsTest(unittest.TestCase):
         for n in range(10):
             self.assertTrue(registrar.register(bench.settings, f"chat-r{n}", f"scope-{n}"))
             self.assertLessEqual(len(registrar._done), 3)
-        self.assertEqual(registrar.registered, 10)
+        for n in range(10):  # every registration reached Honcho, forgotten or not
+            self.assertEqual(bench.fake.scopes[(bench.settings.workspace_id, f"scope-{n}")], {f"chat-r{n}"})
         self.assertTrue(registrar.submit(bench.settings, "chat-r0", "scope-0"), "forgotten: registered again")
         for n in range(scope_registrar.MAX_GATEWAYS * 3):
             other = dataclasses.replace(bench.settings, workspace_id=f"ws-{n}")

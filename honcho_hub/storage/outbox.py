@@ -1,29 +1,766 @@
 """The durable outbox: captured events wait here, in capture order, until Honcho has them.
 
-Storage only: which event to retry when is the worker's decision. Every operation is one short
-transaction on a connection guarded by a lock; several processes may share the file (WAL, and
-BEGIN IMMEDIATE for every write). No operation does network I/O.
+Storage only: which event to retry when is the worker's decision. No operation does network I/O.
+
+Reading order: the file's schema and its migrations; opening the file (whose file it is, owner-only,
+WAL, durability); the records the outbox stores and returns; the `Outbox` class, whose operations each
+run one short transaction through `Outbox._transaction`, the only way to touch the connection once the
+file is open; last, the SQL behind the operations.
+
+Row states (column `state`), and who moves a row between them:
+
+    pending ──lease──► leased ──settle: delivered──► delivered ──prune (delivered retention)──► gone
+       ▲                 │ └────settle: dead letter──► dead ──prune (dead retention)──► gone
+       │                 │                              │
+       └─settle: retry───┘ (also: its lease expired)    └──requeue_dead──► pending
+
+A session's head is its first live (pending or leased) row: only a pending head whose next attempt is
+due is leased, with the ready rows behind it, so a session's rows reach Honcho in capture order and a
+failed head blocks its own session only. Several processes may share the file (WAL, BEGIN IMMEDIATE for
+every write); a crashed process's leases expire and its rows go out again, marked `ambiguous` (Honcho
+may hold them: the worker asks before it sends them again).
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import sqlite3
+import stat
 import threading
 import time
+import urllib.parse
 from contextlib import contextmanager
-from typing import Callable, Iterable, Sequence, TypeVar
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable, Iterable, Iterator, Sequence
 
 from . import memory_log
+from .journal import FOLDER as JOURNAL_FOLDER
 from .memory_log import MemoryWrite
-from .records import (EnqueueResult, EventState, LeasedEvent, NewEvent, Retry, Settlement,  # noqa: F401
-                             group_by_code)
-from ..errors import OutboxBusy, OutboxError
-from .db import connect, read_transaction, reclaim_space, translate, write_transaction
+from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
 from ..settings.config import Settings
 
-T = TypeVar("T")
+# -- the file's schema -----------------------------------------------------------------------------
+
+# `PRAGMA application_id` of every outbox this plugin writes: ASCII "HnHb" (Honcho hub). It lets the
+# plugin tell its own file from any other SQLite database at `outbox_path` by the header (offset 68)
+# before writing anything.
+APPLICATION_ID = 0x486E4862
+
+# Step N (a tuple of statements, run in one transaction) brings the database from user_version N to N+1.
+# Append steps; never edit a shipped one: files written by every earlier version must still open.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE events (
+            seq              INTEGER PRIMARY KEY,                -- capture order (rowid: always above every remaining row)
+            id               TEXT NOT NULL UNIQUE,               -- stable id derived from the source
+            destination      TEXT NOT NULL,                      -- API URL + workspace, never the key
+            workspace_id     TEXT NOT NULL,
+            session_id       TEXT NOT NULL,
+            peer_id          TEXT NOT NULL,
+            role             TEXT NOT NULL,
+            content          TEXT NOT NULL,                      -- already redacted
+            captured_at      REAL NOT NULL,                      -- wall epoch s; sent as created_at
+            scope_id         TEXT,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  REAL NOT NULL,
+            lease_owner      TEXT,
+            lease_expires_at REAL,
+            state            TEXT NOT NULL DEFAULT 'pending',
+            error_code       TEXT,
+            updated_at       REAL NOT NULL
+        )""",
+        # Live rows of one session in order: the head check and the batch read.
+        """CREATE INDEX events_live_by_session ON events (destination, session_id, seq)
+            WHERE state IN ('pending', 'leased')""",
+        # Ready candidates in capture order.
+        "CREATE INDEX events_pending_by_seq ON events (seq) WHERE state = 'pending'",
+        "CREATE INDEX events_lease_expiry ON events (lease_expires_at) WHERE state = 'leased'",
+        # No index for pruning terminal rows: it runs every ten minutes or when the queue is full, and a
+        # scan of at most max_queued_rows then costs less than maintaining an index on every ack.
+    ),
+    (
+        # Honcho may already hold the row (a send failed after it may have arrived, or its lease was
+        # recovered from a worker that died or stalled): ask Honcho before sending it again.
+        "ALTER TABLE events ADD COLUMN ambiguous INTEGER NOT NULL DEFAULT 0",
+        # Consecutive permanent failures to ask Honcho which of these rows it holds.
+        "ALTER TABLE events ADD COLUMN reconcile_failures INTEGER NOT NULL DEFAULT 0",
+        # Rows the previous version left leased or marked with an ambiguous failure code.
+        """UPDATE events SET ambiguous = 1 WHERE state = 'leased' OR error_code IN ('timeout', 'reset',
+            'unexpected', 'http_408') OR error_code GLOB 'http_5[0-9][0-9]'""",
+    ),
+    (
+        # Mark the file as ours. A new file carries the mark from its first write already (see _open);
+        # this step marks outboxes written before the mark existed.
+        f"PRAGMA application_id = {APPLICATION_ID}",
+    ),
+    (
+        # The memory tool's own writes (memory_log): what Honcho's derivation did not write. Bounded to the
+        # newest records by the insert; a memory inspector shows their text and can undo them.
+        """CREATE TABLE memory_writes (
+            seq           INTEGER PRIMARY KEY,   -- write order
+            conclusion_id TEXT NOT NULL,         -- Honcho's id of the conclusion created or deleted
+            kind          TEXT NOT NULL,         -- remember | forget
+            made_at       REAL NOT NULL,         -- wall epoch s
+            destination   TEXT NOT NULL,         -- API URL + workspace, never the key
+            observer_id   TEXT NOT NULL,
+            observed_id   TEXT NOT NULL,
+            session_id    TEXT,
+            scope_id      TEXT,
+            content       TEXT                   -- redacted; for forget, the deleted conclusion's text
+        )""",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# The versions an outbox could have before the step above marked it: such a file carries application id 0,
+# and only the first step's `events` table tells it from another program's database.
+UNMARKED_VERSIONS = range(1, 3)
+
+
+def _refuse_newer(conn: sqlite3.Connection) -> int:
+    """The file's schema version; raises, having written nothing, if a newer plugin wrote it."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise OutboxCorrupt("outbox schema is newer than this plugin")
+    return version
+
+
+def _is_unmarked_outbox(conn: sqlite3.Connection) -> bool:
+    """Whether `conn` (read-only is enough) holds an outbox this plugin wrote before it marked its files:
+    application id 0, a version from before the mark, and an `events` table with the first step's columns."""
+    if conn.execute("PRAGMA application_id").fetchone()[0] != 0:
+        return False
+    if conn.execute("PRAGMA user_version").fetchone()[0] not in UNMARKED_VERSIONS:
+        return False
+    columns = {row[1] for row in conn.execute("SELECT * FROM pragma_table_info('events')")}
+    return _first_step_columns() <= columns
+
+
+@functools.cache
+def _first_step_columns() -> frozenset[str]:
+    # Read from the shipped step itself (run on a throwaway in-memory database), not from a second list.
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(MIGRATIONS[0][0])
+        return frozenset(row[1] for row in conn.execute("SELECT * FROM pragma_table_info('events')"))
+    finally:
+        conn.close()
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+# Primary SQLite result codes (the low byte of extended codes).
+_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """sqlite3 and OS errors raised inside come out as OutboxError kinds, judged by their codes, never by
+    message text (which may hold the path). Opening the file and every transaction go through here."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+        if code in _BUSY_CODES:
+            raise OutboxBusy("outbox is locked by another connection") from exc
+        if code in _CORRUPT_CODES or not isinstance(exc, sqlite3.OperationalError):
+            raise OutboxCorrupt(f"outbox database unusable ({type(exc).__name__})") from exc
+        raise OutboxUnavailable(f"outbox database unavailable (sqlite code {code})") from exc
+    except OSError as exc:
+        raise OutboxUnavailable(f"outbox folder unavailable ({type(exc).__name__})") from exc
+
+
+# -- opening the file ---------------------------------------------------------------------------------
+
+# The files SQLite keeps beside the database; SQLite opens them by name.
+COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
+
+# What else the plugin keeps beside the outbox (the capture journal's folder; recall's cache marker is
+# named after the outbox file): a folder holding only these and the outbox's own files is the plugin's.
+PLUGIN_FOLDER_ENTRIES = frozenset({JOURNAL_FOLDER})
+
+# A WAL checkpoint that resets the log truncates it to this size. SQLite checkpoints on its own once the
+# log holds about 1,000 pages (≈ 4 MB), so normal operation stays within it without shrinking and
+# regrowing the file; a burst (large pastes while a reader held back the checkpoint) shrinks back to it.
+JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
+
+
+def _open(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connection:
+    """Create (owner-only) or open the outbox at `path`, in WAL mode; the caller migrates it.
+
+    An existing file is judged by its header before anything writes to it: anything but an outbox of
+    this plugin (or an empty file) is refused untouched. Raises OutboxError kinds."""
+    if not os.path.isabs(path):
+        raise OutboxUnavailable("outbox path must be absolute")
+    if synchronous not in ("FULL", "NORMAL"):
+        raise ValueError("synchronous must be FULL or NORMAL")
+    conn = None
+    try:
+        with _translated():
+            folder = os.path.dirname(path)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            _refuse_links(path)
+            _create_if_absent(path)
+            judged = _lstat_regular(path)
+            new = _admit(path, judged, busy_timeout_s)
+            _make_private(path, folder)
+            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+            _refuse_swapped(path, judged)
+            conn.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten, not left readable in free pages
+            conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
+            if new:
+                # The first write, still in rollback mode so it lands in the main file: free pages can be
+                # given back (only settable before the first table), and the mark says the file is ours even
+                # if this process dies before its first migration. Two transactions (SQLite ignores the vacuum
+                # mode inside one): `_admit` knows the file between them.
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            _refuse_newer(conn)  # again on this connection: a newer plugin's version may be only in the WAL
+            if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
+                raise OutboxUnavailable("outbox cannot use WAL mode here")
+            conn.execute(f"PRAGMA synchronous={synchronous}")
+            conn.execute("PRAGMA cache_size=-16000")  # 16 MB: a full outbox of 10,000 rows stays in memory
+            return conn
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
+
+
+# Why no descriptor of our own ever reads the database file: closing any descriptor of a file drops
+# every POSIX lock this process holds on it, and SQLite's locks are POSIX locks. Another connection of
+# this process (the worker's, capture's) would lose its locks, and other processes could then write
+# under it. SQLite's own connections share their descriptors and defer such closes, so the header is
+# read through one of them; the names are checked with lstat, which opens nothing.
+
+def _refuse_links(path: str) -> None:
+    """A symbolic link at the outbox or at a name SQLite opens beside it would send our writes elsewhere."""
+    for name in (path, *(path + suffix for suffix in COMPANION_SUFFIXES)):
+        try:
+            _lstat_regular(name)
+        except FileNotFoundError:
+            continue
+
+
+def _lstat_regular(name: str) -> os.stat_result:
+    st = os.lstat(name)
+    if stat.S_ISLNK(st.st_mode):
+        raise OutboxUnavailable("outbox file or its journal is a symbolic link")
+    if not stat.S_ISREG(st.st_mode):
+        raise OutboxUnavailable("outbox file or its journal is not a regular file")
+    return st
+
+
+def _create_if_absent(path: str) -> None:
+    """An empty owner-only file; O_EXCL neither follows a link nor opens a file that already exists, so
+    the descriptor closed here is one nobody else can hold locks through."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass  # there already, or created by another process meanwhile: judged next like any other file
+
+
+def _admit(path: str, judged: os.stat_result, busy_timeout_s: float) -> bool:
+    """Whether the file is new (empty, or begun by a connection of ours); raises, having written nothing, unless it is an outbox of this plugin.
+
+    SQLite reads the header on a connection that cannot write: the magic (else "not a database"), the
+    application id (offset 68) and the user version (offset 60). Files from before the mark carry id 0;
+    our `events` table then tells them apart. Without WAL frames the main file holds everything, and
+    `immutable` reads it without creating -wal or -shm files beside someone else's database. With frames,
+    a read-only connection reads them too: a plugin from before the mark that was killed before any
+    checkpoint left its first migration there, and the main file at user version 0."""
+    wal_has_frames = _wal_size(path) > 0
+    if judged.st_size == 0:
+        if wal_has_frames:
+            raise OutboxForeign("outbox file is empty but its WAL is not; left untouched")
+        return True
+    uri = "file:" + urllib.parse.quote(path) + ("?mode=ro" if wal_has_frames else "?mode=ro&immutable=1")
+    look = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    try:
+        if look.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+            _refuse_newer(look)
+            return False
+        if _is_unmarked_outbox(look):
+            return False
+        if _begun_by_us(look):
+            return True
+    finally:
+        look.close()
+    raise OutboxForeign("outbox file is another program's database; left untouched")
+
+
+def _begun_by_us(look: sqlite3.Connection) -> bool:
+    """Whether the file is a new outbox between its first two writes (see `_open`): incremental vacuum,
+    yet no stamp, no version and nothing stored. SQLite commits the vacuum mode on its own (it ignores
+    it inside a transaction), so another thread or process opening the outbox at that moment sees this,
+    and a kill at that moment leaves it for good. It holds no data of anyone's: it is stamped as new."""
+    return (look.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+            and look.execute("PRAGMA user_version").fetchone()[0] == 0
+            and look.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0)
+
+
+def _wal_size(path: str) -> int:
+    try:
+        return os.lstat(path + "-wal").st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _make_private(path: str, folder: str) -> None:
+    """Owner-only modes for an admitted outbox: the file, its companions, and the folder when it is ours.
+
+    Only what this user owns. The folder only when it holds nothing but the outbox, its companion files
+    (names starting with the outbox's name) and PLUGIN_FOLDER_ENTRIES, and is not sticky: a folder that
+    holds anything else (a home folder, a shared one, /tmp) was not made for the outbox and keeps its mode. Files are changed
+    by name (see above: no descriptor of ours on them) after lstat found a regular file; were it swapped
+    for a link meanwhile, the worst is another file of ours turned owner-only. Best effort: a file system
+    without modes must not make the outbox unusable."""
+    for name in (path, *(path + suffix for suffix in COMPANION_SUFFIXES)):
+        try:
+            st = os.lstat(name)
+            if stat.S_ISREG(st.st_mode) and _needs_private(st):
+                os.chmod(name, 0o600)
+        except OSError:
+            continue  # absent (SQLite creates it with the database's mode), or a volume without modes
+    try:
+        folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        name = os.path.basename(path)
+        st = os.fstat(folder_fd)
+        ours = all(entry == name or entry.startswith((name + "-", name + ".")) or entry in PLUGIN_FOLDER_ENTRIES
+                   for entry in os.listdir(folder_fd))
+        if ours and not st.st_mode & stat.S_ISVTX and _needs_private(st):
+            os.fchmod(folder_fd, 0o700)
+    except OSError:
+        pass
+    finally:
+        os.close(folder_fd)
+
+
+def _needs_private(st: os.stat_result) -> bool:
+    return st.st_uid == os.geteuid() and bool(stat.S_IMODE(st.st_mode) & 0o077)
+
+
+def _refuse_swapped(path: str, judged: os.stat_result) -> None:
+    """SQLite opens the database by name (Python cannot ask it for O_NOFOLLOW): make sure the name
+    still leads to the regular file that was judged, not to a link put there meanwhile."""
+    now = _lstat_regular(path)
+    if (now.st_dev, now.st_ino) != (judged.st_dev, judged.st_ino):
+        raise OutboxUnavailable("outbox file changed while it was opened")
+
+
+# -- records -----------------------------------------------------------------------------------------
+
+class EventState(str, Enum):
+    """The `state` column (see the module's diagram)."""
+
+    PENDING = "pending"
+    LEASED = "leased"
+    DELIVERED = "delivered"
+    DEAD = "dead"
+
+
+@dataclass(slots=True)
+class NewEvent:
+    """One redacted message to deliver; `id` is stable for the same source."""
+
+    id: str
+    destination: str
+    workspace_id: str
+    session_id: str
+    peer_id: str
+    role: str
+    content: str
+    captured_at: float
+    scope_id: str | None = None
+    ambiguous: bool = False  # Honcho may hold it already: reconcile before sending
+
+
+@dataclass(slots=True)
+class LeasedEvent(NewEvent):
+    seq: int = 0
+    attempts: int = 0
+    error_code: str | None = None  # why the previous attempt failed, if one did
+    reconcile_failures: int = 0  # consecutive permanent failures to reconcile it
+
+
+@dataclass(frozen=True)
+class Retry:
+    ids: list[str]
+    next_attempt_at: float
+    code: str
+    burn_attempt: bool
+    ambiguous: bool = False  # Honcho may hold them: the next attempt reconciles first
+    reconcile_failed: bool = False  # asking Honcho failed permanently once more (counts toward the limit)
+
+
+@dataclass
+class Settlement:
+    """The fate of one round of sends, recorded together.
+
+    Delivered ids are recorded whoever holds their lease now (Honcho has them); retries and dead letters
+    only while the settling owner still holds the lease, so a worker that lost its lease cannot release
+    rows another worker is sending.
+    """
+
+    delivered: list[str] = field(default_factory=list)
+    dead: list[tuple[str, str]] = field(default_factory=list)  # (event id, error code)
+    retries: list[Retry] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    inserted: int
+    duplicates: int
+    refused: int
+
+
+# -- the outbox ----------------------------------------------------------------------------------------
+
 _LIVE = "('pending', 'leased')"
-_COLUMNS = ("id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id")
+_COLUMNS = "id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id"
 MAX_IDS_PER_STATEMENT = 500  # well under SQLite's variable limit
+
+# How the transaction helper begins and ends each kind of transaction.
+_READ, _WRITE, _AUTOCOMMIT = "read", "write", "autocommit"
+
+
+class Outbox:
+    """Operations on the outbox file at `path`; safe to share between threads of one process.
+
+    Each operation is one short transaction (`_transaction`); threads of this process queue for the
+    connection, processes for SQLite's write lock, neither longer than `busy_timeout_s`."""
+
+    def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_s: float = 0.25,
+                 max_rows: int = 10_000, dead_retention_s: float = 30 * 86_400.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._conn = _open(path, synchronous, busy_timeout_s)
+        self._lock = threading.Lock()
+        self._busy_timeout_s = busy_timeout_s
+        self._max_rows = max_rows
+        self._dead_retention_s = dead_retention_s
+        self._clock = clock
+        self.closed = False
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def for_settings(cls, settings: Settings, *, busy_timeout_s: float | None = None,
+                     synchronous: str | None = None, clock: Callable[[], float] = time.time) -> "Outbox":
+        """The outbox `settings` name, bounded and kept as they say: the one way to open it from settings.
+
+        `busy_timeout_s` defaults to capture's wait (`capture_wait_ms`): callers off the turn's path may
+        wait longer. `synchronous` defaults to the configured durability; the worker relaxes it (see
+        there)."""
+        return cls(settings.outbox_path, synchronous=synchronous or settings.outbox_synchronous,
+                   busy_timeout_s=settings.capture_wait_ms / 1000 if busy_timeout_s is None else busy_timeout_s,
+                   max_rows=settings.max_queued_rows, dead_retention_s=settings.dead_retention_days * 86_400,
+                   clock=clock)
+
+    def close(self) -> None:
+        """Close the connection; idempotent."""
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self._conn.close()
+
+    # -- capture ---------------------------------------------------------------------------------------
+
+    def enqueue_batches(self, batches: Sequence[Sequence[NewEvent]]) -> list[EnqueueResult]:
+        """Store several messages' events in order in one transaction (ignoring ids already stored),
+        stopping at the first message that does not fit even after pruning terminal rows.
+
+        Returns one result per stored or refused batch; batches after a refused one are not attempted.
+        """
+        results = []
+        with self._transaction(_WRITE) as (conn, now):
+            for events in batches:
+                if not self._has_room(conn, len(events), now):
+                    results.append(EnqueueResult(0, 0, len(events)))
+                    break
+                inserted = 0
+                for e in events:
+                    inserted += conn.execute(
+                        f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at, ambiguous)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
+                         e.captured_at, e.scope_id, now, now, int(e.ambiguous))).rowcount
+                results.append(EnqueueResult(inserted, len(events) - inserted, 0))
+        return results
+
+    # -- delivery --------------------------------------------------------------------------------------
+
+    def settle_and_lease(self, settlement: Settlement, owner: str, count: int, batch_size: int, lease_s: float,
+                         destination: str | None = None, renew: Sequence[str] = ()) -> list[list[LeasedEvent]]:
+        """The worker's one transaction (one fsync): record finished sends (retries and dead letters only
+        of rows `owner` still holds), extend `owner`'s leases of the `renew` ids still on the wire, return
+        expired leases to pending (marked ambiguous), and lease up to `count` batches of different sessions
+        (each the oldest ready session head and the ready rows behind it), oldest head first."""
+        with self._transaction(_WRITE) as (conn, now):
+            self._settle(conn, settlement, now, owner)
+            self._renew(conn, owner, renew, now + lease_s, now)
+            self._recover(conn, now)
+            batches: list[list[LeasedEvent]] = []
+            while len(batches) < count:
+                batch = self._lease_one(conn, owner, batch_size, lease_s, destination, now)
+                if not batch:
+                    break
+                batches.append(batch)
+            return batches
+
+    def adopt_unsent(self, old_destination: str, destination: str) -> int:
+        """Rows captured for `old_destination` and never sent (the URL could not be used then) go to
+        `destination`; returns how many. Only pending rows that were never attempted move."""
+        with self._transaction(_WRITE) as (conn, now):
+            return conn.execute(
+                "UPDATE events SET destination = ?, updated_at = ? WHERE destination = ? AND state = 'pending'"
+                " AND attempts = 0", (destination, now, old_destination)).rowcount
+
+    def prune(self, delivered_retention_s: float) -> int:
+        """Delete delivered rows older than their retention and dead rows older than theirs; returns how
+        many. Then, best effort, give their pages back and empty the WAL of their old copies, so that a
+        pruned message is gone from the disk too, not only from the table."""
+        with self._transaction(_WRITE) as (conn, now):
+            removed = self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
+        with self._transaction(_AUTOCOMMIT) as (conn, now):
+            idle = conn.execute(f"SELECT 1 FROM events WHERE state IN {_LIVE} LIMIT 1").fetchone() is None
+            _reclaim_space(conn, queue_idle=idle, deleted=removed > 0)
+        return removed
+
+    # -- operations ------------------------------------------------------------------------------------
+
+    def requeue_dead(self, limit: int) -> int:
+        """Give at most `limit` dead letters (oldest first) a fresh set of attempts. Rows Honcho may
+        already hold stay marked so: they are reconciled before they are sent."""
+        with self._transaction(_WRITE) as (conn, now):
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM events WHERE state = 'dead' ORDER BY seq LIMIT ?", (max(0, int(limit)),))]
+            return self._set(conn, "state = 'pending', attempts = 0, reconcile_failures = 0, next_attempt_at = ?,"
+                             " error_code = NULL, updated_at = ?", (now, now), ids, "state = 'dead'")
+
+    def dead_letters(self, limit: int = 100) -> list[dict]:
+        """Oldest dead letters: id, session, error code, attempts; never their content."""
+        with self._transaction(_READ) as (conn, now):
+            rows = conn.execute(
+                "SELECT id, session_id, error_code, attempts, updated_at FROM events WHERE state = 'dead'"
+                " ORDER BY seq LIMIT ?", (max(0, int(limit)),)).fetchall()
+        return [{"id": r[0], "session_id": r[1], "error_code": r[2], "attempts": r[3], "dead_since": r[4]}
+                for r in rows]
+
+    def contents(self, limit: int = 100) -> list[str]:
+        """Queued texts, oldest first: for the demo and tests only, never for status or logs."""
+        with self._transaction(_READ) as (conn, now):
+            return [r[0] for r in conn.execute("SELECT content FROM events ORDER BY seq LIMIT ?", (limit,))]
+
+    def stats(self) -> dict:
+        """Counts by state, dead letters by error code, oldest pending capture time and next attempt time:
+        no content, no path. All from one snapshot, so the figures agree with each other."""
+        with self._transaction(_READ) as (conn, now):
+            counts = dict(conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
+            oldest, next_at = conn.execute(
+                "SELECT min(captured_at), min(next_attempt_at) FROM events WHERE state = 'pending'").fetchone()
+            dead_by_code = dict(conn.execute(
+                "SELECT error_code, count(*) FROM events WHERE state = 'dead' GROUP BY error_code").fetchall())
+        return {"counts": {s.value: counts.get(s.value, 0) for s in EventState}, "dead_by_code": dead_by_code,
+                "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
+
+    # -- the memory tool's record (memory_log owns the table's rows) -----------------------------------
+
+    def record_memory_write(self, write: MemoryWrite) -> None:
+        """Keep one record of the memory tool's writes; only the newest memory_log.MAX_RECORDS stay."""
+        with self._transaction(_WRITE) as (conn, now):
+            memory_log.insert(conn, write, now)
+
+    def memory_writes(self, latest: int = 3) -> dict:
+        """Counts of the kept memory-tool writes and the newest ids, kinds and times; never their text."""
+        with self._transaction(_READ) as (conn, now):
+            return memory_log.summary(conn, latest)
+
+    # -- kept for callers outside storage until they switch (issue 14); production never calls these ---
+
+    def enqueue(self, events: Sequence[NewEvent]) -> EnqueueResult:
+        """One message's events: `enqueue_batches([events])[0]`."""
+        return self.enqueue_batches([events])[0]
+
+    def lease(self, owner: str, batch_size: int, lease_s: float, destination: str | None = None) -> list[LeasedEvent]:
+        """The batch `settle_and_lease` would lease first, with nothing to settle; [] when none is ready."""
+        batches = self.settle_and_lease(Settlement(), owner, 1, batch_size, lease_s, destination)
+        return batches[0] if batches else []
+
+    def next_batch(self, batch_size: int, destination: str | None = None) -> list[LeasedEvent]:
+        """The batch a lease would take now, without taking it (reads only, from one snapshot)."""
+        with self._transaction(_READ) as (conn, now):
+            return self._find_batch(conn, batch_size, destination, now)
+
+    def retry_at(self, ids: Iterable[str], next_attempt_at: float, error_code: str, burn_attempt: bool) -> int:
+        """Release live events for a later attempt, whoever holds them, counting the attempt only when asked."""
+        return self._settle_any(Settlement(retries=[Retry(list(ids), next_attempt_at, error_code, burn_attempt)]))
+
+    def dead_letter(self, ids: Iterable[str], error_code: str) -> int:
+        """Park live events, whoever holds them, that can never be delivered as they are."""
+        return self._settle_any(Settlement(dead=[(i, error_code) for i in ids]))
+
+    def recover_expired(self) -> int:
+        """Return leases whose holder died (or stalled past expiry) to pending."""
+        with self._transaction(_WRITE) as (conn, now):
+            return self._recover(conn, now)
+
+    def _settle_any(self, settlement: Settlement) -> int:
+        with self._transaction(_WRITE) as (conn, now):
+            return self._settle(conn, settlement, now)
+
+    # -- the one transaction helper ----------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, kind: str) -> Iterator[tuple[sqlite3.Connection, float]]:
+        """The only way to the connection of an open outbox: yields it and the time the transaction
+        began (one reading of the clock: every row it touches carries the same time).
+
+        `_WRITE`: BEGIN IMMEDIATE (the write lock up front, so two writers never deadlock), COMMIT, and
+        ROLLBACK when anything raises. `_READ`: several reads from one snapshot, ended by ROLLBACK
+        (nothing was written). `_AUTOCOMMIT`: statements SQLite refuses inside a transaction (VACUUM,
+        checkpoints). sqlite3 and OS errors come out as OutboxError kinds (`_translated`)."""
+        # Threads of this process queue here; they wait no longer than SQLite would for another process.
+        if not self._lock.acquire(timeout=self._busy_timeout_s):
+            raise OutboxBusy("outbox is in use by another thread")
+        try:
+            if self.closed:
+                raise OutboxError("outbox is closed")
+            now = self._clock()
+            with _translated():
+                if kind == _AUTOCOMMIT:
+                    yield self._conn, now
+                    return
+                self._conn.execute("BEGIN IMMEDIATE" if kind == _WRITE else "BEGIN")
+                try:
+                    yield self._conn, now
+                    if kind == _WRITE:
+                        self._conn.execute("COMMIT")
+                finally:
+                    if self._conn.in_transaction:  # a read, or a write that raised (COMMIT itself included)
+                        try:
+                            self._conn.execute("ROLLBACK")
+                        except sqlite3.Error:
+                            pass  # the transaction may already be gone; the original error matters
+        finally:
+            self._lock.release()
+
+    def _migrate(self) -> None:
+        """Apply the missing MIGRATIONS steps, one transaction each. Safe when several processes race:
+        the version is read again under the write lock."""
+        with _translated():
+            version = _refuse_newer(self._conn)
+        while version < SCHEMA_VERSION:
+            with self._transaction(_WRITE) as (conn, now):
+                version = _refuse_newer(conn)
+                if version < SCHEMA_VERSION:
+                    for statement in MIGRATIONS[version]:
+                        conn.execute(statement)
+                    version += 1
+                    conn.execute(f"PRAGMA user_version = {int(version)}")
+
+    # -- the SQL behind the operations (inside the caller's transaction) -----------------------------
+
+    def _has_room(self, conn: sqlite3.Connection, needed: int, now: float) -> bool:
+        excess = conn.execute("SELECT count(*) FROM events").fetchone()[0] + needed - self._max_rows
+        if excess > 0:
+            excess -= self._prune_terminal(conn, now, now - self._dead_retention_s, excess)
+        return excess <= 0
+
+    def _prune_terminal(self, conn: sqlite3.Connection, delivered_before: float, dead_before: float,
+                        limit: int | None) -> int:
+        removed = 0
+        for state, before in (("delivered", delivered_before), ("dead", dead_before)):
+            remaining = -1 if limit is None else limit - removed
+            if remaining == 0:
+                break
+            removed += conn.execute(
+                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE state = ? AND updated_at <= ?"
+                " ORDER BY updated_at LIMIT ?)", (state, before, remaining)).rowcount
+        return removed
+
+    def _settle(self, conn: sqlite3.Connection, settlement: Settlement, now: float, owner: str | None = None) -> int:
+        held = f"state IN {_LIVE}" if owner is None else "state = 'leased' AND lease_owner = ?"
+        fence = () if owner is None else (owner,)
+        changed = self._set(conn, "state = 'delivered', error_code = NULL, lease_owner = NULL,"
+                            " lease_expires_at = NULL, updated_at = ?", (now,), settlement.delivered,
+                            f"state IN {_LIVE}")
+        dead_by_code: dict[str, list[str]] = {}
+        for event_id, code in settlement.dead:
+            dead_by_code.setdefault(code, []).append(event_id)
+        for code, ids in dead_by_code.items():
+            changed += self._set(conn, "state = 'dead', error_code = ?, lease_owner = NULL, lease_expires_at = NULL,"
+                                 " updated_at = ?", (code, now), ids, held, fence)
+        for retry in settlement.retries:
+            changed += self._set(conn, "state = 'pending', attempts = attempts + ?, next_attempt_at = ?,"
+                                 " error_code = ?, ambiguous = ?, reconcile_failures = CASE WHEN ? THEN"
+                                 " reconcile_failures + ? ELSE 0 END, lease_owner = NULL, lease_expires_at = NULL,"
+                                 " updated_at = ?",
+                                 (int(retry.burn_attempt), retry.next_attempt_at, retry.code, int(retry.ambiguous),
+                                  int(retry.ambiguous), int(retry.reconcile_failed), now), retry.ids, held, fence)
+        return changed
+
+    def _renew(self, conn: sqlite3.Connection, owner: str, ids: Sequence[str], expires_at: float, now: float) -> int:
+        return self._set(conn, "lease_expires_at = ?, updated_at = ?", (expires_at, now), list(ids),
+                         "state = 'leased' AND lease_owner = ?", (owner,))
+
+    def _lease_one(self, conn: sqlite3.Connection, owner: str, batch_size: int, lease_s: float,
+                   destination: str | None, now: float) -> list[LeasedEvent]:
+        batch = self._find_batch(conn, batch_size, destination, now)
+        self._set(conn, "state = 'leased', lease_owner = ?, lease_expires_at = ?, updated_at = ?",
+                  (owner, now + lease_s, now), [e.id for e in batch], "state = 'pending'")
+        return batch
+
+    def _find_batch(self, conn: sqlite3.Connection, batch_size: int, destination: str | None,
+                    now: float) -> list[LeasedEvent]:
+        """The oldest ready session head and the ready rows behind it, in order.
+
+        First among the oldest pending rows; failing that, by walking the heads of the sessions with
+        live rows, one index seek per session (a skip scan of `events_live_by_session`), so a session
+        whose head is in flight or backing off costs one seek however long its backlog is. A head found
+        near the front is the oldest ready one: every head further back was captured later."""
+        ready = (now, destination, destination)
+        head = (conn.execute(_READY_HEAD_NEAR_FRONT, ready).fetchone()
+                or conn.execute(_READY_HEAD, ready).fetchone())
+        if head is None:
+            return []
+        rows = conn.execute(
+            f"SELECT {_COLUMNS}, seq, attempts, error_code, ambiguous, reconcile_failures, state, next_attempt_at"
+            f" FROM events WHERE destination = ? AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?",
+            (*head, batch_size)).fetchall()
+        batch = []
+        for row in rows:
+            if row[14] != "pending" or row[15] > now:
+                break  # keep order: stop at the first row that is not ready
+            batch.append(LeasedEvent(*row[:9], ambiguous=bool(row[12]), seq=row[9], attempts=row[10],
+                                     error_code=row[11], reconcile_failures=row[13]))
+        return batch
+
+    def _recover(self, conn: sqlite3.Connection, now: float) -> int:
+        # The holder died or stalled after its request may have reached Honcho: reconcile before resending.
+        return conn.execute(
+            "UPDATE events SET state = 'pending', ambiguous = 1, lease_owner = NULL, lease_expires_at = NULL,"
+            " updated_at = ? WHERE state = 'leased' AND lease_expires_at <= ?", (now, now)).rowcount
+
+    def _set(self, conn: sqlite3.Connection, assignments: str, params: tuple, ids: list[str], guard: str,
+             guard_params: tuple = ()) -> int:
+        changed = 0
+        for start in range(0, len(ids), MAX_IDS_PER_STATEMENT):
+            chunk = ids[start:start + MAX_IDS_PER_STATEMENT]
+            marks = ", ".join("?" * len(chunk))
+            changed += conn.execute(f"UPDATE events SET {assignments} WHERE id IN ({marks}) AND {guard}",
+                                    (*params, *chunk, *guard_params)).rowcount
+        return changed
+
 
 # How many of the oldest pending rows the lease looks at before walking session heads instead.
 NEAR_FRONT_ROWS = 32
@@ -55,328 +792,28 @@ WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destina
 ORDER BY e.seq LIMIT 1"""
 
 
-class Outbox:
-    """Operations on the outbox file at `path`; safe to share between threads of one process."""
+def _reclaim_space(conn: sqlite3.Connection, queue_idle: bool, deleted: bool) -> None:
+    """Give the pages of deleted rows back to the file system and empty the WAL of their old copies.
 
-    def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_s: float = 0.25,
-                 max_rows: int = 10_000, dead_retention_s: float = 30 * 86_400.0,
-                 clock: Callable[[], float] = time.time) -> None:
-        self._conn = connect(path, synchronous, busy_timeout_s)
-        self._lock = threading.Lock()
-        self._busy_timeout_s = busy_timeout_s
-        self._max_rows = max_rows
-        self._dead_retention_s = dead_retention_s
-        self._clock = clock
-        self.closed = False
-
-    @classmethod
-    def for_settings(cls, settings: Settings, *, busy_timeout_s: float | None = None,
-                     synchronous: str | None = None, clock: Callable[[], float] = time.time) -> "Outbox":
-        """The outbox `settings` name, bounded and kept as they say: the one way to open it from settings.
-
-        `busy_timeout_s` defaults to capture's wait (`capture_wait_ms`): callers off the turn's path may
-        wait longer. `synchronous` defaults to the configured durability; the worker relaxes it (see
-        there)."""
-        return cls(settings.outbox_path, synchronous=synchronous or settings.outbox_synchronous,
-                   busy_timeout_s=settings.capture_wait_ms / 1000 if busy_timeout_s is None else busy_timeout_s,
-                   max_rows=settings.max_queued_rows, dead_retention_s=settings.dead_retention_days * 86_400,
-                   clock=clock)
-
-    def close(self) -> None:
-        """Close the connection; idempotent."""
-        with self._lock:
-            if not self.closed:
-                self.closed = True
-                self._conn.close()
-
-    def enqueue(self, events: Sequence[NewEvent]) -> EnqueueResult:
-        """Store one message's events (ignoring ids already stored); all refused when there is no room."""
-        if len(events) == 1 and not events[0].ambiguous and self._insert_if_far_from_bound(events[0]):
-            return EnqueueResult(1, 0, 0)
-        return self.enqueue_batches([events])[0]
-
-    def _insert_if_far_from_bound(self, e: NewEvent) -> bool:
-        """The common case in one autocommit statement: a new id, with room below the row bound.
-
-        False means "not inserted here" (a duplicate id, or a full queue); the transactional path then
-        decides precisely, pruning terminal rows to make room. Counting the rows costs a few
-        microseconds (SQLite walks the smallest index); saving BEGIN/COMMIT round trips keeps capture
-        close to a bare insert.
-        """
-        now = self._clock()
-        with self._locked():
-            try:
-                return self._conn.execute(
-                    f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at)"
-                    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM events) < ?",
-                    (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
-                     e.captured_at, e.scope_id, now, now, self._max_rows)).rowcount == 1
-            except Exception as exc:
-                raise translate(exc) from exc
-
-    def enqueue_batches(self, batches: Sequence[Sequence[NewEvent]]) -> list[EnqueueResult]:
-        """Store several messages in order in one transaction, stopping at the first that does not fit.
-
-        Returns one result per stored or refused batch; batches after a refused one are not attempted.
-        """
-        now = self._clock()
-        results = []
-        with self._tx() as conn:
-            for events in batches:
-                if not self._has_room(conn, len(events), now):
-                    results.append(EnqueueResult(0, 0, len(events)))
-                    break
-                inserted = 0
-                for e in events:
-                    inserted += conn.execute(
-                        f"INSERT OR IGNORE INTO events ({_COLUMNS}, next_attempt_at, updated_at, ambiguous)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
-                         e.captured_at, e.scope_id, now, now, int(e.ambiguous))).rowcount
-                results.append(EnqueueResult(inserted, len(events) - inserted, 0))
-        return results
-
-    def lease(self, owner: str, batch_size: int, lease_s: float, destination: str | None = None) -> list[LeasedEvent]:
-        """Lease the oldest ready batch of one session whose head nobody holds; [] when none is ready."""
-        batches = self.lease_batches(owner, 1, batch_size, lease_s, destination)
-        return batches[0] if batches else []
-
-    def lease_batches(self, owner: str, count: int, batch_size: int, lease_s: float,
-                      destination: str | None = None) -> list[list[LeasedEvent]]:
-        """Up to `count` batches of different sessions, oldest head first, in one transaction."""
-        return self.settle_and_lease(Settlement(), owner, count, batch_size, lease_s, destination)
-
-    def settle(self, settlement: Settlement) -> int:
-        """Record the fate of sent events in one transaction; returns how many rows changed."""
-        return self._write(lambda conn, now: self._settle(conn, settlement, now))
-
-    def settle_and_lease(self, settlement: Settlement, owner: str, count: int, batch_size: int, lease_s: float,
-                         destination: str | None = None, renew: Sequence[str] = ()) -> list[list[LeasedEvent]]:
-        """In one transaction (one fsync): record finished sends (retries and dead letters only of rows
-        `owner` still holds), extend `owner`'s leases of the `renew` ids still on the wire, recover
-        expired leases, and lease up to `count` new batches."""
-        def work(conn, now: float) -> list[list[LeasedEvent]]:
-            self._settle(conn, settlement, now, owner)
-            self._renew(conn, owner, renew, now + lease_s, now)
-            self._recover(conn, now)
-            batches: list[list[LeasedEvent]] = []
-            while len(batches) < count:
-                batch = self._lease_one(conn, owner, batch_size, lease_s, destination, now)
-                if not batch:
-                    break
-                batches.append(batch)
-            return batches
-        return self._write(work)
-
-    def next_batch(self, batch_size: int, destination: str | None = None) -> list[LeasedEvent]:
-        """The batch a lease would take now, without taking it (reads only, from one snapshot)."""
-        return self._read(lambda conn, now: self._find_batch(conn, batch_size, destination, now))
-
-    def ack(self, ids: Iterable[str]) -> int:
-        """Mark events delivered (also when their lease had expired meanwhile: Honcho has them)."""
-        return self.settle(Settlement(delivered=list(ids)))
-
-    def retry_at(self, ids: Iterable[str], next_attempt_at: float, error_code: str, burn_attempt: bool) -> int:
-        """Release leased events for a later attempt, counting the attempt only when asked."""
-        return self.settle(Settlement(retries=[Retry(list(ids), next_attempt_at, error_code, burn_attempt)]))
-
-    def dead_letter(self, ids: Iterable[str], error_code: str) -> int:
-        """Park events that can never be delivered as they are."""
-        return self.settle(Settlement(dead=[(i, error_code) for i in ids]))
-
-    def recover_expired(self) -> int:
-        """Return leases whose holder died (or stalled past expiry) to pending."""
-        with self._tx() as conn:
-            return self._recover(conn, self._clock())
-
-    def requeue_dead(self, limit: int) -> int:
-        """Give at most `limit` dead letters (oldest first) a fresh set of attempts. Rows Honcho may
-        already hold stay marked so: they are reconciled before they are sent."""
-        now = self._clock()
-        with self._tx() as conn:
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM events WHERE state = 'dead' ORDER BY seq LIMIT ?", (max(0, int(limit)),))]
-            return self._set(conn, "state = 'pending', attempts = 0, reconcile_failures = 0, next_attempt_at = ?,"
-                             " error_code = NULL, updated_at = ?", (now, now), ids, "state = 'dead'")
-
-    def adopt_unsent(self, old_destination: str, destination: str) -> int:
-        """Rows captured for `old_destination` and never sent (the URL could not be used then) go to
-        `destination`; returns how many. Only pending rows that were never attempted move."""
-        return self._write(lambda conn, now: conn.execute(
-            "UPDATE events SET destination = ?, updated_at = ? WHERE destination = ? AND state = 'pending'"
-            " AND attempts = 0", (destination, now, old_destination)).rowcount)
-
-    def prune(self, delivered_retention_s: float) -> int:
-        """Delete delivered rows older than their retention and dead rows older than theirs; returns how
-        many. Then, best effort, give their pages back and empty the WAL of their old copies, so that a
-        pruned message is gone from the disk too, not only from the table."""
-        now = self._clock()
-        with self._tx() as conn:
-            removed = self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
-        with self._locked():
-            try:
-                idle = self._conn.execute(f"SELECT 1 FROM events WHERE state IN {_LIVE} LIMIT 1").fetchone() is None
-            except Exception as exc:
-                raise translate(exc) from exc
-            reclaim_space(self._conn, queue_idle=idle, deleted=removed > 0)
-        return removed
-
-    def dead_letters(self, limit: int = 100) -> list[dict]:
-        """Oldest dead letters: id, session, error code, attempts; never their content."""
-        rows = self._read(lambda conn, now: conn.execute(
-            "SELECT id, session_id, error_code, attempts, updated_at FROM events WHERE state = 'dead'"
-            " ORDER BY seq LIMIT ?", (max(0, int(limit)),)).fetchall())
-        return [{"id": r[0], "session_id": r[1], "error_code": r[2], "attempts": r[3], "dead_since": r[4]}
-                for r in rows]
-
-    def contents(self, limit: int = 100) -> list[str]:
-        """Queued texts, oldest first: for the demo and tests only, never for status or logs."""
-        return self._read(lambda conn, now: [
-            r[0] for r in conn.execute("SELECT content FROM events ORDER BY seq LIMIT ?", (limit,))])
-
-    def stats(self) -> dict:
-        """Counts by state, dead letters by error code, oldest pending capture time and next attempt time:
-        no content, no path. All from one snapshot, so the figures agree with each other."""
-        def read(conn, now):
-            counts = dict(conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
-            oldest, next_at = conn.execute(
-                "SELECT min(captured_at), min(next_attempt_at) FROM events WHERE state = 'pending'").fetchone()
-            dead_by_code = dict(conn.execute(
-                "SELECT error_code, count(*) FROM events WHERE state = 'dead' GROUP BY error_code").fetchall())
-            return counts, oldest, next_at, dead_by_code
-        counts, oldest, next_at, dead_by_code = self._read(read)
-        return {"counts": {s.value: counts.get(s.value, 0) for s in EventState}, "dead_by_code": dead_by_code,
-                "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
-
-    def record_memory_write(self, write: MemoryWrite) -> None:
-        """Keep one record of the memory tool's writes; only the newest memory_log.MAX_RECORDS stay."""
-        self._write(lambda conn, now: memory_log.insert(conn, write, now))
-
-    def memory_writes(self, latest: int = 3) -> dict:
-        """Counts of the kept memory-tool writes and the newest ids, kinds and times; never their text."""
-        return self._read(lambda conn, now: memory_log.summary(conn, latest))
-
-    # -- internals -------------------------------------------------------------------------------
-
-    @contextmanager
-    def _tx(self):
-        """The outbox lock plus one BEGIN IMMEDIATE transaction."""
-        with self._locked(), write_transaction(self._conn) as conn:
-            yield conn
-
-    @contextmanager
-    def _locked(self):
-        # Threads of this process queue here; they wait no longer than SQLite would for another process.
-        if not self._lock.acquire(timeout=self._busy_timeout_s):
-            raise OutboxBusy("outbox is in use by another thread")
+    Best effort, never raises: each step is bounded by the busy timeout, and a step that meets a lock
+    or a full disk is tried again at a later prune. A file created before auto_vacuum was set needs one
+    full VACUUM to switch it on; it takes the write lock for as long as it copies the database (and as
+    much free space), so it runs only while no row waits for delivery."""
+    reclaimed = False
+    try:
+        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0:
+            if queue_idle:
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                conn.execute("VACUUM")
+                reclaimed = True
+        elif conn.execute("PRAGMA freelist_count").fetchone()[0]:
+            # executescript steps the pragma to completion; execute() would free one page only.
+            conn.executescript("PRAGMA incremental_vacuum")
+            reclaimed = True
+    except sqlite3.Error:
+        pass
+    if deleted or reclaimed:
         try:
-            self._check_open()
-            yield
-        finally:
-            self._lock.release()
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise OutboxError("outbox is closed")
-
-    def _has_room(self, conn, needed: int, now: float) -> bool:
-        excess = conn.execute("SELECT count(*) FROM events").fetchone()[0] + needed - self._max_rows
-        if excess > 0:
-            excess -= self._prune_terminal(conn, now, now - self._dead_retention_s, excess)
-        return excess <= 0
-
-    def _prune_terminal(self, conn, delivered_before: float, dead_before: float, limit: int | None) -> int:
-        removed = 0
-        for state, before in (("delivered", delivered_before), ("dead", dead_before)):
-            remaining = -1 if limit is None else limit - removed
-            if remaining == 0:
-                break
-            removed += conn.execute(
-                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE state = ? AND updated_at <= ?"
-                " ORDER BY updated_at LIMIT ?)", (state, before, remaining)).rowcount
-        return removed
-
-    def _read(self, work: Callable[..., T]) -> T:
-        """Run `work(conn, now)` in one read transaction (one snapshot) and return its result."""
-        now = self._clock()
-        with self._locked():
-            try:
-                with read_transaction(self._conn) as conn:
-                    return work(conn, now)
-            except Exception as exc:
-                raise translate(exc) from exc
-
-    def _write(self, work: Callable[..., T]) -> T:
-        """Run `work(conn, now)` in one write transaction and return its result."""
-        now = self._clock()
-        with self._tx() as conn:
-            return work(conn, now)
-
-    def _settle(self, conn, settlement: Settlement, now: float, owner: str | None = None) -> int:
-        held = f"state IN {_LIVE}" if owner is None else "state = 'leased' AND lease_owner = ?"
-        fence = () if owner is None else (owner,)
-        changed = self._set(conn, "state = 'delivered', error_code = NULL, lease_owner = NULL,"
-                            " lease_expires_at = NULL, updated_at = ?", (now,), settlement.delivered,
-                            f"state IN {_LIVE}")
-        for code, ids in group_by_code(settlement.dead).items():
-            changed += self._set(conn, "state = 'dead', error_code = ?, lease_owner = NULL, lease_expires_at = NULL,"
-                                 " updated_at = ?", (code, now), ids, held, fence)
-        for retry in settlement.retries:
-            changed += self._set(conn, "state = 'pending', attempts = attempts + ?, next_attempt_at = ?,"
-                                 " error_code = ?, ambiguous = ?, reconcile_failures = CASE WHEN ? THEN"
-                                 " reconcile_failures + ? ELSE 0 END, lease_owner = NULL, lease_expires_at = NULL,"
-                                 " updated_at = ?",
-                                 (int(retry.burn_attempt), retry.next_attempt_at, retry.code, int(retry.ambiguous),
-                                  int(retry.ambiguous), int(retry.reconcile_failed), now), retry.ids, held, fence)
-        return changed
-
-    def _renew(self, conn, owner: str, ids: Sequence[str], expires_at: float, now: float) -> int:
-        return self._set(conn, "lease_expires_at = ?, updated_at = ?", (expires_at, now), list(ids),
-                         "state = 'leased' AND lease_owner = ?", (owner,))
-
-    def _lease_one(self, conn, owner: str, batch_size: int, lease_s: float, destination: str | None,
-                   now: float) -> list[LeasedEvent]:
-        batch = self._find_batch(conn, batch_size, destination, now)
-        self._set(conn, "state = 'leased', lease_owner = ?, lease_expires_at = ?, updated_at = ?",
-                  (owner, now + lease_s, now), [e.id for e in batch], "state = 'pending'")
-        return batch
-
-    def _find_batch(self, conn, batch_size: int, destination: str | None, now: float) -> list[LeasedEvent]:
-        """The oldest ready session head and the ready rows behind it, in order.
-
-        First among the oldest pending rows; failing that, by walking the heads of the sessions with
-        live rows, one index seek per session (a skip scan of `events_live_by_session`), so a session
-        whose head is in flight or backing off costs one seek however long its backlog is. A head found
-        near the front is the oldest ready one: every head further back was captured later."""
-        ready = (now, destination, destination)
-        head = (conn.execute(_READY_HEAD_NEAR_FRONT, ready).fetchone()
-                or conn.execute(_READY_HEAD, ready).fetchone())
-        if head is None:
-            return []
-        rows = conn.execute(
-            f"SELECT {_COLUMNS}, seq, attempts, error_code, ambiguous, reconcile_failures, state, next_attempt_at"
-            f" FROM events WHERE destination = ? AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?",
-            (*head, batch_size)).fetchall()
-        batch = []
-        for row in rows:
-            if row[14] != "pending" or row[15] > now:
-                break  # keep order: stop at the first row that is not ready
-            batch.append(LeasedEvent(*row[:9], ambiguous=bool(row[12]), seq=row[9], attempts=row[10],
-                                     error_code=row[11], reconcile_failures=row[13]))
-        return batch
-
-    def _recover(self, conn, now: float) -> int:
-        # The holder died or stalled after its request may have reached Honcho: reconcile before resending.
-        return conn.execute(
-            "UPDATE events SET state = 'pending', ambiguous = 1, lease_owner = NULL, lease_expires_at = NULL,"
-            " updated_at = ? WHERE state = 'leased' AND lease_expires_at <= ?", (now, now)).rowcount
-
-    def _set(self, conn, assignments: str, params: tuple, ids: list[str], guard: str, guard_params: tuple = ()) -> int:
-        changed = 0
-        for start in range(0, len(ids), MAX_IDS_PER_STATEMENT):
-            chunk = ids[start:start + MAX_IDS_PER_STATEMENT]
-            marks = ", ".join("?" * len(chunk))
-            changed += conn.execute(f"UPDATE events SET {assignments} WHERE id IN ({marks}) AND {guard}",
-                                    (*params, *chunk, *guard_params)).rowcount
-        return changed
-
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # busy readers: tried again later
+        except sqlite3.Error:
+            pass
