@@ -35,6 +35,7 @@ from ..settings.config import Settings
 from .batches import BatchResult, send_batch
 from ..errors import DeliveryError
 from ..gateway.gateway import API_URL_INVALID, HonchoGateway
+from ..keyed import Keyed, fields
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
 from ..errors import OutboxBusy, OutboxError, OutboxUnavailable
 from .retry import RetryPolicy
@@ -94,12 +95,21 @@ class DeliveryWorker(threading.Thread):
         self._began = self._finished = 0  # steps of the thread, for drain() from other threads
         self._totals = dict.fromkeys(_MOVED, 0)
         self._last_report = StepReport()
-        self._outbox: Outbox | None = None
-        self._outbox_key: tuple | None = None
-        self._gateway: HonchoGateway | None = None
-        self._gateway_key: tuple | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_size = 0
+        # Built on first use and rebuilt when the settings they are built from change (keyed.py).
+        # The outbox's commits need not be fsynced: captured rows were made durable by capture's own
+        # commit, and a lost delivered/leased mark after a power cut only means a resend (at-least-once),
+        # never a lost message. Capture keeps the configured durability.
+        self._outbox: Keyed[Settings, Outbox] = Keyed(
+            fields("outbox_path", "max_queued_rows", "dead_retention_days"),
+            lambda s: Outbox.for_settings(s, synchronous="NORMAL", busy_timeout_s=self._busy_timeout_s,
+                                          clock=self._clock), _close_quietly)
+        self._gateways: Keyed[Settings, HonchoGateway] = Keyed(
+            fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id"),
+            lambda s: self._gateway_factory(s), _close_quietly)
+        self._pool: Keyed[Settings, ThreadPoolExecutor] = Keyed(
+            fields("concurrency"),
+            lambda s: ThreadPoolExecutor(max_workers=s.concurrency, thread_name_prefix="honcho-hub-sender"),
+            self._shut_down_pool)
         self._next_prune_mono = 0.0
         self._adopted_for: str | None = None
         self._batch_s: float | None = None  # how long the last batch took, to judge what a deadline allows
@@ -177,7 +187,7 @@ class DeliveryWorker(threading.Thread):
         if paused is not None:
             return self._report(StepReport(state="paused", reason=paused[0], detail=paused[1]))
         report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
-        outbox = self._open_outbox(settings)
+        outbox = self._outbox.get(settings)
         destination = settings.destination()
         if destination != self._adopted_for:  # captured while the URL was unusable: theirs from now on
             outbox.adopt_unsent(settings.unusable_url_destination(), destination)
@@ -186,7 +196,7 @@ class DeliveryWorker(threading.Thread):
             report.state = "circuit_open"
             return self._report(report)
         self._maybe_prune(outbox, settings)
-        gateway, pool = self._open_gateway(settings), self._sender_pool(settings.concurrency)
+        gateway, pool = self._gateways.get(settings), self._pool.get(settings)
         budget = settings.concurrency * BATCHES_PER_STEP
         in_flight: dict[Future, list[LeasedEvent]] = {}
         settlement = Settlement()
@@ -291,35 +301,16 @@ class DeliveryWorker(threading.Thread):
             log.info("honcho worker: delivering again (after %s)", self._failure)
             self._failure = None
 
-    def _open_outbox(self, settings: Settings) -> Outbox:
-        key = (settings.outbox_path, settings.outbox_synchronous, settings.max_queued_rows)
-        if self._outbox is None or key != self._outbox_key:
-            if self._outbox is not None:
-                self._outbox.close()
-            # Its commits need not be fsynced: captured rows were made durable by capture's own commit,
-            # and a lost delivered/leased mark after a power cut only means a resend (at-least-once),
-            # never a lost message. Capture keeps the configured durability.
-            self._outbox = Outbox.for_settings(settings, synchronous="NORMAL", busy_timeout_s=self._busy_timeout_s,
-                                               clock=self._clock)
-            self._outbox_key = key
-        return self._outbox
+    @property
+    def _gateway(self) -> HonchoGateway | None:
+        """The gateway of the last step (None before the first); tests read its scope capability."""
+        return self._gateways.peek()
 
-    def _open_gateway(self, settings: Settings) -> HonchoGateway:
-        key = (settings.api_url, settings.workspace_id, settings.sdk_timeout_s, settings.user_peer_id,
-               settings.agent_peer_id)
-        if self._gateway is None or key != self._gateway_key:
-            if self._gateway is not None:
-                self._gateway.close()
-            self._gateway, self._gateway_key = self._gateway_factory(settings), key
-        return self._gateway
-
-    def _sender_pool(self, size: int) -> ThreadPoolExecutor:
-        if self._pool is None or size != self._pool_size:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-            self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="honcho-hub-sender")
-            self._pool_size = size
-        return self._pool
+    def _shut_down_pool(self, pool: ThreadPoolExecutor) -> None:
+        """Let the sender threads go once their sends end; sends abandoned at a drain's deadline finish on
+        their own: waiting would undo the deadline (the gateway closes its client only once they are done)."""
+        pool.shutdown(wait=not any(not f.done() for f in self._abandoned), cancel_futures=True)
+        self._abandoned = []
 
     def _maybe_prune(self, outbox: Outbox, settings: Settings) -> None:
         if self._monotonic() >= self._next_prune_mono:
@@ -347,19 +338,8 @@ class DeliveryWorker(threading.Thread):
 
     def _close(self) -> None:
         self.state.show("stopped")
-        if self._pool is not None:
-            # Sends abandoned at a drain's deadline finish on their own: waiting would undo the deadline
-            # (the gateway closes its client only once they are done).
-            self._pool.shutdown(wait=not any(not f.done() for f in self._abandoned), cancel_futures=True)
-            self._pool = None
-            self._abandoned = []
-        for resource in (self._gateway, self._outbox):
-            if resource is not None:
-                try:
-                    resource.close()
-                except (OutboxError, OSError):
-                    pass  # best-effort cleanup at shutdown
-        self._gateway = self._outbox = None
+        for resource in (self._pool, self._gateways, self._outbox):
+            resource.reset()
 
 
 def pause_reason(settings: Settings, enabled: Callable[[], bool]) -> tuple[str, str | None] | None:
@@ -389,6 +369,13 @@ def _log_settle_retry(attempt: tenacity.RetryCallState) -> None:
         error = attempt.outcome.exception() if attempt.outcome is not None else None
         log.warning("honcho worker: outbox %s; keeping the results in memory and retrying",
                     getattr(error, "code", "unavailable"))
+
+
+def _close_quietly(resource: Outbox | HonchoGateway) -> None:
+    try:
+        resource.close()
+    except (OutboxError, OSError):
+        pass  # best-effort cleanup: the replaced or stopped resource is not used again
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
