@@ -6,7 +6,7 @@ import unittest
 from typing import Any, Callable
 
 import httpx
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, events, real_settings, user_events
+from real_kit import AGENT, USER, RealHonchoCase, await_derivation, turns, real_settings, user_turns
 
 from fake_honcho import FakeHoncho
 from honcho_hub.errors import DeliveryError
@@ -27,18 +27,18 @@ def messages(gw: HonchoGateway, session_id: str) -> list:
 
 
 def observation_settings(gw, ws):
-    gw.send(events("p-observe", ["hello", "hi"], workspace_id=ws))
+    gw.send(turns("p-observe", ["hello", "hi"]))
     session = gw.reader_session("p-observe")
     return {p: tuple(gw.call(lambda c: session.get_peer_configuration(p)).model_dump().items()) for p in (USER, AGENT)}
 
 
 def ordered_messages(gw, ws):
-    gw.send(events("p-order", ["one", "two", "three"], workspace_id=ws))
+    gw.send(turns("p-order", ["one", "two", "three"]))
     return [(m.peer_id, m.content, m.metadata, m.created_at.timestamp()) for m in messages(gw, "p-order")]
 
 
 def nul_bytes_stripped(gw, ws):
-    gw.send(user_events("p-nul", ["a\x00b"], workspace_id=ws))
+    gw.send(user_turns("p-nul", ["a\x00b"]))
     return [m.content for m in messages(gw, "p-nul")]
 
 
@@ -48,8 +48,8 @@ def messages_to_an_unseen_session_create_it(gw, ws):
 
 
 def event_id_lookup(gw, ws):
-    gw.send(user_events("p-lookup", ["x", "y"], workspace_id=ws))
-    gw.send(user_events("p-lookup-other", ["z"], workspace_id=ws, tag="other"))
+    gw.send(user_turns("p-lookup", ["x", "y"]))
+    gw.send(user_turns("p-lookup-other", ["z"], tag="other"))
     return sorted(gw.existing_event_ids("p-lookup", ["ev_p-lookup_u0001", "ev_other_u0000", "ev_nope"]))
 
 
@@ -63,7 +63,7 @@ def empty_listing(gw, ws):
 
 
 def paging(gw, ws):
-    gw.send(user_events("p-pages", ["a", "b", "c"], workspace_id=ws))
+    gw.send(user_turns("p-pages", ["a", "b", "c"]))
     page = gw.call(lambda c: gw.reader_session("p-pages").messages(size=2))
     second = gw.call(lambda c: page.get_next_page())
     return ([m.content for m in page.items], page.pages, page.has_next_page(), [m.content for m in second.items],
@@ -71,12 +71,12 @@ def paging(gw, ws):
 
 
 def context_of_an_unseen_session(gw, ws):
-    gw.send(user_events("p-ctx", ["hello"], workspace_id=ws))  # the peers exist
+    gw.send(user_turns("p-ctx", ["hello"]))  # the peers exist
     return gw.context("p-ctx-unseen", query=None, tokens=500, target=USER, perspective=AGENT)
 
 
 def context_window(gw, ws):
-    gw.send(events("p-window", ["first", "second", "third"], workspace_id=ws))
+    gw.send(turns("p-window", ["first", "second", "third"]))
     return gw.context("p-window", query=None, tokens=500, target=USER, perspective=AGENT)
 
 
@@ -85,7 +85,7 @@ PEERS = types.SimpleNamespace(agent_peer_id=AGENT, user_peer_id=USER)
 
 def base_pack_of_a_known_user(gw, ws):
     """Recall's base pack: what the agent knows about the user across chats (no derivation here)."""
-    gw.send(events("p-base", ["hello", "hi"], workspace_id=ws))
+    gw.send(turns("p-base", ["hello", "hi"]))
     data = gw.call(lambda c: recall_base(gw, PEERS))
     return (data.representation or "", data.card)
 
@@ -96,47 +96,52 @@ def base_pack_of_an_unseen_user(gw, ws):
 
 
 def scoped_base_pack(gw, ws):
-    gw.send(user_events("p-base-scoped", ["in a scope"], workspace_id=ws, scope_id="p-base-scope"))
+    gw.send(user_turns("p-base-scoped", ["in a scope"], scope_id="p-base-scope"))
     data = gw.call(lambda c: recall_scoped_base(gw, PEERS, "p-base-scope"))
     return (data.representation or "", data.card)
 
 
 def scoped_base_pack_of_an_unseen_scope(gw, ws):
-    gw.send(user_events("p-base-noscope", ["hello"], workspace_id=ws))
+    gw.send(user_turns("p-base-noscope", ["hello"]))
     return outcome(lambda g, w: gw.call(lambda c: recall_scoped_base(gw, PEERS, "p-never-a-scope")), gw, ws)
 
 
 def scope_backfill(gw, ws):
-    gw.send(user_events("p-before", ["had messages before joining"], workspace_id=ws))
+    gw.send(user_turns("p-before", ["had messages before joining"]))
     gw.ensure_session_in_scope("p-before", "p-scope")
     gw.ensure_session_in_scope("p-empty", "p-scope")  # joins before any message
-    gw.send(user_events("p-empty", ["after joining"], workspace_id=ws, scope_id="p-scope"))
+    gw.send(user_turns("p-empty", ["after joining"], scope_id="p-scope"))
     return sorted(gw.scope_status("p-scope"))
 
 
 def scoped_workspace_search(gw, ws):
-    gw.send(user_events("p-in", ["zebra crossing"], workspace_id=ws, scope_id="p-search"))
-    gw.send(user_events("p-out", ["zebra stripes"], workspace_id=ws))
+    gw.send(user_turns("p-in", ["zebra crossing"], scope_id="p-search"))
+    gw.send(user_turns("p-out", ["zebra stripes"]))
     found = gw.call(lambda c: c.search("zebra", limit=10, scope="p-search"))
     return sorted({m.session_id for m in found})
 
 
 def session_search_ranks_the_match_first(gw, ws):
-    gw.send(user_events("p-rank", ["apples are red", "the sky is blue", "grass is green"], workspace_id=ws))
+    gw.send(user_turns("p-rank", ["apples are red", "the sky is blue", "grass is green"]))
     return gw.call(lambda c: gw.reader_session("p-rank").search("sky", limit=5))[0].content
 
 
+EMBED_RECONCILE_S = 300  # RECONCILIATION_INTERVAL_SECONDS of the server (src/config.py at ddbb90e)
+
+
 def session_search_without_a_shared_word_answers_the_nearest(gw, ws):
-    gw.send(user_events("p-near", ["apples are red", "the sky is blue"], workspace_id=ws))
+    gw.send(user_turns("p-near", ["apples are red", "the sky is blue"]))
     # The server embeds messages in a background task after it answered (src/routers/messages.py at
     # ddbb90e: embed_task_gate, else the reconciler), and only embedded messages can be "nearest": what is
-    # compared is the answer once they are embedded (the fake embeds at once).
-    return await_derivation(gw, "the session's messages to be embedded", until=lambda: sorted(
-        m.content for m in gw.call(lambda c: gw.reader_session("p-near").search("zebra", limit=5))))
+    # compared is the answer once they are embedded (the fake embeds at once). When that task is saturated
+    # (a busy server), the reconciler embeds them within its interval: 300 s by default.
+    return await_derivation(gw, "the session's messages to be embedded", timeout_s=EMBED_RECONCILE_S + 30,
+                            until=lambda: sorted(m.content for m in gw.call(
+                                lambda c: gw.reader_session("p-near").search("zebra", limit=5))))
 
 
 def conclusions_round_trip(gw, ws):
-    gw.send(user_events("p-concl", ["hello"], workspace_id=ws))
+    gw.send(user_turns("p-concl", ["hello"]))
     view = gw.call(lambda c: gw.reader_peer(AGENT).conclusions_of(USER))
     made = gw.call(lambda c: view.create([{"content": "likes tea", "session_id": "p-concl"}]))[0]
     got = [c.id for c in gw.call(lambda c: view.get_many([made.id, "no-such-id"]))]
@@ -148,13 +153,13 @@ def conclusions_round_trip(gw, ws):
 
 
 def dream_accepted(gw, ws):
-    gw.send(user_events("p-dream", ["hello"], workspace_id=ws))
+    gw.send(user_turns("p-dream", ["hello"]))
     return gw.call(lambda c: c.schedule_dream(observer=AGENT, observed=USER, session="p-dream"))
 
 
 def refusal(request):
     def scenario(gw, ws):
-        gw.send(user_events("p-refuse", ["exists"], workspace_id=ws))
+        gw.send(user_turns("p-refuse", ["exists"]))
         gw.call(request(gw))
         return "accepted"
     return scenario
