@@ -11,7 +11,8 @@ from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child
 import hub_testkit
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Counters, Outcome, Role, event_id, session_id_for
-from honcho_hub.capture.chunking import HONCHO_MAX_CHARS, clean_text, split_message
+from honcho_hub.capture.chunking import clean_text, split_message
+from honcho_hub.gateway.limits import MAX_CONTENT_CHARS
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 
@@ -79,7 +80,7 @@ class BadInputTest(CaptureTestCase):
         self.assertEqual(self.capture(text), Outcome.QUEUED)
         parts = [row[4] for row in self.rows()]
         self.assertGreaterEqual(len(parts), 40)
-        self.assertTrue(all(len(p) <= HONCHO_MAX_CHARS for p in parts))
+        self.assertTrue(all(len(p) <= MAX_CONTENT_CHARS for p in parts))
         self.assertEqual("".join(strip_marker(p) for p in parts), text)
         self.assertTrue(parts[1].startswith(f"[continued, part 2 of {len(parts)}]\n"))
 

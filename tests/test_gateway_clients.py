@@ -8,13 +8,18 @@ import httpx
 
 from delivery_helpers import KEY, with_api_url_problem
 from fake_honcho import FakeHoncho
-from outbox_helpers import event, temp_outbox_path
+from outbox_helpers import temp_outbox_path
 
 from honcho_hub.settings.config import build_settings
 from honcho_hub.errors import DeliveryError, PermanentError
-from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.gateway.gateway import HonchoGateway, Message
 
 WAIT_S = 10.0  # bound of every wait on another thread; the tests never need that long
+
+
+def message(n: int, session: str) -> Message:
+    return Message(id=f"ev_{session}_{n}", session_id=session, peer_id="user", role="user", content=f"message {n}",
+                   created_at=1_700_000_000.0 + n)
 
 
 class HeldFirstSession:
@@ -56,7 +61,7 @@ class ClientRetirementTest(unittest.TestCase):
 
                 def first_sender():
                     try:
-                        gateway.send([event(1, "chat-held"), event(2, "chat-held")])
+                        gateway.send([message(1, "chat-held"), message(2, "chat-held")])
                         outcome.append("delivered")
                     except DeliveryError as exc:
                         outcome.append(exc.code)
@@ -66,7 +71,7 @@ class ClientRetirementTest(unittest.TestCase):
                 self.assertTrue(server.entered.wait(WAIT_S), "the first sender reached the server")
                 if retire == "key_change":
                     keys[0] = "key-two-0123456789"
-                    gateway.send([event(1, "chat-other")])  # another sender, on a client with the new key
+                    gateway.send([message(1, "chat-other")])  # another sender, on a client with the new key
                 else:
                     gateway.close()
                 self.assertFalse(server.clients[0].is_closed, "the client is still in use")
@@ -90,7 +95,7 @@ class ApiUrlProblemTest(unittest.TestCase):
         settings = build_settings({"outbox_path": temp_outbox_path(self)}, {"HONCHO_API_KEY": KEY}, {})
         broken = with_api_url_problem(settings, "HONCHO_API_URL: the port is not a number")
         gateway = HonchoGateway.for_settings(broken, http_client_factory=client)
-        calls = {"send": lambda: gateway.send([event(1, "chat-u")]),
+        calls = {"send": lambda: gateway.send([message(1, "chat-u")]),
                  "context": lambda: gateway.context("chat-u", query="q", tokens=100, target="user", perspective="agent"),
                  "call": lambda: gateway.call(lambda c: c.get_metadata()),
                  "reader_peer": lambda: gateway.reader_peer("user")}
@@ -114,7 +119,7 @@ class CacheBoundsTest(unittest.TestCase):
                                 supports_scopes=lambda: True, peer_roles={"user": "user", "agent": "agent"})
         self.addCleanup(gateway.close)
         for n in range(10):
-            gateway.send([event(1, f"chat-s{n}")])
+            gateway.send([message(1, f"chat-s{n}")])
             gateway.ensure_session_in_scope(f"chat-s{n}", f"scope-{n}")
             gateway.reader_session(f"chat-r{n}")
             gateway.reader_peer(f"peer-{n}")
@@ -122,7 +127,7 @@ class CacheBoundsTest(unittest.TestCase):
         sizes = {name: len(getattr(client, name))
                  for name in ("sessions", "session_peers", "readers", "peers", "scopes", "memberships")}
         self.assertTrue(all(0 < size <= 3 for size in sizes.values()), sizes)
-        gateway.send([event(2, "chat-s0")])  # forgotten long ago: ensured again, then delivered
+        gateway.send([message(2, "chat-s0")])  # forgotten long ago: ensured again, then delivered
         gateway.ensure_session_in_scope("chat-s0", "scope-0")
         self.assertEqual([m["content"] for m in fake.session_messages("chat-s0")], ["message 1", "message 2"])
         self.assertEqual(fake.scopes[("agent-zero", "scope-0")], {"chat-s0"})

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-HONCHO_MAX_CHARS = 25_000
+from ..gateway.limits import MAX_CONTENT_CHARS
+
 MARKER_ROOM = 40  # "[continued, part 12 of 40]\n" and friends fit in this
 # Control characters but tab, line feed and carriage return. A regex, not str.translate: translating
 # with a table costs ≈ 85 ms per MB of non-ASCII text, a search that finds nothing ≈ 1 ms.
@@ -30,7 +31,7 @@ def clean_text(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
-def split_message(text: str, limit: int = HONCHO_MAX_CHARS) -> list[str]:
+def split_message(text: str, limit: int = MAX_CONTENT_CHARS) -> list[str]:
     """Split into parts of at most `limit` characters including continuation markers."""
     if len(text) <= limit:
         return [text]

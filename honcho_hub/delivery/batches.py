@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from ..errors import DeliveryError, PermanentError
-from ..storage.outbox import LeasedEvent
+from ..gateway.gateway import Message
+from ..storage.outbox import LeasedEvent, NewEvent
 
 
 class Gateway(Protocol):
-    def send(self, events: Sequence[LeasedEvent]) -> None: ...
+    def send(self, messages: Sequence[Message]) -> None: ...
 
     def existing_event_ids(self, session_id: str, event_ids: Sequence[str]) -> set[str]: ...
 
@@ -56,7 +57,7 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.mo
         segment = segments.pop(0)
         try:
             result.requests += 1
-            gateway.send(segment)
+            gateway.send([as_message(e) for e in segment])
             result.delivered.extend(e.id for e in segment)
         except PermanentError as exc:
             if len(segment) == 1:
@@ -69,6 +70,12 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.mo
             result.failed = segment + [e for rest in segments for e in rest]
     result.latency_s = monotonic() - started
     return result
+
+
+def as_message(event: NewEvent) -> Message:
+    """The gateway's message for a stored event: its id (the lookup's key), where it goes and what it says."""
+    return Message(id=event.id, session_id=event.session_id, peer_id=event.peer_id, role=event.role,
+                   content=event.content, created_at=event.captured_at, scope_id=event.scope_id)
 
 
 def _reconcile(gateway: Gateway, pending: list[LeasedEvent], result: BatchResult) -> list[LeasedEvent]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -18,14 +19,10 @@ import httpx
 
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
 from . import scopes
+from .limits import ID_RE, MAX_CONTENT_CHARS, MAX_MESSAGES_PER_CALL
 from ..settings.config import Settings
-from ..storage.outbox import NewEvent
-from ..recall.pack import ContextData
-from ..settings.values import ID_RE
 
 T = TypeVar("T")
-MAX_MESSAGES_PER_CALL = 100
-MAX_CONTENT_CHARS = 25_000
 MAX_CACHED = 10_000  # entries of each per-client cache (sessions, readers, peers, scopes, memberships)
 API_URL_INVALID = "api_url_invalid"  # the configured API URL cannot be used: nothing is sent anywhere
 SOURCE = "agent-zero/honcho-hub"
@@ -34,6 +31,33 @@ SOURCE = "agent-zero/honcho-hub"
 OBSERVATION = {"user": {"observe_me": True, "observe_others": True},
                "agent": {"observe_me": False, "observe_others": True}}
 _CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+# The gateway's own values: callers turn theirs into these (delivery its leased events, recall this
+# context into its pack's input), so the SDK boundary knows nothing of storage or features.
+
+@dataclass(frozen=True)
+class Message:
+    """One message to add to a session. `id` travels in its metadata (`event_id`): the lookup that
+    finds what Honcho holds already matches on it."""
+
+    id: str
+    session_id: str
+    peer_id: str
+    role: str  # "user" or "agent": the peer's observation settings, and kept in the metadata
+    content: str
+    created_at: float  # seconds since the epoch
+    scope_id: str | None = None  # the scope the session joins before its messages, if any
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a session's context holds; empty where Honcho knows nothing yet."""
+
+    representation: str | None = None
+    card: tuple[str, ...] = ()
+    summary: str | None = None
+    messages: tuple[tuple[str, str], ...] = ()  # (peer id, content), oldest first
 
 
 def sdk():
@@ -79,7 +103,7 @@ def _remember(cache: dict | set, limit: int) -> None:
 
 
 class HonchoGateway:
-    """Sends event batches to one API URL + workspace; safe to call from several sender threads."""
+    """Talks to one API URL + workspace; safe to call from several threads."""
 
     def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str], timeout_s: float,
                  http_client_factory: Callable[[], httpx.Client] | None = None,
@@ -88,7 +112,7 @@ class HonchoGateway:
                  refusal: str | None = None) -> None:
         self.api_url, self.workspace_id = api_url, workspace_id
         # The configured peers join every session at creation, so both have their observation
-        # settings before the first message of either; events of other peers (older settings) add theirs.
+        # settings before the first message of either; messages of other peers (older settings) add theirs.
         self._peer_roles = dict(peer_roles or {})
         self.supports_scopes = supports_scopes or (lambda: scopes.sdk_supports_scopes(sdk()))
         self.scope_problem: str | None = None  # why scoping failed last, for status
@@ -113,18 +137,21 @@ class HonchoGateway:
                    peer_roles={settings.user_peer_id: "user", settings.agent_peer_id: "agent"},
                    refusal=API_URL_INVALID if getattr(settings, "api_url_problem", None) else None, **kwargs)
 
-    def send(self, events: Sequence[NewEvent]) -> None:
-        """Deliver one session's events in order, at most 100 per request; raises DeliveryError."""
-        for event in events:
-            _check(event)
+    def send(self, messages: Sequence[Message]) -> None:
+        """Add one session's messages in order, at most 100 per request; raises DeliveryError. The session
+        joins the last message's scope first (a chat may have joined a project since its first message)."""
+        for message in messages:
+            _check(message)
         with _translated(), self._using() as client:
-            session = self._session(client, events[0].session_id, {e.peer_id: e.role for e in events})
-            self._ensure_membership(client, events[0].session_id, events[-1].scope_id)
-            for start in range(0, len(events), MAX_MESSAGES_PER_CALL):
-                session.add_messages([_message(e) for e in events[start:start + MAX_MESSAGES_PER_CALL]])
+            session_id = messages[0].session_id
+            session = self._session(client, session_id, {m.peer_id: m.role for m in messages})
+            self._ensure_membership(client, session_id, messages[-1].scope_id)
+            for start in range(0, len(messages), MAX_MESSAGES_PER_CALL):
+                session.add_messages([_params(m) for m in messages[start:start + MAX_MESSAGES_PER_CALL]])
 
     def existing_event_ids(self, session_id: str, event_ids: Iterable[str]) -> set[str]:
-        """Which of these event ids the session already holds (metadata filter); raises DeliveryError."""
+        """Which of these message ids (`Message.id`, sent as metadata `event_id`) the session already holds;
+        raises DeliveryError."""
         wanted = list(event_ids)
         found: set[str] = set()
         with _translated(), self._using() as client:
@@ -138,7 +165,7 @@ class HonchoGateway:
 
     def context(self, session_id: str, *, query: str | None, tokens: int, target: str, perspective: str,
                 scope: str | None = None, top_k: int | None = None, max_conclusions: int | None = None,
-                limit_to_session: bool = False) -> ContextData:
+                limit_to_session: bool = False) -> Context:
         """Session context for recall: scoped (the scope replaces the perspective) or from `perspective`.
 
         Honcho answers 404 when a peer, the session or the scope does not exist yet (a new install's first
@@ -154,10 +181,10 @@ class HonchoGateway:
         except PermanentError as exc:
             if exc.code != "http_404":
                 raise
-            return ContextData()
-        return ContextData(representation=result.peer_representation, card=list(result.peer_card or []),
-                           summary=result.summary.content if result.summary else None,
-                           messages=[(m.peer_id, m.content) for m in result.messages])
+            return Context()
+        return Context(representation=result.peer_representation, card=tuple(result.peer_card or ()),
+                       summary=result.summary.content if result.summary else None,
+                       messages=tuple((m.peer_id, m.content) for m in result.messages))
 
     def ensure_known(self, session_id: str | None) -> None:
         """Before an explicit action names them: the session with its peers' observation settings, or
@@ -266,9 +293,9 @@ class HonchoGateway:
         current.retired = True
         return current if current.users == 0 else None
 
-    def _session(self, client: _Client, session_id: str, event_roles: dict[str, str]) -> Any:
+    def _session(self, client: _Client, session_id: str, message_roles: dict[str, str]) -> Any:
         """The session object, created with explicit peer observation settings before any message."""
-        roles = {**self._peer_roles, **event_roles}
+        roles = {**self._peer_roles, **message_roles}
         peers = {peer: OBSERVATION.get(role, OBSERVATION["user"]) for peer, role in roles.items()}
         with self._lock:
             known = client.session_peers.get(session_id)
@@ -333,17 +360,18 @@ class HonchoGateway:
         return found
 
 
-def _check(event: NewEvent) -> None:
-    """Client-side validation of Honcho's limits: a rejected event is permanent, sent or not."""
-    if len(event.content) > MAX_CONTENT_CHARS or not ID_RE.match(event.peer_id) or not ID_RE.match(event.session_id):
+def _check(message: Message) -> None:
+    """Client-side validation of Honcho's limits: a rejected message is permanent, sent or not."""
+    if (len(message.content) > MAX_CONTENT_CHARS or not ID_RE.match(message.peer_id)
+            or not ID_RE.match(message.session_id)):
         raise PermanentError("invalid")
 
 
-def _message(event: NewEvent) -> Any:
+def _params(message: Message) -> Any:
     params = sdk().api_types.MessageCreateParams
-    return params(content=event.content, peer_id=event.peer_id,
-                  metadata={"event_id": event.id, "source": SOURCE, "role": event.role},
-                  created_at=datetime.fromtimestamp(event.captured_at, tz=timezone.utc))
+    return params(content=message.content, peer_id=message.peer_id,
+                  metadata={"event_id": message.id, "source": SOURCE, "role": message.role},
+                  created_at=datetime.fromtimestamp(message.created_at, tz=timezone.utc))
 
 
 class _translated:

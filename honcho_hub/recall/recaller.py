@@ -25,7 +25,7 @@ from typing import Callable, Hashable, Mapping
 
 from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError, PermanentError
-from ..gateway.gateway import HonchoGateway
+from ..gateway.gateway import Context, HonchoGateway
 from .cache import RecallCache, remember
 from .pack import ContextData, MemoryPack, build_pack, render_block
 from ..safety.redact import redact
@@ -233,15 +233,16 @@ class Recaller:
         common = dict(query=query, tokens=settings.max_context_tokens, target=settings.user_peer_id,
                       perspective=settings.agent_peer_id, top_k=settings.search_top_k,
                       max_conclusions=settings.max_conclusions, limit_to_session=settings.recall_limit_to_session)
-        data = None
+        context = None
         if scope_id and gateway.supports_scopes():
             try:
-                data = gateway.context(session_id, scope=scope_id, **common)
+                context = gateway.context(session_id, scope=scope_id, **common)
                 self.scope_problem = None
             except (AuthError, PermanentError) as exc:
                 self.scope_problem = f"scope unavailable: {exc.code}"
-        if data is None:
-            data = gateway.context(session_id, **common)
+        if context is None:
+            context = gateway.context(session_id, **common)
+        data = _pack_input(context)
         if data.summary:
             remember(self._summaries, (settings.destination(), session_id), data.summary,
                            settings.cache_max_entries)
@@ -280,6 +281,12 @@ class Recaller:
         pack = build_pack(data, settings.max_context_tokens, False, settings.user_peer_id)
         return None if pack.empty else pack
 
+
+
+def _pack_input(context: Context) -> ContextData:
+    """The pack's input from what the gateway returned."""
+    return ContextData(representation=context.representation, card=list(context.card), summary=context.summary,
+                       messages=list(context.messages))
 
 
 def _base(gateway: HonchoGateway, settings: Settings) -> ContextData:

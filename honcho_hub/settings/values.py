@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 from .spec import Field
 from ..errors import InvalidValue
+from ..gateway.limits import ID_RE
 
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _TRUE = {"1", "true", "yes", "on"}

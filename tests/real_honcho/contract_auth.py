@@ -7,7 +7,7 @@ import sqlite3
 import unittest
 
 import httpx
-from real_kit import AGENT, USER, fresh_workspace, real_gateway, real_settings, required_url, user_events
+from real_kit import AGENT, USER, fresh_workspace, real_gateway, real_settings, required_url, user_turns
 
 from outbox_helpers import ManualClock
 
@@ -55,7 +55,7 @@ class RefusedKeyTest(AuthCase):
             with self.subTest(key=name):
                 gateway = real_gateway(self.addCleanup, self.settings({"HONCHO_API_KEY": key}))
                 with self.assertRaises(AuthError) as caught:
-                    gateway.send(user_events("chat-refused", ["hello"], workspace_id=self.workspace_id))
+                    gateway.send(user_turns("chat-refused", ["hello"]))
                 self.assertEqual(caught.exception.code, "auth_401")
 
     def test_the_admin_and_a_workspace_key_are_accepted(self):
@@ -63,7 +63,7 @@ class RefusedKeyTest(AuthCase):
         for name, key in keys.items():
             with self.subTest(key=name):
                 gateway = real_gateway(self.addCleanup, self.settings({"HONCHO_API_KEY": key}))
-                gateway.send(user_events(f"chat-{name}", ["hello"], workspace_id=self.workspace_id))
+                gateway.send(user_turns(f"chat-{name}", ["hello"]))
                 self.assertEqual(gateway.existing_event_ids(f"chat-{name}", [f"ev_chat-{name}_u0000"]),
                                  {f"ev_chat-{name}_u0000"})
 
@@ -108,7 +108,7 @@ class KeyRecoveryTest(AuthCase):
 class PeerKeyScopeTest(AuthCase):
     def test_a_peer_key_cannot_read_through_a_scope_so_recall_falls_back_and_says_so(self):
         admin = self.admin_gateway()
-        admin.send(user_events("chat-p", ["I like chess"], workspace_id=self.workspace_id, scope_id="proj-p"))
+        admin.send(user_turns("chat-p", ["I like chess"], scope_id="proj-p"))
         peer_key = mint_key(self.url, self.admin, workspace_id=self.workspace_id, peer_id=AGENT)
         settings = self.settings({"HONCHO_API_KEY": peer_key}, recall_timeout_s=20, max_context_tokens=1000)
         recaller = Recaller()

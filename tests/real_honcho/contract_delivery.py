@@ -6,20 +6,27 @@ import random
 import time
 import unittest
 
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, events, user_events
+from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
-from honcho_hub.delivery.batches import send_batch
+from honcho_hub.delivery.batches import as_message, send_batch
 from honcho_hub.errors import PermanentError
 from honcho_hub.gateway.gateway import SOURCE
-from honcho_hub.storage.outbox import LeasedEvent, Outbox
+from honcho_hub.storage.outbox import LeasedEvent, NewEvent, Outbox
 from honcho_hub.delivery.worker import DeliveryWorker
 
 
-def leased(event, error_code=None, ambiguous=False) -> LeasedEvent:
-    """An event as the outbox leases it after a failed attempt with `error_code` (one after which
+def stored(message, destination="contract", workspace_id="contract") -> NewEvent:
+    """The outbox's event for a message the test would otherwise send itself."""
+    return NewEvent(id=message.id, destination=destination, workspace_id=workspace_id, session_id=message.session_id,
+                    peer_id=message.peer_id, role=message.role, content=message.content,
+                    captured_at=message.created_at, scope_id=message.scope_id)
+
+
+def leased(message, error_code=None, ambiguous=False) -> LeasedEvent:
+    """A message's event as the outbox leases it after a failed attempt with `error_code` (one after which
     Honcho may hold it when `ambiguous`)."""
-    return LeasedEvent(**{**dataclasses.asdict(event), "ambiguous": ambiguous}, attempts=1 if error_code else 0,
-                       error_code=error_code)
+    return LeasedEvent(**{**dataclasses.asdict(stored(message)), "ambiguous": ambiguous},
+                       attempts=1 if error_code else 0, error_code=error_code)
 
 
 def all_messages(gateway, session_id: str) -> list:
@@ -35,7 +42,7 @@ def all_messages(gateway, session_id: str) -> list:
 class SessionCreationTest(RealHonchoCase):
     def test_the_first_send_sets_both_peers_observation_settings(self):
         gateway = self.gateway()
-        gateway.send(events("chat-obs", ["I grow tomatoes on my balcony", "Nice."], workspace_id=self.workspace_id))
+        gateway.send(turns("chat-obs", ["I grow tomatoes on my balcony", "Nice."]))
         session = gateway.reader_session("chat-obs")
         self.assertEqual(sorted(p.id for p in gateway.call(lambda c: session.peers())), sorted([USER, AGENT]))
         for peer, expected in ((USER, (True, True)), (AGENT, (False, True))):
@@ -45,8 +52,8 @@ class SessionCreationTest(RealHonchoCase):
 
     def test_a_peer_first_seen_in_a_later_batch_joins_with_its_roles_settings(self):
         gateway = self.gateway()
-        gateway.send(events("chat-late-peer", ["first words"], workspace_id=self.workspace_id))
-        former = events("chat-late-peer", ["x", "an older agent's reply"], workspace_id=self.workspace_id,
+        gateway.send(turns("chat-late-peer", ["first words"]))
+        former = turns("chat-late-peer", ["x", "an older agent's reply"],
                         tag="former")[1]
         former = dataclasses.replace(former, peer_id="former-agent")
         gateway.send([former])
@@ -55,9 +62,8 @@ class SessionCreationTest(RealHonchoCase):
 
     def test_the_deriver_models_the_user_and_never_the_agent(self):
         gateway = self.gateway()
-        gateway.send(events("chat-model", ["I keep bees in the garden", "Bees are great.",
-                                           "I sell the honey at the market", "Sounds lovely."],
-                            workspace_id=self.workspace_id))
+        gateway.send(turns("chat-model", ["I keep bees in the garden", "Bees are great.",
+                                           "I sell the honey at the market", "Sounds lovely."]))
         about_user = await_derivation(
             gateway, "two conclusions of the agent about the user",
             until=lambda: len(conclusions_about(gateway, AGENT, USER)) >= 2 and conclusions_about(gateway, AGENT, USER))
@@ -73,12 +79,12 @@ class OrderedMessagesTest(RealHonchoCase):
 
     def test_a_batch_over_100_arrives_in_order_with_capture_time_and_event_metadata(self):
         gateway = self.gateway()
-        sent = events("chat-order", [f"line {i}: counting sheep" for i in range(130)], workspace_id=self.workspace_id)
+        sent = turns("chat-order", [f"line {i}: counting sheep" for i in range(130)])
         gateway.send(sent)  # two add_messages calls: 100, then 30
         stored = all_messages(gateway, "chat-order")
         self.assertEqual([m.content for m in stored], [e.content for e in sent])
         self.assertEqual([m.peer_id for m in stored], [e.peer_id for e in sent])
-        self.assertEqual([m.created_at.timestamp() for m in stored], [e.captured_at for e in sent])
+        self.assertEqual([m.created_at.timestamp() for m in stored], [e.created_at for e in sent])
         self.assertEqual([m.metadata for m in stored],
                          [{"event_id": e.id, "source": SOURCE, "role": e.role} for e in sent])
 
@@ -90,10 +96,10 @@ class ReconciliationLookupTest(RealHonchoCase):
     def setUpClass(cls):
         super().setUpClass()
         gateway = cls.class_gateway()
-        cls.held = events("chat-held", [f"held message {i}" for i in range(120)], workspace_id=cls.workspace_id)
+        cls.held = turns("chat-held", [f"held message {i}" for i in range(120)])
         gateway.send(cls.held)
         # The same event ids in another session must not count as held by this one.
-        cls.elsewhere = user_events("chat-elsewhere", ["stray"], workspace_id=cls.workspace_id)
+        cls.elsewhere = user_turns("chat-elsewhere", ["stray"])
         gateway.send([dataclasses.replace(e, id="ev_only_elsewhere") for e in cls.elsewhere])
 
     def test_the_lookup_finds_exactly_the_held_event_ids(self):
@@ -112,7 +118,7 @@ class ReconciliationLookupTest(RealHonchoCase):
 
     def test_after_an_ambiguous_failure_only_the_missing_events_are_sent(self):
         gateway = self.gateway()
-        batch = events("chat-reconcile", [f"reconcile {i}" for i in range(10)], workspace_id=self.workspace_id)
+        batch = turns("chat-reconcile", [f"reconcile {i}" for i in range(10)])
         gateway.send(batch[:6])  # the server stored these although the worker saw a timeout
         result = send_batch(gateway, [leased(e, "timeout", ambiguous=True) for e in batch])
         self.assertEqual((result.already_there, result.delivered, result.error),
@@ -127,13 +133,13 @@ class CrashRecoveryTest(RealHonchoCase):
     def test_a_batch_the_server_stored_before_its_worker_died_is_reconciled_not_resent(self):
         clock = [time.time()]
         settings = self.settings()
-        queued = events("chat-crash", [f"crash {i}" for i in range(8)], workspace_id=self.workspace_id)
-        for event in queued:
-            event.destination = settings.destination()
+        queued = [stored(m, settings.destination(), self.workspace_id)
+                  for m in turns("chat-crash", [f"crash {i}" for i in range(8)])]
         box = Outbox(settings.outbox_path, clock=lambda: clock[0])
         self.addCleanup(box.close)
         box.enqueue_batches([queued])
-        self.gateway().send(box.lease("dead-worker", 20, settings.lease_s, settings.destination()))
+        self.gateway().send([as_message(e) for e in box.lease("dead-worker", 20, settings.lease_s,
+                                                              settings.destination())])
         clock[0] += settings.lease_s + 1  # the dead worker's lease has expired
         survivor = DeliveryWorker(lambda: settings, clock=lambda: clock[0], rng=random.Random(5))
         self.addCleanup(survivor.stop, 10)
@@ -148,7 +154,7 @@ class ServerRefusalTest(RealHonchoCase):
 
     def test_refusals_are_permanent_errors_with_a_sanitized_code(self):
         gateway = self.gateway()
-        gateway.send(user_events("chat-refusals", ["exists"], workspace_id=self.workspace_id))
+        gateway.send(user_turns("chat-refusals", ["exists"]))
         message = lambda text: gateway.reader_peer(USER).message(text)  # noqa: E731
         cases = {
             "101 messages in one call": (lambda c: gateway.reader_session("chat-refusals").add_messages(
@@ -168,7 +174,7 @@ class ServerRefusalTest(RealHonchoCase):
 
     def test_content_over_the_servers_limit_is_refused_before_any_request(self):
         gateway = self.gateway()
-        too_long = user_events("chat-too-long", ["x" * 25_001], workspace_id=self.workspace_id)
+        too_long = user_turns("chat-too-long", ["x" * 25_001])
         with self.assertRaises(PermanentError) as caught:
             gateway.send(too_long)
         self.assertEqual(caught.exception.code, "invalid")
@@ -176,7 +182,7 @@ class ServerRefusalTest(RealHonchoCase):
 
     def test_the_server_accepts_exactly_25000_characters(self):
         gateway = self.gateway()
-        gateway.send(user_events("chat-limit", ["y" * 25_000], workspace_id=self.workspace_id))
+        gateway.send(user_turns("chat-limit", ["y" * 25_000]))
         self.assertEqual([len(m.content) for m in all_messages(gateway, "chat-limit")], [25_000])
 
 

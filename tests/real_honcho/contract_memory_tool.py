@@ -3,7 +3,7 @@ target, conclusions with the ownership check, the dialectic, dreams, and verbs i
 
 import unittest
 
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, events, user_events
+from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
 from honcho_hub.tool import calls
 from honcho_hub.tool.verbs import ActionContext, run_action
@@ -24,9 +24,8 @@ class SearchAndConclusionsTest(MemoryToolCase):
     def setUpClass(cls):
         super().setUpClass()
         gateway = cls.class_gateway()
-        gateway.send(events("chat-tool", [TEA, "Noted.", "my cat is called Miso", "Cute."],
-                            workspace_id=cls.workspace_id))
-        gateway.send(user_events("chat-other", [VIOLIN], workspace_id=cls.workspace_id, scope_id="band"))
+        gateway.send(turns("chat-tool", [TEA, "Noted.", "my cat is called Miso", "Cute."]))
+        gateway.send(user_turns("chat-other", [VIOLIN], scope_id="band"))
         await_derivation(gateway, "the agent's three conclusions about the user",
                          until=lambda: len(conclusions_about(gateway, AGENT, USER)) >= 3)
 
@@ -90,13 +89,13 @@ class SearchAndConclusionsTest(MemoryToolCase):
 class DreamTest(MemoryToolCase):
     def test_a_requested_dream_writes_the_users_card(self):
         gateway = self.gateway()
-        gateway.send(events("chat-tool", [TEA, "Noted."], workspace_id=self.workspace_id))
+        gateway.send(turns("chat-tool", [TEA, "Noted."]))
         await_derivation(gateway, "a conclusion about the user", until=lambda: conclusions_about(gateway, AGENT, USER))
         result = self.act("dream")
         self.assertTrue(result.ok, result.text)
         card = await_derivation(gateway, "the dream's card of the user", until=lambda: gateway.context(
             "chat-tool", query=None, tokens=500, target=USER, perspective=AGENT).card)
-        self.assertEqual(card[:2], [f"IDENTITY: {USER}", f"ATTRIBUTE: {TEA}"])
+        self.assertEqual(card[:2], (f"IDENTITY: {USER}", f"ATTRIBUTE: {TEA}"))
 
 
 class NewChatTest(MemoryToolCase):

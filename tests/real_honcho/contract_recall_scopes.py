@@ -3,7 +3,7 @@ against a real Honcho, through HonchoGateway, Recaller and ScopeRegistrar."""
 
 import unittest
 
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, events, user_events
+from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.gateway.registrar import ScopeRegistrar
@@ -20,10 +20,9 @@ class ContextTest(RealHonchoCase):
     def setUpClass(cls):
         super().setUpClass()
         gateway = cls.gateway_ = cls.class_gateway()
-        cls.chat_a = events("chat-a", [TEA, "Noted.", CAT, "Cute.", LISBON, "Lovely city."],
-                            workspace_id=cls.workspace_id, scope_id="proj-a")
+        cls.chat_a = turns("chat-a", [TEA, "Noted.", CAT, "Cute.", LISBON, "Lovely city."], scope_id="proj-a")
         gateway.send(cls.chat_a)
-        gateway.send(user_events("chat-b", [VIOLIN, FOOTBALL], workspace_id=cls.workspace_id))
+        gateway.send(user_turns("chat-b", [VIOLIN, FOOTBALL]))
         gateway.call(lambda c: gateway.reader_peer(AGENT).set_card(["likes tea"], target=USER))
         await_derivation(gateway, "five conclusions of the agent about the user",
                          until=lambda: len(conclusions_about(gateway, AGENT, USER)) >= 5)
@@ -37,12 +36,12 @@ class ContextTest(RealHonchoCase):
         data = self.context()
         for said in (TEA, CAT, LISBON, VIOLIN, FOOTBALL):
             self.assertIn(f"user said: {said}", data.representation)
-        self.assertEqual(data.card, ["likes tea"])
+        self.assertEqual(data.card, ("likes tea",))
         self.assertTrue(data.summary.startswith("Summary of the conversation (fake LLM): user: " + TEA), data.summary)
 
     def test_messages_are_the_newest_of_the_session_oldest_first(self):
         data = self.context()
-        sent = [(e.peer_id, e.content) for e in self.chat_a]
+        sent = tuple((m.peer_id, m.content) for m in self.chat_a)
         self.assertTrue(data.messages, "no messages in the context")
         self.assertEqual(data.messages, sent[-len(data.messages):])
 
@@ -61,7 +60,7 @@ class ContextTest(RealHonchoCase):
         data = self.context(limit_to_session=True)
         self.assertIn(f"user said: {TEA}", data.representation)
         self.assertNotIn(VIOLIN, data.representation)
-        self.assertEqual(data.card, [])
+        self.assertEqual(data.card, ())
 
     def test_the_scope_replaces_the_perspective_and_sees_only_its_sessions(self):
         data = self.context(scope="proj-a", query="violin tea", top_k=5)
@@ -71,7 +70,7 @@ class ContextTest(RealHonchoCase):
     def test_the_users_own_perspective_is_another_view(self):
         own = self.context(perspective=USER)
         self.assertIn(f"user said: {VIOLIN}", own.representation)  # the user observes itself
-        self.assertEqual(own.card, [])  # the card was set for the agent's view only
+        self.assertEqual(own.card, ())  # the card was set for the agent's view only
 
     def test_recall_packs_what_the_settings_ask_for(self):
         cases = {
@@ -119,8 +118,8 @@ class ScopeTest(RealHonchoCase):
 
     def test_delivery_puts_each_session_in_its_scope_before_its_messages(self):
         gateway = self.gateway()
-        gateway.send(user_events("chat-s1", ["first"], workspace_id=self.workspace_id, scope_id="proj-del"))
-        gateway.send(user_events("chat-s2", ["second"], workspace_id=self.workspace_id, scope_id="proj-del"))
+        gateway.send(user_turns("chat-s1", ["first"], scope_id="proj-del"))
+        gateway.send(user_turns("chat-s2", ["second"], scope_id="proj-del"))
         scope = gateway.call(lambda c: c.get_scope("proj-del"))
         self.assertEqual(sorted(s.id for s in gateway.call(lambda c: scope.sessions())), ["chat-s1", "chat-s2"])
         self.assertEqual(gateway.scope_status("proj-del"), {})  # they joined empty: nothing to backfill
@@ -128,7 +127,7 @@ class ScopeTest(RealHonchoCase):
 
     def test_a_session_with_history_joining_a_scope_is_backfilled(self):
         gateway = self.gateway()
-        gateway.send(user_events("chat-old", ["I collect stamps"], workspace_id=self.workspace_id))
+        gateway.send(user_turns("chat-old", ["I collect stamps"]))
         await_derivation(gateway, "a conclusion from the old chat",
                          until=lambda: conclusions_about(gateway, AGENT, USER))
         gateway.ensure_session_in_scope("chat-old", "proj-late")

@@ -1,5 +1,5 @@
 """Support for the contract suites: the real Honcho's address, fresh workspaces, settings and gateways
-built the way the plugin builds them, events, and the one bounded wait for Honcho's deriver.
+built the way the plugin builds them, messages to send, and the one bounded wait for Honcho's deriver.
 
 The suites run against any Honcho named by HONCHO_REAL_URL (auth off, or a key in HONCHO_REAL_ADMIN_KEY);
 the auth suite also needs HONCHO_REAL_AUTH_URL. A missing variable fails the test with the reason:
@@ -24,8 +24,7 @@ if TESTS not in sys.path:
 import hub_testkit  # noqa: E402,F401 - puts the checkout on sys.path, allows loopback only
 
 from honcho_hub.settings.config import Settings, build_settings  # noqa: E402
-from honcho_hub.gateway.gateway import HonchoGateway  # noqa: E402
-from honcho_hub.storage.outbox import NewEvent  # noqa: E402
+from honcho_hub.gateway.gateway import HonchoGateway, Message  # noqa: E402
 
 USER, AGENT = "user", "agent-zero"  # the plugin's default peer ids
 DERIVATION_TIMEOUT_S = 60.0  # the deriver takes ~5 s here; a slow CI box gets a generous bound
@@ -71,24 +70,21 @@ def real_gateway(cleanup: Callable, settings: Settings, timeout_s: float = 30.0)
     return gateway
 
 
-def events(session_id: str, texts: Sequence[str], *, workspace_id: str, start: float = 1_700_000_000.0,
-           scope_id: str | None = None, tag: str = "") -> list[NewEvent]:
-    """One event per text, alternating user and agent (user first), captured one second apart."""
+def turns(session_id: str, texts: Sequence[str], *, start: float = 1_700_000_000.0, scope_id: str | None = None,
+          tag: str = "") -> list[Message]:
+    """One message per text, alternating user and agent (user first), created one second apart."""
     made = []
     for i, text in enumerate(texts):
         peer, role = (USER, "user") if i % 2 == 0 else (AGENT, "agent")
-        made.append(NewEvent(id=f"ev_{tag or session_id}_{i:04d}", destination="contract", workspace_id=workspace_id,
-                             session_id=session_id, peer_id=peer, role=role, content=text,
-                             captured_at=start + i, scope_id=scope_id))
+        made.append(Message(id=f"ev_{tag or session_id}_{i:04d}", session_id=session_id, peer_id=peer, role=role,
+                            content=text, created_at=start + i, scope_id=scope_id))
     return made
 
 
-def user_events(session_id: str, texts: Sequence[str], *, workspace_id: str, scope_id: str | None = None,
-                tag: str = "") -> list[NewEvent]:
-    """Events the user said, one per text."""
-    return [NewEvent(id=f"ev_{tag or session_id}_u{i:04d}", destination="contract", workspace_id=workspace_id,
-                     session_id=session_id, peer_id=USER, role="user", content=text,
-                     captured_at=1_700_000_000.0 + i, scope_id=scope_id) for i, text in enumerate(texts)]
+def user_turns(session_id: str, texts: Sequence[str], *, scope_id: str | None = None, tag: str = "") -> list[Message]:
+    """Messages the user said, one per text."""
+    return [Message(id=f"ev_{tag or session_id}_u{i:04d}", session_id=session_id, peer_id=USER, role="user",
+                    content=text, created_at=1_700_000_000.0 + i, scope_id=scope_id) for i, text in enumerate(texts)]
 
 
 def await_derivation(gateway: HonchoGateway, what: str, *, until: Callable[[], Any] | None = None,
