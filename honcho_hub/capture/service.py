@@ -368,17 +368,15 @@ class CaptureService:
             cooling = OutboxError("outbox unusable; reopening later")
             cooling.code = self.unavailable or "outbox_unavailable"
             raise cooling
-        s = settings
         try:
-            # A short busy wait: a locked outbox leaves records in the journal, and the writer retries.
-            self._outbox = Outbox(s.outbox_path, synchronous=s.outbox_synchronous,
-                                  busy_timeout_s=s.capture_wait_ms / 1000, max_rows=s.max_queued_rows,
-                                  dead_retention_s=s.dead_retention_days * 86_400, clock=self._clock)
+            # Capture's short busy wait (the default): a locked outbox leaves records in the journal, and
+            # the writer retries.
+            self._outbox = Outbox.for_settings(settings, clock=self._clock)
         except OutboxError as exc:
             if not isinstance(exc, OutboxBusy):  # busy is momentary (another process migrating): no cooldown
                 self._reopen_at = self._monotonic() + REOPEN_AFTER_S
             raise
-        self._outbox_path = s.outbox_path
+        self._outbox_path = settings.outbox_path
         self._replay_at = 0.0  # a new outbox folder may hold journals of its own
         self.unavailable = None
         return self._outbox

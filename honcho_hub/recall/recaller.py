@@ -26,6 +26,7 @@ from typing import Callable, Hashable, Mapping
 from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway.gateway import Context, HonchoGateway
+from ..keyed import Keyed, fields
 from .cache import RecallCache, remember
 from .pack import ContextData, MemoryPack, build_pack, render_block
 from ..safety.redact import redact
@@ -50,12 +51,14 @@ class Recaller:
 
     def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  monotonic: Callable[[], float] = time.monotonic, threads: int = RECALL_THREADS) -> None:
-        self._gateway_factory = gateway_factory or _default_gateway
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._gateway: HonchoGateway | None = None
-        self._gateway_key: tuple | None = None
-        self._cache: RecallCache | None = None
+        # Rebuilt when what they were built from changes; a gateway of a former destination is closed.
+        self._gateway: Keyed[Settings, HonchoGateway] = Keyed(
+            fields("api_url", "workspace_id", "recall_timeout_s"), gateway_factory or _default_gateway)
+        self._cache: Keyed[Settings, RecallCache] = Keyed(
+            fields("cache_ttl_s", "cache_max_entries"),
+            lambda s: RecallCache(s.cache_ttl_s, s.cache_max_entries, self._monotonic))
         self._epoch_seen: int | None = None
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="honcho-hub-recall")
         self._queued = 0  # submitted, not started
@@ -128,7 +131,8 @@ class Recaller:
         with self._lock:
             self._bases.clear()
             self._summaries.clear()
-            return self._cache.clear() if self._cache is not None else 0
+            cache = self._cache.peek()
+            return cache.clear() if cache is not None else 0
 
     def _follow_epoch(self, settings: Settings, cache: RecallCache) -> None:
         epoch = read_epoch(settings)
@@ -140,20 +144,18 @@ class Recaller:
         self._epoch_seen = epoch
 
     def cache_entries(self) -> int:
-        with self._lock:
-            return self._cache.entries() if self._cache is not None else 0
+        cache = self._cache.peek()
+        return cache.entries() if cache is not None else 0
 
     def cache_counters(self) -> dict[str, int]:
         """Hits, loads, stale packs served, timeouts and errors of the current cache, for status."""
-        with self._lock:
-            return dict(self._cache.counters) if self._cache is not None else {}
+        cache = self._cache.peek()
+        return dict(cache.counters) if cache is not None else {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        with self._lock:
-            if self._gateway is not None:
-                self._gateway.close()
-            self._cache = self._gateway = None
+        self._gateway.reset()
+        self._cache.reset()
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -217,16 +219,7 @@ class Recaller:
         return text[:QUERY_CHARS] if len(text) >= max(1, settings.recall_min_query_chars) else ""
 
     def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
-        with self._lock:
-            key = (settings.api_url, settings.workspace_id, settings.recall_timeout_s)
-            if self._gateway is None or key != self._gateway_key:
-                if self._gateway is not None:
-                    self._gateway.close()
-                self._gateway, self._gateway_key = self._gateway_factory(settings), key
-            if (self._cache is None or self._cache.ttl_s != settings.cache_ttl_s
-                    or self._cache.max_entries != settings.cache_max_entries):
-                self._cache = RecallCache(settings.cache_ttl_s, settings.cache_max_entries, self._monotonic)
-            return self._gateway, self._cache
+        return self._gateway.get(settings), self._cache.get(settings)
 
     def _load(self, gateway: HonchoGateway, settings: Settings, session_id: str, query: str,
               scope_id: str | None) -> MemoryPack:
