@@ -15,6 +15,7 @@ from typing import Callable
 from ..settings.config import Settings
 from ..errors import DeliveryError
 from .gateway import HonchoGateway
+from ..keyed import KeyedMany, fields
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +29,12 @@ class ScopeRegistrar(threading.Thread):
     def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway], capacity: int = 64,
                  remember: int = MAX_REMEMBERED) -> None:
         super().__init__(name="honcho-hub-scopes", daemon=True)
-        self._gateway_factory = gateway_factory
         self._queue: queue.Queue = queue.Queue(maxsize=capacity)
         self._done: set[tuple[str, str, str]] = set()
         self._remember = max(1, remember)
-        self._gateways: dict[tuple, HonchoGateway] = {}
+        # Only this thread uses them, so none is mid-request when the bound closes them all.
+        self._gateways: KeyedMany[Settings, HonchoGateway] = KeyedMany(
+            fields("api_url", "workspace_id", "user_peer_id", "agent_peer_id"), gateway_factory, MAX_GATEWAYS)
 
     def submit(self, settings: Settings, session_id: str, scope_id: str) -> bool:
         """Queue a registration; False when it was done already or the queue is full. Never blocks."""
@@ -50,19 +52,11 @@ class ScopeRegistrar(threading.Thread):
             if item is None:
                 break
             self.register(*item)
-        for gateway in self._gateways.values():
-            gateway.close()
+        self._gateways.reset()
 
     def register(self, settings: Settings, session_id: str, scope_id: str) -> bool:
         """Do one registration now (the thread's body; tests call it directly)."""
-        key = (settings.api_url, settings.workspace_id, settings.user_peer_id, settings.agent_peer_id)
-        gateway = self._gateways.get(key)
-        if gateway is None:
-            if len(self._gateways) >= MAX_GATEWAYS:  # only this thread uses them: none is mid-request
-                for old in self._gateways.values():
-                    old.close()
-                self._gateways.clear()
-            gateway = self._gateways[key] = self._gateway_factory(settings)
+        gateway = self._gateways.get(settings)
         try:
             gateway.ensure_session_in_scope(session_id, scope_id)
         except DeliveryError as exc:
