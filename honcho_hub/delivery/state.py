@@ -9,7 +9,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 
 from .batches import BatchResult
-from ..storage.records import Retry, Settlement
+from ..storage.outbox import Retry, Settlement
 from .retry import Action, RetryPolicy, decide
 
 log = logging.getLogger(__name__)

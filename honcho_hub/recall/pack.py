@@ -18,7 +18,7 @@ _PLACEHOLDER = "{{sections}}"
 
 @dataclass
 class ContextData:
-    """Plain values of a Honcho session context, as the gateway returns them."""
+    """The pack's input: a session's context as the gateway returned it, or the base pack's view of the user."""
 
     representation: str | None = None
     card: list[str] = field(default_factory=list)
