@@ -14,6 +14,7 @@ from outbox_helpers import event
 
 from honcho_hub.ops import verbs as operations
 from honcho_hub import hub
+from honcho_hub.delivery.batches import as_message
 from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 from honcho_hub.ops.status import build_status
 
@@ -91,7 +92,7 @@ class RecoveredLeaseTest(unittest.TestCase):
         batch = box.lease("crashed-worker", 20, bench.settings.lease_s, bench.settings.destination())
         gateway = bench.gateway(bench.settings)
         self.addCleanup(gateway.close)
-        gateway.send(batch)  # Honcho stored it; the worker died before recording that
+        gateway.send([as_message(e) for e in batch])  # Honcho stored it; the worker died before recording that
         bench.clock.advance(bench.settings.lease_s + 1)
         bench.run_until_idle()
         bench.assert_exactly_once("c1", texts)

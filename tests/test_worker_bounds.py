@@ -162,7 +162,7 @@ class RegistrarBoundsTest(unittest.TestCase):
     def test_the_registrar_remembers_a_bounded_number_of_chats_and_gateways(self):
         bench = Bench(self)
         registrar = ScopeRegistrar(bench.gateway, remember=3)
-        self.addCleanup(lambda: [g.close() for g in registrar._gateways.values()])
+        self.addCleanup(registrar._gateways.reset)
         for n in range(10):
             self.assertTrue(registrar.register(bench.settings, f"chat-r{n}", f"scope-{n}"))
             self.assertLessEqual(len(registrar._done), 3)
