@@ -360,8 +360,12 @@ class FakeHoncho:
         return 200, None
 
     def _search(self, messages: list[dict], body: dict) -> list[dict]:
+        # Honcho's search is a nearest-neighbour one over message embeddings: it answers the closest
+        # messages up to the limit even when none shares a word with the query (the contract scenarios
+        # session_search_*). Here closeness is the number of shared words; ties keep message order.
         words = set(body.get("query", "").lower().split())
-        return [m for m in messages if words & set(m["content"].lower().split())][: int(body.get("limit", 10))]
+        ranked = sorted(messages, key=lambda m: -len(words & set(m["content"].lower().split())))
+        return ranked[: int(body.get("limit", 10))]
 
     def _search_session(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         return 200, self._search(self.session_messages(sid, ws), body)

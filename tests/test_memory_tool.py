@@ -84,6 +84,9 @@ class ActionsTest(unittest.TestCase):
         self.assertTrue(conclusions.text.startswith("[Recalled from Honcho"))
         self.assertIn("green tea please", self.bench.run("search", target="session", query="tea").text)
         self.assertIn("green tea please", self.bench.run("search", target="workspace", query="tea").text)
+        # Honcho's search answers the nearest messages even without a shared word: nothing matches only
+        # where the chat holds no message.
+        self.bench.fake.messages.clear()
         self.assertIn("No session matched", self.bench.run("search", target="session", query="zebra").text)
 
     def test_ask_is_the_explicit_dialectic_and_a_scoped_ask_names_no_session(self):
