@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.runtime import in_background
-from usr.plugins.honcho.honcho_hub.capture.service import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.sessions import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host

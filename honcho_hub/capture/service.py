@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 import time
 import uuid
@@ -32,6 +31,7 @@ from ..storage.outbox import NewEvent, Outbox
 from ..errors import OutboxBusy, OutboxError
 from ..safety.redact import redact_long
 from ..errors import RedactionError
+from ..gateway.sessions import session_id_for
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +42,6 @@ WRITE_BATCH_ENTRIES = 64
 WRITE_BATCH_CHARS = 2_000_000
 QUICK_EMPTY_CHECK_CHARS = 4096  # longer text is checked for emptiness by the writer, off the loop
 JOURNAL_MAX_BYTES = 256 * 1024 * 1024
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
-SESSION_ID_MAX = 512
-_DIGEST_CHARS = 16
 
 
 class Role(str, Enum):
@@ -95,19 +92,6 @@ class Counters:
     def __getitem__(self, name: str) -> int:
         with self._lock:
             return self._counts.get(name, 0)
-
-
-def session_id_for(chat_id: str) -> str:
-    """Honcho session of an Agent Zero chat: `chat-<id>` within Honcho's id alphabet and length.
-
-    An id that had to be changed to fit (characters replaced, or cut at the length limit) gets a digest
-    of the original, so two different chats never share a session; ids that fit are kept as they are."""
-    raw = str(chat_id)
-    session = "chat-" + _UNSAFE_ID.sub("_", raw)
-    if session == "chat-" + raw and len(session) <= SESSION_ID_MAX:
-        return session
-    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
-    return session[:SESSION_ID_MAX - _DIGEST_CHARS - 1] + "-" + digest
 
 
 def event_id(chat_id: str, role: str, source_id: str, part: int) -> str:

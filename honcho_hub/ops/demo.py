@@ -13,7 +13,8 @@ import os
 import tempfile
 import uuid
 
-from ..capture.service import CaptureRequest, CaptureService, Role, session_id_for
+from ..capture.service import CaptureRequest, CaptureService, Role
+from ..gateway.sessions import session_id_for
 from ..settings.config import Settings
 from ..storage.outbox import Outbox
 from ..recall.recaller import Recaller
