@@ -18,14 +18,16 @@ What is measured, all against one server (a loopback fake the bench starts, or `
   with the client's CPU share (this process's CPU seconds / wall seconds; 1.0 is one core) and the whole
   machine's busy share (from /proc/stat) during each timed section, so a CPU-bound client shows.
 - **Naive rate**: one `add_messages` call per message, through the SDK.
-- **Lease time** at 100 vs 10,000 queued rows (medians of 200 rounds, on a local SQLite file):
+- **Lease time** at 100 vs 10,000 queued rows (medians of 200 rounds, on a local SQLite file), each
+  figure one `Outbox.settle_and_lease` transaction, the worker's one transaction per step:
   - best case: rows of 20-row sessions interleaved, so the oldest row is a ready head; the same batch
     is leased and put back at the head every round;
   - worst case: one session's head batch is blocked (backing off: released with a far-future retry
     time; or in flight: leased) with the rest of the queued rows behind it in the same session, and one
-    ready 20-row session captured after that whole backlog; its batch is leased and put back
-    (`retry_at(ids, 0.0)`) every round. The worse of the two variants is reported as the worst case.
-  `*_query_*` keys time `Outbox.next_batch` alone; the others the `Outbox.lease` transaction.
+    ready 20-row session captured after that whole backlog; its batch is leased and put back (a retry
+    due at once) every round. The variant with the slower lease at 10,000 rows is the worst case.
+  `lease_txn_ms_*` and `lease_worst_ms_*` time a lease with nothing to settle; `*round_ms_*` a worker
+  round (settling the previous batch as a retry due at once, then leasing the next: the same batch).
 
     python bench/delivery.py [--url URL --key KEY] [--events N] [--repeats R]
 """
@@ -53,7 +55,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from honcho_hub.settings.config import build_settings  # noqa: E402
 from honcho_hub.gateway.gateway import OBSERVATION, SOURCE  # noqa: E402
-from honcho_hub.storage.outbox import NewEvent, Outbox  # noqa: E402
+from honcho_hub.storage.outbox import NewEvent, Outbox, Retry, Settlement  # noqa: E402
 from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
 
 TEXT = "Delivery benchmark message with a realistic length for a chat turn, about two lines. " * 2
@@ -315,25 +317,61 @@ def naive_rate(url: str, key: str, workspace: str, messages: int) -> float:
 
 
 # -- lease -----------------------------------------------------------------------------------------
+# Every figure times `Outbox.settle_and_lease`, the worker's one transaction per step, on destination "d".
+
+def put_back(ids: list[str], at: float = 0.0) -> Settlement:
+    """A settlement releasing `ids` for another attempt at `at` (0.0: ready at once), counting none."""
+    return Settlement(retries=[Retry(ids, at, "bench", burn_attempt=False)])
+
+
+def timed_lease(box: Outbox, settlement: Settlement, owner: str = "bench", lease_s: float = 60.0,
+                count: int = 1) -> tuple[list, float]:
+    """One settle_and_lease recording `settlement` and leasing up to `count` batches: the first batch
+    ([] when none was ready) and the transaction's wall time in ms."""
+    start = time.perf_counter()
+    batches = box.settle_and_lease(settlement, owner, count, LEASE_BATCH, lease_s, "d")
+    return (batches[0] if batches else []), (time.perf_counter() - start) * 1000
+
+
+def expect_batch(batch: list, what: str, session: str | None = None) -> list[str]:
+    """The batch's ids; exits unless it is a full batch (of `session`, when given)."""
+    if len(batch) != LEASE_BATCH or (session is not None and any(e.session_id != session for e in batch)):
+        raise SystemExit(f"lease bench: {what} did not return a full batch{f' of {session}' if session else ''}")
+    return [e.id for e in batch]
+
+
+def expect_leased(box: Outbox, queued: int, leased: int, what: str) -> None:
+    """Exits unless exactly `leased` of the `queued` rows are leased and the rest pending."""
+    counts = box.stats()["counts"]
+    if (counts["leased"], counts["pending"]) != (leased, queued - leased):
+        raise SystemExit(f"lease bench: after {what}, {counts['leased']} rows leased instead of {leased}")
+
+
+def lease_rounds(box: Outbox, queued: int, leased: int, runs: int, session: str | None) -> tuple[float, float]:
+    """Medians, in ms, of two settle_and_lease transactions per round: a lease with nothing to settle,
+    then a worker round (settling that batch as a retry due at once and leasing the next batch: the same
+    one again). Each round's batch is then put back untimed; `leased` rows are held throughout."""
+    lease, rounds = [], []
+    for _ in range(runs):
+        batch, ms = timed_lease(box, Settlement())
+        lease.append(ms)
+        batch, ms = timed_lease(box, put_back(expect_batch(batch, "the lease", session)))
+        rounds.append(ms)
+        box.settle_and_lease(put_back(expect_batch(batch, "the round", session)), "bench", 0, LEASE_BATCH, 60, "d")
+    expect_leased(box, queued, leased, "the rounds")
+    return upper_median(lease), upper_median(rounds)
+
 
 def lease_ms(folder: str, queued: int, runs: int = 200) -> tuple[float, float]:
-    """Best case. Medians, in ms, of the lease query (finding the oldest ready session head and reading
-    its batch) and of the whole lease transaction (query, marking the rows, commit). `queued` pending
-    rows, 20 per session with sessions interleaved, so both sizes lease the same 20-event batch."""
+    """Best case: `lease_rounds` over `queued` pending rows, 20 per session with sessions interleaved, so
+    the oldest row is a ready head and both sizes lease the same 20-event batch."""
     path = os.path.join(folder, f"lease-{queued}.sqlite3")
     queue_events(path, "d", "lease", queued, max(1, queued // 20))
     box = Outbox(path, max_rows=1_000_000)
-    query, transaction = [], []
-    for _ in range(runs):
-        start = time.perf_counter()
-        box.next_batch(20, destination="d")
-        query.append((time.perf_counter() - start) * 1000)
-        start = time.perf_counter()
-        batch = box.lease("bench", 20, 60, destination="d")
-        transaction.append((time.perf_counter() - start) * 1000)
-        box.retry_at([e.id for e in batch], 0.0, "bench", burn_attempt=False)
-    box.close()
-    return upper_median(query), upper_median(transaction)
+    try:
+        return lease_rounds(box, queued, 0, runs, None)
+    finally:
+        box.close()
 
 
 def blocked_outbox(path: str, queued: int, variant: str) -> Outbox:
@@ -343,63 +381,52 @@ def blocked_outbox(path: str, queued: int, variant: str) -> Outbox:
     rows = [("blocked", n) for n in range(queued - LEASE_BATCH)] + [("ready", n) for n in range(LEASE_BATCH)]
     box.enqueue_batches([[NewEvent(f"{sid}_{n}", "d", "lease", sid, "user", "user", f"{n} {TEXT}", time.time())]
                          for sid, n in rows])
-    head = box.lease("bench-head", LEASE_BATCH, YEAR_S, destination="d")  # a lease that never expires here
-    if len(head) != LEASE_BATCH or any(e.session_id != "blocked" for e in head):
-        raise SystemExit("lease worst case: the first lease did not take the blocked session's head batch")
-    if variant == "head_backing_off" and box.retry_at([e.id for e in head], time.time() + YEAR_S, "bench",
-                                                      burn_attempt=False) != LEASE_BATCH:
-        raise SystemExit("lease worst case: the blocked session's head batch was not released to back off")
+    head, _ = timed_lease(box, Settlement(), "bench-head", YEAR_S)  # a lease that never expires here
+    head_ids = expect_batch(head, "the first lease", "blocked")
+    if variant == "head_backing_off":
+        box.settle_and_lease(put_back(head_ids, time.time() + YEAR_S), "bench-head", 0, LEASE_BATCH, YEAR_S, "d")
+    expect_leased(box, queued, blocked_leased(variant), f"blocking the head ({variant})")
     return box
 
 
-def expect_ready(batch: list, what: str) -> list[str]:
-    if len(batch) != LEASE_BATCH or any(e.session_id != "ready" for e in batch):
-        raise SystemExit(f"lease worst case: {what} did not return the ready session's batch")
-    return [e.id for e in batch]
+def blocked_leased(variant: str) -> int:
+    """How many rows stay leased while the blocked session's head is blocked in `variant`."""
+    return LEASE_BATCH if variant == "head_in_flight" else 0
 
 
 def lease_worst_ms(folder: str, queued: int, variant: str, runs: int = 200) -> tuple[float, float]:
-    """Worst case. Medians, in ms, of `next_batch` (the query alone) and of the `lease` transaction
-    finding the ready session behind a blocked session's backlog; put back with retry_at(ids, 0.0)."""
+    """Worst case: `lease_rounds` finding the ready session behind a blocked session's backlog."""
     box = blocked_outbox(os.path.join(folder, f"lease-worst-{variant}-{queued}.sqlite3"), queued, variant)
-    query, transaction = [], []
-    for _ in range(runs):
-        start = time.perf_counter()
-        batch = box.next_batch(LEASE_BATCH, destination="d")
-        query.append((time.perf_counter() - start) * 1000)
-        expect_ready(batch, "next_batch")
-        start = time.perf_counter()
-        batch = box.lease("bench", LEASE_BATCH, 60, destination="d")
-        transaction.append((time.perf_counter() - start) * 1000)
-        if box.retry_at(expect_ready(batch, "lease"), 0.0, "bench", burn_attempt=False) != LEASE_BATCH:
-            raise SystemExit("lease worst case: the ready session's batch was not put back")
-    box.close()
-    return upper_median(query), upper_median(transaction)
+    try:
+        return lease_rounds(box, queued, blocked_leased(variant), runs, "ready")
+    finally:
+        box.close()
 
 
 def lease_figures(folder: str) -> dict:
     """Best-case and worst-case lease keys; the worst variant is the slower lease at 10,000 rows."""
     low, high = LEASE_SIZES
-    (q_low, tx_low), (q_high, tx_high) = lease_ms(folder, low), lease_ms(folder, high)
+    (tx_low, round_low), (tx_high, round_high) = lease_ms(folder, low), lease_ms(folder, high)
     variants = {v: {n: lease_worst_ms(folder, n, v) for n in LEASE_SIZES} for v in WORST_VARIANTS}
-    worst = max(variants, key=lambda v: variants[v][high][1])
-    (wq_low, wtx_low), (wq_high, wtx_high) = variants[worst][low], variants[worst][high]
+    worst = max(variants, key=lambda v: variants[v][high][0])
+    (wtx_low, wround_low), (wtx_high, wround_high) = variants[worst][low], variants[worst][high]
     return {
-        "lease_ms_100": round(q_low, 3), "lease_ms_10000": round(q_high, 3),
-        "lease_ratio_10000_vs_100": round(q_high / q_low, 2),
         "lease_txn_ms_100": round(tx_low, 3), "lease_txn_ms_10000": round(tx_high, 3),
         "lease_txn_ratio_10000_vs_100": round(tx_high / tx_low, 2),
+        "lease_round_ms_100": round(round_low, 3), "lease_round_ms_10000": round(round_high, 3),
+        "lease_round_ratio_10000_vs_100": round(round_high / round_low, 2),
         "lease_worst_ms_100": round(wtx_low, 3), "lease_worst_ms_10000": round(wtx_high, 3),
         "lease_worst_ratio_10000_vs_100": round(wtx_high / wtx_low, 2),
-        "lease_worst_query_ms_100": round(wq_low, 3), "lease_worst_query_ms_10000": round(wq_high, 3),
-        "lease_worst_query_ratio_10000_vs_100": round(wq_high / wq_low, 2),
+        "lease_worst_round_ms_100": round(wround_low, 3), "lease_worst_round_ms_10000": round(wround_high, 3),
+        "lease_worst_round_ratio_10000_vs_100": round(wround_high / wround_low, 2),
         "lease_worst_case": WORST_VARIANTS[worst],
-        "lease_worst_variants_ms": {v: {f"lease_ms_{n}": round(variants[v][n][1], 3) for n in LEASE_SIZES}
-                                    | {f"query_ms_{n}": round(variants[v][n][0], 3) for n in LEASE_SIZES}
+        "lease_worst_variants_ms": {v: {f"lease_ms_{n}": round(variants[v][n][0], 3) for n in LEASE_SIZES}
+                                    | {f"round_ms_{n}": round(variants[v][n][1], 3) for n in LEASE_SIZES}
                                     for v in variants},
-        "lease_measures": "median of 200 rounds, ms. lease_ms_*: best case, next_batch query; lease_txn_ms_*:"
-                          " best case, Outbox.lease transaction; lease_worst_ms_*: worst case, Outbox.lease"
-                          " transaction; lease_worst_query_ms_*: worst case, next_batch query",
+        "lease_measures": "median of 200 rounds, ms, each one Outbox.settle_and_lease transaction."
+                          " lease_txn_ms_*: best case, leasing one batch with nothing to settle; lease_round_ms_*:"
+                          " best case, settling the previous batch as a retry due at once and leasing the next;"
+                          " lease_worst_ms_*, lease_worst_round_ms_*: the same two in the worst case",
     }
 
 

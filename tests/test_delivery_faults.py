@@ -7,7 +7,7 @@ import unittest
 
 from delivery_helpers import KEY, Bench
 from hub_testkit import ROOT
-from outbox_helpers import hold_write_lock, release_lock
+from outbox_helpers import enqueue, hold_write_lock, release_lock
 
 from honcho_hub.ops import verbs as operations
 from honcho_hub.tool.verbs import ActionContext, run_action
@@ -236,7 +236,7 @@ class PermanentTest(unittest.TestCase):
         oversized = NewEvent("ev_oversized", bench.settings.destination(), "agent-zero", "chat-p2", "user", "user",
                              "x" * 30_000, bench.clock.now)  # as an older version might have queued it
         box = Outbox(bench.path, clock=bench.clock)
-        box.enqueue([oversized])
+        enqueue(box, [oversized])
         box.close()
         texts += bench.say("p2", 1, text="after")
         bench.run_until_idle()

@@ -10,7 +10,7 @@ import threading
 import unittest
 
 from delivery_helpers import Bench
-from outbox_helpers import event
+from outbox_helpers import enqueue, event, lease, settle
 
 from honcho_hub.ops import verbs as operations
 from honcho_hub import hub
@@ -89,7 +89,7 @@ class RecoveredLeaseTest(unittest.TestCase):
         texts = bench.say("c1", 5)
         box = Outbox(bench.path, clock=bench.clock)
         self.addCleanup(box.close)
-        batch = box.lease("crashed-worker", 20, bench.settings.lease_s, bench.settings.destination())
+        batch = lease(box, "crashed-worker", 20, bench.settings.lease_s, bench.settings.destination())
         gateway = bench.gateway(bench.settings)
         self.addCleanup(gateway.close)
         gateway.send([as_message(e) for e in batch])  # Honcho stored it; the worker died before recording that
@@ -104,10 +104,15 @@ class RecoveredLeaseTest(unittest.TestCase):
         bench.say("c2", 2)
         box = Outbox(bench.path, clock=bench.clock)
         self.addCleanup(box.close)
-        box.lease("crashed-worker", 20, 30, bench.settings.destination())
+        lease(box, "crashed-worker", 20, 30, bench.settings.destination())
+        self.assertEqual(bench.states(), {"leased": 2})
         bench.clock.advance(31)
-        self.assertEqual(box.recover_expired(), 2)
-        self.assertTrue(all(e.ambiguous for e in box.lease("next", 20, 30, bench.settings.destination())))
+        settle(box, "next", Settlement())  # every settlement returns expired leases to pending
+        self.assertEqual(bench.states(), {"pending": 2})
+        self.assertEqual(ambiguous_flags(bench), {1})
+        batch = lease(box, "next", 20, 30, bench.settings.destination())
+        self.assertEqual(len(batch), 2)
+        self.assertTrue(all(e.ambiguous for e in batch))
 
 
 class FailedSettlementTest(unittest.TestCase):
@@ -217,7 +222,7 @@ class LeaseOnTheWireTest(unittest.TestCase):
                           retries=[Retry([e.id for e in first], bench.clock.now, "http_503", True)])
         box.settle_and_lease(late, "first", 0, 20, 30, destination)
         self.assertEqual(bench.states(), {"leased": 2})
-        self.assertEqual(box.lease("third", 20, 30, destination), [])
+        self.assertEqual(lease(box, "third", 20, 30, destination), [])
 
 
 class UnreconcilableTest(unittest.TestCase):
@@ -258,7 +263,7 @@ class RowBoundTest(unittest.TestCase):
         bench.clock.advance(600)  # a quiet weekend: everything delivered is pruned, the table is empty
         box.prune(90)
         self.assertEqual(bench.states(), {})
-        results = [box.enqueue([event(n, "chat-outage")]) for n in range(150)]
+        results = [enqueue(box, [event(n, "chat-outage")]) for n in range(150)]
         self.assertEqual(sum(r.inserted for r in results), 100)
         self.assertEqual(sum(r.refused for r in results), 50)
 

@@ -11,7 +11,7 @@ import time
 import unittest
 
 from hub_testkit import ROOT, import_by_path, link_plugin_folder, stub_agent_zero
-from outbox_helpers import ManualClock
+from outbox_helpers import ManualClock, enqueue
 
 from honcho_hub.delivery import lifecycle
 from honcho_hub.storage.outbox import NewEvent, Outbox
@@ -281,8 +281,8 @@ class WorkerStopTest(unittest.TestCase):
         with open(self.host.global_config, "w", encoding="utf-8") as handle:
             json.dump({"outbox_path": outbox}, handle)
         box = Outbox(outbox)
-        box.enqueue([NewEvent("ev_kept", "https://api.honcho.dev#agent-zero", "agent-zero", "chat-u", "user", "user",
-                              "kept", 1.0)])
+        enqueue(box, [NewEvent("ev_kept", "https://api.honcho.dev#agent-zero", "agent-zero", "chat-u", "user",
+                               "user", "kept", 1.0)])
         box.close()
         report = self.hooks.uninstall()
         self.assertEqual(report["stopped"], 1)

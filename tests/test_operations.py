@@ -12,7 +12,7 @@ from delivery_helpers import with_api_url_problem
 from fake_honcho import FakeHoncho
 from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
-from outbox_helpers import temp_outbox_path
+from outbox_helpers import enqueue, lease, settle, temp_outbox_path
 
 from honcho_hub.ops import cli
 from honcho_hub.ops import verbs as operations
@@ -21,7 +21,7 @@ from honcho_hub.storage import memory_log
 from honcho_hub import hub
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import NewEvent, Outbox
+from honcho_hub.storage.outbox import NewEvent, Outbox, Settlement
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.ops.status import build_status
 from honcho_hub.delivery.worker import DeliveryWorker
@@ -126,7 +126,7 @@ class DrainAndDeadTest(CliCase):
         self.queue(100, chat="ops2")
         box = Outbox(self.path)
         for chat in ("ops1", "ops2"):
-            box.dead_letter([e.id for e in box.lease("t", 100, 60)], "http_422")
+            settle(box, "t", Settlement(dead=[(e.id, "http_422") for e in lease(box, "t", 100)]))
         self.assertEqual(box.stats()["counts"]["dead"], 103)
         box.close()
         code, out = self.cli("dead", "--json")
@@ -228,7 +228,7 @@ class StatusTest(CliCase):
                                           "memory_writes", "queue", "recall", "refusals", "scope", "worker"])
         self.queue(1)
         box = Outbox(self.path)
-        box.dead_letter([e.id for e in box.lease("t", 1, 60)], "http_422")
+        settle(box, "t", Settlement(dead=[(e.id, "http_422") for e in lease(box, "t", 1)]))
         box.close()
         self.assertEqual(self.cli("status")[0], 3)  # amber: a dead letter
         hosted = {k: v for k, v in self.env.items() if k not in ("HONCHO_API_URL", "HONCHO_API_KEY")}
@@ -307,9 +307,9 @@ class ApiHandlersTest(unittest.TestCase):
         self.fake._routes.append(("GET", r"^/health$", lambda body, query: (200, {"status": "ok"})))
         destination = f"{self.server.url}#agent-zero"
         box = Outbox(self.host.config["outbox_path"])
-        box.enqueue([NewEvent(f"ev_api_{i}", destination, "agent-zero", f"chat-api{i % 2}", "user", "user",
-                              f"hello {i}", float(i)) for i in range(4)])
-        box.dead_letter([e.id for e in box.lease("t", 1, 60)], "http_422")  # chat-api0's head
+        enqueue(box, [NewEvent(f"ev_api_{i}", destination, "agent-zero", f"chat-api{i % 2}", "user", "user",
+                               f"hello {i}", float(i)) for i in range(4)])
+        settle(box, "t", Settlement(dead=[(e.id, "http_422") for e in lease(box, "t", 1)]))  # chat-api0's head
         box.close()
         status = self.call("honcho_status", {"context": "Ab3dE6gH"})
         self.assertTrue(status["ok"])

@@ -115,7 +115,7 @@ class DeliveryInScopeTest(unittest.TestCase):
         self.capture(bench, "p3", "a0-gamma", 2)
         bench.run_until_idle()
         self.assertEqual(len(bench.server_texts("p3")), 2)
-        self.assertEqual(bench.worker._gateway.scope_problem, "auth_403")
+        self.assertEqual(bench.worker._gateways.peek().scope_problem, "auth_403")
 
     def test_an_old_sdk_skips_scopes_entirely(self):
         bench = Bench(self, supports_scopes=False)  # the capability check injected, nothing patched

@@ -301,11 +301,6 @@ class DeliveryWorker(threading.Thread):
             log.info("honcho worker: delivering again (after %s)", self._failure)
             self._failure = None
 
-    @property
-    def _gateway(self) -> HonchoGateway | None:
-        """The gateway of the last step (None before the first); tests read its scope capability."""
-        return self._gateways.peek()
-
     def _shut_down_pool(self, pool: ThreadPoolExecutor) -> None:
         """Let the sender threads go once their sends end; sends abandoned at a drain's deadline finish on
         their own: waiting would undo the deadline (the gateway closes its client only once they are done)."""

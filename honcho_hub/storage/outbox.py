@@ -33,7 +33,7 @@ import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from . import memory_log
 from .journal import FOLDER as JOURNAL_FOLDER
@@ -585,39 +585,6 @@ class Outbox:
         with self._transaction(_READ) as (conn, now):
             return memory_log.summary(conn, latest)
 
-    # -- kept for callers outside storage until they switch (issue 14); production never calls these ---
-
-    def enqueue(self, events: Sequence[NewEvent]) -> EnqueueResult:
-        """One message's events: `enqueue_batches([events])[0]`."""
-        return self.enqueue_batches([events])[0]
-
-    def lease(self, owner: str, batch_size: int, lease_s: float, destination: str | None = None) -> list[LeasedEvent]:
-        """The batch `settle_and_lease` would lease first, with nothing to settle; [] when none is ready."""
-        batches = self.settle_and_lease(Settlement(), owner, 1, batch_size, lease_s, destination)
-        return batches[0] if batches else []
-
-    def next_batch(self, batch_size: int, destination: str | None = None) -> list[LeasedEvent]:
-        """The batch a lease would take now, without taking it (reads only, from one snapshot)."""
-        with self._transaction(_READ) as (conn, now):
-            return self._find_batch(conn, batch_size, destination, now)
-
-    def retry_at(self, ids: Iterable[str], next_attempt_at: float, error_code: str, burn_attempt: bool) -> int:
-        """Release live events for a later attempt, whoever holds them, counting the attempt only when asked."""
-        return self._settle_any(Settlement(retries=[Retry(list(ids), next_attempt_at, error_code, burn_attempt)]))
-
-    def dead_letter(self, ids: Iterable[str], error_code: str) -> int:
-        """Park live events, whoever holds them, that can never be delivered as they are."""
-        return self._settle_any(Settlement(dead=[(i, error_code) for i in ids]))
-
-    def recover_expired(self) -> int:
-        """Return leases whose holder died (or stalled past expiry) to pending."""
-        with self._transaction(_WRITE) as (conn, now):
-            return self._recover(conn, now)
-
-    def _settle_any(self, settlement: Settlement) -> int:
-        with self._transaction(_WRITE) as (conn, now):
-            return self._settle(conn, settlement, now)
-
     # -- the one transaction helper ----------------------------------------------------------------------
 
     @contextmanager
@@ -688,9 +655,8 @@ class Outbox:
                 " ORDER BY updated_at LIMIT ?)", (state, before, remaining)).rowcount
         return removed
 
-    def _settle(self, conn: sqlite3.Connection, settlement: Settlement, now: float, owner: str | None = None) -> int:
-        held = f"state IN {_LIVE}" if owner is None else "state = 'leased' AND lease_owner = ?"
-        fence = () if owner is None else (owner,)
+    def _settle(self, conn: sqlite3.Connection, settlement: Settlement, now: float, owner: str) -> int:
+        held, fence = "state = 'leased' AND lease_owner = ?", (owner,)  # see Settlement: only `owner`'s rows
         changed = self._set(conn, "state = 'delivered', error_code = NULL, lease_owner = NULL,"
                             " lease_expires_at = NULL, updated_at = ?", (now,), settlement.delivered,
                             f"state IN {_LIVE}")

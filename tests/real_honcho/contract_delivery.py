@@ -8,6 +8,8 @@ import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
+from outbox_helpers import lease  # after real_kit, which puts tests/ on sys.path
+
 from honcho_hub.delivery.batches import as_message, send_batch
 from honcho_hub.errors import PermanentError
 from honcho_hub.gateway.gateway import SOURCE
@@ -138,8 +140,8 @@ class CrashRecoveryTest(RealHonchoCase):
         box = Outbox(settings.outbox_path, clock=lambda: clock[0])
         self.addCleanup(box.close)
         box.enqueue_batches([queued])
-        self.gateway().send([as_message(e) for e in box.lease("dead-worker", 20, settings.lease_s,
-                                                              settings.destination())])
+        self.gateway().send([as_message(e) for e in lease(box, "dead-worker", 20, settings.lease_s,
+                                                          settings.destination())])
         clock[0] += settings.lease_s + 1  # the dead worker's lease has expired
         survivor = DeliveryWorker(lambda: settings, clock=lambda: clock[0], rng=random.Random(5))
         self.addCleanup(survivor.stop, 10)
