@@ -33,7 +33,9 @@ from .settings.config import Settings
 
 if TYPE_CHECKING:
     from .delivery.worker import DeliveryWorker
+    from .gateway.registrar import ScopeRegistrar
     from .ops.status import StatusParts
+    from .recall.recaller import Recaller
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +69,8 @@ class Hub:
         self._worker: DeliveryWorker | None = None
         self._worker_lock = threading.Lock()
         self._successor: threading.Thread | None = None
-        self._recaller = None
-        self._registrar = None
+        self._recaller: Recaller | None = None
+        self._registrar: ScopeRegistrar | None = None
         self._parts_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -199,10 +201,10 @@ class Hub:
             self._worker.start()
             return self._worker
 
-    def _other_plugin_threads(self) -> list[threading.Thread]:
+    def _other_plugin_threads(self) -> list[lifecycle.PluginThread]:
         return [t for t in lifecycle.plugin_workers() if t is not self._registrar]
 
-    def _start_after(self, older: list[threading.Thread]) -> None:
+    def _start_after(self, older: list[lifecycle.PluginThread]) -> None:
         """One helper thread (call under _worker_lock) that starts the worker once `older` have ended."""
         def start_when_gone() -> None:
             deadline = time.monotonic() + RESTART_WAIT_S

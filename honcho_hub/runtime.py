@@ -3,9 +3,9 @@
 Agent Zero purges `usr.plugins.*` from `sys.modules` when plugin files change and imports them anew,
 so a module global would silently start over. What must survive — the capture journal (its file lock
 and the messages not yet in the outbox), counters, the capture writer, the endpoint checks, what was
-warned — lives in one module object registered under a name outside that namespace. The services are
-rebuilt by the new generation's `hub.Hub` around it; a worker thread of an older generation is found by
-its marker among the live threads and asked to stop.
+warned — lives in one `ProcessState`, kept by a module object registered under a name outside that
+namespace. The services are rebuilt by the new generation's `hub.Hub` around it; a worker thread of an
+older generation is found by its marker among the live threads and asked to stop.
 """
 
 from __future__ import annotations
@@ -15,27 +15,72 @@ import sys
 import threading
 import time
 import types
-from typing import Any, Callable
+from dataclasses import MISSING, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict
 
 from .capture.service import Counters
+
+if TYPE_CHECKING:
+    from .capture.writer import CaptureWriter
+    from .storage.journal import Journal
 
 log = logging.getLogger(__name__)
 
 STATE_MODULE = "_honcho_hub_process_state"
 
 
-def process_state() -> types.ModuleType:
-    """The registry shared by every module generation of this process."""
-    state = sys.modules.get(STATE_MODULE)
+class ApiCheck(TypedDict):
+    """What the endpoint checks learned about one destination's API."""
+    ok_at: float | None
+    failed_at: float | None
+    code: str | None
+    auth: bool
+
+
+class RestartHold(TypedDict):
+    """A hold on starting workers (delivery.lifecycle.hold_restart); only its generation honours it."""
+    generation: object
+    until: float
+    reason: str
+
+
+@dataclass(eq=False)
+class ProcessState:
+    """What the process keeps across module generations; `lock` guards every field.
+
+    Plain data on purpose: the instance in the registry may have been made by an older generation's
+    class, which a newer generation uses as it is (after `process_state` has added the fields that class
+    lacked), so behaviour belongs in this generation's functions, never in methods here."""
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    api_checks: dict[str, ApiCheck] = field(default_factory=dict)
+    capture_counters: Counters = field(default_factory=Counters)
+    journal: Journal | None = None
+    writer: CaptureWriter | None = None
+    replay_secrets: Callable[[str | None], Mapping[str, str]] | None = None
+    warned: set[str] = field(default_factory=set)
+    restart_hold: RestartHold | None = None
+    # logger name -> (its level before debug, the handler debug added or None)
+    debug_saved_levels: dict[str, tuple[int, logging.Handler | None]] = field(default_factory=dict)
+
+
+def process_state() -> ProcessState:
+    """The state shared by every module generation of this process."""
+    registry = sys.modules.get(STATE_MODULE)
+    if registry is None:
+        registry = sys.modules.setdefault(
+            STATE_MODULE, types.ModuleType(STATE_MODULE, "Honcho Memory Hub process state"))
+    kept = vars(registry)
+    state = kept.get("state")
     if state is None:
-        state = types.ModuleType(STATE_MODULE, "Honcho Memory Hub process state")
-        state.lock = threading.RLock()
-        state = sys.modules.setdefault(STATE_MODULE, state)
-    with state.lock:  # a state made by an older generation may lack what a newer one keeps
-        for name, make in (("api_checks", dict), ("capture_counters", Counters), ("journal", lambda: None),
-                           ("writer", lambda: None), ("replay_secrets", lambda: None), ("warned", set)):
-            if not hasattr(state, name):
-                setattr(state, name, make())
+        # Generations before ProcessState kept these values as attributes of the registry module: adopt
+        # them (the journal holds the file lock; a second one for the same file could not take it).
+        adopted = {f.name: kept[f.name] for f in fields(ProcessState) if f.name in kept}
+        state = kept.setdefault("state", ProcessState(**adopted))  # dict.setdefault: one winner per race
+    if type(state) is not ProcessState:  # made by an older generation: it may lack what this one keeps
+        with state.lock:
+            for f in fields(ProcessState):
+                if not hasattr(state, f.name):
+                    setattr(state, f.name, f.default if f.default_factory is MISSING else f.default_factory())
     return state
 
 
@@ -48,7 +93,7 @@ def record_api_check(destination: str, ok: bool, code: str | None, auth: bool, n
         if ok:
             known["ok_at"] = now
         else:
-            known.update(failed_at=now, code=code, auth=auth)
+            known["failed_at"], known["code"], known["auth"] = now, code, auth
 
 
 def warn_once(key: str, message: str, *args: Any) -> None:

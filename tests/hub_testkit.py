@@ -263,7 +263,7 @@ def _stop_plugin_workers() -> None:
     hooked_hub = sys.modules.get("usr.plugins.honcho.honcho_hub.hub")
     if hooked_hub is not None:
         hooked_hub.shutdown()
-    state = sys.modules.get(STATE_MODULE)
+    state = getattr(sys.modules.get(STATE_MODULE), "state", None)  # runtime.ProcessState, of any generation
     if getattr(state, "writer", None) is not None:  # the capture writer outlives module generations
         state.writer.stop(10)
     if getattr(state, "journal", None) is not None:

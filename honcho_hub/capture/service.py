@@ -192,24 +192,24 @@ class CaptureService:
         unusable. Never raises."""
         settings = settings or self._settings
         try:
-            self._journal(settings)  # our own file also marks this process as alive to the others
+            journal = self._journal(settings)  # our own file also marks this process as alive to the others
         except JournalError:
             return 0  # nothing can have been accepted without a journal
-        if not self.journal.writing.acquire(timeout=WRITER_BUSY_WAIT_S):
+        if not journal.writing.acquire(timeout=WRITER_BUSY_WAIT_S):
             return 0
         try:
             moved = self._replay_orphans(settings) if self._monotonic() >= self._replay_at else 0
             while True:
-                entries = self._next_batch()
+                entries = self._next_batch(journal)
                 if not entries:
                     break
-                done = self._write(entries, settings)
+                done = self._write(journal, entries, settings)
                 moved += done
                 if done < len(entries):
                     break
             return moved
         finally:
-            self.journal.writing.release()
+            journal.writing.release()
 
     def close(self) -> None:
         """Close the outbox connection (the journal stays: it belongs to the process)."""
@@ -236,16 +236,17 @@ class CaptureService:
                     raise problem or JournalError("no journal folder")
             return self.journal
 
-    def _next_batch(self) -> list[Entry]:
-        entries, chars = [], 0
-        for entry in self.journal.pending(WRITE_BATCH_ENTRIES):
+    def _next_batch(self, journal: Journal) -> list[Entry]:
+        entries: list[Entry] = []
+        chars = 0
+        for entry in journal.pending(WRITE_BATCH_ENTRIES):
             if entries and chars + len(entry.text) > WRITE_BATCH_CHARS:
                 break
             entries.append(entry)
             chars += len(entry.text)
         return entries
 
-    def _write(self, entries: list[Entry], settings: Settings) -> int:
+    def _write(self, journal: Journal, entries: list[Entry], settings: Settings) -> int:
         """Commit `entries` in one transaction; returns how many left the journal (a prefix)."""
         prepared = [(entry, self._events(entry)) for entry in entries]
         batches = [events for _, events in prepared if events]
@@ -267,7 +268,7 @@ class CaptureService:
             else:
                 entry.local["outcome"] = self._count(entry.local.get("outcome", Outcome.SKIPPED_EMPTY))
             done += 1
-        self.journal.committed(done)
+        journal.committed(done)
         return done
 
     def _events(self, entry: Entry) -> list[NewEvent]:

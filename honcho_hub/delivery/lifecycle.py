@@ -21,7 +21,7 @@ import sys
 import math
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, TypeGuard
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +78,26 @@ def migrate_outbox(path: str) -> str:
     return "migrated" if existed else "created"
 
 
-def plugin_workers() -> list[threading.Thread]:
+class PluginThread(Protocol):
+    """A thread marked WORKER_MARKER (a delivery worker or the scope registrar) of any module generation:
+    only what every generation's class has."""
+
+    def is_alive(self) -> bool: ...
+
+    def join(self, timeout: float | None = None, /) -> None: ...
+
+    def drain(self, timeout_s: float, /) -> Any: ...  # a dict (worker) or a count (registrar)
+
+    def stop(self, timeout_s: float, /) -> Any: ...
+
+
+def _is_plugin_thread(thread: threading.Thread) -> TypeGuard[PluginThread]:
+    return bool(getattr(thread, WORKER_MARKER, False))
+
+
+def plugin_workers() -> list[PluginThread]:
     """Live worker threads of this plugin, whatever module generation started them."""
-    return [t for t in threading.enumerate() if getattr(t, WORKER_MARKER, False) and t.is_alive()]
+    return [t for t in threading.enumerate() if _is_plugin_thread(t) and t.is_alive()]
 
 
 def hold_restart(seconds: float, reason: str, monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -91,7 +108,7 @@ def hold_restart(seconds: float, reason: str, monotonic: Callable[[], float] = t
     state = process_state()
     with state.lock:
         until = monotonic() + max(0.0, seconds)
-        known = getattr(state, "restart_hold", None)
+        known = state.restart_hold
         if known is not None and known["generation"] is _GENERATION:
             until = max(until, known["until"])
         state.restart_hold = {"generation": _GENERATION, "until": until, "reason": reason}
@@ -104,7 +121,7 @@ def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
     runtime.ensure_worker asks before starting one; cheap (no I/O)."""
     from ..runtime import process_state
 
-    hold = getattr(process_state(), "restart_hold", None)
+    hold = process_state().restart_hold
     return hold is not None and hold["generation"] is _GENERATION and monotonic() < hold["until"]
 
 
@@ -132,9 +149,9 @@ def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0, monotonic: Callable[
         try:
             remaining = deadline - monotonic()
             if remaining > 0:
-                moved = worker.drain(remaining)  # type: ignore[attr-defined]
+                moved = worker.drain(remaining)
                 report["drained"] += moved.get("delivered", 0) if isinstance(moved, dict) else int(moved or 0)
-            worker.stop(stop_s)  # type: ignore[attr-defined]
+            worker.stop(stop_s)
             if worker.is_alive():  # a request still hangs; the stop is signalled and it ends with it
                 log.warning("honcho: a worker is still finishing a request; it stops when that ends")
             else:

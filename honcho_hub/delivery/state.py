@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from .batches import BatchResult
 from ..storage.outbox import Retry, Settlement
+from ..errors import DeliveryError
 from .retry import Action, RetryPolicy, decide
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class WorkerState:
             if delivered or result.dead:
                 m.last_success_at, m.last_latency_s = now, result.latency_s
         if result.error is not None:
-            dead, retried = self._failed(result, settlement, destination, policy, now, rng)
+            dead, retried = self._failed(result, result.error, settlement, destination, policy, now, rng)
             return len(delivered), len(result.dead) + dead, retried
         if delivered or result.dead:
             with self.lock:
@@ -108,9 +109,9 @@ class WorkerState:
                     circuit.kind, circuit.code, circuit.failures = None, None, 0
         return len(delivered), len(result.dead), 0
 
-    def _failed(self, result: BatchResult, settlement: Settlement, destination: str, policy: RetryPolicy,
-                now: float, rng: random.Random) -> tuple[int, int]:
-        failed, error = result.failed, result.error
+    def _failed(self, result: BatchResult, error: DeliveryError, settlement: Settlement, destination: str,
+                policy: RetryPolicy, now: float, rng: random.Random) -> tuple[int, int]:
+        failed = result.failed
         circuit = self.circuit(destination)
         decision = decide(error, failed[0].attempts, now, policy, rng, circuit.failures,
                           reconcile_failures=failed[0].reconcile_failures if result.reconcile_failed else None)

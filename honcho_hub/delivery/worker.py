@@ -239,11 +239,13 @@ class DeliveryWorker(threading.Thread):
                           wanted: int, renew: Sequence[str], deadline: float) -> list[list[LeasedEvent]]:
         """One settle-renew-lease transaction, retried while the outbox is locked or unwritable, until it
         is recorded or a stop is requested or the deadline passed (then the last OutboxError is raised)."""
+        def sleep(seconds: float) -> None:
+            self._settle_sleep(min(seconds, max(0.0, deadline - self._monotonic())))  # never past the deadline
+
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type((OutboxBusy, OutboxUnavailable)), wait=SETTLE_WAIT,
             stop=lambda attempt: self._stop_event.is_set() or self._past(deadline),
-            sleep=lambda s: self._settle_sleep(min(s, max(0.0, deadline - self._monotonic()))),  # not past it
-            before_sleep=_log_settle_retry, reraise=True)
+            sleep=sleep, before_sleep=_log_settle_retry, reraise=True)
         return retrying(outbox.settle_and_lease, settlement, self.owner, wanted, settings.batch_size,
                         settings.lease_s, destination, renew)
 
@@ -288,10 +290,11 @@ class DeliveryWorker(threading.Thread):
     def _failed(self, exc: Exception) -> StepReport:
         """A failed step of the thread: one log line when the failure changes (its code, or for a bug the
         exception type and where it was raised; never its message, which may hold a path)."""
-        known = isinstance(exc, (OutboxError, DeliveryError))
-        code = exc.code if known else type(exc).__name__
+        if isinstance(exc, (OutboxError, DeliveryError)):
+            code, where = exc.code, ""
+        else:
+            code, where = type(exc).__name__, f" at {_raised_at(exc)}"
         if code != self._failure:
-            where = "" if known else f" at {_raised_at(exc)}"
             log.error("honcho worker: delivery stopped (%s%s); trying again every poll", code, where)
             self._failure = code
         return self._report(StepReport(state="error", reason=code))

@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence, TypeVar
 
 import httpx
 
@@ -380,7 +380,7 @@ class _translated:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows: passes or translates
         if exc is None or isinstance(exc, DeliveryError) or not isinstance(exc, Exception):
             return False
         raise translate(exc) from exc

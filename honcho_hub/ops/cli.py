@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..settings import log_level
 from . import verbs as operations
@@ -27,7 +27,7 @@ from .status import build_status, status_text
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
 
 
-def main(argv: Sequence[str] | None = None, environ: dict | None = None, out=None) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None, out=None) -> int:
     """Parse, run one command, print its result; returns the exit code."""
     out = out or sys.stdout
     parser = _parser()
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None, environ: dict | None = None, out=Non
         hub.shutdown()
 
 
-def load_settings(config_path: str | None, environ: dict) -> Settings:
+def load_settings(config_path: str | None, environ: Mapping[str, str]) -> Settings:
     """Settings from the environment over the `--config` file (their `debug` applied to the plugin's
     loggers); raises ConfigFileError."""
     layers = ConfigLayers(global_config=load_config_file(config_path) if config_path else {})

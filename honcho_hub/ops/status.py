@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
 from ..errors import DeliveryError, OutboxError
 from ..settings.config import Settings
 from ..storage.outbox import Outbox
+
+if TYPE_CHECKING:
+    from ..runtime import ProcessState
 
 STALE_QUEUE_S = 600.0  # a pending event older than this makes health amber
 
@@ -45,8 +48,9 @@ class StatusParts:
     memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
 
 
-def gather_parts(settings: Settings, state: Any, *, session_id: str | None = None, scope_id: str | None = None,
-                 outbox_problem: str | None = None, worker: Any = None, recaller: Any = None,
+def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
+                 scope_id: str | None = None, outbox_problem: str | None = None, worker: Any = None,
+                 recaller: Any = None,
                  scope_backfill: Callable[[str], dict[str, str]] | None = None) -> StatusParts:
     """Status's pieces from this process (the Hub passes what it holds; `state` is the process state):
     capture, outbox counters, worker, recall, and with `scope_backfill` the scope's progress from
@@ -168,9 +172,9 @@ def status_text(status: dict[str, Any]) -> str:
 def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
     """Whether this process reached the API: the newest of the worker's sends and the checks decides."""
     successes = [t for t in (metrics.get("last_success_at"), check.get("ok_at")) if t is not None]
-    failures = [(metrics.get("last_error_at"), metrics.get("last_error_code"), False),
-                (check.get("failed_at"), check.get("code"), bool(check.get("auth")))]
-    failures = [f for f in failures if f[0] is not None]
+    failures = [(at, code, auth) for at, code, auth in (
+        (metrics.get("last_error_at"), metrics.get("last_error_code"), False),
+        (check.get("failed_at"), check.get("code"), bool(check.get("auth")))) if at is not None]
     last_ok = max(successes, default=None)
     failed_at, code, auth = max(failures, key=lambda f: f[0], default=(None, None, False))
     if last_ok is None and failed_at is None:

@@ -47,8 +47,9 @@ def wake() -> dict[str, Any]:
     All false: an older module generation's worker is still stopping; the new one starts when it ends."""
     the_hub = hub.current()
     worker = the_hub.worker()
-    woken = worker is not None and not worker.stopping
-    if woken:
+    woken = False
+    if worker is not None and not worker.stopping:
+        woken = True
         worker.wake()
     elif not lifecycle.restart_held():
         the_hub.load_delivery()  # this thread may wait for the import: ensure_worker then starts at once
@@ -72,7 +73,7 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker
     hub.current().flush_capture()
     worker = worker or hub.current().worker()
     own = worker is None
-    if own:
+    if worker is None:
         worker = DeliveryWorker(lambda: settings, enabled=enabled)
     try:
         moved = worker.drain(timeout_s)

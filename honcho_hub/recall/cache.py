@@ -50,6 +50,7 @@ class RecallCache:
         """Load `key` on this thread unless it is cached or already loading (a prefetch)."""
         future, owner = self._hit_or_flight(key)
         if owner:
+            assert isinstance(future, Future), "the owner of a load always gets the new flight"
             self._load(key, session_key, loader, future)
 
     def _hit_or_flight(self, key: Hashable) -> tuple[MemoryPack | Future, bool]:

@@ -223,18 +223,21 @@ class Recaller:
 
     def _load(self, gateway: HonchoGateway, settings: Settings, session_id: str, query: str,
               scope_id: str | None) -> MemoryPack:
-        common = dict(query=query, tokens=settings.max_context_tokens, target=settings.user_peer_id,
-                      perspective=settings.agent_peer_id, top_k=settings.search_top_k,
-                      max_conclusions=settings.max_conclusions, limit_to_session=settings.recall_limit_to_session)
+        def fetch(scope: str | None) -> Context:
+            return gateway.context(session_id, query=query, tokens=settings.max_context_tokens,
+                                   target=settings.user_peer_id, perspective=settings.agent_peer_id, scope=scope,
+                                   top_k=settings.search_top_k, max_conclusions=settings.max_conclusions,
+                                   limit_to_session=settings.recall_limit_to_session)
+
         context = None
         if scope_id and gateway.supports_scopes():
             try:
-                context = gateway.context(session_id, scope=scope_id, **common)
+                context = fetch(scope_id)
                 self.scope_problem = None
             except (AuthError, PermanentError) as exc:
                 self.scope_problem = f"scope unavailable: {exc.code}"
         if context is None:
-            context = gateway.context(session_id, **common)
+            context = fetch(None)
         data = _pack_input(context)
         if data.summary:
             remember(self._summaries, (settings.destination(), session_id), data.summary,

@@ -128,8 +128,8 @@ def _redact_assignment(match: re.Match) -> str:
         cut = value.find(";") if ";" in value else cut
     body = value[:cut].rstrip()
     tail = value[len(body):]
-    scheme = _SCHEME_RE.match(body)
-    scheme = scheme.group(0) if scheme else ""
+    scheme_match = _SCHEME_RE.match(body)
+    scheme = scheme_match.group(0) if scheme_match else ""
     rest = body[len(scheme):]
     if not rest or SAFE_VALUE_RE.match(rest.split()[0]) or CODE_OR_PATH_RE.match(_rest_of_line(match)):
         return match.group(0)

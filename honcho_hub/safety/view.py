@@ -85,12 +85,12 @@ def _runs(text: str) -> list[tuple[int, int]]:
     for hit in _WIDE.finditer(text):
         if hit.start() < covered:
             continue  # inside the run just found: growing it again would make a long run quadratic
-        at = next((i for i in range(hit.start(), hit.end()) if special.match(text, i)), None)
-        if at is not None:
-            start, end = at, at + 1
-            while start > 0 and at - start < WIDEN and special.match(text, start - 1):
+        first = next((i for i in range(hit.start(), hit.end()) if special.match(text, i)), None)
+        if first is not None:
+            start, end = first, first + 1
+            while start > 0 and first - start < WIDEN and special.match(text, start - 1):
                 start -= 1
-            while end < len(text) and end - at <= WIDEN and special.match(text, end):
+            while end < len(text) and end - first <= WIDEN and special.match(text, end):
                 end += 1
             covered = end
             if end - start >= LONE_RUN:

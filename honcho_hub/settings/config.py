@@ -176,7 +176,8 @@ def build_settings(
     plugin = apply_project_settings(plugin, project_settings, warnings)
     overrides = _honcho_vars(env)
     overrides.update(_honcho_vars(_mapping(secrets, "secrets", warnings)))  # secrets win
-    values, problems = {}, {}
+    values: dict[str, Any] = {}  # Settings' fields, of their several types
+    problems: dict[str, Any] = {}  # <url field>_problem: str | None
     for spec in FIELDS:
         if spec.kind == "url":
             values[spec.name], problems[f"{spec.name}_problem"] = _resolve_url(spec, plugin, overrides, warnings)

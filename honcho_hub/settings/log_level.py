@@ -60,16 +60,12 @@ def following(provider: Callable[[], S]) -> Callable[[], S]:
     return provide
 
 
-def _saved_levels() -> dict:
+def _saved_levels() -> dict[str, tuple[int, logging.Handler | None]]:
     # The levels to restore live with the process, not this module: after Agent Zero re-imports the
     # plugin, the new generation must restore what the loggers had before debug, not its own DEBUG.
     from ..runtime import process_state  # imported here: runtime imports this module
 
-    state = process_state()
-    with state.lock:
-        if getattr(state, "debug_saved_levels", None) is None:
-            state.debug_saved_levels = {}
-        return state.debug_saved_levels
+    return process_state().debug_saved_levels
 
 
 def _stderr_handler() -> logging.Handler:

@@ -52,6 +52,7 @@ def _number(field: Field, raw: Any) -> float:
     number = float(raw)
     if math.isnan(number) or math.isinf(number):
         raise InvalidValue("expected a finite number")
+    assert field.lo is not None and field.hi is not None, "every int and float field has bounds (spec.FIELDS)"
     if not (field.lo <= number <= field.hi):
         raise InvalidValue(f"out of range {field.bounds_text()}")
     return number

@@ -704,11 +704,13 @@ class Outbox:
             f" FROM events WHERE destination = ? AND session_id = ? AND state IN {_LIVE} ORDER BY seq LIMIT ?",
             (*head, batch_size)).fetchall()
         batch = []
-        for row in rows:
-            if row[14] != "pending" or row[15] > now:
+        for (event_id, row_destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id,
+             seq, attempts, error_code, ambiguous, reconcile_failures, state, next_attempt_at) in rows:
+            if state != "pending" or next_attempt_at > now:
                 break  # keep order: stop at the first row that is not ready
-            batch.append(LeasedEvent(*row[:9], ambiguous=bool(row[12]), seq=row[9], attempts=row[10],
-                                     error_code=row[11], reconcile_failures=row[13]))
+            batch.append(LeasedEvent(event_id, row_destination, workspace_id, session_id, peer_id, role, content,
+                                     captured_at, scope_id, ambiguous=bool(ambiguous), seq=seq, attempts=attempts,
+                                     error_code=error_code, reconcile_failures=reconcile_failures))
         return batch
 
     def _recover(self, conn: sqlite3.Connection, now: float) -> int:

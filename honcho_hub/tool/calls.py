@@ -61,7 +61,7 @@ def find_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id
         found = _with_id(page.items, conclusion_id)
         if found is not None or not page.has_next_page():
             return found
-        page = gw.call(lambda client, current=page: current.get_next_page())
+        page = gw.call(lambda client: page.get_next_page())  # noqa: B023  # gw.call runs it at once
     return None
 
 

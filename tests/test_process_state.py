@@ -1,0 +1,65 @@
+"""The process state outlives a re-import of the plugin's modules: what an older module generation made —
+a ProcessState of its own (older) class, or the module attributes used before ProcessState — is what the
+newer generation uses, completed with the fields it lacked."""
+
+import sys
+import threading
+import types
+import unittest
+from dataclasses import dataclass, field
+
+from honcho_hub import runtime
+
+
+@dataclass(eq=False)
+class OlderProcessState:
+    """What an older generation's ProcessState could look like: fewer fields."""
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    journal: object = None
+
+
+class ProcessStateTest(unittest.TestCase):
+    def setUp(self) -> None:
+        # Each test stands for a fresh process; the suite's own state comes back afterwards.
+        outer = sys.modules.pop(runtime.STATE_MODULE, None)
+        self.addCleanup(self._restore, outer)
+
+    @staticmethod
+    def _restore(outer: types.ModuleType | None) -> None:
+        sys.modules.pop(runtime.STATE_MODULE, None)
+        if outer is not None:
+            sys.modules[runtime.STATE_MODULE] = outer
+
+    def test_every_call_returns_the_state_registered_outside_the_plugins_modules(self) -> None:
+        state = runtime.process_state()
+        self.assertIs(runtime.process_state(), state)
+        self.assertIs(vars(sys.modules[runtime.STATE_MODULE])["state"], state)
+        self.assertIsInstance(state, runtime.ProcessState)
+
+    def test_an_older_generations_state_is_kept_and_gains_the_fields_it_lacked(self) -> None:
+        journal = object()
+        older = OlderProcessState(journal=journal)
+        registry = types.ModuleType(runtime.STATE_MODULE)
+        registry.state = older
+        sys.modules[runtime.STATE_MODULE] = registry
+        state = runtime.process_state()
+        self.assertIs(state, older)
+        self.assertIs(state.journal, journal)
+        self.assertEqual((state.warned, state.api_checks, state.debug_saved_levels), (set(), {}, {}))
+        self.assertIsNone(state.restart_hold)
+        self.assertIsInstance(state.capture_counters, runtime.Counters)
+
+    def test_the_module_attributes_of_a_generation_before_process_state_are_adopted(self) -> None:
+        lock, journal = threading.RLock(), object()
+        registry = types.ModuleType(runtime.STATE_MODULE)
+        registry.lock, registry.journal, registry.warned = lock, journal, {"sdk_missing"}
+        sys.modules[runtime.STATE_MODULE] = registry
+        state = runtime.process_state()
+        self.assertIs(state.lock, lock)
+        self.assertIs(state.journal, journal)  # the journal holds the file lock: never a second one
+        self.assertEqual(state.warned, {"sdk_missing"})
+        self.assertIsNone(state.writer)
+
+
+if __name__ == "__main__":
+    unittest.main()
