@@ -46,17 +46,17 @@ import threading
 import time
 import uuid
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
-from honcho_hub.settings.config import build_settings  # noqa: E402
-from honcho_hub.gateway.gateway import OBSERVATION, SOURCE  # noqa: E402
-from honcho_hub.storage.outbox import NewEvent, Outbox, Retry, Settlement  # noqa: E402
 from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
+from honcho_hub.gateway.gateway import OBSERVATION, SOURCE  # noqa: E402
+from honcho_hub.settings.config import build_settings  # noqa: E402
+from honcho_hub.storage.outbox import NewEvent, Outbox, Retry, Settlement  # noqa: E402
 
 TEXT = "Delivery benchmark message with a realistic length for a chat turn, about two lines. " * 2
 LEASE_SIZES = (100, 10_000)
@@ -101,7 +101,7 @@ class Timed:
         self.wall_s = self.client_cpu_share = self.machine_busy_share = 0.0
         self.server_cpu_share: float | None = None
 
-    def __enter__(self) -> "Timed":
+    def __enter__(self) -> Timed:
         self._server = process_cpu_s(self.server_pid) if self.server_pid else 0.0
         self._machine = machine_jiffies()
         self._cpu, self._wall = time.process_time(), time.perf_counter()
@@ -229,7 +229,7 @@ def message_body(events: list[NewEvent]) -> bytes:
 
     messages = [MessageCreateParams(content=e.content, peer_id=e.peer_id,
                                     metadata={"event_id": e.id, "source": SOURCE, "role": e.role},
-                                    created_at=datetime.fromtimestamp(e.captured_at, tz=timezone.utc))
+                                    created_at=datetime.fromtimestamp(e.captured_at, tz=UTC))
                 .model_dump(mode="json", exclude_none=True) for e in events]
     return json.dumps({"messages": messages}, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 

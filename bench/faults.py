@@ -53,9 +53,10 @@ sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
 from delivery import client, event_copies_on_server, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import DEFAULT_MIX, RETRY_AFTER_S, FaultProxy, ProxiedRequest, summarize  # noqa: E402
+
+from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
 from honcho_hub.settings.config import build_settings  # noqa: E402
 from honcho_hub.storage.outbox import NewEvent, Outbox  # noqa: E402
-from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
 
 TEXT = "Fault benchmark message with a realistic length for a chat turn, about two lines of text. " * 2
 LEASE_FLOOR_S = 10.0  # the lower bound of lease_s; the settings may demand more (3 × sdk_timeout_s)

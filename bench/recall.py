@@ -23,10 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 import httpx  # noqa: E402
-
 from delivery import start_loopback, stop_loopback  # noqa: E402
-from honcho_hub.settings.config import build_settings  # noqa: E402
+
 from honcho_hub.recall.recaller import Recaller  # noqa: E402
+from honcho_hub.settings.config import build_settings  # noqa: E402
 
 KEY = "bench-key"
 TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()

@@ -22,8 +22,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
-from honcho_hub.safety.redact import redact, redact_long  # noqa: E402
 from redact_corpus import lookalikes, secret_cases  # noqa: E402
+
+from honcho_hub.safety.redact import redact, redact_long  # noqa: E402
 
 MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
            "Please remember that I prefer short answers, metric units and examples in Python. "

@@ -40,7 +40,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 import httpx  # noqa: E402
-
 from delivery import client, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402

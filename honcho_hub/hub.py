@@ -21,7 +21,8 @@ import importlib
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .capture.service import CaptureService, journal_for
 from .capture.writer import CaptureWriter
@@ -76,7 +77,7 @@ class Hub:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def reconfigure(self, settings: Callable[[], Settings] | None = None, enabled: Callable[[], bool] | None = None,
-                    replay_secrets: Callable[[str | None], dict] | None = None) -> "Hub":
+                    replay_secrets: Callable[[str | None], dict] | None = None) -> Hub:
         """Set where the global settings, the plugin's enabled state and a project's secrets (to replay a
         dead process's journal) come from. Cheap: the host calls it before each use. Services follow the
         new settings at their next use (each rebuilds what its key says changed)."""
@@ -141,7 +142,7 @@ class Hub:
 
     # -- delivery --------------------------------------------------------------------------------
 
-    def ensure_worker(self) -> "DeliveryWorker | None":
+    def ensure_worker(self) -> DeliveryWorker | None:
         """Start the process's delivery worker unless one runs; cheap and non-blocking when it does.
 
         The first call imports the delivery modules (the SDK: hundreds of milliseconds) on a background
@@ -167,7 +168,7 @@ class Hub:
         _delivery_loaded.set()
         return True
 
-    def _start_worker(self) -> "DeliveryWorker | None":
+    def _start_worker(self) -> DeliveryWorker | None:
         """Start the worker unless one of this module generation runs.
 
         A worker left by an older generation (Agent Zero re-imported the plugin) is asked to stop, and the
@@ -222,7 +223,7 @@ class Hub:
         if worker is not None:
             worker.wake()
 
-    def worker(self) -> "DeliveryWorker | None":
+    def worker(self) -> DeliveryWorker | None:
         """The running worker of this process, if any."""
         worker = self._worker
         return worker if worker is not None and worker.is_alive() else None
@@ -273,7 +274,7 @@ class Hub:
     # -- status ----------------------------------------------------------------------------------
 
     def status_parts(self, settings: Settings, session_id: str | None = None, scope_id: str | None = None,
-                     backfill: bool = False) -> "StatusParts":
+                     backfill: bool = False) -> StatusParts:
         """What this process knows for status (see ops.status.gather_parts); never raises."""
         from .ops.status import gather_parts
 

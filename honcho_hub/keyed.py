@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import operator
 import threading
-from typing import Callable, Generic, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 S = TypeVar("S")
 R = TypeVar("R")

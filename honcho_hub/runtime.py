@@ -15,8 +15,9 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Mapping, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .capture.service import Counters
 

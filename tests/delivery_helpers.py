@@ -5,18 +5,17 @@ from __future__ import annotations
 import dataclasses
 import random
 import sqlite3
-from typing import Callable
+from collections.abc import Callable
 
 import httpx
-
 import hub_testkit  # noqa: F401
 from fake_honcho import FakeHoncho
 from outbox_helpers import ManualClock, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
-from honcho_hub.settings.config import build_settings
-from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.delivery.worker import DeliveryWorker
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.settings.config import build_settings
 
 KEY = "hch-test-key-0123456789"
 

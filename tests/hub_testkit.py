@@ -11,16 +11,17 @@ entries link to this checkout's files: whatever Agent Zero writes into a plugin 
 from __future__ import annotations
 
 import importlib.util
-import json
 import inspect
+import json
 import os
 import socket
 import sys
 import tempfile
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -273,7 +274,7 @@ def _stop_plugin_workers() -> None:
 def _scheduler_for(host: StubHost) -> type:
     class TaskScheduler:
         @classmethod
-        def get(cls) -> "TaskScheduler":
+        def get(cls) -> TaskScheduler:
             return cls()
 
         def get_tasks_by_context_id(self, context_id: str, only_running: bool = False) -> list:

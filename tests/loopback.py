@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from fake_honcho import Fault, FakeHoncho  # noqa: E402
+from fake_honcho import FakeHoncho, Fault  # noqa: E402
 
 STALL_S = 30.0  # a "timeout" fault holds the answer this long; clients give up well before
 

@@ -7,8 +7,15 @@ import sys
 import types
 import unittest
 
-from hub_testkit import (NUDGE_TEXT, ContextType, StubAgent, StubContext, StubHistoryMessage, import_by_path,
-                         stub_agent_zero)
+from hub_testkit import (
+    NUDGE_TEXT,
+    ContextType,
+    StubAgent,
+    StubContext,
+    StubHistoryMessage,
+    import_by_path,
+    stub_agent_zero,
+)
 
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
@@ -209,8 +216,8 @@ class EventLoopTest(AdapterTestCase):
         self.assertEqual([row[3] for row in self.stored()], ["kept 0", "kept 1", "kept 2"])
 
     def test_after_uninstall_the_next_message_starts_no_worker(self):
-        from usr.plugins.honcho.honcho_hub.delivery import lifecycle
         from usr.plugins.honcho.honcho_hub import runtime
+        from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 
         agent = StubAgent(0)
         self.typed(agent, "before", history_id="h-1")

@@ -13,12 +13,12 @@ from fake_honcho import FakeHoncho
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
+from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
 from honcho_hub.ops import cli
 from honcho_hub.settings import log_level
-from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import Outbox
 from honcho_hub.settings.files import MAX_CONFIG_BYTES
+from honcho_hub.storage.outbox import Outbox
 
 KEY = "hch-cli-key-8642086420"
 

@@ -9,13 +9,12 @@ import unittest
 from urllib.parse import urlsplit
 
 import httpx
-
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 from fake_honcho import FakeHoncho
 
-from honcho_hub.settings.config import KeyProvider, Settings, build_settings
 from honcho_hub.errors import DeliveryError
 from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.settings.config import KeyProvider, Settings, build_settings
 from honcho_hub.settings.files import SettingsCache, read_config_file
 from honcho_hub.settings.spec import FIELDS, FIELDS_BY_NAME, defaults
 

@@ -13,18 +13,17 @@ import time
 import unittest
 
 import httpx
-
 from delivery_helpers import Bench
 from hub_testkit import ROOT
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.delivery import lifecycle
+from honcho_hub.delivery.worker import DeliveryWorker
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.hub import Hub
 from honcho_hub.settings.config import build_settings
-from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.storage.outbox import NewEvent, Outbox
-from honcho_hub.gateway.registrar import ScopeRegistrar
-from honcho_hub.delivery.worker import DeliveryWorker
 
 CHILD = os.path.join(ROOT, "tests", "worker_child.py")
 LOOPBACK = os.path.join(ROOT, "tests", "loopback.py")

@@ -12,11 +12,11 @@ import unittest
 from delivery_helpers import Bench
 from outbox_helpers import enqueue, event, lease, settle
 
-from honcho_hub.ops import verbs as operations
 from honcho_hub import hub
 from honcho_hub.delivery.batches import as_message
-from honcho_hub.storage.outbox import Outbox, Retry, Settlement
+from honcho_hub.ops import verbs as operations
 from honcho_hub.ops.status import build_status
+from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 
 
 def add_path(request) -> str | None:

@@ -5,14 +5,13 @@ import threading
 import unittest
 
 import httpx
-
 from delivery_helpers import KEY, with_api_url_problem
 from fake_honcho import FakeHoncho
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub.settings.config import build_settings
 from honcho_hub.errors import DeliveryError, PermanentError
 from honcho_hub.gateway.gateway import HonchoGateway, Message
+from honcho_hub.settings.config import build_settings
 
 WAIT_S = 10.0  # bound of every wait on another thread; the tests never need that long
 

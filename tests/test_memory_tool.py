@@ -10,16 +10,15 @@ import types
 import unittest
 
 import httpx
-
 from fake_honcho import FakeHoncho
 from hub_testkit import ROOT, StubAgent, StubTool, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
 from outbox_helpers import hold_write_lock, release_lock, temp_outbox_path
 
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.settings.config import build_settings
 from honcho_hub.storage import memory_log
 from honcho_hub.tool.verbs import ActionContext, run_action
-from honcho_hub.settings.config import build_settings
-from honcho_hub.gateway.gateway import HonchoGateway
 
 KEY = "hch-tool-key-24680"
 LEAKED = "ghp_" + "Z9y8X7w6V5" * 4  # a real-looking GitHub token a user might paste

@@ -14,17 +14,17 @@ from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_z
 from loopback import serve
 from outbox_helpers import enqueue, lease, settle, temp_outbox_path
 
-from honcho_hub.ops import cli
-from honcho_hub.ops import verbs as operations
-from honcho_hub.delivery import lifecycle
-from honcho_hub.storage import memory_log
 from honcho_hub import hub
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
-from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import NewEvent, Outbox, Settlement
-from honcho_hub.recall.recaller import Recaller
-from honcho_hub.ops.status import build_status
+from honcho_hub.delivery import lifecycle
 from honcho_hub.delivery.worker import DeliveryWorker
+from honcho_hub.ops import cli
+from honcho_hub.ops import verbs as operations
+from honcho_hub.ops.status import build_status
+from honcho_hub.recall.recaller import Recaller
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage import memory_log
+from honcho_hub.storage.outbox import NewEvent, Outbox, Settlement
 
 KEY = "hch-ops-key-1357913579"
 SECRET_TEXT = "my password=Hunter2-Very-Secret and ghp_" + "Q1w2E3r4T5" * 4

@@ -6,14 +6,26 @@ import os
 import stat
 import unittest
 
-from outbox_helpers import (CHILD_ENQUEUE, DEST, ManualClock, enqueue, event, hold_write_lock, lease, legacy_outbox,
-                            release_lock, run_child, settle, temp_outbox_path)
 from hub_testkit import ROOT
+from outbox_helpers import (
+    CHILD_ENQUEUE,
+    DEST,
+    ManualClock,
+    enqueue,
+    event,
+    hold_write_lock,
+    lease,
+    legacy_outbox,
+    release_lock,
+    run_child,
+    settle,
+    temp_outbox_path,
+)
 
-from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
-from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import MIGRATIONS, SCHEMA_VERSION, Outbox, Retry, Settlement
 from honcho_hub.errors import OutboxBusy, OutboxUnavailable
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
+from honcho_hub.storage.outbox import MIGRATIONS, SCHEMA_VERSION, Outbox, Retry, Settlement
 
 
 class OutboxTestCase(unittest.TestCase):

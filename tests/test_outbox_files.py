@@ -7,14 +7,24 @@ import struct
 import tempfile
 import unittest
 
-from outbox_helpers import (CHILD_ENQUEUE, CHILD_LEGACY_KILLED, ManualClock, enqueue, event, lease, legacy_outbox,
-                            run_child, settle, temp_outbox_path)
 from hub_testkit import ROOT
+from outbox_helpers import (
+    CHILD_ENQUEUE,
+    CHILD_LEGACY_KILLED,
+    ManualClock,
+    enqueue,
+    event,
+    lease,
+    legacy_outbox,
+    run_child,
+    settle,
+    temp_outbox_path,
+)
 
-from honcho_hub.settings.config import build_settings
-from honcho_hub.recall.recaller import epoch_path
-from honcho_hub.storage.outbox import APPLICATION_ID, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION, Outbox, Settlement
 from honcho_hub.errors import OutboxCorrupt, OutboxForeign, OutboxUnavailable
+from honcho_hub.recall.recaller import epoch_path
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.outbox import APPLICATION_ID, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION, Outbox, Settlement
 
 MB = 1024 * 1024
 OTHER_APP_ID = 0x47504B47  # GeoPackage's id: a well-known SQLite application

@@ -7,9 +7,7 @@ import re
 import unittest
 
 import yaml
-
-from hub_testkit import (ROOT, StubApiHandler, StubExtension, StubTool, classes_in, import_by_path,
-                         stub_agent_zero)
+from hub_testkit import ROOT, StubApiHandler, StubExtension, StubTool, classes_in, import_by_path, stub_agent_zero
 
 from honcho_hub.settings.spec import FIELDS, defaults
 

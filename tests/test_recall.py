@@ -6,15 +6,14 @@ import threading
 import unittest
 
 import httpx
-
 import hub_testkit
 from fake_honcho import FakeHoncho
 from outbox_helpers import ManualClock, temp_outbox_path
 
-from honcho_hub.settings.config import build_settings
 from honcho_hub.gateway.gateway import HonchoGateway
-from honcho_hub.recall.recaller import Recaller, cache_key
 from honcho_hub.recall.pack import ContextData, build_pack, estimate_tokens, render_block
+from honcho_hub.recall.recaller import Recaller, cache_key
+from honcho_hub.settings.config import build_settings
 
 KEY = "hch-recall-key-123456"
 TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()

@@ -6,8 +6,8 @@ import unittest
 import hub_testkit  # noqa: F401
 from redact_corpus import lookalikes, secret_cases
 
-from honcho_hub.safety.redact import redact
 from honcho_hub.errors import RedactionError
+from honcho_hub.safety.redact import redact
 
 SECRETS = secret_cases()
 LOOKALIKES = lookalikes()

@@ -6,18 +6,17 @@ import os
 import unittest
 
 import httpx
-
 import hub_testkit
 from fake_honcho import FakeHoncho
 from outbox_helpers import ManualClock, temp_outbox_path
 from redact_corpus import secret_cases
 
-from honcho_hub.tool.verbs import ActionContext, run_action
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
-from honcho_hub.settings.config import build_settings
 from honcho_hub.gateway.gateway import HonchoGateway
-from honcho_hub.storage.outbox import Outbox
 from honcho_hub.recall.recaller import Recaller
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.outbox import Outbox
+from honcho_hub.tool.verbs import ActionContext, run_action
 
 KEY = "hch-paths-key-97531"
 CASES = secret_cases()

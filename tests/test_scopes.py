@@ -6,9 +6,9 @@ import unittest
 from delivery_helpers import Bench
 
 from honcho_hub.capture.service import CaptureRequest, Role
-from honcho_hub.settings.config import build_settings
 from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.gateway.scopes import MAX_SCOPE_ID, resolve_scope, scope_id, sdk_supports_scopes, slug
+from honcho_hub.settings.config import build_settings
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,506}$")
 

@@ -9,19 +9,18 @@ import unittest
 import uuid
 
 import httpx
-
 from fake_honcho import FakeHoncho
 from outbox_helpers import temp_outbox_path
 
+from honcho_hub import hub
+from honcho_hub.delivery import lifecycle
+from honcho_hub.hub import Hub
 from honcho_hub.ops import cli
 from honcho_hub.ops import verbs as operations
-from honcho_hub.delivery import lifecycle
-from honcho_hub import hub
-from honcho_hub.hub import Hub
+from honcho_hub.ops.status import StatusParts, build_status, status_text
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import Outbox
-from honcho_hub.ops.status import StatusParts, build_status, status_text
 
 KEY = "hch-health-key-24682468"
 NOW = 1_900_000_000.0

@@ -10,10 +10,10 @@ import unittest
 
 from delivery_helpers import Bench, with_api_url_problem
 
-from honcho_hub.gateway import registrar as scope_registrar
-from honcho_hub.settings.config import build_settings
-from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.delivery.state import WorkerState
+from honcho_hub.gateway import registrar as scope_registrar
+from honcho_hub.gateway.registrar import ScopeRegistrar
+from honcho_hub.settings.config import build_settings
 
 LATENCY_S = 0.2  # what each request costs on the injected monotonic clock
 WAIT_S = 10.0  # bound of every wait on another thread; the tests never need that long

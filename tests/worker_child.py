@@ -16,8 +16,8 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from honcho_hub.settings.config import build_settings  # noqa: E402
 from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
+from honcho_hub.settings.config import build_settings  # noqa: E402
 
 KEY = "loopback-test-key"
 

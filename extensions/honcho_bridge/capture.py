@@ -12,11 +12,14 @@ import logging
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.capture.rules import (
+    UserMessageFacts,
+    skip_reason_for_tool_result,
+    skip_reason_for_user_message,
+)
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role
-from usr.plugins.honcho.honcho_hub.gateway.sessions import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.capture.rules import (UserMessageFacts, skip_reason_for_tool_result,
-                                                         skip_reason_for_user_message)
+from usr.plugins.honcho.honcho_hub.gateway.sessions import session_id_for
 
 from . import host
 from .worker import hub

@@ -18,20 +18,19 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from ..storage import journal as journal_file
-from .chunking import clean_text, split_message
-from ..settings.config import Settings
-from ..storage.journal import Entry, Journal, default_fallback_folder, journal_folders
-from ..errors import JournalError, JournalFull
-from ..storage.outbox import NewEvent, Outbox
-from ..errors import OutboxBusy, OutboxError
-from ..safety.redact import redact_long
-from ..errors import RedactionError
+from ..errors import JournalError, JournalFull, OutboxBusy, OutboxError, RedactionError
 from ..gateway.sessions import session_id_for
+from ..safety.redact import redact_long
+from ..settings.config import Settings
+from ..storage import journal as journal_file
+from ..storage.journal import Entry, Journal, default_fallback_folder, journal_folders
+from ..storage.outbox import NewEvent, Outbox
+from .chunking import clean_text, split_message
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
-from .service import CaptureService
 from ..settings.config import Settings
+from .service import CaptureService
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,9 @@ never sent before a lookup of its event ids succeeded: if the lookup fails, noth
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from ..errors import DeliveryError, PermanentError
 from ..gateway.gateway import Message

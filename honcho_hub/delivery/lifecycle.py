@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import os
 import subprocess
 import sys
-import math
 import threading
 import time
-from typing import Any, Callable, Protocol, TypeGuard
+from collections.abc import Callable
+from typing import Any, Protocol, TypeGuard
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,8 @@ def install_requirements(requirements: str, python: str | None = None,
 def migrate_outbox(path: str) -> str:
     """Create the outbox (folder and file) or bring an existing one to the current schema: 'created',
     'migrated', or the error code of why it cannot be used (the plugin still installs; capture reports it)."""
-    from ..storage.outbox import Outbox
     from ..errors import OutboxError
+    from ..storage.outbox import Outbox
 
     existed = os.path.exists(path)
     try:

@@ -22,9 +22,8 @@ from enum import Enum
 
 import tenacity
 
-from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
-
+from ..settings.config import Settings
 
 RECONCILE_LIMIT = 3
 UNRECONCILABLE = "unreconcilable"
@@ -47,7 +46,7 @@ class RetryPolicy:
     auth_probe_interval_s: float = 60.0
 
     @classmethod
-    def from_settings(cls, s: Settings) -> "RetryPolicy":
+    def from_settings(cls, s: Settings) -> RetryPolicy:
         """The delivery settings as a policy value."""
         return cls(s.max_attempts, s.retry_base_s, s.retry_max_s, s.retry_after_cap_s, s.circuit_base_s,
                    s.circuit_max_s, s.auth_probe_interval_s)

@@ -8,9 +8,9 @@ import random
 import threading
 from dataclasses import asdict, dataclass, field
 
-from .batches import BatchResult
-from ..storage.outbox import Retry, Settlement
 from ..errors import DeliveryError
+from ..storage.outbox import Retry, Settlement
+from .batches import BatchResult
 from .retry import Action, RetryPolicy, decide
 
 log = logging.getLogger(__name__)

@@ -25,19 +25,19 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import tenacity
 
-from ..settings.config import Settings
-from .batches import BatchResult, send_batch
-from ..errors import DeliveryError
+from ..errors import DeliveryError, OutboxBusy, OutboxError, OutboxUnavailable
 from ..gateway.gateway import API_URL_INVALID, HonchoGateway
 from ..keyed import Keyed, fields
+from ..settings.config import Settings
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
-from ..errors import OutboxBusy, OutboxError, OutboxUnavailable
+from .batches import BatchResult, send_batch
 from .retry import RetryPolicy
 from .state import WorkerState
 
@@ -53,7 +53,7 @@ SETTLE_WAIT = tenacity.wait_exponential(multiplier=0.05, max=2.0) + tenacity.wai
 _MOVED = ("delivered", "dead", "retried")
 
 
-def _add(totals: dict, report: "StepReport") -> None:
+def _add(totals: dict, report: StepReport) -> None:
     for name in _MOVED:
         totals[name] += getattr(report, name)
 

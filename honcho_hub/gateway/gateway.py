@@ -10,17 +10,18 @@ lazily: capture and status work without it installed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Iterator, Literal, Sequence, TypeVar
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
 
 import httpx
 
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+from ..settings.config import Settings
 from . import scopes
 from .limits import ID_RE, MAX_CONTENT_CHARS, MAX_MESSAGES_PER_CALL
-from ..settings.config import Settings
 
 T = TypeVar("T")
 MAX_CACHED = 10_000  # entries of each per-client cache (sessions, readers, peers, scopes, memberships)
@@ -125,7 +126,7 @@ class HonchoGateway:
         self._local = threading.local()  # the client a call of this thread holds, for nested uses
 
     @classmethod
-    def for_settings(cls, settings: Settings, timeout_s: float | None = None, **kwargs: Any) -> "HonchoGateway":
+    def for_settings(cls, settings: Settings, timeout_s: float | None = None, **kwargs: Any) -> HonchoGateway:
         """A gateway to the settings' destination, with their key provider and peers; timeout defaults
         to the SDK timeout (recall and checks pass their own).
 
@@ -371,7 +372,7 @@ def _params(message: Message) -> Any:
     params = sdk().api_types.MessageCreateParams
     return params(content=message.content, peer_id=message.peer_id,
                   metadata={"event_id": message.id, "source": SOURCE, "role": message.role},
-                  created_at=datetime.fromtimestamp(message.created_at, tz=timezone.utc))
+                  created_at=datetime.fromtimestamp(message.created_at, tz=UTC))
 
 
 class _translated:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Callable
+from collections.abc import Callable
 
-from ..settings.config import Settings
 from ..errors import DeliveryError
-from .gateway import HonchoGateway
 from ..keyed import KeyedMany, fields
+from ..settings.config import Settings
+from .gateway import HonchoGateway
 
 log = logging.getLogger(__name__)
 

@@ -13,15 +13,16 @@ import json
 import os
 import sys
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from ..settings import log_level
-from . import verbs as operations
 from .. import hub
+from ..errors import ConfigFileError
+from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
-from ..errors import ConfigFileError
+from . import verbs as operations
 from .status import build_status, status_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3

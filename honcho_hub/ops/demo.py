@@ -14,11 +14,11 @@ import tempfile
 import uuid
 
 from ..capture.service import CaptureRequest, CaptureService, Role
+from ..delivery.worker import DeliveryWorker
 from ..gateway.sessions import session_id_for
+from ..recall.recaller import Recaller
 from ..settings.config import Settings
 from ..storage.outbox import Outbox
-from ..recall.recaller import Recaller
-from ..delivery.worker import DeliveryWorker
 
 SCRIPT = (
     (Role.USER, "Hi! I'm planning a trip to Lisbon in May with my sister."),

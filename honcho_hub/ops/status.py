@@ -12,8 +12,9 @@ here); another process's worker or checks do not count.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import DeliveryError, OutboxError

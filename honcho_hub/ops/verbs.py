@@ -5,18 +5,18 @@ dead letters, clear cache. Each returns a JSON-safe dict and never raises on Hon
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from ..delivery import lifecycle
 from .. import hub, runtime
-from ..settings.config import Settings
-from ..errors import AuthError, DeliveryError
-from ..gateway.gateway import HonchoGateway
-from ..errors import OutboxError
+from ..delivery import lifecycle
 from ..delivery.worker import DeliveryWorker, pause_reason
+from ..errors import AuthError, DeliveryError, OutboxError
+from ..gateway.gateway import HonchoGateway
+from ..settings.config import Settings
 from .status import with_existing_outbox
 
 MAX_REQUEUE = 100

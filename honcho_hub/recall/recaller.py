@@ -19,17 +19,17 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Hashable, Mapping
 
-from ..settings.config import Settings
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway.gateway import Context, HonchoGateway
 from ..keyed import Keyed, fields
+from ..safety.redact import redact
+from ..settings.config import Settings
 from .cache import RecallCache, remember
 from .pack import ContextData, MemoryPack, build_pack, render_block
-from ..safety.redact import redact
 
 RECALL_THREADS = 6
 MAX_QUEUED_LOADS = 32  # beyond this, a load is not started: the turn gets the base pack

@@ -13,13 +13,25 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Callable, Mapping
 
-from .patterns import (ASSIGNMENTS, CODE_OR_PATH_RE, FLAG_LABEL_RE, KEY_END_RE, LABEL_RE, PATTERNS, SAFE_VALUE_RE, SHORT_PATTERNS,
-                              has_long_word, is_credential_name, key_body_start, url_userinfo_is_secret)
-from .view import redact_view
 from ..errors import RedactionError
+from .patterns import (
+    ASSIGNMENTS,
+    CODE_OR_PATH_RE,
+    FLAG_LABEL_RE,
+    KEY_END_RE,
+    LABEL_RE,
+    PATTERNS,
+    SAFE_VALUE_RE,
+    SHORT_PATTERNS,
+    has_long_word,
+    is_credential_name,
+    key_body_start,
+    url_userinfo_is_secret,
+)
+from .view import redact_view
 
 ALIAS_RE = re.compile(r"§§\s*secret\s*\(\s*([^)\s]{0,128})\s*\)", re.IGNORECASE)
 MIN_SECRET_CHARS = 4  # as Agent Zero's own masker: shorter values would shred ordinary text

@@ -16,8 +16,8 @@ import re
 import sys
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 # Code points whose compatibility form carries a character a credential or its label is made of, plus
 # every format character (Cf: invisible, and dropped from the view).

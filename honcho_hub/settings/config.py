@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
+from ..errors import InvalidValue
 from .spec import (
     DEFAULT_OUTBOX_PATH,
     FIELDS,
@@ -23,7 +25,6 @@ from .spec import (
     defaults,
 )
 from .values import coerce
-from ..errors import InvalidValue
 
 log = logging.getLogger(__name__)
 

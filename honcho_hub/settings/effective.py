@@ -10,12 +10,13 @@ secrets on top (secrets win). Agent Zero's event-loop callers put a `SettingsCac
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
+from ..errors import ConfigFileError
 from .config import Settings, build_settings
 from .files import load_config_file, read_config_file
 from .spec import FIELDS_BY_NAME
-from ..errors import ConfigFileError
 
 
 class ConfigLayers(NamedTuple):

@@ -17,14 +17,15 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Hashable, Mapping, TypeVar
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 import yaml
 
+from ..errors import ConfigFileError, InvalidValue
 from .config import apply_project_settings, log_once, relation_problems
 from .spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
 from .values import coerce
-from ..errors import ConfigFileError, InvalidValue
 
 log = logging.getLogger(__name__)
 

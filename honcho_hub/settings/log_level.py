@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 S = TypeVar("S")
 # The core package's name (this module is in its `settings` subpackage); one name outside Agent Zero.

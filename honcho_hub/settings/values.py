@@ -13,9 +13,9 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from .spec import Field
 from ..errors import InvalidValue
 from ..gateway.limits import ID_RE
+from .spec import Field
 
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")

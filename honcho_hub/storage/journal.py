@@ -28,8 +28,9 @@ import secrets
 import threading
 import zlib
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..errors import JournalFull, JournalUnavailable
 

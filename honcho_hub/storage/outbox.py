@@ -30,16 +30,16 @@ import stat
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterator, Sequence
 
+from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
+from ..settings.config import Settings
 from . import memory_log
 from .journal import FOLDER as JOURNAL_FOLDER
 from .memory_log import MemoryWrite
-from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
-from ..settings.config import Settings
 
 # -- the file's schema -----------------------------------------------------------------------------
 
@@ -455,7 +455,7 @@ class Outbox:
 
     @classmethod
     def for_settings(cls, settings: Settings, *, busy_timeout_s: float | None = None,
-                     synchronous: str | None = None, clock: Callable[[], float] = time.time) -> "Outbox":
+                     synchronous: str | None = None, clock: Callable[[], float] = time.time) -> Outbox:
         """The outbox `settings` name, bounded and kept as they say: the one way to open it from settings.
 
         `busy_timeout_s` defaults to capture's wait (`capture_wait_ms`): callers off the turn's path may

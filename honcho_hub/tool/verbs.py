@@ -10,20 +10,27 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from . import calls
-from ..settings.config import Settings
-from ..errors import AuthError, DeliveryError, SdkMissingError, TransientError, UnreachableError
+from ..errors import (
+    AuthError,
+    BadInput,
+    DeliveryError,
+    OutboxError,
+    RedactionError,
+    SdkMissingError,
+    TransientError,
+    UnreachableError,
+)
 from ..gateway.gateway import HonchoGateway
-from ..storage.memory_log import MemoryWrite, WriteKind
-from ..errors import OutboxError
-from ..safety.untrusted import untrusted
-from ..safety.redact import redact
-from ..errors import RedactionError
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
-from ..errors import BadInput
+from ..safety.redact import redact
+from ..safety.untrusted import untrusted
+from ..settings.config import Settings
+from ..storage.memory_log import MemoryWrite, WriteKind
+from . import calls
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream")
 SEARCH_TARGETS = ("conclusions", "session", "workspace")

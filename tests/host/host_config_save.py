@@ -11,9 +11,8 @@ import json
 import os
 import unittest
 
-import yaml
-
 import host_kit
+import yaml
 
 FAKE_KEY = "sk-proj-SavedByMistake0123456789abcdef"
 PROJECT = "harbour"

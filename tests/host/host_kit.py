@@ -21,7 +21,8 @@ import threading
 import time
 import unittest
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGIN = "honcho"

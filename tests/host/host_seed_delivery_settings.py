@@ -11,8 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (ProxiedHostCase, honcho_status,  # noqa: E402
-                      user_typed, wait_for)
+from host_kit import ProxiedHostCase, honcho_status, user_typed, wait_for  # noqa: E402
 
 PLUGIN = "honcho"
 

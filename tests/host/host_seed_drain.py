@@ -12,8 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (ProxiedHostCase, honcho_action, honcho_status,  # noqa: E402
-                      outbox_counts, outbox_due, user_typed, wait_for)
+from host_kit import ProxiedHostCase, honcho_action, honcho_status, outbox_counts, outbox_due, user_typed, wait_for  # noqa: E402
 
 PLUGIN = "honcho"
 SDK_TIMEOUT_S = 30  # a drain that waited for the SDK would take this long

@@ -16,8 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (ProxiedHostCase, conclusions, delivered,  # noqa: E402
-                      wait_for)
+from host_kit import ProxiedHostCase, conclusions, delivered, wait_for  # noqa: E402
 
 PLUGIN = "honcho"
 FACT = "I sail a blue boat named Petrel on the lake."

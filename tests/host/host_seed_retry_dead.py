@@ -13,8 +13,16 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (HostWorld, honcho_action, honcho_status, outbox_counts,  # noqa: E402
-                      outbox_rows, required_env, user_typed, wait_for)
+from host_kit import (  # noqa: E402
+    HostWorld,
+    honcho_action,
+    honcho_status,
+    outbox_counts,
+    outbox_rows,
+    required_env,
+    user_typed,
+    wait_for,
+)
 
 PLUGIN = "honcho"
 DEAD_LETTERS = 105  # more than one retry_dead may requeue

@@ -11,8 +11,16 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from host_kit import (ProxiedHostCase, delivered, delivery_workers, honcho_status,  # noqa: E402
-                      outbox_counts, outbox_rows, user_typed, wait_for)
+from host_kit import (  # noqa: E402
+    ProxiedHostCase,
+    delivered,
+    delivery_workers,
+    honcho_status,
+    outbox_counts,
+    outbox_rows,
+    user_typed,
+    wait_for,
+)
 
 PLUGIN = "honcho"
 HANGING_SDK_TIMEOUT_S = 7  # longer than uninstall's 5 s wait for the worker

@@ -12,7 +12,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from host_kit import HostWorld, delivery_workers, outbox_counts, wait_for  # noqa: E402
 
 
-
 class WorkerStartsAtChatInit(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

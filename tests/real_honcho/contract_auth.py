@@ -7,14 +7,13 @@ import sqlite3
 import unittest
 
 import httpx
+from outbox_helpers import ManualClock
 from real_kit import AGENT, USER, fresh_workspace, real_gateway, real_settings, required_url, user_turns
 
-from outbox_helpers import ManualClock
-
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
+from honcho_hub.delivery.worker import DeliveryWorker
 from honcho_hub.errors import AuthError
 from honcho_hub.recall.recaller import Recaller
-from honcho_hub.delivery.worker import DeliveryWorker
 
 
 def required_admin_key() -> str:

@@ -6,15 +6,14 @@ import random
 import time
 import unittest
 
+from outbox_helpers import lease  # after real_kit, which puts tests/ on sys.path
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
-from outbox_helpers import lease  # after real_kit, which puts tests/ on sys.path
-
 from honcho_hub.delivery.batches import as_message, send_batch
+from honcho_hub.delivery.worker import DeliveryWorker
 from honcho_hub.errors import PermanentError
 from honcho_hub.gateway.gateway import SOURCE
 from honcho_hub.storage.outbox import LeasedEvent, NewEvent, Outbox
-from honcho_hub.delivery.worker import DeliveryWorker
 
 
 def stored(message, destination="contract", workspace_id="contract") -> NewEvent:

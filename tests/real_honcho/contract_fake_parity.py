@@ -3,15 +3,17 @@ encodes, run through the same plugin gateway on both, must give the same observa
 
 import types
 import unittest
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, turns, real_settings, user_turns
-
 from fake_honcho import FakeHoncho
+from real_kit import AGENT, USER, RealHonchoCase, await_derivation, real_settings, turns, user_turns
+
 from honcho_hub.errors import DeliveryError
 from honcho_hub.gateway.gateway import HonchoGateway
-from honcho_hub.recall.recaller import _base as recall_base, _scoped_base as recall_scoped_base
+from honcho_hub.recall.recaller import _base as recall_base
+from honcho_hub.recall.recaller import _scoped_base as recall_scoped_base
 
 
 def outcome(scenario: Callable[[HonchoGateway, str], Any], gateway: HonchoGateway, ws: str) -> Any:

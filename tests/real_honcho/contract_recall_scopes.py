@@ -5,8 +5,8 @@ import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
-from honcho_hub.recall.recaller import Recaller
 from honcho_hub.gateway.registrar import ScopeRegistrar
+from honcho_hub.recall.recaller import Recaller
 
 TEA, CAT, LISBON = "I drink green tea every morning", "my cat is called Miso", "I live in Lisbon"
 VIOLIN, FOOTBALL = "I play the violin", "Saturday football match"

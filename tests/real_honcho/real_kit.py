@@ -15,7 +15,8 @@ import threading
 import time
 import unittest
 import uuid
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TESTS not in sys.path:
@@ -23,8 +24,8 @@ if TESTS not in sys.path:
 
 import hub_testkit  # noqa: E402,F401 - puts the checkout on sys.path, allows loopback only
 
-from honcho_hub.settings.config import Settings, build_settings  # noqa: E402
 from honcho_hub.gateway.gateway import HonchoGateway, Message  # noqa: E402
+from honcho_hub.settings.config import Settings, build_settings  # noqa: E402
 
 USER, AGENT = "user", "agent-zero"  # the plugin's default peer ids
 DERIVATION_TIMEOUT_S = 60.0  # the deriver takes ~5 s here; a slow CI box gets a generous bound
