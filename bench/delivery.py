@@ -110,7 +110,7 @@ class Timed:
     def __exit__(self, *exc) -> None:
         self.wall_s = time.perf_counter() - self._wall
         self.client_cpu_share = (time.process_time() - self._cpu) / self.wall_s
-        busy, total = (end - start for end, start in zip(machine_jiffies(), self._machine))
+        busy, total = (end - start for end, start in zip(machine_jiffies(), self._machine, strict=True))
         self.machine_busy_share = busy / total if total else 0.0
         if self.server_pid:
             self.server_cpu_share = (process_cpu_s(self.server_pid) - self._server) / self.wall_s
@@ -251,7 +251,7 @@ def ceiling_plan(workspace: str, events: int, sessions: int, batch: int, concurr
         warm = NewEvent(f"warm_{workspace}_{s}", "ceiling", workspace, sid, "user", "user", "warm-up", time.time())
         plans[s % concurrency]["warm"].append((path, message_body([warm])))
         queues[s % concurrency].append([(path, message_body(mine[i:i + batch])) for i in range(0, len(mine), batch)])
-    for plan, sessions_of_thread in zip(plans, queues):
+    for plan, sessions_of_thread in zip(plans, queues, strict=True):
         for k in range(max(map(len, sessions_of_thread), default=0)):
             plan["timed"].extend(batches[k] for batches in sessions_of_thread if k < len(batches))
     return plans
@@ -493,7 +493,7 @@ def main() -> None:
                           " no outbox, no SDK",
         "ceiling_failed_requests": sum(c["failed_requests"] for c in ceilings),
         "speedup_vs_naive": round(drain_rate / naive, 2), "ratio_to_ceiling": round(drain_rate / ceiling, 3),
-        "ratio_to_ceiling_per_repeat": [round(d["rate"] / c["rate"], 3) for d, c in zip(drains, ceilings)],
+        "ratio_to_ceiling_per_repeat": [round(d["rate"] / c["rate"], 3) for d, c in zip(drains, ceilings, strict=True)],
         "rate_measures": "drain_events_per_s, ceiling_events_per_s: medians over the repeats of events / wall"
                          " seconds of the timed section; ratio_to_ceiling: drain median / ceiling median;"
                          " *_per_repeat: in run order, drain r ran just before ceiling r, each on a fresh workspace",

@@ -33,6 +33,7 @@ drain_s = from the start of the drain until no event is pending or leased (resta
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -299,7 +300,7 @@ def duplicate_paths(records: list[ProxiedRequest], copies: Counter, kill_marks: 
         if count < 2:
             continue
         stored = [r for r in sends[event_id] if r.stored]
-        for before, resend in zip(stored, stored[1:]):
+        for before, resend in itertools.pairwise(stored):
             between = [(r.seq, f"send:{r.fault or r.upstream_error or r.upstream_status}")
                        for r in sends[event_id] if before.seq < r.seq < resend.seq]
             between += [(r.seq, f"check:{r.fault or r.upstream_error or 'answered'}")

@@ -196,8 +196,9 @@ class ProcessesTest(unittest.TestCase):
                 self.assertEqual(Outbox(path).stats()["counts"]["leased"], 5)
                 settings = build_settings({"outbox_path": path, "api_url": server.url},
                                           {"HONCHO_API_KEY": CHILD_KEY}, {})
-                later = lambda: time.time() + settings.lease_s + 1  # noqa: E731 - the lease has expired by then
-                survivor = DeliveryWorker(lambda: settings, clock=later, rng=random.Random(3))
+                # Bound as defaults: the survivor outlives this iteration (stopped at cleanup).
+                later = lambda lease_s=settings.lease_s: time.time() + lease_s + 1  # noqa: E731 - the lease has expired by then
+                survivor = DeliveryWorker(lambda settings=settings: settings, clock=later, rng=random.Random(3))
                 self.addCleanup(survivor.stop, 10)
                 self.assertEqual(survivor.drain(60)["delivered"], 5)
                 stored = [m["content"] for m in server.control("/_fake/messages")]

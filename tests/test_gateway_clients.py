@@ -53,12 +53,13 @@ class ClientRetirementTest(unittest.TestCase):
         for retire in ("key_change", "close"):
             with self.subTest(retired_by=retire):
                 server, keys = HeldFirstSession(), ["key-one-0123456789"]
-                gateway = HonchoGateway(settings.api_url, settings.workspace_id, lambda: keys[0], 5.0,
+                # Bound as defaults: the gateway and the sender thread may outlive this iteration.
+                gateway = HonchoGateway(settings.api_url, settings.workspace_id, lambda keys=keys: keys[0], 5.0,
                                         http_client_factory=server.http_client)
                 self.addCleanup(gateway.close)
                 outcome: list = []
 
-                def first_sender():
+                def first_sender(gateway=gateway, outcome=outcome):
                     try:
                         gateway.send([message(1, "chat-held"), message(2, "chat-held")])
                         outcome.append("delivered")

@@ -125,7 +125,7 @@ class DrainAndDeadTest(CliCase):
         self.queue(3, text=SECRET_TEXT)
         self.queue(100, chat="ops2")
         box = Outbox(self.path)
-        for chat in ("ops1", "ops2"):
+        for _chat in ("ops1", "ops2"):  # one lease of 100 per chat
             settle(box, "t", Settlement(dead=[(e.id, "http_422") for e in lease(box, "t", 100)]))
         self.assertEqual(box.stats()["counts"]["dead"], 103)
         box.close()
@@ -201,7 +201,7 @@ class WakeTest(unittest.TestCase):
         for name, settings, enabled, paused in cases:
             with self.subTest(name):
                 [w.stop(10) for w in lifecycle.plugin_workers()]
-                self.hub.reconfigure(settings=lambda: settings, enabled=enabled)
+                self.hub.reconfigure(settings=lambda settings=settings: settings, enabled=enabled)  # outlives the iteration
                 result = operations.wake()
                 self.assertEqual(result, {"woken": False, "started": True, "held": False, "paused": paused})
                 worker = self.hub.worker()

@@ -54,7 +54,8 @@ class ManifestTest(unittest.TestCase):
             self.assertIn(pattern, lines)
 
     def test_requirements(self):
-        runtime = [l.strip() for l in read("requirements.txt").splitlines() if l.strip() and not l.startswith("#")]
+        runtime = [line.strip() for line in read("requirements.txt").splitlines()
+                   if line.strip() and not line.startswith("#")]
         names = [re.split(r"[<>=!~ ]", line)[0].lower() for line in runtime]
         self.assertEqual(sorted(names), ["honcho-ai", "httpx", "pyyaml", "tenacity"])
         self.assertIn("honcho-ai>=2.4,<3", runtime)
@@ -69,7 +70,7 @@ class SettingsSurfacesTest(unittest.TestCase):
         readme = read("README.md")
         for spec in FIELDS:
             with self.subTest(name=spec.name):
-                row = next((l for l in readme.splitlines() if l.startswith(f"| `{spec.name}` |")), None)
+                row = next((line for line in readme.splitlines() if line.startswith(f"| `{spec.name}` |")), None)
                 self.assertIsNotNone(row)
                 self.assertIn(spec.bounds_text(), row)
 

@@ -62,7 +62,7 @@ class CapturePathTest(unittest.TestCase):
         finally:
             box.close()
         self.assertEqual(len(stored), len(CASES))
-        survivors = [(case.kind, case.text) for case, text in zip(CASES, stored) if leaked(case, text)]
+        survivors = [(case.kind, case.text) for case, text in zip(CASES, stored, strict=True) if leaked(case, text)]
         self.assertEqual(survivors, [])
 
 

@@ -6,6 +6,6 @@ from __future__ import annotations
 import re
 
 ID_MAX = 512  # characters of a workspace, peer or session id
-ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % ID_MAX)
+ID_RE = re.compile(rf"^[A-Za-z0-9_-]{{1,{ID_MAX}}}$")
 MAX_CONTENT_CHARS = 25_000  # one message's content
 MAX_MESSAGES_PER_CALL = 100  # messages added by one request

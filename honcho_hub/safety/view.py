@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable
@@ -201,7 +200,3 @@ def redact_view(text: str, redact_plain: Callable[[str], str]) -> str:
         return text
     out.append(text[last:])
     return "".join(out)
-
-
-if sys.version_info < (3, 11):  # possessive quantifiers and fixed-width alternations need 3.11
-    raise ImportError("redaction needs Python 3.11+")

@@ -38,7 +38,7 @@ REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
 MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, 10_000, 8_000
 MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-_SCOPE = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % MAX_SCOPE_ID)
+_SCOPE = re.compile(rf"^[A-Za-z0-9_-]{{1,{MAX_SCOPE_ID}}}$")
 log = logging.getLogger(__name__)
 
 

@@ -237,7 +237,7 @@ class SidebarTest(UiCase):
                 button = panel.locator(f"button[data-action={action}]")
                 button.click()
                 self.toast(page, text)
-                wait_for(lambda: button.is_enabled(), 20, f"{action} to finish")
+                wait_for(button.is_enabled, 20, f"{action} to finish")
 
     def test_agent_zero_and_another_plugin_keep_their_styles_with_ours_loaded(self):
         selectors = [".pref-section", ".pref-section .pref-header", ".pref-section li", "#tasks-section",

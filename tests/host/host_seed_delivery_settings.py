@@ -54,7 +54,8 @@ class DeliverySettings(ProxiedHostCase):
         self.proxy.delay_s = 0.3  # every answer takes a while: sends of different chats overlap
         self.proxy.release()
         for n, ctx in enumerate(chats):
-            wait_for(lambda: self.world.chat_texts(ctx) == [f"message of chat {n}"], 20, f"chat {n}'s message")
+            wait_for(lambda: self.world.chat_texts(ctx) == [f"message of chat {n}"],  # noqa: B023  # polled at once
+                     20, f"chat {n}'s message")
         self.assertEqual(self.proxy.max_in_flight, senders, "never more than `concurrency`, and all of them used")
 
 

@@ -48,7 +48,7 @@ class SessionCreationTest(RealHonchoCase):
         self.assertEqual(sorted(p.id for p in gateway.call(lambda c: session.peers())), sorted([USER, AGENT]))
         for peer, expected in ((USER, (True, True)), (AGENT, (False, True))):
             with self.subTest(peer=peer):
-                config = gateway.call(lambda c: session.get_peer_configuration(peer))
+                config = gateway.call(lambda c: session.get_peer_configuration(peer))  # noqa: B023  # run at once
                 self.assertEqual((config.observe_me, config.observe_others), expected)
 
     def test_a_peer_first_seen_in_a_later_batch_joins_with_its_roles_settings(self):

@@ -31,7 +31,8 @@ def messages(gw: HonchoGateway, session_id: str) -> list:
 def observation_settings(gw, ws):
     gw.send(turns("p-observe", ["hello", "hi"]))
     session = gw.reader_session("p-observe")
-    return {p: tuple(gw.call(lambda c: session.get_peer_configuration(p)).model_dump().items()) for p in (USER, AGENT)}
+    return {p: tuple(gw.call(lambda c: session.get_peer_configuration(p)).model_dump().items())  # noqa: B023  # gw.call runs it at once
+            for p in (USER, AGENT)}
 
 
 def ordered_messages(gw, ws):
@@ -205,7 +206,7 @@ class FakeParityTest(RealHonchoCase):
                 fake = FakeHoncho()
                 settings = real_settings(self.addCleanup, "https://honcho.test", fake_ws, secrets={})
                 gateway = HonchoGateway.for_settings(
-                    settings, http_client_factory=lambda: httpx.Client(transport=fake.transport()))
+                    settings, http_client_factory=lambda fake=fake: httpx.Client(transport=fake.transport()))
                 self.addCleanup(gateway.close)
                 self.assertEqual(outcome(scenario, gateway, fake_ws), real,
                                  f"tests/fake_honcho.py answers {name!r} unlike the real server")

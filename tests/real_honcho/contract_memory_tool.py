@@ -116,7 +116,7 @@ class NewChatTest(MemoryToolCase):
         session = gateway.reader_session("chat-settings-first")
         for peer, expected in ((USER, (True, True)), (AGENT, (False, True))):
             with self.subTest(peer=peer):
-                config = gateway.call(lambda c: session.get_peer_configuration(peer))
+                config = gateway.call(lambda c: session.get_peer_configuration(peer))  # noqa: B023  # run at once
                 self.assertEqual((config.observe_me, config.observe_others), expected)
 
 
