@@ -7,8 +7,10 @@ import sqlite3
 import unittest
 
 import httpx
-from outbox_helpers import ManualClock
 from real_kit import AGENT, USER, fresh_workspace, real_gateway, real_settings, required_url, user_turns
+
+# isort: split
+from outbox_helpers import ManualClock  # after real_kit, which puts tests/ on sys.path
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
 from honcho_hub.delivery.worker import DeliveryWorker

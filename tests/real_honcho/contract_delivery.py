@@ -6,8 +6,10 @@ import random
 import time
 import unittest
 
-from outbox_helpers import lease  # after real_kit, which puts tests/ on sys.path
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
+
+# isort: split
+from outbox_helpers import lease  # after real_kit, which puts tests/ on sys.path
 
 from honcho_hub.delivery.batches import as_message, send_batch
 from honcho_hub.delivery.worker import DeliveryWorker

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from fake_honcho import FakeHoncho
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, real_settings, turns, user_turns
+
+# isort: split
+from fake_honcho import FakeHoncho  # after real_kit, which puts tests/ on sys.path
 
 from honcho_hub.errors import DeliveryError
 from honcho_hub.gateway.gateway import HonchoGateway
