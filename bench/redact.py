@@ -22,15 +22,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
+from capture import MESSAGE  # noqa: E402  (bench/capture.py: the same 400-character message)
 from redact_corpus import lookalikes, secret_cases  # noqa: E402
 
 from honcho_hub.safety.redact import redact, redact_long  # noqa: E402
 
-MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
-           "Please remember that I prefer short answers, metric units and examples in Python. "
-           "My sister visits in June; we want a quiet beach within an hour of the city by train. "
-           "Budget is moderate, no car, and I am vegetarian, so restaurant tips should fit that too! "
-           "Thanks a lot for all the help so far, see you soon, and say hello to the team from Ada.")[:400]
 KEY = "sk-proj-" + "Q7wErTy9UiOp3AsDfGh5JkLzXcVbNm12" * 2
 WITH_SECRET = (MESSAGE[:200] + f" The key for the test account is {KEY} if you need it. " + MESSAGE[200:])[:400]
 
