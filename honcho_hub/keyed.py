@@ -50,34 +50,32 @@ class Keyed(Generic[S, R]):
                  close: Callable[[R], None] = close_resource) -> None:
         self._key_of, self._build, self._close = key, build, close
         self._lock = threading.Lock()
-        self._resource: R | None = None
-        self._key: Hashable = None
-        self._built = False
+        self._held: tuple[Hashable, R] | None = None  # (key, resource) of the last build
 
     def get(self, settings: S) -> R:
         """The resource for these settings, built or rebuilt if its key changed."""
         key = self._key_of(settings)
         with self._lock:
-            if self._built and self._key == key:
-                return self._resource  # type: ignore[return-value]
-            old, had = self._resource, self._built
+            old = self._held
+            if old is not None and old[0] == key:
+                return old[1]
             resource = self._build(settings)  # raises: the old one stays, nothing is half replaced
-            self._resource, self._key, self._built = resource, key, True
-        if had:
-            self._close(old)  # type: ignore[arg-type]
+            self._held = (key, resource)
+        if old is not None:
+            self._close(old[1])
         return resource
 
     def peek(self) -> R | None:
         """The resource built last, without building one (None before the first get or after reset)."""
-        return self._resource if self._built else None
+        held = self._held
+        return held[1] if held is not None else None
 
     def reset(self) -> None:
         """Close the resource and forget it; the next get builds a new one. Idempotent."""
         with self._lock:
-            old, had = self._resource, self._built
-            self._resource, self._key, self._built = None, None, False
-        if had:
-            self._close(old)  # type: ignore[arg-type]
+            old, self._held = self._held, None
+        if old is not None:
+            self._close(old[1])
 
 
 class KeyedMany(Generic[S, R]):
