@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Callable
 
 import httpx
-import hub_testkit  # noqa: F401
+import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
 from fake_honcho import FakeHoncho
 from outbox_helpers import ManualClock, temp_outbox_path
 

@@ -3,7 +3,7 @@ byte for byte."""
 
 import unittest
 
-import hub_testkit  # noqa: F401
+import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
 from redact_corpus import lookalikes, secret_cases
 
 from honcho_hub.errors import RedactionError

@@ -3,7 +3,7 @@ with the look-alikes each new rule must leave alone."""
 
 import unittest
 
-import hub_testkit  # noqa: F401
+import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
 
 from honcho_hub.safety.redact import SLICE_CHARS, redact, redact_long
 
