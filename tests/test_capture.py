@@ -12,8 +12,7 @@ from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child
 
 from honcho_hub.capture.chunking import clean_text, split_message
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Counters, Outcome, Role, event_id
-from honcho_hub.gateway.limits import MAX_CONTENT_CHARS
-from honcho_hub.gateway.sessions import session_id_for
+from honcho_hub.gateway.limits import MAX_CONTENT_CHARS, session_id_for
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 

@@ -18,8 +18,8 @@ from usr.plugins.honcho.honcho_hub.capture.rules import (
     skip_reason_for_user_message,
 )
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.gateway.sessions import session_id_for
 
 from . import host
 from .worker import hub

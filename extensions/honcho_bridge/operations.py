@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.gateway.sessions import session_id_for
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level

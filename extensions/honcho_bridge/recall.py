@@ -7,8 +7,8 @@ import os
 from functools import lru_cache
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.gateway.sessions import session_id_for
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
 from . import host

@@ -6,8 +6,8 @@ import asyncio
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.gateway.sessions import session_id_for
 from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.storage import memory_log

@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import JournalError, JournalFull, OutboxBusy, OutboxError, RedactionError
-from ..gateway.sessions import session_id_for
+from ..gateway.limits import session_id_for
 from ..safety.redact import redact_long
 from ..settings.config import Settings
 from ..storage import journal as journal_file
