@@ -207,15 +207,13 @@ class Recaller:
         text = (user_text or "")[:_QUERY_WINDOW]
         if len(user_text or "") > _QUERY_WINDOW and " " in text:
             text = text.rsplit(" ", 1)[0]  # never end inside a word: a cut credential would not be matched
-        if len(text.strip()) < max(1, settings.recall_min_query_chars):
-            return ""
         try:
             # Redacted with its line breaks (a key wrapped onto a second line is found whole), then made
             # one line: a search query, not the message.
             text = redact(mask(text) if mask else text, secrets)
         except Exception:  # RedactionError, or the host's masker failing
             return ""  # fail closed: recall without a query rather than send unredacted text
-        text = " ".join(text.split())
+        text = " ".join(text.split())  # shorter than the minimum (nothing but spaces, say): no query
         return text[:QUERY_CHARS] if len(text) >= max(1, settings.recall_min_query_chars) else ""
 
     def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
