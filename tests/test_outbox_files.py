@@ -78,12 +78,15 @@ class FileTestCase(unittest.TestCase):
         return conn
 
 
-def other_program(path: str) -> None:
-    """Another program's database (rollback journal, user_version 0, its own table)."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("CREATE TABLE notes (body TEXT)")
-    conn.execute("INSERT INTO notes VALUES ('keep me')")
-    conn.close()
+def other_program(journal: str):
+    """Another program's database (user_version 0, its own table, a row in it) in that journal mode."""
+    def make(path: str) -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute(f"PRAGMA journal_mode={journal}")
+        conn.execute("CREATE TABLE notes (body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('keep me')")
+        conn.close()  # the last connection: in WAL mode checkpointed, -wal and -shm removed
+    return make
 
 
 def begun_by_another_connection_of_ours(path: str) -> None:
@@ -102,13 +105,6 @@ def another_programs_empty_database(path: str) -> None:
     conn.execute("PRAGMA user_version = 0")
     conn.execute("VACUUM")
     conn.close()
-
-
-def other_program_in_wal(path: str) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("CREATE TABLE notes (body TEXT)")
-    conn.close()  # the last connection: checkpointed, -wal and -shm removed
 
 
 def other_application_id(path: str) -> None:
@@ -146,8 +142,8 @@ def empty_with_leftover_wal(path: str) -> None:
 class ForeignFileTest(FileTestCase):
     def test_files_that_are_not_our_outbox_are_refused_untouched(self):
         # Another program's database is foreign; a file SQLite cannot read is corrupt (it may be ours, damaged).
-        cases = {"another program's database": (other_program, OutboxForeign),
-                 "another program's database in WAL mode": (other_program_in_wal, OutboxForeign),
+        cases = {"another program's database": (other_program("DELETE"), OutboxForeign),
+                 "another program's database in WAL mode": (other_program("WAL"), OutboxForeign),
                  "another application id over our schema": (other_application_id, OutboxForeign),
                  "an unrelated events table at user_version 1": (other_events_table("DELETE"), OutboxForeign),
                  "an unrelated events table at user_version 1 in WAL mode": (other_events_table("WAL"), OutboxForeign),
