@@ -30,10 +30,15 @@ VALID = {
     "capture_wait_ms": 100, "handoff_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
     "batch_size": 100, "concurrency": 8, "max_attempts": 3, "retry_base_s": 0.5, "retry_max_s": 60,
     "retry_after_cap_s": 120, "circuit_base_s": 2, "circuit_max_s": 60, "auth_probe_interval_s": 30,
-    "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "cache_ttl_s": 1,
+    "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "recall_mode": "tools", "context_cadence": 5,
+    "include_agent_representation": True, "agent_representation_share": 0.5, "cache_ttl_s": 1,
     "cache_max_entries": 10, "max_context_tokens": 2000, "search_top_k": 3, "max_conclusions": 5,
     "recall_timeout_s": 1.5, "recall_wait_ms": 800, "recall_min_query_chars": 0, "recall_include_messages": False,
-    "recall_limit_to_session": True, "ask_timeout_s": 120, "scope_strategy": "custom",
+    "recall_limit_to_session": True, "ask_timeout_s": 120, "dialectic_enabled": True, "dialectic_cadence": 20,
+    "dialectic_depth": 3, "dialectic_max_chars": 100, "dialectic_reasoning_level": "minimal",
+    "dialectic_pass_levels": "low,max", "reasoning_level_heuristic": False, "reasoning_level_cap": "max",
+    "dialectic_prewarm": False, "observation": "custom", "observe_user_me": False, "observe_user_others": False,
+    "observe_agent_me": True, "observe_agent_others": False, "session_strategy": "global", "scope_strategy": "custom",
     "scope_prefix": "team_", "scope_custom": "Research Notes", "debug": True,
 }
 
@@ -47,6 +52,7 @@ MALFORMED = {
     "path": ["relative/outbox.db", "", "outbox.db", 3, None, "/nul\x00byte"],
     "prefix": ["scope.", "has space", "x" * 65, 1, None],
     "text": ["x" * 201, "bell\x07", 12, None],
+    "levels": ["low,medium,high,max", "fast", ["low", 3], 7, None, "low,,high"],
 }
 
 ENV_VARS = {  # variable -> (setting, valid text value, expected)
@@ -64,11 +70,15 @@ ENV_VARS = {  # variable -> (setting, valid text value, expected)
     "HONCHO_SCOPE_PREFIX": ("scope_prefix", "p_", "p_"),
     "HONCHO_SCOPE_CUSTOM": ("scope_custom", "Shared", "Shared"),
     "HONCHO_RECALL_WAIT_MS": ("recall_wait_ms", "0", 0),
+    "HONCHO_RECALL_MODE": ("recall_mode", "Context", "context"),
+    "HONCHO_OBSERVATION": ("observation", "directional", "directional"),
+    "HONCHO_SESSION_STRATEGY": ("session_strategy", "per-project", "per-project"),
 }
 ENV_INVALID = {"HONCHO_WORKSPACE_ID": "bad id", "HONCHO_USER_ID": "a/b", "HONCHO_AGENT_PEER_ID": "x" * 600,
                "HONCHO_OUTBOX_PATH": "rel/path", "HONCHO_CACHE_TTL": "-3", "HONCHO_MAX_CONTEXT_TOKENS": "lots",
                "HONCHO_DEBUG": "perhaps", "HONCHO_SCOPE_STRATEGY": "everything",
-               "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300, "HONCHO_RECALL_WAIT_MS": "-2"}
+               "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300, "HONCHO_RECALL_WAIT_MS": "-2",
+               "HONCHO_RECALL_MODE": "everything", "HONCHO_OBSERVATION": "all", "HONCHO_SESSION_STRATEGY": "per-user"}
 
 
 def build(plugin=None, secrets=None, environ=None, **kw):
@@ -520,6 +530,45 @@ class SettingsCacheTest(unittest.TestCase):
             thread.join()
         self.assertEqual(wrong, [])
 
+
+
+class MemoryControlSettingsTest(unittest.TestCase):
+    def test_recall_enabled_false_is_read_as_recall_mode_tools_and_tools_as_recall_disabled(self):
+        cases = [({}, "hybrid", True), ({"recall_enabled": False}, "tools", False),
+                 ({"recall_enabled": False, "recall_mode": "context"}, "tools", False),
+                 ({"recall_mode": "tools"}, "tools", False), ({"recall_mode": "context"}, "context", True)]
+        for plugin, mode, enabled in cases:
+            with self.subTest(plugin=plugin):
+                settings = build(plugin)
+                self.assertEqual((settings.recall_mode, settings.recall_enabled), (mode, enabled))
+                self.assertEqual(settings.injects_recall, mode != "tools")
+                self.assertEqual(settings.offers_tool, mode != "context")
+
+    def test_pass_levels_are_normalised_from_text_or_a_list(self):
+        for raw, kept in (("Low, HIGH", "low,high"), (["medium"], "medium"), ("", ""), ([], "")):
+            with self.subTest(raw=raw):
+                settings = build({"dialectic_pass_levels": raw})
+                self.assertEqual(settings.dialectic_pass_levels, kept)
+                self.assertEqual(settings.pass_levels, tuple(kept.split(",")) if kept else ())
+                self.assertEqual(settings.warnings, ())
+
+    def test_each_observation_preset_gives_its_peer_flags_and_custom_gives_the_explicit_ones(self):
+        expected = {"seed": ((True, True), (False, True)), "directional": ((True, True), (True, True)),
+                    "unified": ((True, False), (False, True))}
+        explicit = {"observe_user_me": False, "observe_user_others": True, "observe_agent_me": True,
+                    "observe_agent_others": False}
+        for preset, (user, agent) in expected.items():
+            with self.subTest(preset=preset):
+                settings = build({"observation": preset, **explicit})  # flags are ignored by a preset
+                self.assertEqual(settings.observation_of("user"), {"observe_me": user[0], "observe_others": user[1]})
+                self.assertEqual(settings.observation_of("agent"), {"observe_me": agent[0], "observe_others": agent[1]})
+        custom = build({"observation": "custom", **explicit})
+        self.assertEqual(custom.observation_of("user"), {"observe_me": False, "observe_others": True})
+        self.assertEqual(custom.observation_of("agent"), {"observe_me": True, "observe_others": False})
+
+    def test_the_default_custom_flags_are_the_seed_preset(self):
+        self.assertEqual([build({"observation": "custom"}).observation_of(role) for role in ("user", "agent")],
+                         [build({}).observation_of(role) for role in ("user", "agent")])
 
 if __name__ == "__main__":
     unittest.main()

@@ -21,6 +21,7 @@ from .spec import (
     FIELDS_BY_NAME,
     MODE_API_URLS,
     MODE_MCP_URLS,
+    OBSERVATION_PRESETS,
     PROJECT_GROUPS,
     defaults,
 )
@@ -107,6 +108,10 @@ class Settings:
     lease_s: float
     poll_interval_s: float
     recall_enabled: bool
+    recall_mode: str
+    context_cadence: int
+    include_agent_representation: bool
+    agent_representation_share: float
     cache_ttl_s: float
     cache_max_entries: int
     max_context_tokens: int
@@ -118,6 +123,21 @@ class Settings:
     recall_include_messages: bool
     recall_limit_to_session: bool
     ask_timeout_s: float
+    dialectic_enabled: bool
+    dialectic_cadence: int
+    dialectic_depth: int
+    dialectic_max_chars: int
+    dialectic_reasoning_level: str
+    dialectic_pass_levels: str
+    reasoning_level_heuristic: bool
+    reasoning_level_cap: str
+    dialectic_prewarm: bool
+    observation: str
+    observe_user_me: bool
+    observe_user_others: bool
+    observe_agent_me: bool
+    observe_agent_others: bool
+    session_strategy: str
     scope_strategy: str
     scope_prefix: str
     scope_custom: str
@@ -142,6 +162,30 @@ class Settings:
         if self.recall_wait_ms < 0:
             return self.recall_timeout_s
         return min(self.recall_wait_ms / 1000, self.recall_timeout_s)
+
+    @property
+    def injects_recall(self) -> bool:
+        """Whether a memory pack is injected before user turns (recall_mode hybrid or context)."""
+        return self.recall_mode != "tools"
+
+    @property
+    def offers_tool(self) -> bool:
+        """Whether the agent has the honcho_memory tool (every mode but context)."""
+        return self.recall_mode != "context"
+
+    def observation_of(self, role: str) -> dict[str, bool]:
+        """The peer configuration of the human (`user`) or the agent (`agent`) under `observation`."""
+        if self.observation == "custom":
+            me, others = ((self.observe_user_me, self.observe_user_others) if role == "user"
+                          else (self.observe_agent_me, self.observe_agent_others))
+        else:
+            me, others = OBSERVATION_PRESETS[self.observation]["agent" if role == "agent" else "user"]
+        return {"observe_me": me, "observe_others": others}
+
+    @property
+    def pass_levels(self) -> tuple[str, ...]:
+        """dialectic_pass_levels as a tuple (empty: every pass at the turn's level)."""
+        return tuple(self.dialectic_pass_levels.split(",")) if self.dialectic_pass_levels else ()
 
     @property
     def has_api_key(self) -> bool:
@@ -190,6 +234,10 @@ def build_settings(
         else:
             values.update(broken.repair(values))
             warnings.append(f"{broken.problem} (used instead: {broken.effect})")
+    # One switch, two names: recall_enabled false is recall_mode tools, and code may read either.
+    if not values["recall_enabled"]:
+        values["recall_mode"] = "tools"
+    values["recall_enabled"] = values["recall_mode"] != "tools"
     values["api_url"] = values["api_url"] or MODE_API_URLS[values["endpoint_mode"]]
     values["mcp_url"] = values["mcp_url"] or MODE_MCP_URLS[values["endpoint_mode"]]
     if values["outbox_path"] == DEFAULT_OUTBOX_PATH and not os.path.isdir(agent_zero_usr):

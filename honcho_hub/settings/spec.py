@@ -11,7 +11,7 @@ from typing import Any
 
 # Groups a per-project configuration may change. Everything else (connection, identity, the outbox,
 # delivery) is process-wide: one worker drains one outbox to one destination.
-PROJECT_GROUPS = frozenset({"capture", "recall", "scopes"})
+PROJECT_GROUPS = frozenset({"capture", "recall", "dialectic", "scopes"})
 
 DEFAULT_OUTBOX_PATH = "/a0/usr/honcho/outbox.sqlite3"
 
@@ -19,13 +19,25 @@ DEFAULT_OUTBOX_PATH = "/a0/usr/honcho/outbox.sqlite3"
 MODE_API_URLS = {"hosted": "https://api.honcho.dev", "self_hosted": "http://localhost:8000"}
 MODE_MCP_URLS = {"hosted": "https://mcp.honcho.dev", "self_hosted": "http://localhost:8787"}
 
+# Honcho's dialectic reasoning levels, cheapest first.
+REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
+MAX_PASS_LEVELS = 3  # one per dialectic pass
+
+# What Honcho derives, by preset: (observe_me, observe_others) of the human and of the agent. A peer whose
+# observe_me is false is not modelled at all; observe_others lets it form its own view of the others.
+OBSERVATION_PRESETS = {
+    "seed": {"user": (True, True), "agent": (False, True)},
+    "directional": {"user": (True, True), "agent": (True, True)},
+    "unified": {"user": (True, False), "agent": (False, True)},
+}
+
 
 @dataclass(frozen=True)
 class Field:
     """One setting: how to validate it and where it may come from."""
 
     name: str
-    kind: str  # bool, int, float, enum, url, id, path, prefix, text
+    kind: str  # bool, int, float, enum, url, id, path, prefix, text, levels
     default: Any
     group: str
     lo: float | None = None
@@ -55,6 +67,8 @@ _KIND_BOUNDS = {
     "path": "absolute path",
     "prefix": "0–64 of A-Z a-z 0-9 _ -",
     "text": "0–200 characters, no control characters",
+    "levels": f"up to {MAX_PASS_LEVELS} of {', '.join(REASONING_LEVELS)}, comma-separated; empty = every pass at"
+              " the turn's level",
 }
 
 
@@ -113,7 +127,17 @@ FIELDS: tuple[Field, ...] = (
     _f("poll_interval_s", "float", 5.0, "delivery", "Worker timer between wake-ups, seconds.",
        lo=0.5, hi=300),
     # recall
-    _f("recall_enabled", "bool", True, "recall", "Inject a memory pack before each user turn."),
+    _f("recall_enabled", "bool", True, "recall", "Inject a memory pack before each user turn (false = recall_mode"
+       " tools)."),
+    _f("recall_mode", "enum", "hybrid", "recall", "hybrid: the pack is injected and the agent has the tool; context:"
+       " injected only (no tool); tools: the agent recalls through the tool only.",
+       choices=("hybrid", "context", "tools"), env=("HONCHO_RECALL_MODE",)),
+    _f("context_cadence", "int", 1, "recall", "The query-aware context call is made every this many user turns;"
+       " turns between reuse the chat's last pack.", lo=1, hi=50),
+    _f("include_agent_representation", "bool", False, "recall", "Also put the agent's own representation and card"
+       " (its self-model) in the pack."),
+    _f("agent_representation_share", "float", 0.25, "recall", "Share of the pack's token budget kept for the"
+       " agent's self-model.", lo=0, hi=0.5),
     # Positive, as the seed says: a pack that expires at once is no cache (clear the cache to drop it).
     _f("cache_ttl_s", "float", 120.0, "recall", "Recall cache lifetime, seconds.", lo=1, hi=3_600,
        env=("HONCHO_CACHE_TTL",)),
@@ -135,6 +159,34 @@ FIELDS: tuple[Field, ...] = (
     _f("recall_limit_to_session", "bool", False, "recall", "Search only the current chat's messages."),
     _f("ask_timeout_s", "float", 60.0, "recall", "Timeout of an explicit dialectic question, seconds.",
        lo=5, hi=300),
+    # dialectic: an opt-in layer of the pack, computed in the background (Honcho LLM calls)
+    _f("dialectic_enabled", "bool", False, "dialectic", "Add a note on what matters now, synthesised by Honcho's"
+       " dialectic in the background (server LLM calls), to the pack."),
+    _f("dialectic_cadence", "int", 2, "dialectic", "The note is refreshed every this many user turns.", lo=1, hi=20),
+    _f("dialectic_depth", "int", 1, "dialectic", "Passes: 2 audits the answer against recent evidence, 3 reconciles"
+       " contradictions.", lo=1, hi=3),
+    _f("dialectic_max_chars", "int", 600, "dialectic", "Longest note, characters.", lo=100, hi=4_000),
+    _f("dialectic_reasoning_level", "enum", "low", "dialectic", "Base reasoning level of the note.",
+       choices=REASONING_LEVELS),
+    _f("dialectic_pass_levels", "levels", "", "dialectic", "Reasoning level of each pass, in order."),
+    _f("reasoning_level_heuristic", "bool", True, "dialectic", "Raise the level for longer messages: +1 from 120"
+       " characters, +2 from 400."),
+    _f("reasoning_level_cap", "enum", "high", "dialectic", "Highest level the heuristic may reach.",
+       choices=REASONING_LEVELS),
+    _f("dialectic_prewarm", "bool", True, "dialectic", "Prepare the note when a new chat starts, so its first turn"
+       " has one (only with the dialectic on)."),
+    # sessions and observation
+    _f("observation", "enum", "seed", "sessions", "What Honcho models: seed (the human; both peers form views"
+       " of the other), directional (both peers, each with views of the other), unified (the human; only the agent"
+       " forms views of others), custom (the flags below).",
+       choices=("seed", "directional", "unified", "custom"), env=("HONCHO_OBSERVATION",)),
+    _f("observe_user_me", "bool", True, "sessions", "custom: Honcho models the human."),
+    _f("observe_user_others", "bool", True, "sessions", "custom: the human's peer forms views of the others."),
+    _f("observe_agent_me", "bool", False, "sessions", "custom: Honcho models the agent."),
+    _f("observe_agent_others", "bool", True, "sessions", "custom: the agent forms views of the others."),
+    _f("session_strategy", "enum", "per-chat", "sessions", "per-chat: a session per chat; per-project: one per"
+       " project (chats without one stay per-chat); global: one session.",
+       choices=("per-chat", "per-project", "global"), env=("HONCHO_SESSION_STRATEGY",)),
     # scopes
     _f("scope_strategy", "enum", "project", "scopes", "project: one scope per project; custom; off.",
        choices=("project", "custom", "off"), env=("HONCHO_SCOPE_STRATEGY",)),

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ..errors import InvalidValue
 from ..gateway.limits import ID_RE
-from .spec import Field
+from .spec import MAX_PASS_LEVELS, REASONING_LEVELS, Field
 
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
@@ -127,6 +127,19 @@ def _text(field: Field, raw: Any) -> str:
     return text
 
 
+def _levels(field: Field, raw: Any) -> str:
+    """Reasoning levels as a list or comma-separated text, kept as 'low,high' (no spaces)."""
+    if isinstance(raw, str):
+        parts = [part.strip().lower() for part in raw.split(",")] if raw.strip() else []
+    elif isinstance(raw, (list, tuple)) and all(isinstance(part, str) for part in raw):
+        parts = [part.strip().lower() for part in raw]
+    else:
+        raise InvalidValue("expected reasoning levels, comma-separated")
+    if len(parts) > MAX_PASS_LEVELS or any(part not in REASONING_LEVELS for part in parts):
+        raise InvalidValue(f"expected {field.bounds_text()}")
+    return ",".join(parts)
+
+
 _COERCERS = {
     "bool": _bool,
     "int": _int,
@@ -137,4 +150,5 @@ _COERCERS = {
     "prefix": _prefix,
     "path": _path,
     "text": _text,
+    "levels": _levels,
 }

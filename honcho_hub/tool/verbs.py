@@ -29,12 +29,12 @@ from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
 from ..safety.redact import redact
 from ..safety.untrusted import untrusted
 from ..settings.config import Settings
+from ..settings.spec import REASONING_LEVELS
 from ..storage.memory_log import MemoryWrite, WriteKind
 from . import calls
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream")
 SEARCH_TARGETS = ("conclusions", "session", "workspace")
-REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
 MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, 10_000, 8_000
 MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
