@@ -1,8 +1,11 @@
 """The memory pack: what Honcho returned, trimmed to a token budget and rendered as untrusted data.
 
 Sections in priority order: relevant conclusions (the query-aware representation), the user's card,
-the session summary, relevant recent messages. Empty sections are left out; an empty pack renders
-nothing. Recalled text is neutralized before it enters the block: it can neither close the block early,
+the session summary, relevant recent messages. Two optional sections have budgets of their own: the agent's
+self-model (its representation and card of itself, `include_agent_representation`, a share of the budget
+taken from the others only when there is something to show) and the dialectic's note on what matters now
+(`dialectic_enabled`, at most `dialectic_max_chars`, placed first: it is the synthesis of the rest). Empty
+sections are left out; an empty pack renders nothing. Recalled text is neutralized before it enters the block: it can neither close the block early,
 open a section of its own, pose as a tag, nor become a real secret (see `safety/untrusted.py`).
 """
 
@@ -24,6 +27,8 @@ class ContextData:
     card: list[str] = field(default_factory=list)
     summary: str | None = None
     messages: list[tuple[str, str]] = field(default_factory=list)  # (peer id, content), oldest first
+    agent_representation: str | None = None  # the agent's model of itself
+    agent_card: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -40,16 +45,35 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
+NOTE_TITLE = "What matters now (Honcho's synthesis)"
+AGENT_TITLE = "What the agent knows about itself"
+
+
 def build_pack(data: ContextData, budget_tokens: int, include_messages: bool = True,
-               user_peer: str = "user") -> MemoryPack:
-    """The sections that fit the budget, in priority order; a section that does not fit is cut."""
+               user_peer: str = "user", agent_share: float = 0.0, note: str | None = None) -> MemoryPack:
+    """The sections that fit the budget, in priority order; a section that does not fit is cut.
+
+    `agent_share` of the budget is kept for the agent's self-model when `data` holds one; `note` (the
+    dialectic's, already cut to its own limit) comes first and counts against the budget like the rest."""
+    agent_text = "\n\n".join(part for part in ((data.agent_representation or "").strip(), _facts(data.agent_card))
+                             if part)
+    agent_budget = int(budget_tokens * agent_share) if agent_text and agent_share > 0 else 0
     candidates = [
+        (NOTE_TITLE, (note or "").strip()),
         ("Relevant conclusions about the user", (data.representation or "").strip()),
-        ("The user's card", "\n".join(f"- {fact.strip()}" for fact in data.card if fact and fact.strip())),
+        ("The user's card", _facts(data.card)),
         ("Summary of this conversation", (data.summary or "").strip()),
     ]
     if include_messages:
         candidates.append(("Relevant recent messages", _messages_text(data.messages, user_peer)))
+    sections = _fitted(candidates, budget_tokens - agent_budget)
+    if agent_budget:
+        sections += _fitted([(AGENT_TITLE, agent_text)], agent_budget)
+    return MemoryPack(tuple(sections))
+
+
+def _fitted(candidates: list[tuple[str, str]], budget_tokens: int) -> list[tuple[str, str]]:
+    """The candidates that fit `budget_tokens`, in order, each cut to what is left."""
     sections, left = [], budget_tokens
     for title, text in candidates:
         text = _clean(text)
@@ -60,7 +84,11 @@ def build_pack(data: ContextData, budget_tokens: int, include_messages: bool = T
         if fitted:
             sections.append((title, fitted))
             left -= estimate_tokens(title) + estimate_tokens(fitted) + 2
-    return MemoryPack(tuple(sections))
+    return sections
+
+
+def _facts(card: list[str]) -> str:
+    return "\n".join(f"- {fact.strip()}" for fact in card if fact and fact.strip())
 
 
 def render_block(pack: MemoryPack, template: str) -> str:
