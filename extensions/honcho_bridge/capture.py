@@ -18,7 +18,7 @@ from usr.plugins.honcho.honcho_hub.capture.rules import (
     skip_reason_for_user_message,
 )
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
@@ -47,7 +47,7 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     project, secrets = host.project_name(agent), host.host_secrets(agent)
     if settings.recall_enabled and isinstance(text, str) and not intervention:
         # First: every microsecond here is one the turn may wait.
-        _prefetch_recall(agent, settings, text, resolve_scope(settings, project), secrets)
+        _prefetch_recall(agent, settings, text, project, secrets)
     return _capture(agent, settings, Role.USER, str(source_id), text, project, secrets)
 
 
@@ -76,10 +76,11 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
     return outcome
 
 
-def _prefetch_recall(agent: Any, settings, text: str, scope: str | None, secrets: dict[str, str]) -> None:
+def _prefetch_recall(agent: Any, settings, text: str, project: str | None, secrets: dict[str, str]) -> None:
     """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks: the
     first time, the recall modules load on a background thread that then starts it."""
-    session = session_id_for(agent.context.id)
+    scope = resolve_scope(settings, project)
+    session = session_for(settings.session_strategy, str(agent.context.id), project)
 
     def prefetch(recaller) -> None:
         recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value),

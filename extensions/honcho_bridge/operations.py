@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
@@ -49,6 +49,7 @@ def _chat(body: Any) -> tuple[str | None, str | None]:
     context_id = body.get("context") if isinstance(body, dict) else None
     if not isinstance(context_id, str) or not context_id:
         return None, None
+    settings = global_settings()
     try:
         from agent import AgentContext
         from helpers.projects import get_context_project_name
@@ -56,5 +57,5 @@ def _chat(body: Any) -> tuple[str | None, str | None]:
         context = AgentContext.get(context_id)
         project = get_context_project_name(context) if context is not None else None
     except Exception:  # an unknown chat or an older host: status without the chat part
-        return session_id_for(context_id), None
-    return session_id_for(context_id), resolve_scope(global_settings(), project)
+        return session_for(settings.session_strategy, context_id, None), None
+    return session_for(settings.session_strategy, context_id, project), resolve_scope(settings, project)

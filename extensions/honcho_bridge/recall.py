@@ -7,7 +7,7 @@ import os
 from functools import lru_cache
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
@@ -28,9 +28,10 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     settings = host.settings_for(agent)
     if not settings.recall_enabled:
         return "disabled"
-    scope = resolve_scope(settings, host.project_name(agent))
+    project = host.project_name(agent)
+    scope = resolve_scope(settings, project)
     text = typed_text(getattr(loop_data, "user_message", None))
-    session = session_id_for(agent.context.id)
+    session = session_for(settings.session_strategy, str(agent.context.id), project)
 
     def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
         return hub().recaller().recall(settings, session, text, template(), scope,
@@ -62,7 +63,9 @@ def register_chat(agent: Any) -> bool:
     """At chat start: warm the base pack and queue the chat's scope registration (background threads do
     the requests)."""
     settings = host.settings_for(agent)
-    scope, session = resolve_scope(settings, host.project_name(agent)), session_id_for(agent.context.id)
+    project = host.project_name(agent)
+    scope = resolve_scope(settings, project)
+    session = session_for(settings.session_strategy, str(agent.context.id), project)
 
     def start() -> None:  # off the loop: the first call imports the SDK
         the_hub = hub()

@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_id_for
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 from usr.plugins.honcho.honcho_hub.settings import log_level
@@ -28,8 +28,9 @@ async def run_tool(agent: Any, args: dict) -> str:
 def action_context(agent: Any) -> ActionContext:
     settings = host.settings_for(agent)
     log_level.follow(settings)
-    session = session_id_for(agent.context.id)
-    chat_scope = resolve_scope(settings, host.project_name(agent))
+    project = host.project_name(agent)
+    session = session_for(settings.session_strategy, str(agent.context.id), project)
+    chat_scope = resolve_scope(settings, project)
     the_hub = hub()
     gateway = the_hub.tool_gateway(settings)
 

@@ -24,7 +24,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import JournalError, JournalFull, OutboxBusy, OutboxError, RedactionError
-from ..gateway.limits import session_id_for
+from ..gateway.limits import session_for
 from ..safety.redact import redact_long
 from ..settings.config import Settings
 from ..storage import journal as journal_file
@@ -153,7 +153,8 @@ class CaptureService:
             "chat_id": str(request.chat_id), "role": role,
             "source_id": request.source_id or uuid.uuid4().hex,  # no host id: nothing to deduplicate against
             "destination": settings.destination(), "workspace_id": settings.workspace_id,
-            "session_id": session_id_for(request.chat_id),
+            # Fixed here, at capture: a later change of strategy never moves (or re-sends) a queued message.
+            "session_id": session_for(settings.session_strategy, str(request.chat_id), request.project),
             "peer_id": settings.user_peer_id if role == Role.USER.value else settings.agent_peer_id,
             "scope_id": request.scope_id, "project": request.project, "captured_at": self._clock(),
         }

@@ -1,5 +1,5 @@
-"""What Honcho accepts, and an Agent Zero chat's session id made to fit it. A leaf with no imports of
-ours: settings validation, capture's splitting and the session names of capture, recall, the tool and
+"""What Honcho accepts, and the session ids of Agent Zero's chats (by session strategy) made to fit it.
+A leaf with no imports of ours: settings validation, capture's splitting and the session names of capture, recall, the tool and
 status use it without loading the SDK boundary (or httpx, which may be missing)."""
 
 from __future__ import annotations
@@ -16,14 +16,35 @@ _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _DIGEST_CHARS = 16
 
 
-def session_id_for(chat_id: str) -> str:
-    """Honcho session of an Agent Zero chat: `chat-<id>` within Honcho's id alphabet and length.
+GLOBAL_SESSION = "global"  # the one session of the `global` strategy; no chat or project id can equal it
 
-    An id that had to be changed to fit (characters replaced, or cut at the length limit) gets a digest
-    of the original, so two different chats never share a session; ids that fit are kept as they are."""
-    raw = str(chat_id)
-    session = "chat-" + _UNSAFE_ID.sub("_", raw)
-    if session == "chat-" + raw and len(session) <= ID_MAX:
+
+def session_id_for(chat_id: str) -> str:
+    """Honcho session of an Agent Zero chat: `chat-<id>` within Honcho's id alphabet and length."""
+    return _fitted("chat-", chat_id)
+
+
+def session_for(strategy: str, chat_id: str, project: str | None) -> str:
+    """The Honcho session a chat's messages go to under `session_strategy`.
+
+    Each family has its own prefix (`chat-`, `project-`, the fixed `global`), so a chat's session never
+    equals a project's, whatever the names. A chat without a project stays in its own session under
+    `per-project`; an unknown strategy is read as the default, per-chat."""
+    if strategy == "global":
+        return GLOBAL_SESSION
+    if strategy == "per-project" and project:
+        return _fitted("project-", project)
+    return session_id_for(chat_id)
+
+
+def _fitted(prefix: str, name: str) -> str:
+    """`prefix` + `name` within Honcho's id alphabet and length.
+
+    A name that had to be changed to fit (characters replaced, or cut at the length limit) gets a digest
+    of the original, so two different names never share a session; names that fit are kept as they are."""
+    raw = str(name)
+    session = prefix + _UNSAFE_ID.sub("_", raw)
+    if session == prefix + raw and len(session) <= ID_MAX:
         return session
     digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
     return session[:ID_MAX - _DIGEST_CHARS - 1] + "-" + digest
