@@ -45,7 +45,8 @@ MAX_TOOL_GATEWAYS = 8  # one per destination and timeout; settings changed that 
 # What a capture service is built from: a change of any of these rebuilds it (the journal follows).
 CAPTURE_KEY = fields("outbox_path", "outbox_synchronous", "max_queued_rows", "handoff_capacity",
                      "dead_retention_days")
-TOOL_GATEWAY_KEY = fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id")
+TOOL_GATEWAY_KEY = fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id", "observation",
+                          "observe_user_me", "observe_user_others", "observe_agent_me", "observe_agent_others")
 
 
 _delivery_loaded = threading.Event()  # this generation's delivery modules (and the SDK) are imported

@@ -104,7 +104,8 @@ class DeliveryWorker(threading.Thread):
             lambda s: Outbox.for_settings(s, synchronous="NORMAL", busy_timeout_s=self._busy_timeout_s,
                                           clock=self._clock), _close_quietly)
         self._gateways: Keyed[Settings, HonchoGateway] = Keyed(
-            fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id"),
+            fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id", "observation",
+                   "observe_user_me", "observe_user_others", "observe_agent_me", "observe_agent_others"),
             lambda s: self._gateway_factory(s), _close_quietly)
         self._pool: Keyed[Settings, ThreadPoolExecutor] = Keyed(
             fields("concurrency"),

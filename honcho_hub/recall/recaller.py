@@ -55,7 +55,8 @@ class Recaller:
         self._lock = threading.Lock()
         # Rebuilt when what they were built from changes; a gateway of a former destination is closed.
         self._gateway: Keyed[Settings, HonchoGateway] = Keyed(
-            fields("api_url", "workspace_id", "recall_timeout_s"), gateway_factory or _default_gateway)
+            fields("api_url", "workspace_id", "recall_timeout_s", "observation", "observe_user_me", "observe_user_others",
+                   "observe_agent_me", "observe_agent_others"), gateway_factory or _default_gateway)
         self._cache: Keyed[Settings, RecallCache] = Keyed(
             fields("cache_ttl_s", "cache_max_entries"),
             lambda s: RecallCache(s.cache_ttl_s, s.cache_max_entries, self._monotonic))
