@@ -61,6 +61,9 @@ class FakeHoncho:
         self.conclusions: dict[str, dict] = {}
         self.dialectic_answer: str | None = "The user prefers green tea."
         self.dialectic_status: int | None = None  # 500 when the server has no LLM provider
+        # Opt-in: the answers of the next chat requests, one each, in order (text, or an int: that status);
+        # when it is empty, dialectic_status and dialectic_answer answer as before.
+        self.dialectic_script: deque[str | int] = deque()
         self.dreams_status: int | None = None  # 400 when dreams are disabled
         self.semantic_status: int | None = None  # 500 for conclusion create/query without embeddings
         self.id_filter_supported = True  # some servers reject the `id: {in: [...]}` conclusion filter
@@ -300,6 +303,11 @@ class FakeHoncho:
         missing = self._missing(ws, [body.get("target")], body.get("session_id"))
         if missing:
             return 404, {"detail": f"{missing} not found"}
+        if self.dialectic_script:
+            scripted = self.dialectic_script.popleft()
+            if isinstance(scripted, int):
+                return scripted, {"detail": "scripted dialectic failure"}
+            return 200, {"content": scripted}
         if self.dialectic_status:
             return self.dialectic_status, {"detail": "dialectic unavailable"}
         return 200, {"content": self.dialectic_answer}
