@@ -14,13 +14,9 @@ import os
 import unittest
 
 import hub_testkit
-from delivery_helpers import Bench
-
-from honcho_hub.capture.service import CaptureRequest, Role
-from honcho_hub.recall.recaller import Recaller
+from conversation import Conversation
 
 GOLDEN = os.path.join(hub_testkit.ROOT, "tests", "fixtures", "default_requests.json")
-TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
 SCOPE = "a0-garden"
 TURNS = (("c1", None, "what tea should I buy for the winter?"),
          ("c1", None, "and which cups go with it?"),
@@ -31,29 +27,10 @@ TURNS = (("c1", None, "what tea should I buy for the winter?"),
 
 def scripted_requests(test: unittest.TestCase, **settings) -> list[dict]:
     """Run the scripted conversation; returns every request sent, in order, as plain data."""
-    bench = Bench(test, **settings)
-    recaller = Recaller(lambda s: bench.gateway(s, s.recall_timeout_s), monotonic=bench.mono, threads=1)
-    test.addCleanup(recaller.close)
-    for turn, (chat, scope, text) in enumerate(TURNS):
-        session = f"chat-{chat}"
-        recaller.prefetch(bench.settings, session, text, scope)
-        bench.capture_service.capture(CaptureRequest(chat, Role.USER, f"u{turn}", text, scope_id=scope),
-                                      bench.settings)
-        test.assertTrue(recaller.wait_idle(30))
-        result = recaller.recall(bench.settings, session, text, TEMPLATE, scope)
-        test.assertTrue(recaller.wait_idle(30))
-        bench.capture_service.capture(CaptureRequest(chat, Role.AGENT, f"a{turn}", f"answer {turn}: {result.source}",
-                                                     scope_id=scope), bench.settings)
-        bench.run_until_idle()
-        bench.mono.advance(45.0)
-        bench.clock.advance(45.0)
-    return [_plain(request) for request in bench.sent]
-
-
-def _plain(request) -> dict:
-    body = json.loads(request.content) if request.content else None
-    return {"method": request.method, "path": request.url.path, "query": sorted(request.url.params.multi_items()),
-            "body": body}
+    conversation = Conversation(test, **settings)
+    for chat, scope, text in TURNS:
+        conversation.turn(chat, text, scope)
+    return conversation.requests()
 
 
 class DefaultRequestsTest(unittest.TestCase):

@@ -6,8 +6,11 @@ from __future__ import annotations
 import unittest
 
 import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
+from conversation import Conversation
 
 from honcho_hub.recall.pack import AGENT_TITLE, NOTE_TITLE, ContextData, build_pack, estimate_tokens
+
+CONTEXT = "/context"  # a session's context (query-aware) or a peer's (the base load): counted apart below
 
 
 def used_tokens(pack) -> int:
@@ -51,6 +54,94 @@ class PackSectionsTest(unittest.TestCase):
         self.assertEqual(pack.sections[0], (NOTE_TITLE, "The user is planning a winter trip; keep answers short."))
         self.assertLessEqual(used_tokens(pack), 300)
         self.assertEqual(build_pack(self.USER, 300, note="  "), build_pack(self.USER, 300))
+
+
+def session_context_calls(conversation: Conversation) -> int:
+    return sum(1 for r in conversation.bench.sent if r.method == "GET" and "/sessions/" in r.url.path
+               and r.url.path.endswith(CONTEXT))
+
+
+def know_the_user(conversation: Conversation, agent_self: str | None = None, agent_card=()) -> None:
+    fake, ws = conversation.bench.fake, conversation.settings.workspace_id
+    for peer in ("agent-zero", "user"):
+        fake._ensure_peer(ws, peer)
+    fake.representations[("agent-zero", "user")] = "The user drinks green tea."
+    fake.cards[("agent-zero", "user")] = ["Name: Ada"]
+    if agent_self:
+        fake.representations[("agent-zero", "agent-zero")] = agent_self
+        fake.cards[("agent-zero", "agent-zero")] = list(agent_card)
+
+
+class ContextCadenceTest(unittest.TestCase):
+    def test_the_context_call_is_made_every_cadence_turns_and_the_turns_between_reuse_the_last_load(self):
+        for cadence, turns, calls_at in ((1, 5, [1, 2, 3, 4, 5]), (3, 7, [1, 4, 7]), (5, 12, [1, 6, 11])):
+            with self.subTest(cadence=cadence):
+                conversation = Conversation(self, context_cadence=cadence)
+                know_the_user(conversation)
+                made, sources, blocks = [], [], []
+                for turn in range(1, turns + 1):
+                    before = session_context_calls(conversation)
+                    result = conversation.turn("c1", f"question number {turn} about tea")
+                    if session_context_calls(conversation) > before:
+                        made.append(turn)
+                    sources.append(result.source)
+                    blocks.append(result.block)
+                self.assertEqual(made, calls_at)
+                for turn in range(1, turns + 1):
+                    if turn not in calls_at:
+                        self.assertEqual(sources[turn - 1], "reused")
+                        self.assertEqual(blocks[turn - 1], blocks[turn - 2])  # the last load, as it was
+                    else:
+                        self.assertEqual(sources[turn - 1], "hit")  # the load started at capture
+
+    def test_cadence_counts_each_chat_on_its_own(self):
+        conversation = Conversation(self, context_cadence=2)
+        for chat in ("a", "b", "a", "b", "a"):
+            conversation.turn(chat, f"something to ask in chat {chat}")
+        calls = [r.url.path.split("/sessions/")[1].split("/")[0] for r in conversation.bench.sent
+                 if "/sessions/" in r.url.path and r.url.path.endswith(CONTEXT)]
+        self.assertEqual(calls, ["chat-a", "chat-b", "chat-a"])  # turns 1 and 3 of a, turn 1 of b
+
+    def test_a_deliberate_recall_between_cadence_turns_still_asks_honcho(self):
+        conversation = Conversation(self, context_cadence=10)
+        conversation.turn("c1", "first question about tea")
+        before = session_context_calls(conversation)
+        conversation.recaller.recall(conversation.settings, "chat-c1", "what about cups?", "{{sections}}",
+                                     deliberate=True, wait_s=5)
+        self.assertEqual(session_context_calls(conversation), before + 1)
+
+
+class AgentSelfModelTest(unittest.TestCase):
+    def test_off_by_default_no_request_for_the_self_model_and_no_section(self):
+        conversation = Conversation(self)
+        know_the_user(conversation, agent_self="The agent answers briefly.")
+        conversation.turn("c1", "what tea do I like?")
+        result = conversation.turn("c1", "and what cups?")
+        self.assertNotIn(AGENT_TITLE, result.block)
+        self.assertFalse(any(r.url.params.get("target") in (None, "agent-zero") and r.url.path.endswith(
+            "/peers/agent-zero/context") for r in conversation.bench.sent))
+
+    def test_on_the_pack_carries_the_agents_model_of_itself_within_its_share(self):
+        conversation = Conversation(self, include_agent_representation=True, agent_representation_share=0.2,
+                                    observation="directional")
+        know_the_user(conversation, agent_self="The agent answers briefly and checks its sources.",
+                      agent_card=["Role: research helper"])
+        conversation.turn("c1", "what tea do I like?")
+        result = conversation.turn("c1", "and what cups?")
+        self.assertIn(AGENT_TITLE, result.block)
+        self.assertIn("checks its sources", result.block)
+        self.assertIn("Role: research helper", result.block)
+        self.assertIn("green tea", result.block)  # the user's part is still there
+        agent = next(text for title, text in result.pack.sections if title == AGENT_TITLE)
+        self.assertLessEqual(estimate_tokens(AGENT_TITLE) + estimate_tokens(agent) + 2, int(500 * 0.2))
+
+    def test_a_self_model_honcho_has_not_derived_gives_no_section_and_no_error(self):
+        conversation = Conversation(self, include_agent_representation=True)
+        know_the_user(conversation)  # seed: the agent is not modelled, so Honcho holds nothing about it
+        result = conversation.turn("c1", "what tea do I like?")
+        result = conversation.turn("c1", "and what cups?")
+        self.assertNotIn(AGENT_TITLE, result.block)
+        self.assertIn("green tea", result.block)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,12 @@
-"""Recall cache: TTL, bounded entries (LRU), single-flight loads, and the last pack per session.
+"""Recall cache: TTL, bounded entries (LRU), single-flight loads, and the last load per session.
+
+What it keeps is what Honcho returned (`ContextData`), not the rendered pack: the pack is built at each
+turn from it, with the parts that change more often than a load (the agent's self-model, the dialectic's
+note) added then.
 
 Loads run on a thread the caller supplies (`submit`); a caller waits on a load — its own or one already
 in flight for the same key, such as the one started when the user's message was captured — for at most
-its own deadline. A load that fails or is not ready in time gives the session's last pack (stale) or
+its own deadline. A load that fails or is not ready in time gives the session's last load (stale) or
 nothing; the load itself goes on and fills the cache for whoever asks next.
 """
 
@@ -15,7 +19,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
-from .pack import MemoryPack
+from .pack import ContextData
 
 Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could take it
 
@@ -25,16 +29,16 @@ class RecallCache:
         self.ttl_s, self.max_entries = ttl_s, max_entries
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._fresh: OrderedDict[Hashable, tuple[float, MemoryPack]] = OrderedDict()  # key -> (stored at, pack)
-        self._last: OrderedDict[Hashable, MemoryPack] = OrderedDict()  # session key -> newest pack
+        self._fresh: OrderedDict[Hashable, tuple[float, ContextData]] = OrderedDict()  # key -> (stored at, data)
+        self._last: OrderedDict[Hashable, ContextData] = OrderedDict()  # session key -> newest load
         self._inflight: dict[Hashable, Future] = {}
-        self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0}
+        self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0, "reused": 0}
 
-    def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack], wait_s: float,
-            submit: Submit) -> tuple[MemoryPack | None, str]:
-        """(pack, source): source is hit, fresh, stale (not ready in time, or failed), timeout or error."""
+    def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData], wait_s: float,
+            submit: Submit) -> tuple[ContextData | None, str]:
+        """(data, source): source is hit, fresh, stale (not ready in time, or failed), timeout or error."""
         future, owner = self._hit_or_flight(key)
-        if isinstance(future, MemoryPack):
+        if isinstance(future, ContextData):
             return future, "hit"
         if owner and not submit(self._load, key, session_key, loader, future):
             self._abandon(key, future)
@@ -46,15 +50,15 @@ class RecallCache:
         except Exception as exc:
             return self._fallback(session_key, _kind(exc))
 
-    def start(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack]) -> None:
+    def start(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData]) -> None:
         """Load `key` on this thread unless it is cached or already loading (a prefetch)."""
         future, owner = self._hit_or_flight(key)
         if owner:
             assert isinstance(future, Future), "the owner of a load always gets the new flight"
             self._load(key, session_key, loader, future)
 
-    def _hit_or_flight(self, key: Hashable) -> tuple[MemoryPack | Future, bool]:
-        """The fresh cached pack, else the load in flight for `key` (registered now if none: owner)."""
+    def _hit_or_flight(self, key: Hashable) -> tuple[ContextData | Future, bool]:
+        """The fresh cached data, else the load in flight for `key` (registered now if none: owner)."""
         with self._lock:
             cached = self._fresh.get(key)
             if cached is not None and self._monotonic() - cached[0] < self.ttl_s:
@@ -74,20 +78,28 @@ class RecallCache:
         future.set_exception(TimeoutError("no thread free for the load"))
 
     def clear(self) -> int:
-        """Forget every pack; returns how many entries there were."""
+        """Forget everything loaded; returns how many entries there were."""
         with self._lock:
             count = len(self._fresh)
             self._fresh.clear()
             self._last.clear()
             return count
 
+    def last(self, session_key: Hashable) -> ContextData | None:
+        """The session's newest load, without loading (a turn between context calls reuses it)."""
+        with self._lock:
+            found = self._last.get(session_key)
+            if found is not None:
+                self.counters["reused"] += 1
+            return found
+
     def entries(self) -> int:
         with self._lock:
             return len(self._fresh)
 
-    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], MemoryPack], future: Future) -> None:
+    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData], future: Future) -> None:
         try:
-            pack = loader()
+            data = loader()
         except BaseException as exc:
             with self._lock:
                 self._inflight.pop(key, None)
@@ -95,11 +107,11 @@ class RecallCache:
             return
         with self._lock:
             self._inflight.pop(key, None)
-            remember(self._fresh, key, (self._monotonic(), pack), self.max_entries)
-            remember(self._last, session_key, pack, self.max_entries)
-        future.set_result(pack)
+            remember(self._fresh, key, (self._monotonic(), data), self.max_entries)
+            remember(self._last, session_key, data, self.max_entries)
+        future.set_result(data)
 
-    def _fallback(self, session_key: Hashable, source: str) -> tuple[MemoryPack | None, str]:
+    def _fallback(self, session_key: Hashable, source: str) -> tuple[ContextData | None, str]:
         with self._lock:
             self.counters[source + "s"] += 1
             stale = self._last.get(session_key)

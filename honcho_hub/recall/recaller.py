@@ -10,6 +10,11 @@ gets cross-chat memory without waiting. A refused scoped call (a key that is not
 that rejects the combination) falls back to the unscoped view and says so in status; it never touches
 the delivery worker's circuits. Loads run on a small bounded pool; a slow server holds a pool thread, never
 the turn.
+
+Memory controls: the query-aware load is made every `context_cadence` user turns (counted at prefetch);
+the turns between reuse the session's last load without a request. With `include_agent_representation`
+the base load also fetches the agent's model of itself, which every pack then carries in its own share of
+the budget. The cache holds what Honcho returned; the pack is built at each turn.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway.gateway import Context, HonchoGateway
@@ -41,7 +46,7 @@ _QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction
 @dataclass(frozen=True)
 class RecallResult:
     block: str  # what to inject; '' for nothing
-    source: str  # hit, fresh, base, stale, timeout, error, disabled
+    source: str  # hit, fresh, reused, base, stale, timeout, error, disabled
     pack: MemoryPack | None = None
 
 
@@ -68,6 +73,7 @@ class Recaller:
         self._bases: OrderedDict[Hashable, tuple[float, ContextData]] = OrderedDict()  # (peers, scope) -> base
         self._bases_loading: set[Hashable] = set()
         self._summaries: OrderedDict[Hashable, str] = OrderedDict()  # session key -> newest summary
+        self._turns: OrderedDict[Hashable, int] = OrderedDict()  # session key -> user turns prefetched
         self.scope_problem: str | None = None
 
     def prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None = None,
@@ -76,7 +82,8 @@ class Recaller:
         the event loop: masking, redaction and the request all run on the pool)."""
         if not settings.recall_enabled:
             return False
-        return self._submit(self._prefetch, settings, session_id, user_text, scope_id, mask, secrets)
+        load = self._count_turn(settings, session_id)
+        return self._submit(self._prefetch, settings, session_id, user_text, scope_id, mask, secrets, load)
 
     def warm(self, settings: Settings, scope_id: str | None = None) -> bool:
         """Load the base pack for (peers, scope) in the background unless it is fresh or loading."""
@@ -108,15 +115,21 @@ class Recaller:
         wait = min(limit, settings.recall_wait_s if wait_s is None else wait_s)
         gateway, cache = self._parts(settings)
         self._follow_epoch(settings, cache)
-        query = self._query(user_text, settings, mask, secrets)
-        key, session_key = cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id)
-        pack, source = cache.get(key, session_key,
-                                 lambda: self._load(gateway, settings, session_id, query, scope_id),
-                                 wait, self._submit)
-        if source not in ("hit", "fresh"):
-            base = self._base_pack(settings, session_id, scope_id)
-            if base is not None:
-                pack, source = base, "base"
+        session_key = (settings.destination(), session_id)
+        data: ContextData | None
+        if not deliberate and not self._context_turn(settings, session_key):
+            data, source = cache.last(session_key), "reused"
+        else:
+            query = self._query(user_text, settings, mask, secrets)
+            data, source = cache.get(cache_key(settings, session_id, query, scope_id), session_key,
+                                     lambda: self._load(gateway, settings, session_id, query, scope_id),
+                                     wait, self._submit)
+        pack = self._pack(settings, data, scope_id) if data is not None else None
+        if source not in ("hit", "fresh", "reused") or pack is None:
+            base = self._base_data(settings, session_id, scope_id)
+            base_pack = self._pack(settings, base, scope_id, include_messages=False) if base else None
+            if base_pack is not None and not base_pack.empty:
+                pack, source = base_pack, "base"
         self.warm(settings, scope_id)
         return RecallResult(render_block(pack, template) if pack else "", source, pack)
 
@@ -194,13 +207,29 @@ class Recaller:
             self._unfinished -= 1
             self._idle.notify_all()
 
+    def _count_turn(self, settings: Settings, session_id: str) -> bool:
+        """Count a user turn of the session; True when it is one that makes the context call (the first,
+        then every `context_cadence`)."""
+        session_key = (settings.destination(), session_id)
+        with self._lock:
+            turn = self._turns.get(session_key, 0) + 1
+            remember(self._turns, session_key, turn, settings.cache_max_entries)
+        return (turn - 1) % settings.context_cadence == 0
+
+    def _context_turn(self, settings: Settings, session_key: Hashable) -> bool:
+        """Whether the session's current turn makes the context call (a turn never prefetched does)."""
+        with self._lock:
+            turn = self._turns.get(session_key)
+        return turn is None or (turn - 1) % settings.context_cadence == 0
+
     def _prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None,
-                  mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None) -> None:
+                  mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None, load: bool) -> None:
         gateway, cache = self._parts(settings)
         self._follow_epoch(settings, cache)
-        query = self._query(user_text, settings, mask, secrets)
-        cache.start(cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id),
-                    lambda: self._load(gateway, settings, session_id, query, scope_id))
+        if load:
+            query = self._query(user_text, settings, mask, secrets)
+            cache.start(cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id),
+                        lambda: self._load(gateway, settings, session_id, query, scope_id))
         self.warm(settings, scope_id)
 
     def _query(self, user_text: str, settings: Settings, mask: Callable[[str], str] | None,
@@ -221,7 +250,7 @@ class Recaller:
         return self._gateway.get(settings), self._cache.get(settings)
 
     def _load(self, gateway: HonchoGateway, settings: Settings, session_id: str, query: str,
-              scope_id: str | None) -> MemoryPack:
+              scope_id: str | None) -> ContextData:
         def fetch(scope: str | None) -> Context:
             return gateway.context(session_id, query=query, tokens=settings.max_context_tokens,
                                    target=settings.user_peer_id, perspective=settings.agent_peer_id, scope=scope,
@@ -241,7 +270,7 @@ class Recaller:
         if data.summary:
             remember(self._summaries, (settings.destination(), session_id), data.summary,
                            settings.cache_max_entries)
-        return build_pack(data, settings.max_context_tokens, settings.recall_include_messages, settings.user_peer_id)
+        return data
 
     def _load_base(self, settings: Settings, scope_id: str | None, key: Hashable) -> None:
         """What the agent knows about the user across chats: representation and card (no query)."""
@@ -257,6 +286,8 @@ class Recaller:
                     self.scope_problem = f"scope unavailable: {exc.code}"
             if data is None:
                 data = gateway.call(lambda client: _base(gateway, settings))
+            if settings.include_agent_representation:
+                data = _with_self_model(gateway, settings, scope_id if gateway.supports_scopes() else None, data)
         except PermanentError as exc:
             data = ContextData() if exc.code == "http_404" else None  # nothing known about the user yet
         except DeliveryError:
@@ -266,15 +297,29 @@ class Recaller:
             if data is not None:
                 remember(self._bases, key, (self._monotonic(), data), settings.cache_max_entries)
 
-    def _base_pack(self, settings: Settings, session_id: str, scope_id: str | None) -> MemoryPack | None:
+    def _base_data(self, settings: Settings, session_id: str, scope_id: str | None) -> ContextData | None:
+        """What is known across chats, with the session's newest summary; None before the first base load."""
         with self._lock:
             known = self._bases.get(_base_key(settings, scope_id))
             summary = self._summaries.get((settings.destination(), session_id))
         if known is None:
             return None
-        data = ContextData(representation=known[1].representation, card=list(known[1].card), summary=summary)
-        pack = build_pack(data, settings.max_context_tokens, False, settings.user_peer_id)
-        return None if pack.empty else pack
+        return ContextData(representation=known[1].representation, card=list(known[1].card), summary=summary)
+
+    def _pack(self, settings: Settings, data: ContextData, scope_id: str | None,
+              include_messages: bool | None = None) -> MemoryPack:
+        """The turn's pack from loaded data, with the agent's self-model from the base load when asked for."""
+        share = 0.0
+        if settings.include_agent_representation:
+            with self._lock:
+                known = self._bases.get(_base_key(settings, scope_id))
+            if known is not None:
+                data = replace(data, agent_representation=known[1].agent_representation,
+                               agent_card=list(known[1].agent_card))
+                share = settings.agent_representation_share
+        return build_pack(data, settings.max_context_tokens,
+                          settings.recall_include_messages if include_messages is None else include_messages,
+                          settings.user_peer_id, agent_share=share)
 
 
 
@@ -295,6 +340,26 @@ def _scoped_base(gateway: HonchoGateway, settings: Settings, scope_id: str) -> C
                        card=list(peer.get_card(target=settings.user_peer_id) or []))
 
 
+def _with_self_model(gateway: HonchoGateway, settings: Settings, scope_id: str | None,
+                     data: ContextData) -> ContextData:
+    """`data` with the agent's representation and card of itself (a scope confines the representation).
+    Honcho derives nothing about a peer whose observe_me is false (the seed and unified presets): then only
+    a dream or an explicitly set card gives it one. Missing (404) is an empty self-model, not a failure."""
+    peer = gateway.reader_peer(settings.agent_peer_id)
+    try:
+        if scope_id:
+            representation = gateway.call(lambda client: peer.representation(scope=scope_id))
+            card = gateway.call(lambda client: peer.get_card())
+        else:
+            own = gateway.call(lambda client: peer.context())
+            representation, card = own.representation, own.peer_card
+    except PermanentError as exc:
+        if exc.code != "http_404":
+            raise
+        return data
+    return replace(data, agent_representation=representation or None, agent_card=list(card or []))
+
+
 def _base_ttl(data: ContextData, settings: Settings) -> float:
     """How long a base pack is kept: an empty one (nothing known about the user yet, as on a new install)
     is asked again soon, since the first deliveries are about to change that."""
@@ -302,7 +367,8 @@ def _base_ttl(data: ContextData, settings: Settings) -> float:
 
 
 def _base_key(settings: Settings, scope_id: str | None) -> tuple:
-    return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, scope_id)
+    return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, scope_id,
+            settings.include_agent_representation)
 
 
 def epoch_path(settings: Settings) -> str:
