@@ -10,7 +10,7 @@ lazily: capture and status work without it installed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,7 +28,9 @@ MAX_CACHED = 10_000  # entries of each per-client cache (sessions, readers, peer
 API_URL_INVALID = "api_url_invalid"  # the configured API URL cannot be used: nothing is sent anywhere
 SOURCE = "agent-zero/honcho-hub"
 # Observation settings by role, applied before a session's first message (Honcho auto-creates peers
-# with its defaults otherwise): the human is modelled; the agent models others but is not modelled.
+# with its defaults otherwise). These are the `seed` preset's (the human is modelled; the agent models
+# others but is not modelled), used by a gateway built without settings; `for_settings` passes the
+# configured preset's.
 OBSERVATION = {"user": {"observe_me": True, "observe_others": True},
                "agent": {"observe_me": False, "observe_others": True}}
 _CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -109,12 +111,16 @@ class HonchoGateway:
     def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str], timeout_s: float,
                  http_client_factory: Callable[[], httpx.Client] | None = None,
                  peer_roles: dict[str, str] | None = None,
+                 observation: Mapping[str, Mapping[str, bool]] | None = None,
                  supports_scopes: Callable[[], bool] | None = None, cache_limit: int = MAX_CACHED,
                  refusal: str | None = None) -> None:
         self.api_url, self.workspace_id = api_url, workspace_id
         # The configured peers join every session at creation, so both have their observation
         # settings before the first message of either; messages of other peers (older settings) add theirs.
         self._peer_roles = dict(peer_roles or {})
+        # role -> {"observe_me", "observe_others"}. Sent only when a peer joins a session: Honcho keeps the
+        # configuration a session's peer already has, so a change reaches new sessions (and new peers) only.
+        self._observation = {role: dict(flags) for role, flags in (observation or OBSERVATION).items()}
         self.supports_scopes = supports_scopes or (lambda: scopes.sdk_supports_scopes(sdk()))
         self.scope_problem: str | None = None  # why scoping failed last, for status
         self._key_provider, self._timeout_s = key_provider, timeout_s
@@ -136,6 +142,7 @@ class HonchoGateway:
         return cls(settings.api_url, settings.workspace_id, settings.key_provider,
                    settings.sdk_timeout_s if timeout_s is None else timeout_s,
                    peer_roles={settings.user_peer_id: "user", settings.agent_peer_id: "agent"},
+                   observation={role: settings.observation_of(role) for role in ("user", "agent")},
                    refusal=API_URL_INVALID if getattr(settings, "api_url_problem", None) else None, **kwargs)
 
     def send(self, messages: Sequence[Message]) -> None:
@@ -201,6 +208,26 @@ class HonchoGateway:
                 client.sdk.peer(peer_id)  # get-or-create
                 with self._lock:
                     client.known_peers.add(peer_id)  # configured peers only: two at most
+
+    def session_peer_flags(self, session_id: str, peers: Iterable[str]) -> dict[str, dict[str, bool | None] | None]:
+        """The server's configuration of each peer in the session: {"observe_me", "observe_others"} (None
+        where the server holds no explicit value), or None when the server holds no such session or peer
+        (its flags are set when it joins). A peer whose configuration could not be read (unreachable,
+        refused, an id Honcho would refuse) is left out, and so are the peers after it: a status read costs
+        at most one failed request. Never raises: status asks."""
+        found: dict[str, dict[str, bool | None] | None] = {}
+        wanted = [p for p in dict.fromkeys(peers) if ID_RE.match(p)] if ID_RE.match(session_id) else []
+        for peer_id in wanted:
+            try:
+                with _translated(), self._using() as client:
+                    config = self._cached_session(client, session_id).get_peer_configuration(peer_id)
+            except Exception as exc:  # a DeliveryError, or the SDK missing
+                if isinstance(exc, PermanentError) and exc.code == "http_404":
+                    found[peer_id] = None
+                    continue
+                break  # unreachable, refused, failing: the other peers' requests would fare no better
+            found[peer_id] = {"observe_me": config.observe_me, "observe_others": config.observe_others}
+        return found
 
     def ensure_session_in_scope(self, session_id: str, scope_id: str) -> None:
         """Create the session with its peers' observation settings, then put it in the scope."""
@@ -297,7 +324,7 @@ class HonchoGateway:
     def _session(self, client: _Client, session_id: str, message_roles: dict[str, str]) -> Any:
         """The session object, created with explicit peer observation settings before any message."""
         roles = {**self._peer_roles, **message_roles}
-        peers = {peer: OBSERVATION.get(role, OBSERVATION["user"]) for peer, role in roles.items()}
+        peers = {peer: self._observation.get(role, self._observation["user"]) for peer, role in roles.items()}
         with self._lock:
             known = client.session_peers.get(session_id)
             session = client.sessions.get(session_id)
