@@ -13,6 +13,7 @@ from loopback import serve
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+TOOL_PROMPT_EXT = "extensions/python/system_prompt/_10_honcho_tool_prompt.py"
 KEY = "hch-adapter-key-0987654321"
 
 
@@ -60,6 +61,27 @@ class RecallAdapterTest(unittest.TestCase):
         self.host.config["recall_enabled"] = False
         self.assertIsNone(self.run_recall(StubAgent(0), loop_data("x y z")))
         self.assertEqual(self.fake.context_queries, [])
+
+    def test_each_recall_mode_injects_and_offers_the_tool_as_documented(self):
+        cases = {"hybrid": (True, True), "context": (True, False), "tools": (False, True)}
+        for mode, (injected, offered) in cases.items():
+            with self.subTest(mode=mode):
+                self.host.config["recall_mode"] = mode
+                agent = StubAgent(0)
+                asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
+                kwargs = agent.data["_tool_prompt_kwargs"]["agent.system.tool.honcho_memory.md"]
+                self.assertEqual(kwargs, {"honcho_tool_offered": offered})
+                queries = len(self.fake.context_queries)
+                block = self.run_recall(agent, loop_data(f"Which tea should I buy ({mode})?"))  # a new query
+                self.assertEqual(block is not None and "green tea" in block, injected)
+                self.assertEqual(len(self.fake.context_queries) > queries, injected)
+
+    def test_the_tool_prompt_settings_keep_what_other_extensions_left_for_other_prompts(self):
+        agent = StubAgent(0)
+        agent.data["_tool_prompt_kwargs"] = {"agent.system.tool.text_editor.md": {"default_line_count": 100}}
+        asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
+        self.assertEqual(agent.data["_tool_prompt_kwargs"]["agent.system.tool.text_editor.md"],
+                         {"default_line_count": 100})
 
     def test_honcho_down_leaves_the_turn_alone(self):
         self.server.close()

@@ -17,6 +17,11 @@ from . import host
 from .recall import template
 from .worker import hub
 
+# Agent Zero renders every `agent.system.tool.*.md` with the kwargs an extension leaves under this key of the
+# agent's data (its tools prompt runs at _11, after ours); our prompt file keeps its section only when told.
+TOOL_KWARGS_KEY = "_tool_prompt_kwargs"
+TOOL_PROMPT = "agent.system.tool.honcho_memory.md"
+
 
 async def run_tool(agent: Any, args: dict) -> str:
     """Run one honcho_memory action for this agent's chat; returns the text the agent reads."""
@@ -48,3 +53,12 @@ def action_context(agent: Any) -> ActionContext:
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall, status=status,
                          supports_scopes=gateway.supports_scopes, scope_id=chat_scope,
                          record=lambda write: memory_log.keep(settings, write))
+
+
+def offer_tool_in_prompt(agent: Any) -> bool:
+    """Before the tools prompt is built: whether the tool's section is in it (every recall_mode but context,
+    where memory is injected only). Reads cached settings: safe on the event loop."""
+    offered = host.settings_for(agent).offers_tool
+    kwargs = agent.data.setdefault(TOOL_KWARGS_KEY, {})
+    kwargs[TOOL_PROMPT] = {**kwargs.get(TOOL_PROMPT, {}), "honcho_tool_offered": offered}
+    return offered
