@@ -85,6 +85,7 @@ class FakeHoncho:
             ("GET", _WS + r"/peers/(?P<peer>[^/]+)/context$", self._peer_context),
             ("POST", _WS + r"/peers/(?P<peer>[^/]+)/representation$", self._peer_representation),
             ("GET", _WS + r"/peers/(?P<peer>[^/]+)/card$", self._peer_card),
+            ("PUT", _WS + r"/peers/(?P<peer>[^/]+)/card$", self._set_peer_card),
             ("POST", _WS + r"/conclusions$", self._create_conclusions),
             ("POST", _WS + r"/conclusions/list$", self._list_conclusions),
             ("POST", _WS + r"/conclusions/query$", self._query_conclusions),
@@ -270,6 +271,18 @@ class FakeHoncho:
 
     def _peer_card(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
         return 200, {"peer_card": self.cards.get((peer, query.get("target", peer)))}
+
+    def _set_peer_card(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
+        """Like Honcho: the card replaces the observer's card of the target whole; the observer is created if
+        new, the target need not exist but is never a scope; NUL bytes are stripped; the card is answered."""
+        card, target = body.get("peer_card"), query.get("target", peer)
+        if not isinstance(card, list) or not all(isinstance(fact, str) for fact in card):
+            return 422, {"detail": "peer_card must be a list of strings"}
+        if target.startswith("scope."):
+            return 422, {"detail": "no peer card is ever formed about a scope"}
+        self._ensure_peer(ws, peer)
+        self.cards[(peer, target)] = [fact.replace("\x00", "") for fact in card]
+        return 200, {"peer_card": self.cards[(peer, target)]}
 
     def _scope(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         scope = body.get("id", "")
