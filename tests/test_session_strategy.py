@@ -6,19 +6,24 @@ the Agent Zero adapters against the stub host and a loopback fake."""
 
 import asyncio
 import dataclasses
+import io
 import os
+import re
 import sqlite3
 import sys
 import types
 import unittest
 
-from delivery_helpers import Bench
+from delivery_helpers import KEY, Bench
 from fake_honcho import FakeHoncho
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
 from loopback import serve
+from outbox_helpers import temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.gateway.limits import GLOBAL_SESSION, ID_MAX, ID_RE, session_for, session_id_for
+from honcho_hub.ops import demo
+from honcho_hub.settings.config import build_settings
 
 STRATEGIES = ("per-chat", "per-project", "global")
 NAMES = ("Ab3dE6gH", "Alpha", "a-b_c", "My Project", "a.b", "a/b", "проект🙂", "ПРОЕКТ🙂", "x" * 600, "x" * 599 + "y",
@@ -113,6 +118,24 @@ class CaptureTest(unittest.TestCase):
         self.assertEqual([m["content"] for m in bench.fake.session_messages("global")], ["captured under global"])
         self.assertEqual(len(bench.fake.messages), 3)  # nothing sent twice
         self.assertEqual(bench.states(), {"delivered": 3})
+
+
+class DemoTest(unittest.TestCase):
+    def test_the_demo_is_a_chat_of_its_own_whatever_the_strategy(self):
+        fake = FakeHoncho(api_key=KEY)
+        server = serve(fake)
+        self.addCleanup(server.close)
+        for strategy in STRATEGIES:
+            with self.subTest(strategy=strategy):
+                env = {"HONCHO_API_URL": server.url, "HONCHO_API_KEY": KEY, "HONCHO_SESSION_STRATEGY": strategy,
+                       "HONCHO_OUTBOX_PATH": temp_outbox_path(self)}
+                out = io.StringIO()
+                self.assertEqual(demo.run_demo(build_settings({}, {}, env), False, out), 0, out.getvalue())
+                named = re.search(r"Honcho session (\S+)\.$", out.getvalue(), re.MULTILINE).group(1)
+                self.assertRegex(named, r"^chat-demo[0-9a-f]{8}$")
+                self.assertEqual(len(fake.session_messages(named, "honcho-hub-demo")), len(demo.SCRIPT))
+                self.assertIn(f"/v3/workspaces/honcho-hub-demo/sessions/{named}/context", [p for _, p in fake.requests])
+        self.assertEqual(len(fake.messages), 3 * len(demo.SCRIPT))  # every message in its demo's session
 
 
 class AdapterTest(unittest.TestCase):

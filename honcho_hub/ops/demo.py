@@ -44,6 +44,9 @@ def run_demo(settings: Settings, real: bool, out) -> int:
 
 def _run(settings: Settings, real: bool, out) -> int:
     say = lambda text="": out.write(text + "\n")  # noqa: E731
+    # The demo's scripted conversation is a chat of its own whatever the strategy: with --real it must not
+    # land in the user's shared (global or project) session, and its session is the one it recalls from.
+    settings = dataclasses.replace(settings, session_strategy="per-chat")
     chat = "demo" + uuid.uuid4().hex[:8]
     say(f"Honcho Memory Hub demo → {settings.api_url} · workspace {settings.workspace_id}"
         f" · key {'set' if settings.has_api_key else 'not set'}{'' if real else ' (demo workspace and peers)'}")
