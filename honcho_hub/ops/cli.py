@@ -1,9 +1,12 @@
 """Command line for operators: `python -m honcho_hub <command>`.
 
 Settings come from the same HONCHO_* environment variables as inside Agent Zero, plus an optional
-`--config` YAML file of plugin settings. Exit codes: 0 done and healthy (or Honcho not yet reached),
-1 failed (or health red), 2 usage error, 3 done but degraded (health amber, events still pending, MCP
-check failed, demo queued).
+`--config` YAML file of plugin settings. The memory-control verbs (`mode`, `strategy`, `tokens`, `peer`,
+`observation`, `identity`, `sessions`) instead view and set the plugin's global settings, the config.json
+Agent Zero's settings page writes (knobs.py). Exit codes: 0 done and healthy (or Honcho not yet
+reached), 1 failed (or health red, or config.json unusable), 2 usage error (or a value refused), 3 done
+but degraded (health amber, events still pending, MCP check failed, demo queued, a setting saved that a
+HONCHO_* variable overrides).
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import hub
-from ..errors import ConfigFileError
+from ..errors import ConfigFileError, InvalidValue
 from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
+from . import knobs
 from . import verbs as operations
 from .status import build_status, status_text
 
@@ -33,6 +37,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     out = out or sys.stdout
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command in KNOBS:
+        return _knob(parser, args, os.environ if environ is None else environ, out)
     try:
         settings = load_settings(args.config, os.environ if environ is None else environ)
     except ConfigFileError as exc:
@@ -116,6 +122,49 @@ COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _
             "clear-cache": _clear_cache, "demo": _demo}
 
 
+# The memory-control verbs: what each passes from its arguments to knobs.py.
+KNOBS = {
+    "mode": lambda plugin, args: knobs.mode(plugin, args.value),
+    "strategy": lambda plugin, args: knobs.strategy(plugin, args.value),
+    "tokens": lambda plugin, args: knobs.tokens(plugin, args.value, args.agent_share),
+    "peer": lambda plugin, args: knobs.peer(plugin, args.user, args.agent, args.reasoning),
+    "observation": lambda plugin, args: knobs.observation(
+        plugin, args.value, {name: getattr(args, name) for name in knobs.OBSERVE_FLAGS}),
+    "identity": lambda plugin, args: knobs.identity(plugin),
+}
+
+
+def _knob(parser: argparse.ArgumentParser, args, environ: Mapping[str, str], out) -> int:
+    """Run one memory-control verb on the plugin's global settings and print its report."""
+    if args.config:
+        parser.error("--config: the memory-control verbs read and write the plugin's config.json (see --plugin-dir)")
+    plugin_dir = args.plugin_dir or knobs.default_plugin_dir()
+    if not os.path.isdir(plugin_dir):
+        parser.error("--plugin-dir: not a folder")
+    try:
+        report = KNOBS[args.command](knobs.GlobalSettings(plugin_dir, environ), args)
+    except InvalidValue as exc:
+        return _refused(args.command, str(exc), EXIT_USAGE)
+    except ConfigFileError as exc:
+        return _refused(args.command, f"{knobs.GLOBAL_CONFIG_NAME} {exc}", EXIT_FAILED)
+    _print(out, report, args.json, knob_text)
+    return EXIT_DEGRADED if report["overridden"] else EXIT_OK
+
+
+def _refused(command: str, problem: str, code: int) -> int:
+    sys.stderr.write(f"python -m honcho_hub {command}: error: {problem}; nothing changed\n")
+    return code
+
+
+def knob_text(report: dict[str, Any]) -> str:
+    """A memory-control report as lines: each control with its source, then changes, notes and warnings."""
+    lines = [f"{c['name']}: {knobs.value_text(c['value'])}  ({c['source']})" for c in report["controls"]]
+    lines += [f"changed {c['name']}: {knobs.value_text(c['from'])} -> {knobs.value_text(c['to'])}"
+              for c in report["changed"]]
+    lines += report["notes"] + [f"warning: {warning}" for warning in report["warnings"]]
+    return "\n".join(lines)
+
+
 def _print(out, result: dict[str, Any], as_json: bool, text) -> None:
     out.write((json.dumps(result, sort_keys=True) if as_json else text(result)) + "\n")
 
@@ -136,4 +185,32 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--json", action="store_true")
     demo = sub.add_parser("demo", help="a scripted conversation through capture, delivery and recall")
     demo.add_argument("--real", action="store_true", help="use your outbox, workspace and peers")
+    _knob_parsers(sub)
     return parser
+
+
+def _knob_parsers(sub) -> None:
+    """The memory-control verbs: no value shows, a value sets (in the global config.json only)."""
+    commands = {
+        "mode": ("show or set recall_mode", "hybrid|context|tools"),
+        "strategy": ("show or set session_strategy", "per-chat|per-project|global"),
+        "tokens": ("show or set max_context_tokens (and agent_representation_share)", "N"),
+        "peer": ("show or set the peer ids and the dialectic reasoning level", None),
+        "observation": ("show or set the observation preset (flags make it custom)", "seed|directional|unified|custom"),
+        "identity": ("workspace, peers, API URL and whether a key is set", None),
+    }
+    for name, (help_text, metavar) in commands.items():
+        command = sub.add_parser(name, help=help_text)
+        if metavar:
+            command.add_argument("value", nargs="?", metavar=metavar)
+        command.add_argument("--plugin-dir", help="the plugin folder holding config.json (default: the one holding"
+                                                  " this package)")
+        command.add_argument("--json", action="store_true")
+    sub.choices["tokens"].add_argument("--agent-share", metavar="F", help="agent_representation_share, 0–0.5")
+    peer = sub.choices["peer"]
+    peer.add_argument("--user", metavar="ID", help="user_peer_id")
+    peer.add_argument("--agent", metavar="ID", help="agent_peer_id")
+    peer.add_argument("--reasoning", metavar="LEVEL", help="dialectic_reasoning_level: minimal|low|medium|high|max")
+    for name in knobs.OBSERVE_FLAGS:
+        flag = "--" + name.removeprefix("observe_").replace("_", "-")
+        sub.choices["observation"].add_argument(flag, dest=name, metavar="true|false", help=f"{name} (custom)")

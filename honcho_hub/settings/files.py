@@ -10,6 +10,7 @@ from a `SettingsCache` instead.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -160,6 +161,39 @@ def config_to_save(settings: Mapping[str, Any] | None, is_project: bool) -> dict
     if is_project:
         known = {k: v for k, v in known.items() if FIELDS_BY_NAME[k].group in PROJECT_GROUPS}
     return known
+
+
+def write_config_file(path: str, settings: Mapping[str, Any], is_project: bool = False) -> None:
+    """Replace the JSON config file at `path` (through a link, its target) with what `config_to_save`
+    keeps of `settings`; raises ConfigFileError.
+
+    Agent Zero reads the file at any moment, so it is written whole to a temporary file beside it and
+    renamed over it: a reader sees the old file or the new one, never half of one. The file keeps its
+    permissions; a new one gets the usual ones (the umask applies).
+    """
+    content = config_to_save(settings, is_project)
+    target = os.path.realpath(path)
+    temp = f"{target}.{os.urandom(6).hex()}.tmp"  # a name no other writer (or crashed one) has taken
+    try:
+        try:
+            mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
+        except FileNotFoundError:
+            mode = None
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                if mode is not None:
+                    os.fchmod(handle.fileno(), mode)
+                handle.write(json.dumps(content, indent=2) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())  # the rename must not land before the content does
+            os.replace(temp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+    except OSError as exc:
+        raise ConfigFileError(f"cannot be written ({type(exc).__name__})") from None
 
 
 def save_problems(submitted: Any, is_project: bool, saved_global: Mapping[str, Any]) -> list[str]:
