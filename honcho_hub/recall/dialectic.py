@@ -205,8 +205,9 @@ class Dialectic:
 
     def counters(self) -> dict[str, int]:
         """For status: computations started (prewarms included), done, failed (a pass's request failed),
-        prewarms started, refresh turns and prewarms not started (busy), scopes refused and asked
-        unscoped (unscoped), and how many are running now."""
+        prewarms started, busy (a refresh turn or prewarm not started: the chat's computation in flight,
+        MAX_RUNNING running, or `submit` refused; a rate-limited prewarm is not counted), unscoped (a
+        refused scope asked again about the session), and how many are running now."""
         with self._lock:
             return {**self._counters, "running": self._running}
 
