@@ -24,6 +24,7 @@ from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.gateway.limits import GLOBAL_SESSION, ID_MAX, ID_RE, session_for, session_id_for
 from honcho_hub.ops import demo
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.outbox import Outbox
 
 STRATEGIES = ("per-chat", "per-project", "global")
 NAMES = ("Ab3dE6gH", "Alpha", "a-b_c", "My Project", "a.b", "a/b", "проект🙂", "ПРОЕКТ🙂", "x" * 600, "x" * 599 + "y",
@@ -105,6 +106,10 @@ class CaptureTest(unittest.TestCase):
         self.capture(bench, "c1", "after the project", "Alpha")
         self.assertEqual(outbox_sessions(bench), [("before the project", "chat-c1"),
                                                   ("after the project", "project-Alpha")])
+        box = Outbox(bench.path)
+        self.addCleanup(box.close)
+        self.assertEqual([(m["chat_id"], m["project"], m["session_id"]) for m in box.chat_sessions()],
+                         [("c1", "Alpha", "project-Alpha"), ("c1", None, "chat-c1")])
 
     def test_changing_the_strategy_never_resends_and_never_moves_what_was_captured(self):
         bench = Bench(self)  # per-chat

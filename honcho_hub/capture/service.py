@@ -301,7 +301,7 @@ class CaptureService:
                          destination=header["destination"], workspace_id=header["workspace_id"],
                          session_id=header["session_id"], peer_id=header["peer_id"], role=header["role"],
                          content=part, captured_at=header["captured_at"], scope_id=header.get("scope_id"),
-                         ambiguous=ambiguous)
+                         ambiguous=ambiguous, chat_id=header["chat_id"], project=header.get("project"))
                 for i, part in enumerate(split_message(text))]
 
     def _replay_orphans(self, settings: Settings) -> int:

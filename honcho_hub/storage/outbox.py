@@ -111,9 +111,26 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             content       TEXT                   -- redacted; for forget, the deleted conclusion's text
         )""",
     ),
+    (
+        # Known chat -> Honcho session mappings (the `sessions` command), recorded with each captured
+        # message's events from this step on: a chat has several under a changed strategy or a project
+        # attached after its first message. Bounded to the MAX_CHAT_SESSIONS most recently captured.
+        """CREATE TABLE chat_sessions (
+            destination       TEXT NOT NULL,     -- API URL + workspace, never the key
+            chat_id           TEXT NOT NULL,     -- Agent Zero's chat (context) id
+            session_id        TEXT NOT NULL,
+            project           TEXT,              -- the chat's project at its latest capture, if any
+            first_captured_at REAL NOT NULL,     -- wall epoch s
+            last_captured_at  REAL NOT NULL,
+            PRIMARY KEY (destination, chat_id, session_id)
+        )""",
+        "CREATE INDEX chat_sessions_by_last ON chat_sessions (last_captured_at)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+MAX_CHAT_SESSIONS = 10_000  # chat -> session mappings kept; the least recently captured go first
 
 # The versions an outbox could have before the step above marked it: such a file carries application id 0,
 # and only the first step's `events` table tells it from another program's database.
@@ -380,6 +397,10 @@ class NewEvent:
     captured_at: float
     scope_id: str | None = None
     ambiguous: bool = False  # Honcho may hold it already: reconcile before sending
+    # The Agent Zero chat and project it was captured in: recorded in `chat_sessions` (not on the row, and
+    # never read back on a leased event).
+    chat_id: str | None = None
+    project: str | None = None
 
 
 @dataclass(slots=True)
@@ -494,6 +515,8 @@ class Outbox:
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
                          e.captured_at, e.scope_id, now, now, int(e.ambiguous))).rowcount
+                if inserted and events[0].chat_id is not None:
+                    _record_chat_session(conn, events[0], max(e.captured_at for e in events))
                 results.append(EnqueueResult(inserted, len(events) - inserted, 0))
         return results
 
@@ -572,6 +595,16 @@ class Outbox:
                 "SELECT error_code, count(*) FROM events WHERE state = 'dead' GROUP BY error_code").fetchall())
         return {"counts": {s.value: counts.get(s.value, 0) for s in EventState}, "dead_by_code": dead_by_code,
                 "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
+
+    def chat_sessions(self, limit: int = 100) -> list[dict]:
+        """Known chat -> Honcho session mappings, most recently captured first: chat id, project, session id,
+        first and last capture times; never content."""
+        with self._transaction(_READ) as (conn, now):
+            rows = conn.execute(
+                "SELECT chat_id, project, session_id, first_captured_at, last_captured_at FROM chat_sessions"
+                " ORDER BY last_captured_at DESC, rowid DESC LIMIT ?", (max(0, min(int(limit), MAX_CHAT_SESSIONS)),))
+            return [{"chat_id": r[0], "project": r[1], "session_id": r[2], "first_captured_at": r[3],
+                     "last_captured_at": r[4]} for r in rows]
 
     # -- the memory tool's record (memory_log owns the table's rows) -----------------------------------
 
@@ -728,6 +761,26 @@ class Outbox:
             changed += conn.execute(f"UPDATE events SET {assignments} WHERE id IN ({marks}) AND {guard}",
                                     (*params, *chunk, *guard_params)).rowcount
         return changed
+
+
+def _record_chat_session(conn: sqlite3.Connection, event: NewEvent, captured_at: float) -> None:
+    """Record that `event`'s chat was captured into its session at `captured_at` (inside the enqueue's
+    transaction). The project is the one of the latest capture. A new mapping beyond MAX_CHAT_SESSIONS
+    drops the least recently captured: new mappings are rare (a chat's first message, a new strategy), so
+    the count is taken only then."""
+    key = (event.destination, event.chat_id, event.session_id)
+    updated = conn.execute(
+        "UPDATE chat_sessions SET project = CASE WHEN ? >= last_captured_at THEN ? ELSE project END,"
+        " first_captured_at = min(first_captured_at, ?), last_captured_at = max(last_captured_at, ?)"
+        " WHERE destination = ? AND chat_id = ? AND session_id = ?",
+        (captured_at, event.project, captured_at, captured_at, *key)).rowcount
+    if updated:
+        return
+    conn.execute("INSERT INTO chat_sessions (destination, chat_id, session_id, project, first_captured_at,"
+                 " last_captured_at) VALUES (?, ?, ?, ?, ?, ?)", (*key, event.project, captured_at, captured_at))
+    conn.execute("DELETE FROM chat_sessions WHERE rowid IN (SELECT rowid FROM chat_sessions"
+                 " ORDER BY last_captured_at, rowid LIMIT max(0, (SELECT count(*) FROM chat_sessions) - ?))",
+                 (MAX_CHAT_SESSIONS,))
 
 
 # How many of the oldest pending rows the lease looks at before walking session heads instead.
