@@ -1,4 +1,4 @@
-"""The sidebar's API side: status and the bounded operator actions, for the chat the UI shows."""
+"""The sidebar's API side: status, the bounded operator actions and the card, for the chat the UI shows."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
+from usr.plugins.honcho.honcho_hub.tool.verbs import card_view
 
 from .worker import global_settings, hub, plugin_enabled
 
@@ -17,14 +18,23 @@ ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 
 
 def status_document(body: Any) -> dict:
-    """Status for the sidebar; with a chat id it includes that chat's session and scope progress.
-    `light: true` (the collapsed line's poll) reads local state only: no request to Honcho."""
+    """Status for the sidebar; with a chat id it includes that chat's session (its peers' configuration on
+    the server) and scope progress. `light: true` (the collapsed line's poll) reads local state only: no
+    request to Honcho."""
     settings = global_settings()
     log_level.follow(settings)
     session, scope = _chat(body)
     light = isinstance(body, dict) and body.get("light") is True
-    parts = hub().status_parts(settings, session, scope, backfill=scope is not None and not light)
+    parts = hub().status_parts(settings, session, scope, backfill=session is not None and not light)
     return {"ok": True, "status": build_status(settings, parts, time.time())}
+
+
+def card_document(body: Any) -> dict:
+    """The agent's card of the user for the open panel: one request to Honcho (identity is global, so the
+    body names nothing)."""
+    settings = global_settings()
+    log_level.follow(settings)
+    return card_view(hub().tool_gateway(settings), settings)
 
 
 def run_operation(body: Any) -> dict:

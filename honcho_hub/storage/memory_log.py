@@ -1,13 +1,16 @@
-"""The local record of what the memory tool wrote to Honcho: every conclusion `remember` created and
-every one `forget` deleted.
+"""The local record of what the memory tool wrote to Honcho: every conclusion `remember` created,
+every one `forget` deleted, and every card `profile` replaced.
 
 Honcho's own derivation writes conclusions too, so this record is the only way to tell the agent's
 writes apart. It lives in the outbox file (table `memory_writes`, schema step 4), which every process
 of the install shares, and keeps the newest MAX_RECORDS writes. Each holds what a memory inspector needs
 to show a write and undo it: the conclusion's id, when, where (destination, observer and observed peers,
 session, scope) and its redacted text — for a `forget`, the text the deleted conclusion had, so that it
-can be created again (under a new id). Status reads only counts, ids and times; the text never leaves
-the file through status or logs.
+can be created again (under a new id). A card has no id in Honcho: a `profile` write is kept under the
+id CARD_ID (its observer and observed say whose card), with JSON text `{"card": [the facts sent],
+"replaced": [the facts it replaced ([] for no card), each null where it could not be made safe]}`, so
+that the earlier card can be set again. Status reads only counts, ids and times; the text never
+leaves the file through status or logs.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ KEEP_WAIT_S = 1.0  # how long keeping a record waits for the outbox's write lock
 class WriteKind(str, Enum):
     REMEMBER = "remember"
     FORGET = "forget"
+    PROFILE = "profile"  # the agent's card of the user replaced
+
+
+CARD_ID = "card"
 
 
 @dataclass(frozen=True)

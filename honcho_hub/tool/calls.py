@@ -91,3 +91,23 @@ def search_workspace(gw: HonchoGateway, query: str, limit: int, scope: str | Non
 
 def schedule_dream(gw: HonchoGateway, observer: str, observed: str, session_id: str | None) -> None:
     gw.call(lambda client: client.schedule_dream(observer=observer, observed=observed, session=session_id))
+
+
+def read_card(gw: HonchoGateway, observer: str, target: str) -> list[str]:
+    """`observer`'s card of `target`; [] when there is none. Honcho answers null for an observer with no card
+    and 404 for an observer it has not seen yet (a chat whose first message is still queued): both mean no
+    card, and reading creates nothing."""
+    try:
+        card = gw.call(lambda client: gw.reader_peer(observer).get_card(target=target))
+    except PermanentError as exc:
+        if exc.code == "http_404":
+            return []
+        raise
+    return [str(fact) for fact in card or ()]
+
+
+def set_card(gw: HonchoGateway, observer: str, target: str, facts: list[str]) -> list[str]:
+    """Replace `observer`'s card of `target` with `facts`, whole (Honcho creates the observer if new; the
+    target need not exist); returns the card as Honcho stored it."""
+    stored = gw.call(lambda client: gw.reader_peer(observer).set_card(facts, target=target))
+    return [str(fact) for fact in stored or ()]

@@ -1,13 +1,15 @@
-"""The `honcho_memory` verbs: recall, search, ask, remember, forget, status, dream.
+"""The `honcho_memory` verbs: recall, search, ask, remember, forget, status, dream, profile.
 
 One entry point, `run_action`, shared by the Agent Zero tool, the API and the command line. Inputs are
 bounded and every text argument is masked by the host and redacted before any SDK call (Agent Zero
 hands tools real secret values). Outputs are bounded, redacted and labelled as untrusted recalled
-data. Every failure comes back as one line the agent can act on, never as an exception.
+data. Every failure comes back as one line the agent can act on, never as an exception. Under
+recall_mode context the tool is not offered and refuses every call without a request.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -27,16 +29,23 @@ from ..errors import (
 from ..gateway.gateway import HonchoGateway
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
 from ..safety.redact import redact
-from ..safety.untrusted import untrusted
+from ..safety.untrusted import neutralize, untrusted
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
-from ..storage.memory_log import MemoryWrite, WriteKind
+from ..storage.memory_log import CARD_ID, MemoryWrite, WriteKind
 from . import calls
 
-ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream")
+ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile")
 SEARCH_TARGETS = ("conclusions", "session", "workspace")
 MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, 10_000, 8_000
 MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
+# A card's bounds are Honcho's own: its dreamer keeps at most 40 entries of at most 200 characters, so a
+# longer card written here would be cut or dropped by the next dream. A whole card fits the profile output.
+MAX_FACTS, MAX_FACT_CHARS = 40, 200
+MAX_CARD_OUTPUT = 9_000
+SIDEBAR_FACTS = 12  # the sidebar shows a short list and the card's size
+REFUSED_IN_CONTEXT_MODE = ("honcho_memory: memory is injected automatically in this chat; the tool is off under "
+                           "recall_mode context.")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _SCOPE = re.compile(rf"^[A-Za-z0-9_-]{{1,{MAX_SCOPE_ID}}}$")
 log = logging.getLogger(__name__)
@@ -66,10 +75,14 @@ class ActionResult:
 
 def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
     """Run one verb; never raises."""
+    if not ctx.settings.offers_tool:  # the agent was not offered the tool: a call anyway sends nothing
+        log.debug("honcho_memory: refused under recall_mode context")
+        return ActionResult(False, REFUSED_IN_CONTEXT_MODE)
     name = "unknown"  # until it is known to be one of ACTIONS: the agent's text is never logged
     try:
         name = _choice(action, ACTIONS, "action")
-        result = ActionResult(True, _bounded(_HANDLERS[name](args, ctx)))
+        result = ActionResult(True, _bounded(_HANDLERS[name](args, ctx), MAX_CARD_OUTPUT if name == "profile"
+                                             else MAX_OUTPUT))
         outcome = "done"
     except BadInput as exc:
         result, outcome = ActionResult(False, f"honcho_memory: {exc}"), "bad input"
@@ -139,6 +152,68 @@ def _forget(args, ctx) -> str:
     return f"Forgot conclusion {conclusion_id}." + _kept(ctx, conclusion_id, WriteKind.FORGET, _safe(found.content, ctx))
 
 
+def _profile(args, ctx) -> str:
+    """No `facts`: the agent's card of the user. With `facts`: that card replaced by them, whole."""
+    s = ctx.settings
+    if args.get("facts") in (None, ""):
+        return _card_text(calls.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id))
+    facts = _facts(args, ctx)  # every fact checked and made safe before any request
+    before = calls.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id)  # kept for an undo
+    calls.set_card(ctx.gateway, s.agent_peer_id, s.user_peer_id, facts)
+    record = json.dumps({"card": facts, "replaced": [_safe(fact, ctx) for fact in before]}, ensure_ascii=False)
+    return (f"Replaced the agent's card of the user: {_count(len(facts), 'fact')} (it had {len(before)})."
+            + _kept(ctx, CARD_ID, WriteKind.PROFILE, record))
+
+
+def _card_text(card: list[str]) -> str:
+    if not card:
+        return "The agent has no card of the user yet."
+    lines = [f"The agent's card of the user ({_count(len(card), 'fact')}):"]
+    lines += [f"- {_item(neutralize(fact), MAX_FACT_CHARS)}" for fact in card[:MAX_FACTS]]  # redacted, then cut
+    if len(card) > MAX_FACTS or any(len(" ".join(fact.split())) > MAX_FACT_CHARS for fact in card):
+        # Said so that a replacement written from this view knows it would drop what is not shown.
+        lines.append(f"(The card holds {_count(len(card), 'fact')}; the first {min(len(card), MAX_FACTS)} are "
+                     f"shown, each cut to {MAX_FACT_CHARS} characters.)")
+    return untrusted("\n".join(lines))
+
+
+def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS) -> dict[str, Any]:
+    """The agent's card of the user for the sidebar, in one request: `facts` (the first `limit`, each on one
+    line, made inert and redacted, then cut to MAX_FACT_CHARS) and `total`; or `error`, a sanitized code.
+    Never raises on Honcho trouble."""
+    try:
+        card = calls.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
+    except DeliveryError as exc:
+        return {"ok": False, "error": exc.code}
+    shown = (_item(neutralize(fact), MAX_FACT_CHARS) for fact in card[:limit])
+    return {"ok": True, "facts": [fact for fact in shown if fact], "total": len(card)}
+
+
+def _facts(args: Mapping[str, Any], ctx: ActionContext) -> list[str]:
+    """`facts` as a list of texts or one fact per line (blank lines skipped): each on one line, masked and
+    redacted; 1 to MAX_FACTS of at most MAX_FACT_CHARS characters."""
+    raw = args.get("facts")
+    if isinstance(raw, str):
+        items: list[Any] = [line for line in raw.splitlines() if line.strip()]
+    elif isinstance(raw, list):
+        items = raw
+    else:
+        raise BadInput("`facts` must be a list of texts or one fact per line; omit it to read the card.")
+    if not 1 <= len(items) <= MAX_FACTS:
+        raise BadInput(f"`facts` holds {len(items)} facts; give 1 to {MAX_FACTS} (the whole new card), or omit "
+                       "`facts` to read the card.")
+    made = []
+    for number, item in enumerate(items, 1):
+        if not isinstance(item, str) or not item.strip():
+            raise BadInput(f"`facts` item {number} must be non-empty text.")
+        made.append(_safe_input(" ".join(item.split()), f"`facts` item {number}", ctx, MAX_FACT_CHARS))
+    return made
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _kept(ctx: ActionContext, conclusion_id: str, kind: WriteKind, content: str | None) -> str:
     """Keep the write in the local record; '' when kept (or nowhere to keep it), else a note for the answer.
     The write itself is done whatever happens here."""
@@ -149,8 +224,8 @@ def _kept(ctx: ActionContext, conclusion_id: str, kind: WriteKind, content: str 
         ctx.record(MemoryWrite(conclusion_id, kind, content, s.destination(), s.agent_peer_id, s.user_peer_id,
                                ctx.session_id, ctx.scope_id))
     except OutboxError as exc:
-        log.warning("honcho_memory %s: the local record of conclusion %s was not kept (%s)", kind.value,
-                    conclusion_id, exc.code)
+        log.warning("honcho_memory %s: the local record of %s was not kept (%s)", kind.value, conclusion_id,
+                    exc.code)
         return f" (Its local record could not be kept ({exc.code}); the change itself is done.)"
     return ""
 
@@ -175,15 +250,21 @@ def _dream(args, ctx) -> str:
 
 
 _HANDLERS = {"recall": _recall, "search": _search, "ask": _ask, "remember": _remember, "forget": _forget,
-             "status": _status, "dream": _dream}
+             "status": _status, "dream": _dream, "profile": _profile}
 
 
 def _text(args: Mapping[str, Any], name: str, ctx: ActionContext, limit: int) -> str:
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise BadInput(f"`{name}` is required and must be non-empty text.")
+    return _safe_input(value, f"`{name}`", ctx, limit)
+
+
+def _safe_input(value: str, label: str, ctx: ActionContext, limit: int) -> str:
+    """A text argument as it may be sent: at most `limit` characters, stripped, masked and redacted (raises
+    RedactionError, so the action sends nothing)."""
     if len(value) > limit:
-        raise BadInput(f"`{name}` is {len(value):,} characters; the limit is {limit:,}. Shorten it.")
+        raise BadInput(f"{label} is {len(value):,} characters; the limit is {limit:,}. Shorten it.")
     return redact(ctx.mask(value.strip()), ctx.secrets)  # Agent Zero unmasked aliases: mask again first
 
 
@@ -223,8 +304,8 @@ def _item(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
-def _bounded(text: str) -> str:
-    return text if len(text) <= MAX_OUTPUT else text[:MAX_OUTPUT - 40] + "\n… (output cut to the size limit)"
+def _bounded(text: str, limit: int = MAX_OUTPUT) -> str:
+    return text if len(text) <= limit else text[:limit - 40] + "\n… (output cut to the size limit)"
 
 
 # -- wording: one-line error explanations ------------------------------------------------------------
