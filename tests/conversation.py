@@ -26,7 +26,7 @@ class Conversation:
     def __init__(self, test: unittest.TestCase, **settings) -> None:
         self.bench = Bench(test, **settings)
         self.recaller = Recaller(lambda s: self.bench.gateway(s, s.recall_timeout_s), monotonic=self.bench.mono,
-                                 threads=1)
+                                 threads=1, ask_gateway_factory=lambda s: self.bench.gateway(s))
         test.addCleanup(self.recaller.close)
         self.test = test
         self.turns = 0

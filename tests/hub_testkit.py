@@ -294,8 +294,10 @@ NUDGE_TEXT = "You seem stuck. Continue with the task."
 
 
 class StubContext:
-    def __init__(self, id: str = "Ab3dE6gH", type: ContextType = ContextType.USER, project: str | None = None):
+    def __init__(self, id: str = "Ab3dE6gH", type: ContextType = ContextType.USER, project: str | None = None,
+                 created_at: Any = None):
         self.id, self.type, self.project = id, type, project
+        self.created_at = created_at  # AgentContext sets it (timezone-aware) when the chat is made or loaded
 
 
 class StubHistoryMessage:

@@ -111,6 +111,89 @@ class ContextCadenceTest(unittest.TestCase):
         self.assertEqual(session_context_calls(conversation), before + 1)
 
 
+def chat_calls(conversation: Conversation) -> int:
+    return conversation.count("POST", "/peers/agent-zero/chat")
+
+
+class DialecticLayerTest(unittest.TestCase):
+    def test_off_by_default_automatic_recall_never_calls_the_dialectic(self):
+        conversation = Conversation(self)
+        know_the_user(conversation)
+        for turn in range(6):
+            result = conversation.turn("c1", f"tell me something, turn {turn}")
+            self.assertNotIn(NOTE_TITLE, result.block)
+        self.assertEqual(chat_calls(conversation), 0)
+        self.assertEqual(conversation.recaller.dialectic_counters()["started"], 0)
+
+    def test_on_the_pack_carries_the_note_once_it_is_ready(self):
+        conversation = Conversation(self, dialectic_enabled=True)
+        know_the_user(conversation)
+        conversation.bench.fake.dialectic_answer = "Ada is planning a winter tea tasting; keep it practical."
+        result = conversation.turn("c1", "what tea should I bring?")
+        self.assertIn(NOTE_TITLE, result.block)
+        self.assertIn("winter tea tasting", result.block)
+        self.assertIn("green tea", result.block)  # beside what recall loaded
+
+    def test_context_every_turn_and_the_dialectic_every_fifth_at_depth_two_make_exactly_the_expected_calls(self):
+        conversation = Conversation(self, dialectic_enabled=True, dialectic_cadence=5, dialectic_depth=2)
+        know_the_user(conversation)
+        per_turn = []
+        for turn in range(1, 13):
+            context, chat = session_context_calls(conversation), chat_calls(conversation)
+            conversation.turn("c1", f"question {turn} about tea")
+            per_turn.append((session_context_calls(conversation) - context, chat_calls(conversation) - chat))
+        expected = [(1, 2) if turn in (1, 6, 11) else (1, 0) for turn in range(1, 13)]
+        self.assertEqual(per_turn, expected)
+
+    def test_context_cadence_and_dialectic_cadence_count_independently(self):
+        conversation = Conversation(self, context_cadence=4, dialectic_enabled=True, dialectic_cadence=3)
+        know_the_user(conversation)
+        per_turn = []
+        for turn in range(1, 10):
+            context, chat = session_context_calls(conversation), chat_calls(conversation)
+            conversation.turn("c1", f"question {turn} about tea")
+            per_turn.append((session_context_calls(conversation) - context, chat_calls(conversation) - chat))
+        self.assertEqual(per_turn, [(int(t in (1, 5, 9)), int(t in (1, 4, 7))) for t in range(1, 10)])
+
+    def test_the_note_keeps_its_place_on_turns_that_reuse_the_last_load(self):
+        conversation = Conversation(self, context_cadence=2, dialectic_enabled=True, dialectic_cadence=2)
+        know_the_user(conversation)
+        conversation.bench.fake.dialectic_answer = "Ada wants short answers."
+        conversation.turn("c1", "first question about tea")
+        result = conversation.turn("c1", "second question about tea")
+        self.assertEqual(result.source, "reused")
+        self.assertIn("Ada wants short answers.", result.block)
+
+    def test_a_cold_question_before_anything_is_known_and_a_warm_one_after(self):
+        conversation = Conversation(self, dialectic_enabled=True, dialectic_cadence=1)
+        conversation.turn("c1", "hello there, first message")
+        know_the_user(conversation)
+        conversation.recaller.clear_cache()  # the base pack was loaded empty: forget it, as its short TTL would
+        conversation.turn("c1", "second message about tea")
+        questions = [request["query"] for request in conversation.bench.fake.chat_requests]
+        self.assertIn("Who is this person?", questions[0])
+        self.assertIn("what context about the user matters most", questions[-1])
+
+    def test_prewarm_of_a_new_chat_hands_its_note_to_the_first_turn(self):
+        conversation = Conversation(self, dialectic_enabled=True)
+        know_the_user(conversation)
+        conversation.bench.fake.dialectic_answer = "Ada likes green tea and short answers."
+        self.assertTrue(conversation.recaller.prewarm(conversation.settings, "chat-new"))
+        self.assertTrue(conversation.recaller.wait_idle(30))
+        calls = chat_calls(conversation)
+        result = conversation.turn("new", "what should I drink?")
+        self.assertEqual(chat_calls(conversation), calls)  # the first turn asked nothing more
+        self.assertIn("Ada likes green tea and short answers.", result.block)
+
+    def test_prewarm_is_off_with_the_dialectic_off_or_its_switch_off(self):
+        for settings in ({}, {"dialectic_enabled": True, "dialectic_prewarm": False}):
+            with self.subTest(settings=settings):
+                conversation = Conversation(self, **settings)
+                self.assertFalse(conversation.recaller.prewarm(conversation.settings, "chat-new"))
+                self.assertTrue(conversation.recaller.wait_idle(30))
+                self.assertEqual(chat_calls(conversation), 0)
+
+
 class AgentSelfModelTest(unittest.TestCase):
     def test_off_by_default_no_request_for_the_self_model_and_no_section(self):
         conversation = Conversation(self)

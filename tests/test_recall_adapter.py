@@ -5,6 +5,7 @@ import os
 import sqlite3
 import types
 import unittest
+from datetime import UTC, datetime, timedelta
 
 from fake_honcho import FakeHoncho
 from hub_testkit import ContextType, StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
@@ -82,6 +83,35 @@ class RecallAdapterTest(unittest.TestCase):
         asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
         self.assertEqual(agent.data["_tool_prompt_kwargs"]["agent.system.tool.text_editor.md"],
                          {"default_line_count": 100})
+
+    def test_a_new_chat_is_told_from_a_loaded_one_a_reset_a_subordinate_and_a_background_chat(self):
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+
+        now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+        cases = {"just opened": (StubAgent(0, StubContext(created_at=now - timedelta(seconds=1))), True),
+                 "loaded at startup (saved creation time)": (StubAgent(0, StubContext(created_at=now - timedelta(days=2))), False),
+                 "saved without a creation time": (StubAgent(0, StubContext(created_at=datetime(1970, 1, 1))), False),
+                 "subordinate": (StubAgent(1, StubContext(created_at=now)), False),
+                 "background": (StubAgent(0, StubContext(type=ContextType.BACKGROUND, created_at=now)), False)}
+        for name, (agent, new) in cases.items():
+            with self.subTest(case=name):
+                self.assertEqual(host.is_new_user_chat(agent, now), new)
+
+    def test_only_a_new_chat_is_prewarmed_and_only_with_the_dialectic_on(self):
+        self.fake.dialectic_answer = "Prewarmed note."
+        for dialectic, age, prewarmed in ((True, 0, True), (True, 3600, False), (False, 0, False)):
+            with self.subTest(dialectic=dialectic, age=age):
+                self.host.config["dialectic_enabled"] = dialectic
+                before = len(self.fake.chat_requests)
+                created = datetime.now(UTC) - timedelta(seconds=age)
+                agent = StubAgent(0, StubContext(id=f"New{age}{dialectic}", created_at=created))
+                self.load(INIT_EXT)(agent=agent).execute()
+                from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+                from usr.plugins.honcho.honcho_hub import runtime
+
+                self.assertTrue(runtime.join_background(10))
+                self.assertTrue(hub().recaller().wait_idle(30))
+                self.assertEqual(len(self.fake.chat_requests) > before, prewarmed)
 
     def test_honcho_down_leaves_the_turn_alone(self):
         self.server.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts
@@ -17,6 +18,7 @@ PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
 GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
 SECRETS_FILE = "usr/secrets.env"
+NEW_CHAT_S = 30.0  # a chat whose agent 0 starts within this of its creation was just opened
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing YAML
 # and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per project, then
@@ -92,6 +94,19 @@ def chat_facts(agent: Any) -> ChatFacts:
     kind = getattr(context, "type", None)
     return ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
                      scheduler_run=_scheduler_owns(context.id))
+
+
+def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:
+    """Whether this agent 0 starts a chat a person just opened: not a chat loaded from disk at startup
+    (Agent Zero gives it its saved creation time), not a reset (its log is emptied but the creation time
+    stays), not a background or scheduler chat, not a subordinate."""
+    context = agent.context
+    created = getattr(context, "created_at", None)
+    if getattr(agent, "number", None) != 0 or not isinstance(created, datetime) or created.tzinfo is None:
+        return False  # a chat saved without a creation time is loaded with a naive 1970 one
+    facts = chat_facts(agent)
+    age_s = ((now or datetime.now(UTC)) - created).total_seconds()
+    return not facts.background and not facts.scheduler_run and 0 <= age_s <= NEW_CHAT_S
 
 
 def project_name(agent: Any) -> str | None:

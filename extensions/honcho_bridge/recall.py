@@ -60,16 +60,20 @@ def template() -> str:
 
 
 def register_chat(agent: Any) -> bool:
-    """At chat start: warm the base pack and queue the chat's scope registration (background threads do
-    the requests)."""
+    """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and queue the
+    chat's scope registration (background threads do the requests)."""
     settings = host.settings_for(agent)
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     session = session_for(settings.session_strategy, str(agent.context.id), project)
+    new_chat = settings.dialectic_enabled and host.is_new_user_chat(agent)
 
     def start() -> None:  # off the loop: the first call imports the SDK
         the_hub = hub()
-        the_hub.recaller().warm(settings, scope)
+        recaller = the_hub.recaller()
+        recaller.warm(settings, scope)
+        if new_chat:
+            recaller.prewarm(settings, session, scope)
         registrar = the_hub.registrar() if scope else None
         if registrar is not None and registrar.is_alive():
             registrar.submit(settings, session, scope)

@@ -85,6 +85,11 @@ class RecallCache:
             self._last.clear()
             return count
 
+    def peek_last(self, session_key: Hashable) -> ContextData | None:
+        """The session's newest load, counted as nothing (for a look, not for a turn)."""
+        with self._lock:
+            return self._last.get(session_key)
+
     def last(self, session_key: Hashable) -> ContextData | None:
         """The session's newest load, without loading (a turn between context calls reuses it)."""
         with self._lock:

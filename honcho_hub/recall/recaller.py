@@ -14,7 +14,9 @@ the turn.
 Memory controls: the query-aware load is made every `context_cadence` user turns (counted at prefetch);
 the turns between reuse the session's last load without a request. With `include_agent_representation`
 the base load also fetches the agent's model of itself, which every pack then carries in its own share of
-the budget. The cache holds what Honcho returned; the pack is built at each turn.
+the budget. With `dialectic_enabled`, each prefetched turn tells the dialectic layer (`dialectic.py`),
+which computes its note in the background on this pool; the pack carries the newest ready note. The
+cache holds what Honcho returned; the pack is built at each turn.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ..keyed import Keyed, fields
 from ..safety.redact import redact
 from ..settings.config import Settings
 from .cache import RecallCache, remember
+from .dialectic import Dialectic
 from .pack import ContextData, MemoryPack, build_pack, render_block
 
 RECALL_THREADS = 6
@@ -55,13 +58,21 @@ class Recaller:
     packs and the pool that loads them."""
 
     def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
-                 monotonic: Callable[[], float] = time.monotonic, threads: int = RECALL_THREADS) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, threads: int = RECALL_THREADS,
+                 ask_gateway_factory: Callable[[Settings], HonchoGateway] | None = None) -> None:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         # Rebuilt when what they were built from changes; a gateway of a former destination is closed.
         self._gateway: Keyed[Settings, HonchoGateway] = Keyed(
             fields("api_url", "workspace_id", "recall_timeout_s", "observation", "observe_user_me", "observe_user_others",
                    "observe_agent_me", "observe_agent_others"), gateway_factory or _default_gateway)
+        # The dialectic's requests time out at ask_timeout_s each, but the session get-or-create before them
+        # uses the client's timeout: the SDK's, not recall's short deadline.
+        self._ask_gateway: Keyed[Settings, HonchoGateway] = Keyed(
+            fields("api_url", "workspace_id", "sdk_timeout_s", "observation", "observe_user_me",
+                   "observe_user_others", "observe_agent_me", "observe_agent_others"),
+            ask_gateway_factory or HonchoGateway.for_settings)
+        self._dialectic = Dialectic(self._ask_gateway.get, monotonic)
         self._cache: Keyed[Settings, RecallCache] = Keyed(
             fields("cache_ttl_s", "cache_max_entries"),
             lambda s: RecallCache(s.cache_ttl_s, s.cache_max_entries, self._monotonic))
@@ -124,10 +135,10 @@ class Recaller:
             data, source = cache.get(cache_key(settings, session_id, query, scope_id), session_key,
                                      lambda: self._load(gateway, settings, session_id, query, scope_id),
                                      wait, self._submit)
-        pack = self._pack(settings, data, scope_id) if data is not None else None
+        pack = self._pack(settings, session_id, data, scope_id) if data is not None else None
         if source not in ("hit", "fresh", "reused") or pack is None:
             base = self._base_data(settings, session_id, scope_id)
-            base_pack = self._pack(settings, base, scope_id, include_messages=False) if base else None
+            base_pack = self._pack(settings, session_id, base, scope_id, include_messages=False) if base else None
             if base_pack is not None and not base_pack.empty:
                 pack, source = base_pack, "base"
         self.warm(settings, scope_id)
@@ -142,6 +153,7 @@ class Recaller:
         the outbox folder (Agent Zero, the command line) forget theirs at their next recall too."""
         if settings is not None:
             bump_epoch(settings)
+        self._dialectic.clear()
         with self._lock:
             self._bases.clear()
             self._summaries.clear()
@@ -155,6 +167,7 @@ class Recaller:
             with self._lock:
                 self._bases.clear()
                 self._summaries.clear()
+            self._dialectic.clear()
         self._epoch_seen = epoch
 
     def cache_entries(self) -> int:
@@ -166,9 +179,19 @@ class Recaller:
         cache = self._cache.peek()
         return dict(cache.counters) if cache is not None else {}
 
+    def prewarm(self, settings: Settings, session_id: str, scope_id: str | None = None) -> bool:
+        """A new chat: start its dialectic note before its first turn (when the dialectic and its prewarm are
+        on; rate-limited). Which chats are new is the caller's to say. Returns at once."""
+        return settings.recall_enabled and self._dialectic.prewarm(settings, session_id, scope_id, self._submit)
+
+    def dialectic_counters(self) -> dict[str, int]:
+        """The dialectic layer's counters, for status."""
+        return self._dialectic.counters()
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._gateway.reset()
+        self._ask_gateway.reset()
         self._cache.reset()
 
     # -- internals -------------------------------------------------------------------------------
@@ -226,11 +249,25 @@ class Recaller:
                   mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None, load: bool) -> None:
         gateway, cache = self._parts(settings)
         self._follow_epoch(settings, cache)
+        session_key = (settings.destination(), session_id)
+        query = self._query(user_text, settings, mask, secrets)
         if load:
-            query = self._query(user_text, settings, mask, secrets)
-            cache.start(cache_key(settings, session_id, query, scope_id), (settings.destination(), session_id),
+            cache.start(cache_key(settings, session_id, query, scope_id), session_key,
                         lambda: self._load(gateway, settings, session_id, query, scope_id))
         self.warm(settings, scope_id)
+        if settings.dialectic_enabled:
+            with self._lock:
+                summary = self._summaries.get(session_key)
+            self._dialectic.on_user_turn(settings, session_id, scope_id, query, summary,
+                                         self._user_known(settings, session_key, scope_id, cache), self._submit)
+
+    def _user_known(self, settings: Settings, session_key: Hashable, scope_id: str | None, cache: RecallCache) -> bool:
+        """Whether Honcho has told anything about the user yet (else the dialectic asks its cold question)."""
+        with self._lock:
+            base = self._bases.get(_base_key(settings, scope_id))
+        last = cache.peek_last(session_key)
+        return any(data is not None and bool(data.representation or data.card)
+                   for data in (base[1] if base else None, last))
 
     def _query(self, user_text: str, settings: Settings, mask: Callable[[str], str] | None,
                secrets: Mapping[str, str] | None) -> str:
@@ -306,9 +343,10 @@ class Recaller:
             return None
         return ContextData(representation=known[1].representation, card=list(known[1].card), summary=summary)
 
-    def _pack(self, settings: Settings, data: ContextData, scope_id: str | None,
+    def _pack(self, settings: Settings, session_id: str, data: ContextData, scope_id: str | None,
               include_messages: bool | None = None) -> MemoryPack:
-        """The turn's pack from loaded data, with the agent's self-model from the base load when asked for."""
+        """The turn's pack from loaded data, with the agent's self-model from the base load when asked for
+        and the session's newest dialectic note when there is one."""
         share = 0.0
         if settings.include_agent_representation:
             with self._lock:
@@ -319,7 +357,8 @@ class Recaller:
                 share = settings.agent_representation_share
         return build_pack(data, settings.max_context_tokens,
                           settings.recall_include_messages if include_messages is None else include_messages,
-                          settings.user_peer_id, agent_share=share)
+                          settings.user_peer_id, agent_share=share,
+                          note=self._dialectic.note(settings, session_id))
 
 
 
