@@ -13,12 +13,14 @@ Then `--kills` times a process that accepted messages while the outbox was locke
 SIGKILL, and what it accepted is looked for in the outbox after its journal was replayed.
 
     python bench/turn.py [--url URL] [--latency-ms 300] [--wait-ms W] [--turns 200] [--kills 20]
+                         [--set SETTING=VALUE ...]
 
 Figures: `added_turn_ms_p50/p99/max` — time the three hooks held the turn (the 20 ms gap excluded);
 `loop_block_ms_p99/max` — event-loop lateness of the probe while turns ran; `query_aware_first_call_share`
 — turns whose recall was searched with the current message; `base_pack_share` — turns that got the base
 pack instead; `empty_pack_share` — turns with nothing injected, after `warmup_turns`; `accepted` — messages
-the capture hook accepted; `lost_after_kill` — accepted by a killed process, missing after the replay.
+the capture hook accepted; `lost_after_kill` — accepted by a killed process, missing after the replay;
+`dialectic_note_share` — turns whose pack carried the dialectic's note (with `--set dialectic_enabled=true`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ import sys
 import tempfile
 import time
 import types
+from datetime import UTC, datetime
+
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
@@ -44,6 +49,8 @@ from delivery import client, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
 from outbox_helpers import hold_write_lock, release_lock, run_child  # noqa: E402
+
+from honcho_hub.recall.pack import NOTE_TITLE  # noqa: E402
 
 KEY = "bench-turn-key"
 GAP_S = 0.020
@@ -117,7 +124,7 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
     lags: list[tuple[float, float, float]] = []
     running = asyncio.Event()
     prober = asyncio.create_task(probe(lags, running))
-    added, sources, outcomes, empty = [], [], [], 0
+    added, sources, outcomes, empty, notes = [], [], [], 0, 0
     lock_from, lock_to = turns // 3, 2 * turns // 3
     holder = run_child(CHILD_LOCK_ON_REQUEST, outbox_path)  # spawned now: a process start is not ours to count
     agent = None
@@ -129,7 +136,7 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
                 holder.stdin.flush()
                 await asyncio.to_thread(holder.stdout.readline)
             if turn % CHAT_TURNS == 0:
-                agent = StubAgent(0, StubContext(id=f"bench{turn:04d}"))
+                agent = StubAgent(0, StubContext(id=f"bench{turn:04d}", created_at=datetime.now(UTC)))
                 worker.ensure_worker()
                 recall.register_chat(agent)  # agent_init: warms the base pack
             pasted = turn % PASTE_EVERY == PASTE_EVERY - 1
@@ -147,8 +154,10 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
             start = time.perf_counter()
             sources.append(await recall.inject_recall(agent, loop_data))
             held += time.perf_counter() - start
-            if turn >= WARMUP_TURNS and not loop_data.extras_persistent.get("honcho_memory"):
+            block = loop_data.extras_persistent.get("honcho_memory") or ""
+            if turn >= WARMUP_TURNS and not block:
                 empty += 1
+            notes += NOTE_TITLE in block
             agent.history.current.messages.append(StubHistoryMessage(True, f"ai{turn}"))
             start = time.perf_counter()
             capture.capture_final_response(agent, "response", types.SimpleNamespace(message=f"Answer {turn}."))
@@ -160,7 +169,7 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
         holder.kill()
         holder.wait(30)
         prober.cancel()
-    return {"added": added, "sources": sources, "outcomes": outcomes, "empty": empty, "lags": lags}
+    return {"added": added, "sources": sources, "outcomes": outcomes, "empty": empty, "lags": lags, "notes": notes}
 
 
 async def start_up(worker, recall) -> None:
@@ -244,7 +253,10 @@ def main() -> None:
     parser.add_argument("--wait-ms", type=int, default=-1, help="recall_wait_ms (-1: the whole recall deadline)")
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="a plugin setting for the run (repeatable), e.g. dialectic_enabled=true")
     args = parser.parse_args()
+    chosen = {name: yaml.safe_load(value) for name, _, value in (item.partition("=") for item in args.set)}
 
     fake_process = None
     pauses = GcPauses()
@@ -262,7 +274,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder, stub_agent_zero() as host:
             outbox_path = os.path.join(folder, "outbox.sqlite3")
             host.config.update(outbox_path=outbox_path, api_url=proxy_url, mcp_url=proxy_url, workspace_id=workspace,
-                               recall_wait_ms=args.wait_ms)
+                               recall_wait_ms=args.wait_ms, **chosen)
             host.secrets = {"HONCHO_API_KEY": KEY}
             # The bridge functions the extension files call (each file adds only a try/except around it).
             bridge = {name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
@@ -288,6 +300,7 @@ def main() -> None:
     gc_ms = [(end - start) * 1000 for start, end in pauses.spans]
     print(json.dumps({
         "target": "real" if args.url else "fake", "latency_ms": args.latency_ms, "wait_ms": args.wait_ms,
+        "settings": chosen, "dialectic_note_share": round(run["notes"] / turns, 3),
         "recall_timeout_ms": recall_timeout_ms, "turns": turns, "warmup_turns": WARMUP_TURNS,
         "added_turn_ms_p50": round(percentile(run["added"], 0.5), 2),
         "added_turn_ms_p99": round(percentile(run["added"], 0.99), 2),
