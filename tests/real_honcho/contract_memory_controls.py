@@ -1,5 +1,6 @@
-"""Memory controls against a real Honcho: the agent's self-model under the observation presets, and the
-context cadence's requests, through HonchoGateway and Recaller as the plugin uses them."""
+"""Memory controls against a real Honcho, through HonchoGateway and Recaller as the plugin uses them: the
+agent's self-model under the observation presets, and the opt-in dialectic note (unscoped, and scoped:
+a scope and no session in the request)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, turns
 
-from honcho_hub.recall.pack import AGENT_TITLE
+from honcho_hub.recall.pack import AGENT_TITLE, NOTE_TITLE
 from honcho_hub.recall.recaller import Recaller
 
 TEMPLATE = "<honcho_memory>\n{{sections}}\n</honcho_memory>"
@@ -77,6 +78,41 @@ class NoSelfModelUnderSeedTest(RealHonchoCase):
         self.assertNotIn(AGENT_TITLE, result.block)
         self.assertIn("tomatoes", result.block)
         self.assertEqual(USER, settings.user_peer_id)
+
+
+class DialecticNoteTest(RealHonchoCase):
+    """The real server's dialectic is its deterministic fake LLM: "Based on what I know (fake LLM answer to
+    '<query>'): <observations>"."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        gateway = cls.gateway_ = cls.class_gateway()
+        gateway.send(turns("chat-dia", CHAT, scope_id="proj-dia"))
+        await_derivation(gateway, "the deriver's work on chat-dia", session_id="chat-dia")
+
+    def turn(self, scope_id: str | None, **plugin):
+        recaller = Recaller()
+        self.addCleanup(recaller.close)
+        settings = self.settings(dialectic_enabled=True, recall_timeout_s=20, max_context_tokens=2000, **plugin)
+        self.assertTrue(recaller.prefetch(settings, "chat-dia", "how often should I water my tomatoes?", scope_id))
+        self.assertTrue(recaller.wait_idle(120))
+        return recaller, recaller.recall(settings, "chat-dia", "how often should I water my tomatoes?", TEMPLATE,
+                                         scope_id)
+
+    def test_the_note_of_the_turn_reaches_the_pack(self):
+        recaller, result = self.turn(None, dialectic_depth=2)
+        self.assertIn(NOTE_TITLE, result.block)
+        self.assertIn("Based on what I know", result.block)
+        self.assertIn("tomatoes", result.block)
+        counters = recaller.dialectic_counters()
+        self.assertEqual((counters["started"], counters["done"], counters["failed"]), (1, 1, 0))
+
+    def test_a_scoped_chat_asks_through_its_scope_without_a_session(self):
+        recaller, result = self.turn("proj-dia")
+        self.assertIn(NOTE_TITLE, result.block)
+        counters = recaller.dialectic_counters()
+        self.assertEqual((counters["done"], counters["failed"], counters["unscoped"]), (1, 0, 0))
 
 
 if __name__ == "__main__":
