@@ -27,8 +27,8 @@ from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 
 STRATEGIES = ("per-chat", "per-project", "global")
-NAMES = ("Ab3dE6gH", "Alpha", "a-b_c", "My Project", "a.b", "a/b", "проект🙂", "ПРОЕКТ🙂", "x" * 600, "x" * 599 + "y",
-         "global", "chat-x", "project-x", "x", "")
+NAMES = ("Ab3dE6gH", "Alpha", "a-b_c", "My Project", "a.b", "a/b", "проект🙂", "ПРОЕКТ🙂", "x" * 600,
+         "x" * 599 + "y", "global", "chat-x", "project-x", "x", "")
 
 
 class SessionForTest(unittest.TestCase):

@@ -1,6 +1,7 @@
 """Health says only what is known: neutral until the API was reached, amber or red after a failed
 attempt or check until a success, green after one."""
 
+import dataclasses
 import functools
 import json
 import logging
@@ -9,6 +10,8 @@ import unittest
 import uuid
 
 import httpx
+from delivery_helpers import KEY as KEY_OF_BENCH
+from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
 from outbox_helpers import temp_outbox_path
 
@@ -17,7 +20,8 @@ from honcho_hub.delivery import lifecycle
 from honcho_hub.hub import Hub
 from honcho_hub.ops import cli
 from honcho_hub.ops import verbs as operations
-from honcho_hub.ops.status import StatusParts, build_status, status_text
+from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
+from honcho_hub.runtime import process_state
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import Outbox
@@ -146,6 +150,97 @@ class MemoryWritesStatusTest(unittest.TestCase):
         self.assertIn("Memory tool: 1 remembered, 1 forgotten; latest forget c0002 10 s ago", text)
         self.assertNotIn("Hunter2", json.dumps(status) + text)
         self.assertNotIn("likes tea", json.dumps(status) + text)
+
+
+class SessionsStatusTest(unittest.TestCase):
+    """The session strategy and observation preset are always shown; with the chat's session read from
+    Honcho, its peers' flags as the server holds them, and whether they differ from the configured ones."""
+
+    SEED = {"user": {"observe_me": True, "observe_others": True},
+            "agent": {"observe_me": False, "observe_others": True}}
+    DIRECTIONAL = {"user": {"observe_me": True, "observe_others": True},
+                   "agent": {"observe_me": True, "observe_others": True}}
+
+    def status(self, settings, session_id=None, session_peers=None):
+        parts = gather_parts(settings, process_state(), session_id=session_id, session_peers=session_peers)
+        status = build_status(settings, parts, NOW)
+        return status, status_text(status)
+
+    @staticmethod
+    def server(status):
+        """What status says of the server's configuration: its flags by role, and whether they win."""
+        observation = status["identity"]["observation"]
+        return observation["server"], observation["server_wins"]
+
+    def test_the_strategy_and_configured_flags_are_shown_without_a_request(self):
+        cases = {("per-chat", "seed"): self.SEED, ("per-project", "directional"): self.DIRECTIONAL,
+                 ("global", "custom"): {"user": {"observe_me": False, "observe_others": True},
+                                        "agent": {"observe_me": False, "observe_others": False}}}
+        for (strategy, preset), configured in cases.items():
+            with self.subTest(strategy=strategy, observation=preset):
+                settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test",
+                                           "session_strategy": strategy, "observation": preset,
+                                           "observe_user_me": False, "observe_agent_others": False}, {}, {})
+                status, text = self.status(settings, "chat-c1")
+                self.assertEqual(status["identity"]["session_strategy"], strategy)
+                self.assertEqual(status["identity"]["observation"], {"preset": preset, "configured": configured,
+                                                                     "server": None, "server_wins": False})
+                self.assertIn(f"Sessions {strategy} · observation {preset}", text)
+                self.assertNotIn("server", text)
+
+    def test_the_servers_flags_are_shown_and_win_when_they_differ(self):
+        bench = Bench(self, observation="seed")
+        bench.say("c1", 1, text="Hunter2-Very-Secret likes tea")
+        bench.run_until_idle()  # chat-c1 created under seed
+        gateway = bench.gateway(bench.settings)
+        self.addCleanup(gateway.close)
+        cases = {"seed": (False, "as configured"), "directional": (True, "the server's configuration wins")}
+        for preset, (wins, said) in cases.items():
+            with self.subTest(observation=preset):
+                settings = dataclasses.replace(bench.settings, observation=preset)
+                status, text = self.status(settings, "chat-c1", gateway.session_peer_flags)
+                self.assertEqual(self.server(status), (self.SEED, wins))
+                self.assertIn(said, text)
+                self.assertIn("chat-c1 on the server: user me on, others on; agent me off, others on", text)
+                for private in ("Hunter2", "likes tea", bench.path, os.path.dirname(bench.path), KEY_OF_BENCH):
+                    self.assertNotIn(private, json.dumps(status) + text)
+
+    def test_a_session_the_server_does_not_hold_yet_or_that_could_not_be_read(self):
+        bench = Bench(self, observation="directional")
+        gateway = bench.gateway(bench.settings)
+        self.addCleanup(gateway.close)
+        status, text = self.status(bench.settings, "chat-new", gateway.session_peer_flags)
+        self.assertEqual(self.server(status), ({"user": None, "agent": None}, False))
+        self.assertIn("chat-new is not on the server yet: created with these flags", text)
+        bench.fake.fail(match=r"/config$", status=503)
+        status, text = self.status(bench.settings, "chat-new", gateway.session_peer_flags)
+        self.assertEqual(self.server(status), ({}, False))
+        self.assertIn("chat-new on the server: not read", text)
+
+    def test_a_peer_the_server_holds_with_its_defaults_wins_over_the_configured_flags(self):
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
+        held = {"user": {"observe_me": None, "observe_others": None}, "agent-zero": None}
+        status, text = self.status(settings, "chat-c1", lambda session, peers: held)
+        self.assertEqual(self.server(status), ({"user": {"observe_me": None, "observe_others": None},
+                                                "agent": None}, True))
+        self.assertIn("user me default, others default; agent not in the session yet", text)
+
+    def test_a_read_cut_short_shows_what_was_read(self):
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
+        held = {"user": {"observe_me": True, "observe_others": False}}
+        status, text = self.status(settings, "chat-c1", lambda session, peers: held)
+        self.assertEqual(self.server(status), ({"user": {"observe_me": True, "observe_others": False}}, True))
+        self.assertIn("user me on, others off; agent not read — the server's configuration wins", text)
+
+    def test_a_failing_reader_leaves_status_whole(self):
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
+
+        def broken(session, peers):
+            raise RuntimeError("the reader broke")
+
+        status, text = self.status(settings, "chat-c1", broken)
+        self.assertEqual(self.server(status), ({}, False))
+        self.assertIn("not read", text)
 
 
 class DebugSettingTest(unittest.TestCase):

@@ -12,7 +12,7 @@ here); another process's worker or checks do not count.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -47,15 +47,20 @@ class StatusParts:
     cache_counters: dict[str, int] = field(default_factory=dict)
     api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
     memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
+    # The server's configuration of the session's configured peers (gateway.session_peer_flags: peer ->
+    # flags, None when it holds none, absent when unread); None when status did not ask.
+    session_peers: dict[str, dict[str, bool | None] | None] | None = None
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
                  scope_id: str | None = None, outbox_problem: str | None = None, worker: Any = None,
                  recaller: Any = None,
-                 scope_backfill: Callable[[str], dict[str, str]] | None = None) -> StatusParts:
+                 scope_backfill: Callable[[str], dict[str, str]] | None = None,
+                 session_peers: Callable[[str, Sequence[str]], dict] | None = None) -> StatusParts:
     """Status's pieces from this process (the Hub passes what it holds; `state` is the process state):
-    capture, outbox counters, worker, recall, and with `scope_backfill` the scope's progress from
-    Honcho. Never raises."""
+    capture, outbox counters, worker, recall, with `scope_backfill` the scope's progress from Honcho,
+    and with `session_peers` (gateway.session_peer_flags) the server's configuration of the session's
+    peers. Never raises."""
     with state.lock:
         api_check = dict(state.api_checks.get(settings.destination(), {}))
         waiting = len(state.journal) if state.journal is not None else 0
@@ -81,6 +86,11 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
             parts.scope_backfill = scope_backfill(scope_id)
         except DeliveryError as exc:
             parts.scope_problem = parts.scope_problem or f"scope status unavailable: {exc.code}"
+    if session_peers is not None and session_id:
+        try:
+            parts.session_peers = dict(session_peers(session_id, [settings.user_peer_id, settings.agent_peer_id]))
+        except Exception:  # the reader promises not to raise; status stays whole if one does
+            parts.session_peers = {}
     return parts
 
 
@@ -110,6 +120,8 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                       "api_reach": _reach(now, metrics, parts.api_check)},
         "identity": {"workspace_id": settings.workspace_id, "user_peer_id": settings.user_peer_id,
                      "agent_peer_id": settings.agent_peer_id, "session_id": parts.session_id,
+                     "session_strategy": settings.session_strategy,
+                     "observation": _observation(settings, parts.session_peers),
                      "api_key_configured": settings.has_api_key},
         "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
                     "outbox_problem": parts.outbox_problem},
@@ -159,6 +171,7 @@ def status_text(status: dict[str, Any]) -> str:
         f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall "
         f"{'on' if status['recall']['enabled'] else 'off'} · scope {status['scope']['current'] or 'none'}"
         f" ({status['scope']['strategy']})",
+        *_sessions_lines(i),
         f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead, {q['in_memory']} in memory"
         + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
         f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
@@ -168,6 +181,54 @@ def status_text(status: dict[str, Any]) -> str:
            if m["latest"] else ""),
     ]
     return "\n".join(lines)
+
+
+def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | None] | None) -> dict[str, Any]:
+    """The observation preset and its flags by role; with the session read, the server's flags by role
+    (None: not in the session on the server yet; a role left out: not read). Honcho keeps the configuration
+    a session's peer already has, so where the server holds other flags, the server's win."""
+    configured = {role: settings.observation_of(role) for role in ("user", "agent")}
+    server: dict[str, dict[str, bool | None] | None] | None = None
+    wins = False
+    if held is not None:
+        peers = {"user": settings.user_peer_id, "agent": settings.agent_peer_id}
+        server = {role: held[peer] for role, peer in peers.items() if peer in held}
+        wins = any(flags is not None and flags != configured[role] for role, flags in server.items())
+    return {"preset": settings.observation, "configured": configured, "server": server, "server_wins": wins}
+
+
+def _sessions_lines(identity: dict[str, Any]) -> list[str]:
+    observation, session_id = identity["observation"], identity["session_id"]
+    lines = [f"Sessions {identity['session_strategy']} · observation {observation['preset']}: "
+             + _flags_text(observation["configured"])]
+    server = observation["server"]
+    if server is None or not session_id:
+        return lines
+    if not server:
+        lines.append(f"Session {session_id} on the server: not read")
+    elif len(server) == 2 and all(flags is None for flags in server.values()):
+        lines.append(f"Session {session_id} is not on the server yet: created with these flags")
+    else:
+        lines.append(f"Session {session_id} on the server: {_flags_text(server)} — "
+                     + ("the server's configuration wins" if observation["server_wins"] else "as configured"))
+    return lines
+
+
+def _flags_text(by_role: dict[str, dict[str, bool | None] | None]) -> str:
+    """Each role's flags; a role the server holds none for is not in the session yet, one missing was not
+    read."""
+    def word(value: bool | None) -> str:
+        return "default" if value is None else "on" if value else "off"
+
+    def text(role: str) -> str:
+        if role not in by_role:
+            return f"{role} not read"
+        flags = by_role[role]
+        if flags is None:
+            return f"{role} not in the session yet"
+        return f"{role} me {word(flags['observe_me'])}, others {word(flags['observe_others'])}"
+
+    return "; ".join(text(role) for role in ("user", "agent"))
 
 
 def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
