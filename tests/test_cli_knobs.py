@@ -13,13 +13,16 @@ import tempfile
 import unittest
 
 from hub_testkit import ROOT
+from outbox_helpers import DEST, temp_outbox_path
 
 from honcho_hub.errors import ConfigFileError
 from honcho_hub.ops import cli
 from honcho_hub.settings.effective import effective_settings, read_layers
 from honcho_hub.settings.files import merged_config, write_config_file
+from honcho_hub.storage.outbox import NewEvent, Outbox
 
 KEY = "hch-knob-key-97531975319753"
+SECRET_TEXT = "the queued words of a private message"
 
 
 class KnobCase(unittest.TestCase):
@@ -451,6 +454,64 @@ class EnvironmentTest(KnobCase):
     def test_an_empty_variable_counts_as_unset(self):
         code, out, _ = self.cli("mode", env={**self.env, "HONCHO_RECALL_MODE": "  "})
         self.assertEqual((code, out), (cli.EXIT_OK, "recall_mode: hybrid  (default)\n"))
+
+
+class SessionsTest(KnobCase):
+    def setUp(self):
+        super().setUp()
+        self.outbox_path = temp_outbox_path(self)
+        self.env["HONCHO_OUTBOX_PATH"] = self.outbox_path
+
+    def capture(self, *messages):
+        """Store each (chat, project, session, captured_at) as one message, as capture stores it."""
+        box = Outbox(self.outbox_path)
+        self.addCleanup(box.close)
+        box.enqueue_batches([[NewEvent(id=f"ev-{i}", destination=DEST, workspace_id="agent-zero", session_id=session,
+                                       peer_id="user", role="user", content=f"{SECRET_TEXT} {i}", captured_at=at,
+                                       chat_id=chat, project=project)]
+                             for i, (chat, project, session, at) in enumerate(messages)])
+
+    def test_the_known_chat_sessions_are_listed_newest_first_without_content_or_path(self):
+        self.capture(("ab12cd34", None, "chat-ab12cd34", 1_800_000_000.0),
+                     ("ef56gh78", "alpha", "project-alpha", 1_800_000_060.0),
+                     ("ab12cd34", "alpha", "project-alpha", 1_800_000_120.0))
+        code, out, err = self.cli("sessions")
+        self.assertEqual(code, cli.EXIT_OK, err)
+        self.assertEqual(out.splitlines(), [
+            "session_strategy: per-chat  (default)",
+            "chat ab12cd34 (project alpha) -> session project-alpha, captured 2027-01-15 08:02:00Z"
+            " to 2027-01-15 08:02:00Z",
+            "chat ef56gh78 (project alpha) -> session project-alpha, captured 2027-01-15 08:01:00Z"
+            " to 2027-01-15 08:01:00Z",
+            "chat ab12cd34 (no project) -> session chat-ab12cd34, captured 2027-01-15 08:00:00Z"
+            " to 2027-01-15 08:00:00Z"])
+        code, out, err = self.cli("sessions", as_json=True)
+        box = Outbox(self.outbox_path)
+        self.addCleanup(box.close)
+        self.assertEqual(json.loads(out)["sessions"], box.chat_sessions())
+        for text in (out, err):
+            self.assertNotIn(SECRET_TEXT, text)
+            self.assertNotIn(self.outbox_path, text)
+
+    def test_the_limit_keeps_the_newest(self):
+        self.capture(("chat0001", None, "chat-chat0001", 1_800_000_000.0),
+                     ("chat0002", None, "chat-chat0002", 1_800_000_030.0))
+        code, out, _ = self.cli("sessions", "--limit", "1", as_json=True)
+        self.assertEqual([row["chat_id"] for row in json.loads(out)["sessions"]], ["chat0002"])
+
+    def test_nothing_captured_yet_says_so_and_creates_no_outbox(self):
+        code, out, _ = self.cli("sessions")
+        self.assertEqual(code, cli.EXIT_OK)
+        self.assertIn("no chat -> session mapping recorded yet", out)
+        self.assertFalse(os.path.exists(self.outbox_path))
+
+    def test_an_outbox_that_cannot_be_read_is_an_error_naming_its_code_not_its_path(self):
+        os.makedirs(os.path.dirname(self.outbox_path))
+        with open(self.outbox_path, "wb") as handle:
+            handle.write(b"not a database at all, just bytes" * 200)
+        code, out, err = self.cli("sessions")
+        self.assertEqual((code, out), (cli.EXIT_FAILED, ""))
+        self.assertEqual(err, "python -m honcho_hub sessions: error: cannot read the outbox (outbox_corrupt)\n")
 
 
 class IdentityTest(KnobCase):

@@ -2,8 +2,8 @@
 
 Settings come from the same HONCHO_* environment variables as inside Agent Zero, plus an optional
 `--config` YAML file of plugin settings. The memory-control verbs (`mode`, `strategy`, `tokens`, `peer`,
-`observation`, `identity`, `sessions`) instead view and set the plugin's global settings, the config.json
-Agent Zero's settings page writes (knobs.py). Exit codes: 0 done and healthy (or Honcho not yet
+`observation`, `identity`; `sessions` lists the outbox's chat -> session mappings) instead read the
+plugin's global settings, and set them in the config.json Agent Zero's settings page writes (knobs.py). Exit codes: 0 done and healthy (or Honcho not yet
 reached), 1 failed (or health red, or config.json unusable), 2 usage error (or a value refused), 3 done
 but degraded (health amber, events still pending, MCP check failed, demo queued, a setting saved that a
 HONCHO_* variable overrides).
@@ -17,10 +17,11 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from .. import hub
-from ..errors import ConfigFileError, InvalidValue
+from ..errors import ConfigFileError, InvalidValue, OutboxError
 from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
@@ -131,6 +132,7 @@ KNOBS = {
     "observation": lambda plugin, args: knobs.observation(
         plugin, args.value, {name: getattr(args, name) for name in knobs.OBSERVE_FLAGS}),
     "identity": lambda plugin, args: knobs.identity(plugin),
+    "sessions": lambda plugin, args: knobs.sessions(plugin, args.limit),
 }
 
 
@@ -144,15 +146,17 @@ def _knob(parser: argparse.ArgumentParser, args, environ: Mapping[str, str], out
     try:
         report = KNOBS[args.command](knobs.GlobalSettings(plugin_dir, environ), args)
     except InvalidValue as exc:
-        return _refused(args.command, str(exc), EXIT_USAGE)
+        return _failed(args.command, f"{exc}; nothing changed", EXIT_USAGE)
     except ConfigFileError as exc:
-        return _refused(args.command, f"{knobs.GLOBAL_CONFIG_NAME} {exc}", EXIT_FAILED)
+        return _failed(args.command, f"{knobs.GLOBAL_CONFIG_NAME} {exc}; nothing changed", EXIT_FAILED)
+    except OutboxError as exc:
+        return _failed(args.command, f"cannot read the outbox ({exc.code})", EXIT_FAILED)
     _print(out, report, args.json, knob_text)
     return EXIT_DEGRADED if report["overridden"] else EXIT_OK
 
 
-def _refused(command: str, problem: str, code: int) -> int:
-    sys.stderr.write(f"python -m honcho_hub {command}: error: {problem}; nothing changed\n")
+def _failed(command: str, problem: str, code: int) -> int:
+    sys.stderr.write(f"python -m honcho_hub {command}: error: {problem}\n")
     return code
 
 
@@ -161,8 +165,15 @@ def knob_text(report: dict[str, Any]) -> str:
     lines = [f"{c['name']}: {knobs.value_text(c['value'])}  ({c['source']})" for c in report["controls"]]
     lines += [f"changed {c['name']}: {knobs.value_text(c['from'])} -> {knobs.value_text(c['to'])}"
               for c in report["changed"]]
+    lines += [f"chat {m['chat_id']} ({'project ' + m['project'] if m['project'] else 'no project'}) -> session"
+              f" {m['session_id']}, captured {_utc(m['first_captured_at'])} to {_utc(m['last_captured_at'])}"
+              for m in report.get("sessions", [])]
     lines += report["notes"] + [f"warning: {warning}" for warning in report["warnings"]]
     return "\n".join(lines)
+
+
+def _utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _print(out, result: dict[str, Any], as_json: bool, text) -> None:
@@ -198,6 +209,7 @@ def _knob_parsers(sub) -> None:
         "peer": ("show or set the peer ids and the dialectic reasoning level", None),
         "observation": ("show or set the observation preset (flags make it custom)", "seed|directional|unified|custom"),
         "identity": ("workspace, peers, API URL and whether a key is set", None),
+        "sessions": ("known chat -> Honcho session mappings, newest first", None),
     }
     for name, (help_text, metavar) in commands.items():
         command = sub.add_parser(name, help=help_text)
@@ -206,6 +218,7 @@ def _knob_parsers(sub) -> None:
         command.add_argument("--plugin-dir", help="the plugin folder holding config.json (default: the one holding"
                                                   " this package)")
         command.add_argument("--json", action="store_true")
+    sub.choices["sessions"].add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
     sub.choices["tokens"].add_argument("--agent-share", metavar="F", help="agent_representation_share, 0–0.5")
     peer = sub.choices["peer"]
     peer.add_argument("--user", metavar="ID", help="user_peer_id")

@@ -8,7 +8,8 @@ same file: validated as the settings page's save is validated, written as its sa
 a project's own settings still override the recall controls in that project's chats.
 
 Every verb returns a report: `controls` (name, effective value, source), `changed` (name, from, to),
-`notes`, `warnings`, and `overridden` (the names saved that an environment variable overrides).
+`notes`, `warnings`, and `overridden` (the names saved that an environment variable overrides);
+`sessions` adds the known chat -> Honcho session mappings.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file, read_config_file, save_problems, write_config_file
 from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS
 from ..settings.values import coerce
+from .status import with_existing_outbox
 
 GLOBAL_CONFIG_NAME = "config.json"
 DEFAULT_CONFIG_NAME = "default_config.yaml"
@@ -242,6 +244,19 @@ def identity(plugin: GlobalSettings) -> dict[str, Any]:
     controls.append({"name": "api_key", "value": "set" if settings.has_api_key else "not set", "source": API_KEY_VAR})
     notes = [] if settings.has_api_key else [SECRETS_UNSEEN]
     return _report(controls, notes, _file_warnings(snap) + warnings)
+
+
+def sessions(plugin: GlobalSettings, limit: int = 100) -> dict[str, Any]:
+    """The strategy in effect and the known chat -> Honcho session mappings, most recently captured first (no
+    content); raises OutboxError. Reading never creates an outbox."""
+    snap = plugin.snapshot()
+    warnings: list[str] = []
+    strategy_now = plugin.control(snap, "session_strategy", warnings)
+    mappings = with_existing_outbox(snap.settings, lambda box: box.chat_sessions(limit), [])
+    # The outbox records a mapping when a chat's message is captured, from the version that added them on.
+    notes = [] if mappings else ["no chat -> session mapping recorded yet (one is recorded as a chat's message"
+                                 " is captured)"]
+    return {**_report([strategy_now], notes, _file_warnings(snap) + warnings), "sessions": mappings}
 
 
 def _run(plugin: GlobalSettings, names: tuple[str, ...], before: Snapshot, changes: Mapping[str, Any],
