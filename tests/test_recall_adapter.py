@@ -71,7 +71,7 @@ class RecallAdapterTest(unittest.TestCase):
                 agent = StubAgent(0)
                 asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
                 kwargs = agent.data["_tool_prompt_kwargs"]["agent.system.tool.honcho_memory.md"]
-                self.assertEqual(kwargs, {"honcho_tool_offered": offered})
+                self.assertEqual(kwargs, {"honcho_tool_offered": offered, "honcho_recall_injected": injected})
                 queries = len(self.fake.context_queries)
                 block = self.run_recall(agent, loop_data(f"Which tea should I buy ({mode})?"))  # a new query
                 self.assertEqual(block is not None and "green tea" in block, injected)

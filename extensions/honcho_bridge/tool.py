@@ -57,8 +57,10 @@ def action_context(agent: Any) -> ActionContext:
 
 def offer_tool_in_prompt(agent: Any) -> bool:
     """Before the tools prompt is built: whether the tool's section is in it (every recall_mode but context,
-    where memory is injected only). Reads cached settings: safe on the event loop."""
-    offered = host.settings_for(agent).offers_tool
+    where memory is injected only), and whether it may say memory is injected (not under tools). Reads
+    cached settings: safe on the event loop."""
+    settings = host.settings_for(agent)
     kwargs = agent.data.setdefault(TOOL_KWARGS_KEY, {})
-    kwargs[TOOL_PROMPT] = {**kwargs.get(TOOL_PROMPT, {}), "honcho_tool_offered": offered}
-    return offered
+    kwargs[TOOL_PROMPT] = {**kwargs.get(TOOL_PROMPT, {}), "honcho_tool_offered": settings.offers_tool,
+                           "honcho_recall_injected": settings.injects_recall}
+    return settings.offers_tool
