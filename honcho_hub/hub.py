@@ -281,10 +281,14 @@ class Hub:
 
         service = self._capture.peek()
         recaller = self._recaller
+        # The full status asks Honcho (through recall's deadline-bound client); the light one reads nothing.
         backfill_of = (lambda scope: self.recaller().gateway(settings).scope_status(scope)) if backfill else None
+        peers_of = ((lambda sid, peers: self.recaller().gateway(settings).session_peer_flags(sid, peers))
+                    if backfill else None)
         return gather_parts(settings, process_state(), session_id=session_id, scope_id=scope_id,
                             outbox_problem=service.unavailable if service else None,
-                            worker=self.worker(), recaller=recaller, scope_backfill=backfill_of)
+                            worker=self.worker(), recaller=recaller, scope_backfill=backfill_of,
+                            session_peers=peers_of)
 
 
 def _build_gateway(settings: Settings):

@@ -429,6 +429,8 @@ class FakeHoncho:
         has_messages = bool(self.session_messages(sid, ws))
         for peer_id, config in peers.items():
             self._ensure_peer(ws, peer_id)
+            if peer_id in session["peers"]:
+                continue  # as the real server: a peer already in the session keeps its configuration
             session["peers"][peer_id] = dict(config or {})
             if not has_messages:
                 session["peers_set_before_messages"][peer_id] = dict(config or {})

@@ -500,7 +500,11 @@ class SidebarCardTest(unittest.TestCase):
 
 class ToolContractTest(unittest.TestCase):
     def test_the_prompt_names_every_action_and_its_examples_are_valid_tool_calls(self):
-        prompt = open(os.path.join(ROOT, "prompts", "agent.system.tool.honcho_memory.md"), encoding="utf-8").read()
+        raw = open(os.path.join(ROOT, "prompts", "agent.system.tool.honcho_memory.md"), encoding="utf-8").read()
+        # Agent Zero's {{if}} blocks, on the kwargs our system-prompt extension sets (rendered: host_recall_modes)
+        self.assertEqual(set(re.findall(r"{{\s*if\s+(.*?)}}", raw)),
+                         {"honcho_tool_offered", "honcho_recall_injected", "not honcho_recall_injected"})
+        prompt = re.sub(r"{{\s*(if\b.*?|endif)\s*}}\n?", "", raw).lstrip("\n")
         self.assertTrue(prompt.startswith("### honcho_memory"))
         for action in ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile"):
             self.assertIn(f"`{action}`", prompt)

@@ -253,6 +253,17 @@ class StatusTest(CliCase):
         self.assertEqual(status["memory_writes"]["forgotten"], 1)
 
 
+    def test_the_status_of_a_chat_shows_the_flags_its_session_holds_on_the_server(self):
+        settings = self.settings()  # seed: the agent is not observed
+        gateway = hub.current().tool_gateway(build_settings({"observation": "directional"}, {}, self.env))
+        gateway.ensure_known("chat-ops1")  # the session was created earlier under directional
+        status = build_status(settings, hub.current().status_parts(settings, "chat-ops1", backfill=True), time.time())
+        observation = status["identity"]["observation"]
+        self.assertEqual(observation["server"]["agent"], {"observe_me": True, "observe_others": True})
+        self.assertTrue(observation["server_wins"])
+        self.assertIsNone(build_status(settings, hub.current().status_parts(settings, "chat-ops1"),
+                                       time.time())["identity"]["observation"]["server"])  # the light status reads nothing
+
 class CacheAndDemoTest(CliCase):
     def test_clear_cache_reaches_a_recaller_in_another_process_through_the_marker(self):
         settings = self.settings()
