@@ -1,6 +1,7 @@
-// Honcho Memory Hub sidebar store: a live health line, the status panel and the five operator actions.
-// Collapsed, the line polls a light status (local state only: no request to Honcho) every 30 s; open,
-// the panel polls the full status (with the shown chat's scope progress) every 5 s.
+// Honcho Memory Hub sidebar store: a live health line, the status panel, the user's card and the five
+// operator actions. Collapsed, the line polls a light status (local state only: no request to Honcho) every
+// 30 s; open, the panel polls the full status (with the shown chat's scope progress) every 5 s, and the
+// card (a request to Honcho) when it opens and at most once a minute while it stays open.
 import { createStore } from "/js/AlpineStore.js";
 import { callJsonApi } from "/js/api.js";
 import {
@@ -11,8 +12,10 @@ import {
 
 const STATUS_API = "/plugins/honcho/honcho_status";
 const ACTION_API = "/plugins/honcho/honcho_action";
+const CARD_API = "/plugins/honcho/honcho_card";
 const OPEN_REFRESH_MS = 5000;
 const COLLAPSED_REFRESH_MS = 30000;
+const CARD_REFRESH_MS = 60000;
 
 export const ACTIONS = [
   { id: "check", label: "Test API + MCP" },
@@ -57,6 +60,10 @@ export const store = createStore("honchoHub", {
   open: false,
   running: null,
   actions: ACTIONS,
+  card: null, // { facts: [...], total } once read
+  cardError: null,
+  _cardAt: null, // when the card was last asked for (Date.now())
+  _cardLoading: false,
   _timer: null,
 
   get health() {
@@ -92,15 +99,40 @@ export const store = createStore("honchoHub", {
     }
   },
 
+  // The card, when the panel is open and the last ask is a minute old (or there was none).
+  async refreshCard() {
+    if (!this.open || this._cardLoading) return;
+    if (this._cardAt !== null && Date.now() - this._cardAt < CARD_REFRESH_MS) return;
+    this._cardLoading = true;
+    this._cardAt = Date.now();
+    try {
+      const answer = await callJsonApi(CARD_API, {});
+      if (answer.ok) {
+        this.card = { facts: answer.facts, total: answer.total };
+        this.cardError = null;
+      } else {
+        this.cardError = "Card unavailable" + (answer.error && answer.error.length < 40 ? ` (${answer.error})` : "");
+      }
+    } catch (e) {
+      this.cardError = "Card unavailable";
+    } finally {
+      this._cardLoading = false;
+    }
+  },
+
   toggle() {
     this.open = !this.open;
     this.refresh();
+    this.refreshCard();
     this._schedule();
   },
 
   _schedule() {
     clearInterval(this._timer);
-    this._timer = setInterval(() => this.refresh(), this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);
+    this._timer = setInterval(() => {
+      this.refresh();
+      this.refreshCard();
+    }, this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);
   },
 
   async run(action) {

@@ -81,11 +81,17 @@ class AgentZeroUi:
                        capture_output=True, timeout=60)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def honcho_messages(self, session_id: str) -> list:
+    def honcho(self):
         from honcho import Honcho
 
-        client = Honcho(base_url=self.env["HONCHO_API_URL"], workspace_id=self.workspace_id, max_retries=0, timeout=10)
-        return list(client.session(session_id).messages())
+        return Honcho(base_url=self.env["HONCHO_API_URL"], workspace_id=self.workspace_id, max_retries=0, timeout=10)
+
+    def honcho_messages(self, session_id: str) -> list:
+        return list(self.honcho().session(session_id).messages())
+
+    def set_card(self, facts: list[str]) -> None:
+        """The agent's card of the user, set straight in the real Honcho (the plugin's default peer ids)."""
+        self.honcho().peer("agent-zero").set_card(facts, target="user")
 
 
 ui: AgentZeroUi
@@ -239,6 +245,41 @@ class SidebarTest(UiCase):
                 self.toast(page, text)
                 wait_for(button.is_enabled, 20, f"{action} to finish")
 
+    def open_card(self):
+        """A fresh page with the panel opened: the page, its card element and the card requests it made."""
+        page = self.open_page()
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url) if r.url.endswith("/plugins/honcho/honcho_card") else None)
+        page.click(".honcho-sidebar-line")
+        return page, page.locator("[data-testid=honcho-card]"), asked
+
+    def test_the_open_panel_shows_the_users_card_read_once_a_minute_at_most(self):
+        ui.set_card([])
+        _, card, _ = self.open_card()
+        wait_for(lambda: card.inner_text() == "User card\nNo card yet", 20, "the empty card")
+
+        fact = "ATTRIBUTE: Keeps two sailing boats at the marina"
+        ui.set_card([fact, "INSTRUCTION: <b>Reply</b> in English"])
+        page, card, asked = self.open_card()
+        facts = card.locator(".honcho-sidebar-card-fact")
+        wait_for(lambda: facts.count() == 2, 20, "the card's two facts")
+        self.assertEqual(facts.all_inner_texts(), [fact, "INSTRUCTION: \u2039b\u203aReply\u2039/b\u203a in English"])
+        self.assertEqual(card.locator("b").count(), 0)  # text, never markup
+        self.assertEqual(len(asked), 1)
+        page.screenshot(path=os.path.join(shots, "sidebar-card.png"))
+        page.click(".honcho-sidebar-line")  # closed and opened again within the minute: no second request
+        page.click(".honcho-sidebar-line")
+        wait_for(lambda: facts.count() == 2, 10, "the card shown again")
+        self.assertEqual(len(asked), 1)
+
+        page = self.open_page()
+        page.route("**/plugins/honcho/honcho_card", lambda route: route.fulfill(
+            status=200, content_type="application/json", body=json.dumps({"ok": False, "error": "auth_401"})))
+        page.click(".honcho-sidebar-line")
+        note = page.locator("[data-testid=honcho-card] [data-field=card_note]")
+        wait_for(lambda: note.count() == 1 and note.inner_text() == "Card unavailable (auth_401)", 20,
+                 "the neutral error line")
+
     def test_agent_zero_and_another_plugin_keep_their_styles_with_ours_loaded(self):
         selectors = [".pref-section", ".pref-section .pref-header", ".pref-section li", "#tasks-section",
                      ".section-header", ".version-info", ".plugin-settings-body *", ".modal-footer .btn"]
@@ -270,7 +311,7 @@ class SettingsPageTest(UiCase):
         body = page.locator(".plugin-settings-body")
         content = body.evaluate("(el) => { const c = getComputedStyle(el), b = el.getBoundingClientRect();"
                                 " return b.width - parseFloat(c.paddingLeft) - parseFloat(c.paddingRight); }")
-        self.assertEqual(page.locator(".honcho-config-group").count(), 8)
+        self.assertEqual(page.locator(".honcho-config-group").count(), 10)
         for kind in (".section-title", ".section-description", ".field"):
             boxes = page.locator(f".plugin-settings-body {kind}")
             self.assertGreater(boxes.count(), 7, kind)
@@ -304,7 +345,7 @@ class SettingsPageTest(UiCase):
         page = self.open_page()
         self.open_settings(page, TITLE)
         page.locator(".plugin-settings-toolbar-item", has_text="Project").locator("select").select_option(PROJECT)
-        wait_for(lambda: page.locator(".honcho-config-global-note:visible").count() == 5, 15, "the project form")
+        wait_for(lambda: page.locator(".honcho-config-global-note:visible").count() == 6, 15, "the project form")
         self.assert_laid_out(page)
         self.assertTrue(self.field_input(page, "batch_size").is_disabled())
         self.assertTrue(self.field_input(page, "workspace_id").is_disabled())
