@@ -31,6 +31,7 @@ from .keyed import Keyed, KeyedMany, fields
 from .runtime import in_background, process_state, warn_once
 from .settings import log_level
 from .settings.config import Settings
+from .settings.spec import GATEWAY_FIELDS
 
 if TYPE_CHECKING:
     from .delivery.worker import DeliveryWorker
@@ -45,8 +46,7 @@ MAX_TOOL_GATEWAYS = 8  # one per destination and timeout; settings changed that 
 # What a capture service is built from: a change of any of these rebuilds it (the journal follows).
 CAPTURE_KEY = fields("outbox_path", "outbox_synchronous", "max_queued_rows", "handoff_capacity",
                      "dead_retention_days")
-TOOL_GATEWAY_KEY = fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id", "observation",
-                          "observe_user_me", "observe_user_others", "observe_agent_me", "observe_agent_others")
+TOOL_GATEWAY_KEY = fields(*GATEWAY_FIELDS, "sdk_timeout_s")
 
 
 _delivery_loaded = threading.Event()  # this generation's delivery modules (and the SDK) are imported

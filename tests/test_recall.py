@@ -59,6 +59,24 @@ class RecallBench:
         return self.recaller.recall(settings or self.settings, SESSION, text, TEMPLATE, scope)
 
 
+class RecallGatewayTest(unittest.TestCase):
+    def test_a_change_of_peers_builds_new_recall_and_dialectic_gateways(self):
+        built = []
+
+        def factory(settings):
+            built.append(settings.user_peer_id)
+            return HonchoGateway.for_settings(settings, http_client_factory=lambda: httpx.Client(
+                transport=FakeHoncho().transport()))
+        recaller = Recaller(factory, ask_gateway_factory=factory)
+        self.addCleanup(recaller.close)
+        base = {"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self)}
+        for user in ("ada", "bob"):
+            settings = build_settings({**base, "user_peer_id": user}, {}, {})
+            recaller.gateway(settings)
+            recaller._ask_gateway.get(settings)
+        self.assertEqual(built, ["ada", "ada", "bob", "bob"])  # a gateway creates sessions with its peers
+
+
 class PackTest(unittest.TestCase):
     DATA = ContextData(representation="Conclusion one.\nConclusion two.", card=["Name: Ada", "Lives in Lisbon"],
                        summary="They talked about tea.", messages=[("user", "hi"), ("agent-zero", "hello")])

@@ -36,6 +36,7 @@ from ..errors import DeliveryError, OutboxBusy, OutboxError, OutboxUnavailable
 from ..gateway.gateway import API_URL_INVALID, HonchoGateway
 from ..keyed import Keyed, fields
 from ..settings.config import Settings
+from ..settings.spec import GATEWAY_FIELDS
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
 from .batches import BatchResult, send_batch
 from .retry import RetryPolicy
@@ -104,8 +105,7 @@ class DeliveryWorker(threading.Thread):
             lambda s: Outbox.for_settings(s, synchronous="NORMAL", busy_timeout_s=self._busy_timeout_s,
                                           clock=self._clock), _close_quietly)
         self._gateways: Keyed[Settings, HonchoGateway] = Keyed(
-            fields("api_url", "workspace_id", "sdk_timeout_s", "user_peer_id", "agent_peer_id", "observation",
-                   "observe_user_me", "observe_user_others", "observe_agent_me", "observe_agent_others"),
+            fields(*GATEWAY_FIELDS, "sdk_timeout_s"),
             lambda s: self._gateway_factory(s), _close_quietly)
         self._pool: Keyed[Settings, ThreadPoolExecutor] = Keyed(
             fields("concurrency"),

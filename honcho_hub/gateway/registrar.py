@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..errors import DeliveryError
 from ..keyed import KeyedMany, fields
 from ..settings.config import Settings
+from ..settings.spec import GATEWAY_FIELDS
 from .gateway import HonchoGateway
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,7 @@ class ScopeRegistrar(threading.Thread):
         self._remember = max(1, remember)
         # Only this thread uses them, so none is mid-request when the bound closes them all.
         self._gateways: KeyedMany[Settings, HonchoGateway] = KeyedMany(
-            fields("api_url", "workspace_id", "user_peer_id", "agent_peer_id", "observation", "observe_user_me",
-                   "observe_user_others", "observe_agent_me", "observe_agent_others"), gateway_factory, MAX_GATEWAYS)
+            fields(*GATEWAY_FIELDS), gateway_factory, MAX_GATEWAYS)
 
     def submit(self, settings: Settings, session_id: str, scope_id: str) -> bool:
         """Queue a registration; False when it was done already or the queue is full. Never blocks."""

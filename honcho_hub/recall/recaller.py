@@ -35,6 +35,7 @@ from ..gateway.gateway import Context, HonchoGateway
 from ..keyed import Keyed, fields
 from ..safety.redact import redact
 from ..settings.config import Settings
+from ..settings.spec import GATEWAY_FIELDS
 from .cache import RecallCache, remember
 from .dialectic import Dialectic
 from .pack import ContextData, MemoryPack, build_pack, render_block
@@ -64,14 +65,11 @@ class Recaller:
         self._lock = threading.Lock()
         # Rebuilt when what they were built from changes; a gateway of a former destination is closed.
         self._gateway: Keyed[Settings, HonchoGateway] = Keyed(
-            fields("api_url", "workspace_id", "recall_timeout_s", "observation", "observe_user_me", "observe_user_others",
-                   "observe_agent_me", "observe_agent_others"), gateway_factory or _default_gateway)
+            fields(*GATEWAY_FIELDS, "recall_timeout_s"), gateway_factory or _default_gateway)
         # The dialectic's requests time out at ask_timeout_s each, but the session get-or-create before them
         # uses the client's timeout: the SDK's, not recall's short deadline.
         self._ask_gateway: Keyed[Settings, HonchoGateway] = Keyed(
-            fields("api_url", "workspace_id", "sdk_timeout_s", "observation", "observe_user_me",
-                   "observe_user_others", "observe_agent_me", "observe_agent_others"),
-            ask_gateway_factory or HonchoGateway.for_settings)
+            fields(*GATEWAY_FIELDS, "sdk_timeout_s"), ask_gateway_factory or HonchoGateway.for_settings)
         self._dialectic = Dialectic(self._ask_gateway.get, monotonic)
         self._cache: Keyed[Settings, RecallCache] = Keyed(
             fields("cache_ttl_s", "cache_max_entries"),

@@ -19,6 +19,12 @@ DEFAULT_OUTBOX_PATH = "/a0/usr/honcho/outbox.sqlite3"
 MODE_API_URLS = {"hosted": "https://api.honcho.dev", "self_hosted": "http://localhost:8000"}
 MODE_MCP_URLS = {"hosted": "https://mcp.honcho.dev", "self_hosted": "http://localhost:8787"}
 
+# The settings a Honcho gateway is built from, beside its timeout (HonchoGateway.for_settings): a gateway
+# cached by settings is rebuilt when one of them changes, since it creates sessions with its peers' flags.
+OBSERVATION_FIELDS = ("observation", "observe_user_me", "observe_user_others", "observe_agent_me",
+                      "observe_agent_others")
+GATEWAY_FIELDS = ("api_url", "workspace_id", "user_peer_id", "agent_peer_id", *OBSERVATION_FIELDS)
+
 # Honcho's dialectic reasoning levels, cheapest first.
 REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
 MAX_PASS_LEVELS = 3  # one per dialectic pass
