@@ -8,7 +8,9 @@ import unittest
 import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
 from conversation import Conversation
 
+from honcho_hub.ops.status import build_status, gather_parts, status_text
 from honcho_hub.recall.pack import AGENT_TITLE, NOTE_TITLE, ContextData, build_pack, estimate_tokens
+from honcho_hub.runtime import process_state
 
 CONTEXT = "/context"  # a session's context (query-aware) or a peer's (the base load): counted apart below
 
@@ -192,6 +194,24 @@ class DialecticLayerTest(unittest.TestCase):
                 self.assertFalse(conversation.recaller.prewarm(conversation.settings, "chat-new"))
                 self.assertTrue(conversation.recaller.wait_idle(30))
                 self.assertEqual(chat_calls(conversation), 0)
+
+
+class StatusOfTheControlsTest(unittest.TestCase):
+    def test_status_shows_the_mode_the_cadences_and_what_the_dialectic_did(self):
+        conversation = Conversation(self, recall_mode="context", context_cadence=2, dialectic_enabled=True,
+                                    dialectic_cadence=2, dialectic_depth=2)
+        know_the_user(conversation)
+        for turn in range(3):
+            conversation.turn("c1", f"question {turn} about tea")
+        parts = gather_parts(conversation.settings, process_state(), recaller=conversation.recaller)
+        status = build_status(conversation.settings, parts, conversation.bench.clock())
+        recall = status["recall"]
+        self.assertEqual((recall["mode"], recall["context_cadence"], recall["cache"]["reused"]), ("context", 2, 1))
+        self.assertEqual({k: recall["dialectic"][k] for k in ("enabled", "cadence", "depth", "started", "done")},
+                         {"enabled": True, "cadence": 2, "depth": 2, "started": 2, "done": 2})
+        text = status_text(status)
+        self.assertIn("recall context", text)
+        self.assertIn("Dialectic every 2 turns, depth 2: 2 notes, 0 failed", text)
 
 
 class AgentSelfModelTest(unittest.TestCase):

@@ -45,6 +45,7 @@ class StatusParts:
     worker: dict[str, Any] = field(default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
     cache_entries: int = 0
     cache_counters: dict[str, int] = field(default_factory=dict)
+    dialectic_counters: dict[str, int] = field(default_factory=dict)
     api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
     memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
     # The server's configuration of the session's configured peers (gateway.session_peer_flags: peer ->
@@ -81,6 +82,7 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
     if recaller is not None:
         parts.cache_entries, parts.scope_problem = recaller.cache_entries(), recaller.scope_problem
         parts.cache_counters = recaller.cache_counters()
+        parts.dialectic_counters = recaller.dialectic_counters()
     if scope_backfill is not None and scope_id:
         try:
             parts.scope_backfill = scope_backfill(scope_id)
@@ -125,10 +127,16 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                      "api_key_configured": settings.has_api_key},
         "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
                     "outbox_problem": parts.outbox_problem},
-        "recall": {"enabled": settings.recall_enabled, "cache_entries": parts.cache_entries,
+        "recall": {"enabled": settings.recall_enabled, "mode": settings.recall_mode,
+                   "context_cadence": settings.context_cadence, "cache_entries": parts.cache_entries,
                    "cache": {name: parts.cache_counters.get(name, 0)
-                             for name in ("hits", "loads", "stale_served", "timeouts", "errors")},
-                   "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens},
+                             for name in ("hits", "loads", "reused", "stale_served", "timeouts", "errors")},
+                   "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens,
+                   "agent_representation": settings.include_agent_representation,
+                   "dialectic": {"enabled": settings.dialectic_enabled, "cadence": settings.dialectic_cadence,
+                                 "depth": settings.dialectic_depth,
+                                 **{name: parts.dialectic_counters.get(name, 0)
+                                    for name in ("started", "done", "failed", "busy", "running")}}},
         "scope": {"strategy": settings.scope_strategy, "current": parts.scope_id,
                   "backfill": _backfill(parts.scope_backfill), "problem": parts.scope_problem},
         "queue": {**counts, "dead_by_code": dict(parts.dead_by_code), "in_memory": parts.handoff,
@@ -168,9 +176,9 @@ def status_text(status: dict[str, Any]) -> str:
         f"API {status['endpoints']['api_url'] or 'unusable'} · workspace {i['workspace_id']}"
         f" · user {i['user_peer_id']} · agent {i['agent_peer_id']}"
         f" · key {'set' if i['api_key_configured'] else 'missing'}",
-        f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall "
-        f"{'on' if status['recall']['enabled'] else 'off'} · scope {status['scope']['current'] or 'none'}"
-        f" ({status['scope']['strategy']})",
+        f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall {status['recall']['mode']}"
+        f" · scope {status['scope']['current'] or 'none'} ({status['scope']['strategy']})",
+        *_dialectic_lines(status["recall"]["dialectic"]),
         *_sessions_lines(i),
         f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead, {q['in_memory']} in memory"
         + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
@@ -195,6 +203,13 @@ def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | No
         server = {role: held[peer] for role, peer in peers.items() if peer in held}
         wins = any(flags is not None and flags != configured[role] for role, flags in server.items())
     return {"preset": settings.observation, "configured": configured, "server": server, "server_wins": wins}
+
+
+def _dialectic_lines(dialectic: dict[str, Any]) -> list[str]:
+    if not dialectic["enabled"]:
+        return []
+    return [f"Dialectic every {dialectic['cadence']} turns, depth {dialectic['depth']}: {dialectic['done']} notes,"
+            f" {dialectic['failed']} failed, {dialectic['running']} running"]
 
 
 def _sessions_lines(identity: dict[str, Any]) -> list[str]:
