@@ -11,6 +11,7 @@ ID_MAX = 512  # characters of a workspace, peer or session id
 ID_RE = re.compile(rf"^[A-Za-z0-9_-]{{1,{ID_MAX}}}$")
 MAX_CONTENT_CHARS = 25_000  # one message's content
 MAX_MESSAGES_PER_CALL = 100  # messages added by one request
+MAX_DIALECTIC_QUERY = 10_000  # characters of one dialectic question
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _DIGEST_CHARS = 16

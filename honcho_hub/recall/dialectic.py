@@ -31,13 +31,13 @@ from dataclasses import dataclass
 
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway.gateway import HonchoGateway
+from ..gateway.limits import MAX_DIALECTIC_QUERY
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
 from ..tool import calls
-from ..tool.verbs import MAX_ASK_QUERY
 from .cache import Submit, remember
 
-QUERY_MAX_CHARS = MAX_ASK_QUERY  # Honcho's dialectic takes 1–10,000 characters
+QUERY_MAX_CHARS = MAX_DIALECTIC_QUERY
 LEVEL_STEPS = ((400, 2), (120, 1))  # (characters of the redacted user message, levels raised), longest first
 LATEST_CHARS = 2_000  # of the user's latest message in a question
 ANSWER_CHARS = 3_000  # of each earlier answer in an audit or reconciliation

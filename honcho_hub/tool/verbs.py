@@ -27,6 +27,7 @@ from ..errors import (
     UnreachableError,
 )
 from ..gateway.gateway import HonchoGateway
+from ..gateway.limits import MAX_DIALECTIC_QUERY
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
 from ..safety.redact import redact
 from ..safety.untrusted import neutralize, untrusted
@@ -37,7 +38,7 @@ from . import calls
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile")
 SEARCH_TARGETS = ("conclusions", "session", "workspace")
-MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, 10_000, 8_000
+MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, MAX_DIALECTIC_QUERY, 8_000
 MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
 # A card's bounds are Honcho's own: its dreamer keeps at most 40 entries of at most 200 characters, so a
 # longer card written here would be cut or dropped by the next dream. A whole card fits the profile output.
