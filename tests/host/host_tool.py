@@ -134,7 +134,41 @@ class ReadOnlyActionsTest(unittest.TestCase):
 
     def test_an_unknown_action_lists_the_actions(self) -> None:
         self.assertEqual(tool(action="summon"), "honcho_memory: `action` must be one of: recall, search, ask, "
-                                                "remember, forget, status, dream.")
+                                                "remember, forget, status, dream, profile.")
+
+
+class ProfileTest(unittest.TestCase):
+    """The agent's card of the user: replaced with masked and redacted facts, read back, kept in the local
+    record, and shown by the sidebar's API through Agent Zero's routing (auth and CSRF)."""
+
+    def test_profile_replaces_the_card_redacted_reads_it_back_and_the_sidebar_shows_it(self) -> None:
+        text = tool(action="profile", facts=[f"ATTRIBUTE: Mooring code §§secret({SECRET_NAME})",
+                                             "ATTRIBUTE: Key sk-ant-api03-Q2w3E4r5T6y7U8i9O0pA1s",
+                                             "IDENTITY: Sails out of Pier Nine"])
+        self.assertRegex(text, r"^Replaced the agent's card of the user: 3 facts \(it had \d+\)\.$")
+        card = world.honcho().peer("agent-zero").get_card(target="user")
+        self.assertEqual(len(card), 3, card)
+        self.assertTrue(card[0].startswith("ATTRIBUTE: Mooring code "), card)
+        self.assertEqual(card[2], "IDENTITY: Sails out of Pier Nine")
+        for secret in (SECRET_VALUE, "Q2w3E4r5T6y7U8i9O0pA1s"):
+            self.assertNotIn(secret, json.dumps(card))
+
+        read = tool(action="profile")
+        self.assertTrue(read.startswith(UNTRUSTED), read)
+        self.assertIn("The agent's card of the user (3 facts):\n", read)
+        self.assertIn("- IDENTITY: Sails out of Pier Nine", read)
+
+        conn = sqlite3.connect(f"file:{world.outbox_path}?mode=ro", uri=True, timeout=5)
+        try:
+            kept = conn.execute("SELECT kind, content FROM memory_writes WHERE conclusion_id = 'card'"
+                                " ORDER BY seq DESC LIMIT 1").fetchone()
+        finally:
+            conn.close()
+        self.assertEqual((kept[0], json.loads(kept[1])["card"]), ("profile", card))
+
+        response = world.host.api("plugins/honcho/honcho_card", {})
+        self.assertEqual(response.status_code, 200, response.get_data(as_text=True)[:500])
+        self.assertEqual(response.get_json(), {"ok": True, "facts": card, "total": 3})
 
 
 class RecallWithAutomaticRecallOffTest(unittest.TestCase):
