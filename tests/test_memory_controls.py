@@ -136,26 +136,24 @@ class DialecticLayerTest(unittest.TestCase):
         self.assertIn("winter tea tasting", result.block)
         self.assertIn("green tea", result.block)  # beside what recall loaded
 
-    def test_context_every_turn_and_the_dialectic_every_fifth_at_depth_two_make_exactly_the_expected_calls(self):
-        conversation = Conversation(self, dialectic_enabled=True, dialectic_cadence=5, dialectic_depth=2)
+    def calls_per_turn(self, turns: int, **settings) -> list[tuple[int, int]]:
+        """(context calls, dialectic calls) each turn made, over `turns` turns of one chat."""
+        conversation = Conversation(self, **settings)
         know_the_user(conversation)
-        per_turn = []
-        for turn in range(1, 13):
+        made = []
+        for turn in range(1, turns + 1):
             context, chat = session_context_calls(conversation), chat_calls(conversation)
             conversation.turn("c1", f"question {turn} about tea")
-            per_turn.append((session_context_calls(conversation) - context, chat_calls(conversation) - chat))
-        expected = [(1, 2) if turn in (1, 6, 11) else (1, 0) for turn in range(1, 13)]
-        self.assertEqual(per_turn, expected)
+            made.append((session_context_calls(conversation) - context, chat_calls(conversation) - chat))
+        return made
+
+    def test_context_every_turn_and_the_dialectic_every_fifth_at_depth_two_make_exactly_the_expected_calls(self):
+        made = self.calls_per_turn(12, dialectic_enabled=True, dialectic_cadence=5, dialectic_depth=2)
+        self.assertEqual(made, [(1, 2) if turn in (1, 6, 11) else (1, 0) for turn in range(1, 13)])
 
     def test_context_cadence_and_dialectic_cadence_count_independently(self):
-        conversation = Conversation(self, context_cadence=4, dialectic_enabled=True, dialectic_cadence=3)
-        know_the_user(conversation)
-        per_turn = []
-        for turn in range(1, 10):
-            context, chat = session_context_calls(conversation), chat_calls(conversation)
-            conversation.turn("c1", f"question {turn} about tea")
-            per_turn.append((session_context_calls(conversation) - context, chat_calls(conversation) - chat))
-        self.assertEqual(per_turn, [(int(t in (1, 5, 9)), int(t in (1, 4, 7))) for t in range(1, 10)])
+        made = self.calls_per_turn(9, context_cadence=4, dialectic_enabled=True, dialectic_cadence=3)
+        self.assertEqual(made, [(int(t in (1, 5, 9)), int(t in (1, 4, 7))) for t in range(1, 10)])
 
     def test_the_note_keeps_its_place_on_turns_that_reuse_the_last_load(self):
         conversation = Conversation(self, context_cadence=2, dialectic_enabled=True, dialectic_cadence=2)
