@@ -18,7 +18,6 @@ from usr.plugins.honcho.honcho_hub.capture.rules import (
     skip_reason_for_user_message,
 )
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
@@ -80,7 +79,7 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None, secre
     """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks: the
     first time, the recall modules load on a background thread that then starts it."""
     scope = resolve_scope(settings, project)
-    session = session_for(settings.session_strategy, str(agent.context.id), project)
+    session = host.chat_session(agent, settings, project)
 
     def prefetch(recaller) -> None:
         recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value),

@@ -8,6 +8,7 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
+from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 from usr.plugins.honcho.honcho_hub.settings.files import SettingsCache
@@ -107,6 +108,11 @@ def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:
     facts = chat_facts(agent)
     age_s = ((now or datetime.now(UTC)) - created).total_seconds()
     return not facts.background and not facts.scheduler_run and 0 <= age_s <= NEW_CHAT_S
+
+
+def chat_session(agent: Any, settings: Settings, project: str | None) -> str:
+    """The Honcho session of this agent's chat in `project` under the settings' session strategy."""
+    return session_for(settings.session_strategy, str(agent.context.id), project)
 
 
 def project_name(agent: Any) -> str | None:

@@ -7,7 +7,6 @@ import os
 from functools import lru_cache
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
@@ -31,7 +30,7 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     text = typed_text(getattr(loop_data, "user_message", None))
-    session = session_for(settings.session_strategy, str(agent.context.id), project)
+    session = host.chat_session(agent, settings, project)
 
     def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
         return hub().recaller().recall(settings, session, text, template(), scope,
@@ -65,7 +64,7 @@ def register_chat(agent: Any) -> bool:
     settings = host.settings_for(agent)
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
-    session = session_for(settings.session_strategy, str(agent.context.id), project)
+    session = host.chat_session(agent, settings, project)
     new_chat = settings.dialectic_enabled and host.is_new_user_chat(agent)
 
     def start() -> None:  # off the loop: the first call imports the SDK

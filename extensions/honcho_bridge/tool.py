@@ -6,7 +6,6 @@ import asyncio
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 from usr.plugins.honcho.honcho_hub.settings import log_level
@@ -34,7 +33,7 @@ def action_context(agent: Any) -> ActionContext:
     settings = host.settings_for(agent)
     log_level.follow(settings)
     project = host.project_name(agent)
-    session = session_for(settings.session_strategy, str(agent.context.id), project)
+    session = host.chat_session(agent, settings, project)
     chat_scope = resolve_scope(settings, project)
     the_hub = hub()
     gateway = the_hub.tool_gateway(settings)
