@@ -24,7 +24,9 @@ A0_USR = tempfile.gettempdir()  # an existing folder stands for /a0/usr existing
 # One valid, non-default value for every setting, as JSON would carry it.
 VALID = {
     "endpoint_mode": "self_hosted", "api_url": "http://honcho.local:8000", "mcp_url": "https://mcp.example.org",
-    "sdk_timeout_s": 30, "check_timeout_s": 2.5, "workspace_id": "ws_1", "user_peer_id": "alice",
+    "sdk_timeout_s": 30, "check_timeout_s": 2.5, "mcp_auth": "never", "workspace_id": "ws_1",
+    "user_peer_id": "alice", "human_peer_id": "carol", "profile_peers": "research=dave,coder=erin",
+    "unmapped_chats": "no-capture",
     "agent_peer_id": "helper-bot", "capture_enabled": False, "capture_scheduler_chats": True,
     "outbox_path": "/var/tmp/hub/outbox.db", "outbox_synchronous": "NORMAL", "max_queued_rows": 500,
     "capture_wait_ms": 100, "handoff_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
@@ -53,6 +55,8 @@ MALFORMED = {
     "prefix": ["scope.", "has space", "x" * 65, 1, None],
     "text": ["x" * 201, "bell\x07", 12, None],
     "levels": ["low,medium,high,max", "fast", ["low", 3], 7, None, "low,,high"],
+    "optional_id": ["has space", "a" * 513, 7, None],
+    "peer_map": ["research", "a=b,a=c", "a=b c", "=bob", 3, None],
 }
 
 ENV_VARS = {  # variable -> (setting, valid text value, expected)

@@ -84,9 +84,13 @@ class Settings:
     mcp_url: str
     sdk_timeout_s: float
     check_timeout_s: float
+    mcp_auth: str
     workspace_id: str
     user_peer_id: str
     agent_peer_id: str
+    human_peer_id: str
+    profile_peers: str
+    unmapped_chats: str
     capture_enabled: bool
     capture_scheduler_chats: bool
     outbox_path: str
@@ -181,6 +185,11 @@ class Settings:
         else:
             me, others = OBSERVATION_PRESETS[self.observation]["agent" if role == "agent" else "user"]
         return {"observe_me": me, "observe_others": others}
+
+    @property
+    def profile_peer_map(self) -> dict[str, str]:
+        """profile_peers as {agent profile: human peer id}."""
+        return dict(pair.split("=", 1) for pair in self.profile_peers.split(",")) if self.profile_peers else {}
 
     @property
     def pass_levels(self) -> tuple[str, ...]:

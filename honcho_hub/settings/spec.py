@@ -11,7 +11,7 @@ from typing import Any
 
 # Groups a per-project configuration may change. Everything else (connection, identity, the outbox,
 # delivery) is process-wide: one worker drains one outbox to one destination.
-PROJECT_GROUPS = frozenset({"capture", "recall", "dialectic", "scopes"})
+PROJECT_GROUPS = frozenset({"capture", "recall", "dialectic", "scopes", "humans"})
 
 DEFAULT_OUTBOX_PATH = "/a0/usr/honcho/outbox.sqlite3"
 
@@ -43,7 +43,7 @@ class Field:
     """One setting: how to validate it and where it may come from."""
 
     name: str
-    kind: str  # bool, int, float, enum, url, id, path, prefix, text, levels
+    kind: str  # bool, int, float, enum, url, id, optional_id, peer_map, path, prefix, text, levels
     default: Any
     group: str
     lo: float | None = None
@@ -70,6 +70,8 @@ _KIND_BOUNDS = {
     "bool": "true, false",
     "url": "http(s) URL without credentials; empty = the mode's default",
     "id": "1–512 of A-Z a-z 0-9 _ -",
+    "optional_id": "empty, or 1–512 of A-Z a-z 0-9 _ -",
+    "peer_map": "empty, or profile=peer pairs separated by commas (ids of A-Z a-z 0-9 _ -)",
     "path": "absolute path",
     "prefix": "0–64 of A-Z a-z 0-9 _ -",
     "text": "0–200 characters, no control characters",
@@ -93,11 +95,21 @@ FIELDS: tuple[Field, ...] = (
     _f("sdk_timeout_s", "float", 10.0, "connection", "Timeout of one SDK request, seconds.", lo=1, hi=120),
     _f("check_timeout_s", "float", 5.0, "connection", "Timeout of each endpoint check, seconds.",
        lo=0.5, hi=60),
+    _f("mcp_auth", "enum", "same_deployment", "connection", "When the MCP check sends the API key:"
+       " same_deployment (both hosted defaults, or the API's host), always, never.",
+       choices=("same_deployment", "always", "never")),
     # identity
     _f("workspace_id", "id", "agent-zero", "identity", "Honcho workspace.", env=("HONCHO_WORKSPACE_ID",)),
     _f("user_peer_id", "id", "user", "identity", "Peer id of the human.", env=("HONCHO_USER_ID",)),
     _f("agent_peer_id", "id", "agent-zero", "identity", "Peer id of the agent (never the profile name).",
        env=("HONCHO_AGENT_PEER_ID",)),
+    # several humans: Agent Zero v1.7 has one login and its chats name no user
+    _f("human_peer_id", "optional_id", "", "humans", "The human's peer in this project's chats; empty ="
+       " user_peer_id (or the agent profile's peer)."),
+    _f("profile_peers", "peer_map", "", "sessions", "The human's peer by Agent Zero agent profile, e.g."
+       " research=alice,coder=bob; a project's human_peer_id wins."),
+    _f("unmapped_chats", "enum", "default-peer", "sessions", "Chats no project or profile maps to a human, when"
+       " mappings exist: default-peer (user_peer_id) or no-capture.", choices=("default-peer", "no-capture")),
     # capture
     _f("capture_enabled", "bool", True, "capture", "Queue what the human typed and agent 0's replies."),
     _f("capture_scheduler_chats", "bool", False, "capture", "Also capture chats run by scheduled tasks."),

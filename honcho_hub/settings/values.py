@@ -101,6 +101,26 @@ def _id(field: Field, raw: Any) -> str:
     raise InvalidValue(f"expected {field.bounds_text()}")
 
 
+def _optional_id(field: Field, raw: Any) -> str:
+    if isinstance(raw, str) and (not raw.strip() or ID_RE.match(raw.strip())):
+        return raw.strip()
+    raise InvalidValue(f"expected {field.bounds_text()}")
+
+
+def _peer_map(field: Field, raw: Any) -> str:
+    """`profile=peer` pairs, kept as 'a=x,b=y' (no spaces); a profile named twice is refused."""
+    if not isinstance(raw, str):
+        raise InvalidValue(f"expected {field.bounds_text()}")
+    pairs = [part.strip() for part in raw.split(",")] if raw.strip() else []
+    seen: set[str] = set()
+    for pair in pairs:
+        profile, equals, peer = (side.strip() for side in pair.partition("="))
+        if not equals or not ID_RE.match(profile) or not ID_RE.match(peer) or profile in seen:
+            raise InvalidValue(f"expected {field.bounds_text()}")
+        seen.add(profile)
+    return ",".join("=".join(side.strip() for side in pair.partition("=")[::2]) for pair in pairs)
+
+
 def _prefix(field: Field, raw: Any) -> str:
     if isinstance(raw, str) and PREFIX_RE.match(raw.strip()):
         return raw.strip()
@@ -147,6 +167,8 @@ _COERCERS = {
     "enum": _enum,
     "url": _url,
     "id": _id,
+    "optional_id": _optional_id,
+    "peer_map": _peer_map,
     "prefix": _prefix,
     "path": _path,
     "text": _text,
