@@ -259,6 +259,16 @@ class ActionErrorsTest(unittest.TestCase):
                         self.assertLess(len(result.text), 300)
                         self.assertEqual(bench.fake.requests, [])
 
+    def test_a_credential_at_the_cut_of_a_long_answer_is_redacted_not_cut_in_half(self):
+        # Long items are cut to a bound: a token straddling the cut must not show its first characters.
+        self.bench.conclusion("tea " + "w" * 580 + " " + LEAKED)
+        self.bench.fake.dialectic_answer = "x" * 3_780 + " " + LEAKED
+        for action, args in (("search", {"query": "tea"}), ("ask", {"query": "tea?"})):
+            with self.subTest(action=action):
+                result = self.bench.run(action, **args)
+                self.assertTrue(result.ok, result.text)
+                self.assertNotIn(LEAKED[:8], result.text)
+
     def test_outputs_are_bounded_redacted_and_labelled(self):
         for i in range(30):
             self.bench.conclusion(f"tea fact {i} " + "long " * 300 + f"key {LEAKED}")

@@ -170,7 +170,7 @@ def _card_text(card: list[str]) -> str:
     if not card:
         return "The agent has no card of the user yet."
     lines = [f"The agent's card of the user ({_count(len(card), 'fact')}):"]
-    lines += [f"- {_item(neutralize(fact), MAX_FACT_CHARS)}" for fact in card[:MAX_FACTS]]  # redacted, then cut
+    lines += [f"- {_item(fact, MAX_FACT_CHARS)}" for fact in card[:MAX_FACTS]]
     if len(card) > MAX_FACTS or any(len(" ".join(fact.split())) > MAX_FACT_CHARS for fact in card):
         # Said so that a replacement written from this view knows it would drop what is not shown.
         lines.append(f"(The card holds {_count(len(card), 'fact')}; the first {min(len(card), MAX_FACTS)} are "
@@ -186,7 +186,7 @@ def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS)
         card = calls.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
     except DeliveryError as exc:
         return {"ok": False, "error": exc.code}
-    shown = (_item(neutralize(fact), MAX_FACT_CHARS) for fact in card[:limit])
+    shown = (_item(fact, MAX_FACT_CHARS) for fact in card[:limit])
     return {"ok": True, "facts": [fact for fact in shown if fact], "total": len(card)}
 
 
@@ -301,7 +301,9 @@ def _scope(args: Mapping[str, Any], ctx: ActionContext) -> str | None:
 
 
 def _item(text: str, limit: int = MAX_ITEM_CHARS) -> str:
-    flat = " ".join(str(text).split())
+    """Recalled text on one line, made inert and redacted BEFORE it is cut (a credential cut in half would
+    no longer look like one), then cut to `limit`."""
+    flat = " ".join(neutralize(str(text)).split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
