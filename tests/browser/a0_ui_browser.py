@@ -311,7 +311,7 @@ class SettingsPageTest(UiCase):
         body = page.locator(".plugin-settings-body")
         content = body.evaluate("(el) => { const c = getComputedStyle(el), b = el.getBoundingClientRect();"
                                 " return b.width - parseFloat(c.paddingLeft) - parseFloat(c.paddingRight); }")
-        self.assertEqual(page.locator(".honcho-config-group").count(), 10)
+        self.assertEqual(page.locator(".honcho-config-group").count(), 11)
         for kind in (".section-title", ".section-description", ".field"):
             boxes = page.locator(f".plugin-settings-body {kind}")
             self.assertGreater(boxes.count(), 7, kind)
