@@ -68,6 +68,10 @@ class FakeHoncho:
         self.semantic_status: int | None = None  # 500 for conclusion create/query without embeddings
         self.id_filter_supported = True  # some servers reject the `id: {in: [...]}` conclusion filter
         self.chat_requests: list[dict] = []
+        # session id -> the deriver's pending work units the next queue-status reads return, one each (the
+        # last one repeats); a session not named has no work at all, as before anything was delivered
+        self.queue_script: dict[str, list[int]] = {}
+        self.queue_reads: list[str | None] = []  # the session each queue-status read named
         self.dreams: list[dict] = []
         self._routes = [
             ("POST", r"^/v3/workspaces$", self._workspace),
@@ -81,6 +85,7 @@ class FakeHoncho:
             ("POST", _WS + r"/scopes$", self._scope),
             ("POST", _WS + r"/scopes/(?P<scope>[^/]+)/sessions$", self._scope_sessions),
             ("GET", _WS + r"/scopes/(?P<scope>[^/]+)/status$", self._scope_status),
+            ("GET", _WS + r"/queue/status$", self._queue_status),
             ("POST", _WS + r"/peers/(?P<peer>[^/]+)/chat$", self._chat),
             ("GET", _WS + r"/peers/(?P<peer>[^/]+)/context$", self._peer_context),
             ("POST", _WS + r"/peers/(?P<peer>[^/]+)/representation$", self._peer_representation),
@@ -309,6 +314,16 @@ class FakeHoncho:
         if (ws, scope) not in self.scopes:
             return 404, {"detail": "scope not found"}
         return 200, {"backfill_status": dict(self.backfills[(ws, scope)])}
+
+    def _queue_status(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
+        """The deriver's queue, as the real server counts it: work units total, done, running, waiting."""
+        session = query.get("session_id")
+        self.queue_reads.append(session)
+        script = self.queue_script.get(session or "", [])
+        pending = script.pop(0) if len(script) > 1 else (script[0] if script else 0)
+        total = pending + (1 if script else 0)  # a drained queue still counts the work it did
+        return 200, {"total_work_units": total, "completed_work_units": total - pending,
+                     "in_progress_work_units": 0, "pending_work_units": pending}
 
     def _chat(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
         self.chat_requests.append({"peer": peer, **body})

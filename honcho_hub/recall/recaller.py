@@ -17,11 +17,19 @@ the base load also fetches the agent's model of itself, which every pack then ca
 the budget. With `dialectic_enabled`, each prefetched turn tells the dialectic layer (`dialectic.py`),
 which computes its note in the background on this pool; the pack carries the newest ready note. The
 cache holds what Honcho returned; the pack is built at each turn.
+
+Derivation-aware freshness: when the worker has delivered a session's messages (`note_delivered`), what
+Honcho knows is about to change. Recall of that destination then asks Honcho's queue status for that
+session — in the background, at most once per FRESHNESS_POLL_S — and once its derivation is done refreshes
+the base pack instead of waiting for `cache_ttl_s`. Derivation is queued after the messages are stored,
+so "done" needs work seen pending and then drained, or FRESH_MIN_AGE_S without any work seen; after
+FRESHNESS_MAX_S the TTL is the fallback. Nothing is polled for a session nothing was delivered to.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import threading
 import time
@@ -43,8 +51,23 @@ from .pack import ContextData, MemoryPack, build_pack, render_block
 RECALL_THREADS = 6
 MAX_QUEUED_LOADS = 32  # beyond this, a load is not started: the turn gets the base pack
 EMPTY_BASE_S = 15.0
+FRESHNESS_POLL_S = 5.0  # at most one queue-status request per delivered session per this many seconds
+FRESH_MIN_AGE_S = 10.0  # with no derivation work ever seen, memory counts as fresh this long after delivery
+FRESHNESS_MAX_S = 600.0  # a session still deriving after this is left to the TTL
+MAX_DERIVING = 1_000  # delivered sessions followed at once; the oldest are left to the TTL
 QUERY_CHARS = 2000
 _QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction: a paste can be 10 MB
+
+
+@dataclass
+class _Deriving:
+    """A session whose messages were delivered and whose derivation is not known to be done."""
+
+    delivered_at: float
+    polled_at: float | None = None
+    polling: bool = False
+    seen_pending: bool = False
+    pending: int | None = None  # work units waiting or running at the last poll
 
 
 @dataclass(frozen=True)
@@ -79,10 +102,11 @@ class Recaller:
         self._queued = 0  # submitted, not started
         self._unfinished = 0  # submitted, not finished
         self._idle = threading.Condition(self._lock)
-        self._bases: OrderedDict[Hashable, tuple[float, ContextData]] = OrderedDict()  # (peers, scope) -> base
+        self._bases: OrderedDict[tuple, tuple[float, ContextData]] = OrderedDict()  # (peers, scope) -> base
         self._bases_loading: set[Hashable] = set()
         self._summaries: OrderedDict[Hashable, str] = OrderedDict()  # session key -> newest summary
         self._turns: OrderedDict[Hashable, int] = OrderedDict()  # session key -> user turns prefetched
+        self._deriving: OrderedDict[tuple[str, str], _Deriving] = OrderedDict()  # (destination, session) ->
         self.scope_problem: str | None = None
 
     def prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None = None,
@@ -133,6 +157,7 @@ class Recaller:
             data, source = cache.get(cache_key(settings, session_id, query, scope_id), session_key,
                                      lambda: self._load(gateway, settings, session_id, query, scope_id),
                                      wait, self._submit)
+        self._follow_derivation(settings, scope_id)
         pack = self._pack(settings, session_id, data, scope_id) if data is not None else None
         if source not in ("hit", "fresh", "reused") or pack is None:
             base = self._base_data(settings, session_id, scope_id)
@@ -181,6 +206,21 @@ class Recaller:
         """A new chat: start its dialectic note before its first turn (when the dialectic and its prewarm are
         on; rate-limited). Which chats are new is the caller's to say. Returns at once."""
         return settings.recall_enabled and self._dialectic.prewarm(settings, session_id, scope_id, self._submit)
+
+    def note_delivered(self, destination: str, session_id: str) -> None:
+        """The worker delivered (or found delivered) messages of this session: Honcho's derivation of them
+        is about to change what it knows. Cheap; any thread."""
+        with self._lock:
+            remember(self._deriving, (destination, session_id), _Deriving(self._monotonic()), MAX_DERIVING)
+
+    def freshness(self, settings: Settings, session_id: str) -> dict[str, object]:
+        """For status: `fresh`, or `deriving` with the pending work units of the last poll (None: not
+        polled yet)."""
+        with self._lock:
+            entry = self._deriving.get((settings.destination(), session_id))
+        if entry is None:
+            return {"state": "fresh", "pending": 0}
+        return {"state": "deriving", "pending": entry.pending}
 
     def dialectic_counters(self) -> dict[str, int]:
         """The dialectic layer's counters, for status."""
@@ -258,6 +298,56 @@ class Recaller:
                 summary = self._summaries.get(session_key)
             self._dialectic.on_user_turn(settings, session_id, scope_id, query, summary,
                                          self._user_known(settings, session_key, scope_id, cache), self._submit)
+
+    def _follow_derivation(self, settings: Settings, scope_id: str | None) -> None:
+        """Poll, in the background, the queue status of this destination's delivered sessions that are due."""
+        now, destination = self._monotonic(), settings.destination()
+        due = []
+        with self._lock:
+            for key, entry in list(self._deriving.items()):
+                if key[0] != destination or entry.polling:
+                    continue
+                if now - entry.delivered_at > FRESHNESS_MAX_S:
+                    del self._deriving[key]  # the TTL refreshes it
+                elif entry.polled_at is None or now - entry.polled_at >= FRESHNESS_POLL_S:
+                    entry.polling, entry.polled_at = True, now
+                    due.append(key)
+        for key in due:
+            if not self._submit(self._poll_derivation, settings, key, scope_id):
+                with self._lock:
+                    unpolled = self._deriving.get(key)
+                    if unpolled is not None:
+                        unpolled.polling = False
+
+    def _poll_derivation(self, settings: Settings, key: tuple[str, str], scope_id: str | None) -> None:
+        try:
+            status = self._parts(settings)[0].call(lambda client: client.queue_status(session=key[1]))
+            pending = status.pending_work_units + status.in_progress_work_units
+        except DeliveryError:
+            pending = None  # asked again at the next interval
+        with self._lock:
+            entry = self._deriving.get(key)
+            if entry is None:
+                return
+            entry.polling = False
+            if pending is None:
+                return
+            entry.pending = pending
+            entry.seen_pending = entry.seen_pending or pending > 0
+            done = pending == 0 and (entry.seen_pending or self._monotonic() - entry.delivered_at >= FRESH_MIN_AGE_S)
+            if not done:
+                return
+            del self._deriving[key]
+        self.memory_changed(settings, scope_id)
+
+    def memory_changed(self, settings: Settings, scope_id: str | None = None) -> None:
+        """What Honcho knows at this destination changed (derivation done, the agent wrote memory): every
+        base pack there is reloaded now, in the background, and served as it was until the reload lands."""
+        with self._lock:
+            for base_key, (_, data) in list(self._bases.items()):
+                if base_key[:2] == (settings.api_url, settings.workspace_id):
+                    self._bases[base_key] = (-math.inf, data)
+        self.warm(settings, scope_id)
 
     def _user_known(self, settings: Settings, session_key: Hashable, scope_id: str | None, cache: RecallCache) -> bool:
         """Whether Honcho has told anything about the user yet (else the dialectic asks its cold question)."""

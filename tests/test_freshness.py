@@ -1,0 +1,110 @@
+"""Derivation-aware freshness: after a delivery, recall follows Honcho's queue status for that session (bounded
+polling) and refreshes the base pack when derivation is done, instead of waiting for the cache TTL."""
+
+from __future__ import annotations
+
+import unittest
+
+import httpx
+import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
+from fake_honcho import FakeHoncho
+from outbox_helpers import ManualClock, temp_outbox_path
+
+from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.recall.recaller import FRESH_MIN_AGE_S, FRESHNESS_MAX_S, FRESHNESS_POLL_S, Recaller
+from honcho_hub.settings.config import build_settings
+
+TEMPLATE = "<honcho_memory>\n{{sections}}\n</honcho_memory>"
+SESSION = "chat-fresh"
+
+
+class FreshnessTest(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeHoncho()
+        for peer in ("agent-zero", "user"):
+            self.fake._ensure_peer("agent-zero", peer)
+        self.fake.representations[("agent-zero", "user")] = "The user drinks green tea."
+        self.clock = ManualClock(1000.0)
+        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self),
+                                        "cache_ttl_s": 3600, "recall_wait_ms": 0}, {}, {})
+        self.recaller = Recaller(lambda s: HonchoGateway.for_settings(s, http_client_factory=lambda: httpx.Client(
+            transport=self.fake.transport())), monotonic=self.clock, threads=1)
+        self.addCleanup(self.recaller.close)
+        # Every query-aware load fails: each turn shows the base pack, the one freshness refreshes.
+        self.fake.fail(r"/sessions/chat-other/context$", kind="status", status=500, times=10_000)
+
+    def turn(self, advance_s: float = 0.0) -> str:
+        """A recall of another chat of the same destination (the base pack is every chat's), then idle."""
+        self.clock.advance(advance_s)
+        result = self.recaller.recall(self.settings, "chat-other", "", TEMPLATE)
+        self.assertTrue(self.recaller.wait_idle(30))
+        return result.block
+
+    def base_loads(self) -> int:
+        return self.fake.count("/peers/agent-zero/context")
+
+    def test_nothing_delivered_nothing_polled(self):
+        for _ in range(5):
+            self.turn(FRESHNESS_POLL_S)
+        self.assertEqual(self.fake.queue_reads, [])
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION), {"state": "fresh", "pending": 0})
+
+    def test_work_seen_pending_then_drained_refreshes_the_base_pack_before_the_ttl(self):
+        self.turn()
+        self.assertIn("green tea", self.turn())
+        self.fake.representations[("agent-zero", "user")] = "The user now drinks oolong."
+        self.fake.queue_script[SESSION] = [2, 1, 0]
+        self.recaller.note_delivered(self.settings.destination(), SESSION)
+        self.turn()  # polls: 2 pending
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION), {"state": "deriving", "pending": 2})
+        self.turn(1.0)  # within the interval: no second request
+        self.assertEqual(self.fake.queue_reads, [SESSION])
+        self.turn(FRESHNESS_POLL_S)  # 1 pending
+        loads = self.base_loads()
+        self.turn(FRESHNESS_POLL_S)  # drained: the base pack is reloaded at once
+        self.assertEqual(self.fake.queue_reads, [SESSION] * 3)
+        self.assertEqual(self.base_loads(), loads + 1)
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION), {"state": "fresh", "pending": 0})
+        self.assertIn("oolong", self.turn())  # an hour of TTL left, yet the new memory
+        self.assertEqual(self.fake.queue_reads, [SESSION] * 3)  # fresh: no more polling
+
+    def test_no_work_seen_counts_as_done_only_after_the_minimum_age(self):
+        self.turn()
+        self.recaller.note_delivered(self.settings.destination(), SESSION)  # the deriver has not queued it yet
+        loads = self.base_loads()
+        self.turn()
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION)["state"], "deriving")
+        self.assertEqual(self.base_loads(), loads)
+        self.turn(FRESH_MIN_AGE_S)
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION)["state"], "fresh")
+        self.assertEqual(self.base_loads(), loads + 1)
+
+    def test_a_derivation_that_never_ends_is_left_to_the_ttl(self):
+        self.turn()
+        self.fake.queue_script[SESSION] = [3]
+        self.recaller.note_delivered(self.settings.destination(), SESSION)
+        self.turn()
+        reads = len(self.fake.queue_reads)
+        self.turn(FRESHNESS_MAX_S + 1)
+        self.assertEqual(len(self.fake.queue_reads), reads)
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION)["state"], "fresh")
+
+    def test_a_failed_poll_is_asked_again_at_the_next_interval(self):
+        self.turn()
+        self.fake.queue_script[SESSION] = [0]
+        self.recaller.note_delivered(self.settings.destination(), SESSION)
+        self.fake.fail(r"/queue/status$", kind="status", status=503)
+        self.turn(FRESH_MIN_AGE_S)
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION)["state"], "deriving")
+        self.turn(FRESHNESS_POLL_S)
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION)["state"], "fresh")
+
+    def test_another_destinations_delivery_is_not_polled_here(self):
+        self.turn()
+        self.recaller.note_delivered("https://elsewhere.test#ws", SESSION)
+        self.turn(FRESHNESS_POLL_S)
+        self.assertEqual(self.fake.queue_reads, [])
+
+
+if __name__ == "__main__":
+    unittest.main()
