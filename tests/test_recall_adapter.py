@@ -113,6 +113,25 @@ class RecallAdapterTest(unittest.TestCase):
                 self.assertTrue(hub().recaller().wait_idle(30))
                 self.assertEqual(len(self.fake.chat_requests) > before, prewarmed)
 
+    def test_a_card_the_agent_replaced_reaches_the_next_turns_pack_before_the_ttl(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+
+        self.host.config.update(cache_ttl_s=3600, recall_wait_ms=0)
+        self.fake.fail(r"/sessions/[^/]+/context$", kind="status", status=500, times=10_000)  # base packs only
+        for peer in ("agent-zero", "user"):
+            self.fake._ensure_peer("agent-zero", peer)  # known to Honcho, as after a first delivery
+        agent = StubAgent(0)
+        self.run_recall(agent, loop_data("first question"))
+        self.assertTrue(hub().recaller().wait_idle(30))
+        before = self.run_recall(agent, loop_data("second question"))
+        self.assertIn("green tea", before)
+        self.assertNotIn("Keeps bees", before)
+        answer = asyncio.run(run_tool(agent, {"action": "profile", "facts": ["Keeps bees"]}))
+        self.assertIn("card", answer.lower())
+        self.assertTrue(hub().recaller().wait_idle(30))
+        self.assertIn("Keeps bees", self.run_recall(agent, loop_data("third question")))
+
     def test_honcho_down_leaves_the_turn_alone(self):
         self.server.close()
         self.host.config["recall_timeout_s"] = 2

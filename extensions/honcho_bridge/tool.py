@@ -48,10 +48,14 @@ def action_context(agent: Any) -> ActionContext:
         parts = the_hub.status_parts(settings, session, chat_scope, backfill=True)
         return status_text(build_status(settings, parts, time.time()))
 
+    def record(write: memory_log.MemoryWrite) -> None:
+        # The write is done in Honcho: the next turn's pack shows it, not the one cached before it.
+        the_hub.recaller().memory_changed(settings, chat_scope)
+        memory_log.keep(settings, write)
+
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall, status=status,
-                         supports_scopes=gateway.supports_scopes, scope_id=chat_scope,
-                         record=lambda write: memory_log.keep(settings, write))
+                         supports_scopes=gateway.supports_scopes, scope_id=chat_scope, record=record)
 
 
 def offer_tool_in_prompt(agent: Any) -> bool:
