@@ -99,6 +99,41 @@ def event_id(chat_id: str, role: str, source_id: str, part: int) -> str:
     return "ev_" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
+def message_header(request: CaptureRequest, role: str, settings: Settings, captured_at: float) -> dict[str, Any]:
+    """What every event of a captured message carries besides its text: where it goes and who said it.
+
+    Capture fixes it when it accepts a message; the backfill of saved chats (ops/backfill.py) builds it the
+    same way, so a message imported from a saved chat and the same message captured live are one event."""
+    return {
+        "chat_id": str(request.chat_id), "role": role,
+        "source_id": request.source_id or uuid.uuid4().hex,  # no host id: nothing to deduplicate against
+        "destination": settings.destination(), "workspace_id": settings.workspace_id,
+        # Fixed here, at capture: a later change of strategy never moves (or re-sends) a queued message.
+        "session_id": session_for(settings.session_strategy, str(request.chat_id), request.project),
+        "peer_id": settings.user_peer_id if role == Role.USER.value else settings.agent_peer_id,
+        "scope_id": request.scope_id, "project": request.project, "captured_at": captured_at,
+    }
+
+
+def redacted_text(text: str, secrets: Mapping[str, str] | None, mask: Callable[[str], str] | None = None) -> str:
+    """The text as capture queues it: the host's masker (when there is one), then redaction of the cleaned
+    text. Raises RedactionError (and whatever the masker raises): the caller then queues nothing."""
+    return redact_long(mask(text) if mask else text, secrets, clean=clean_text)
+
+
+def message_events(header: Mapping[str, Any], redacted: str, *, ambiguous: bool) -> list[NewEvent]:
+    """The events of one redacted message: a part each (split at Honcho's size), ids derived from its source;
+    [] when nothing is left to queue."""
+    if not redacted.strip():
+        return []
+    return [NewEvent(id=event_id(header["chat_id"], header["role"], header["source_id"], i),
+                     destination=header["destination"], workspace_id=header["workspace_id"],
+                     session_id=header["session_id"], peer_id=header["peer_id"], role=header["role"],
+                     content=part, captured_at=header["captured_at"], scope_id=header.get("scope_id"),
+                     ambiguous=ambiguous, chat_id=header["chat_id"], project=header.get("project"))
+            for i, part in enumerate(split_message(redacted))]
+
+
 def journal_for(settings: Settings, journal: Journal | None = None) -> Journal:
     """`journal` (a new one, not yet open, if None) with the limits and durability `settings` ask for."""
     if journal is None:  # not `journal or …`: an empty journal is falsy (it has a length)
@@ -149,15 +184,7 @@ class CaptureService:
             role = Role(request.role).value
         except ValueError:
             return self._count(Outcome.INVALID), None
-        header = {
-            "chat_id": str(request.chat_id), "role": role,
-            "source_id": request.source_id or uuid.uuid4().hex,  # no host id: nothing to deduplicate against
-            "destination": settings.destination(), "workspace_id": settings.workspace_id,
-            # Fixed here, at capture: a later change of strategy never moves (or re-sends) a queued message.
-            "session_id": session_for(settings.session_strategy, str(request.chat_id), request.project),
-            "peer_id": settings.user_peer_id if role == Role.USER.value else settings.agent_peer_id,
-            "scope_id": request.scope_id, "project": request.project, "captured_at": self._clock(),
-        }
+        header = message_header(request, role, settings, self._clock())
         try:
             entry = self._journal(settings).append(header, text, {"secrets": secrets, "mask": mask})
         except JournalFull:
@@ -284,7 +311,7 @@ class CaptureService:
         try:
             if "secrets" not in entry.local:  # a dead process's record: its host objects are gone
                 secrets = self._replay_secrets(header.get("project"))
-            text = redact_long(mask(text) if mask else text, secrets, clean=clean_text)
+            text = redacted_text(text, secrets, mask)
         except RedactionError:
             log.warning("honcho capture: redaction failed; message not queued")
             entry.local["outcome"] = Outcome.REDACTION_FAILED
@@ -293,16 +320,10 @@ class CaptureService:
             log.warning("honcho capture: the host's masking failed; message not queued")
             entry.local["outcome"] = Outcome.REDACTION_FAILED
             return []
-        if not text.strip():
+        events = message_events(header, text, ambiguous=bool(entry.local.get("replayed")))
+        if not events:
             entry.local["outcome"] = Outcome.SKIPPED_EMPTY
-            return []
-        ambiguous = bool(entry.local.get("replayed"))
-        return [NewEvent(id=event_id(header["chat_id"], header["role"], header["source_id"], i),
-                         destination=header["destination"], workspace_id=header["workspace_id"],
-                         session_id=header["session_id"], peer_id=header["peer_id"], role=header["role"],
-                         content=part, captured_at=header["captured_at"], scope_id=header.get("scope_id"),
-                         ambiguous=ambiguous, chat_id=header["chat_id"], project=header.get("project"))
-                for i, part in enumerate(split_message(text))]
+        return events
 
     def _replay_orphans(self, settings: Settings) -> int:
         """Records of dead processes' journals into the outbox, as ambiguous rows: a record may have been
