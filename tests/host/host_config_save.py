@@ -87,8 +87,8 @@ class ConfigSaveTest(unittest.TestCase):
         plain, in_project = world.host.new_chat(), world.host.new_chat(project=PROJECT)
         _, plain_status = world.host.run_tool(plain, "honcho_memory", action="status")
         _, project_status = world.host.run_tool(in_project, "honcho_memory", action="status")
-        self.assertIn("recall off", plain_status)
-        self.assertIn("recall on", project_status)
+        self.assertIn("recall tools", plain_status)  # recall_enabled false is recall_mode tools
+        self.assertIn("recall hybrid", project_status)
 
 
 if __name__ == "__main__":

@@ -98,13 +98,17 @@ class DiscoveryTest(unittest.TestCase):
                 self.assertIs(response.get_json()["ok"], True)
 
     def test_the_tool_prompt_is_read_by_agent_zero_and_is_in_the_system_prompt(self) -> None:
-        text = self.agent.read_prompt("agent.system.tool.honcho_memory.md")
-        self.assertTrue(text.startswith("### honcho_memory"), text[:80])
         world.host.script("Hi.")
         ctx = world.host.new_chat()
         world.host.turn(ctx, "Hi.")
         system = str(world.host.model_calls(ctx)[0]["messages"][0])
         self.assertIn("### honcho_memory", system)
+        self.assertNotIn("honcho_tool_offered", system)  # the prompt's conditions were evaluated
+        # As Agent Zero's tools prompt reads it: with the kwargs our system-prompt extension left.
+        agent = ctx.get_agent()
+        kwargs = agent.get_data("_tool_prompt_kwargs")["agent.system.tool.honcho_memory.md"]
+        text = agent.read_prompt("agent.system.tool.honcho_memory.md", **kwargs)
+        self.assertTrue(text.strip().startswith("### honcho_memory"), text[:80])
 
     def test_no_prompt_file_of_ours_is_named_like_another(self) -> None:
         mine = set(os.listdir(os.path.join(world.plugin_dir, "prompts")))
