@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from datetime import UTC, datetime
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts
+from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts, HumanFacts, human_peer
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
@@ -28,11 +29,48 @@ _settings_cache = SettingsCache()
 
 
 _last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is caught mid-save
+# (project, human facts) -> (the project's settings, the chat's): the chat's are made again only when the
+# project's were rebuilt (a file or variable changed), never on a call that finds them.
+_chat_views: dict[tuple, tuple[Settings, Settings]] = {}
+MAX_CHAT_VIEWS = 256  # projects × agent profiles in use: a full map starts over
 
 
 def settings_for(agent: Any) -> Settings:
-    """Effective settings for this agent's chat: the global settings with its project's over them."""
-    return project_settings(project_name(agent))
+    """Effective settings for this agent's chat: the global settings with its project's over them, and the
+    chat's human (`human_peer`: the project's, else the agent profile's) as `user_peer_id`, so capture,
+    recall, the tool, status and the dialectic all name the same peer. A chat no one is named for under
+    `unmapped_chats: no-capture` keeps `user_peer_id`: its adapters skip it (see `chat_human`)."""
+    return chat_settings(project_name(agent), human_facts(agent))
+
+
+def chat_settings(project: str | None, facts: HumanFacts) -> Settings:
+    """The settings of a chat in `project` whose human facts are `facts` (see settings_for); cached."""
+    base = project_settings(project)
+    key = (project, facts)
+    known = _chat_views.get(key)
+    if known is not None and known[0] is base:
+        return known[1]
+    human = human_peer(facts, base)
+    view = base if human is None or human == base.user_peer_id else dataclasses.replace(base, user_peer_id=human)
+    if len(_chat_views) >= MAX_CHAT_VIEWS:
+        _chat_views.clear()
+    _chat_views[key] = (base, view)
+    return view
+
+
+def chat_human(agent: Any, settings: Settings | None = None) -> str | None:
+    """The peer id of the chat's human; None when no one is named and `unmapped_chats` is no-capture
+    (nothing of the chat is captured or recalled). `settings`: the chat's, when the caller has them."""
+    return human_peer(human_facts(agent), settings or settings_for(agent))
+
+
+def human_facts(agent: Any) -> HumanFacts:
+    """What names the chat's human in Agent Zero v1.7: agent 0's profile (`agent.config.profile`). Agent 0's,
+    not this agent's: a subordinate runs under the profile its superior asked for, and a message typed
+    while it runs is still the chat's human's."""
+    first = getattr(getattr(agent, "context", None), "agent0", None) or agent
+    profile = getattr(getattr(first, "config", None), "profile", "")
+    return HumanFacts(profile=profile if isinstance(profile, str) else "")
 
 
 def global_settings() -> Settings:
@@ -90,11 +128,11 @@ def mask(agent: Any, text: str) -> str:
 
 
 def chat_facts(agent: Any) -> ChatFacts:
-    """Whether the chat is a background (MCP/A2A) chat or one run by a scheduled task."""
+    """Whether the chat is a background (MCP/A2A) chat or one run by a scheduled task, and whose it is."""
     context = agent.context
     kind = getattr(context, "type", None)
     return ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
-                     scheduler_run=_scheduler_owns(context.id))
+                     scheduler_run=_scheduler_owns(context.id), human=human_facts(agent))
 
 
 def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:

@@ -7,6 +7,7 @@ import os
 from functools import lru_cache
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.capture.rules import UNMAPPED_CHAT
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
@@ -27,6 +28,8 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     settings = host.settings_for(agent)
     if not settings.recall_enabled:
         return "disabled"
+    if host.chat_human(agent, settings) is None:
+        return UNMAPPED_CHAT  # no-capture: nobody's memory belongs in a chat no one is named for
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     text = typed_text(getattr(loop_data, "user_message", None))
@@ -62,6 +65,8 @@ def register_chat(agent: Any) -> bool:
     """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and queue the
     chat's scope registration (background threads do the requests)."""
     settings = host.settings_for(agent)
+    if host.chat_human(agent, settings) is None:
+        return False  # no-capture and no one named: nothing to warm, prewarm or register
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     session = host.chat_session(agent, settings, project)

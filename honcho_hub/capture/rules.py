@@ -1,14 +1,31 @@
-"""Which messages are the human's and the primary agent's final answers: pure rules on plain facts.
+"""Which messages are the human's and the primary agent's final answers, and which human a chat is
+with: pure rules on plain facts.
 
 The adapters read the facts off Agent Zero's objects; the rules live here so they are tested without
-a host. A message is captured only when a person typed it, or when it is agent 0's final response.
+a host. A message is captured only when a person typed it, or when it is agent 0's final response, in
+a chat whose human is known (see `human_peer`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..settings.config import Settings
+
+UNMAPPED_CHAT = "unmapped_chat"  # the skip reason of a chat no one is named for, under no-capture
+
+
+@dataclass(frozen=True)
+class HumanFacts:
+    """What the host knows about whose chat it is.
+
+    Agent Zero v1.7 has one login and its chats name no user, so the facts are the chat's project (its
+    settings carry the project's `human_peer_id`) and agent 0's profile, here. A host that tells which
+    person is signed in would add that person (a `login` field) here, and `human_peer` would look at it
+    first: one more fact, the same one rule and everything downstream unchanged.
+    """
+
+    profile: str = ""  # agent 0's Agent Zero agent profile ('' when the host names none)
 
 
 @dataclass(frozen=True)
@@ -17,6 +34,25 @@ class ChatFacts:
 
     background: bool  # MCP/A2A chats: nobody typed there
     scheduler_run: bool  # a scheduled task owns the chat
+    human: HumanFacts = field(default_factory=HumanFacts)
+
+
+def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
+    """The peer id of the chat's human: the first of the project's `human_peer_id` (with `settings` the
+    chat's project's: it is also their `user_peer_id`) and the profile's entry in `profile_peers`; a
+    chat neither names is unmapped: `user_peer_id` under `unmapped_chats: default-peer`, None (no one:
+    nothing captured or recalled) under `no-capture`.
+
+    `no-capture` holds whatever else is configured: with no mapping anywhere every chat is unmapped, so
+    nothing is captured. Failing closed is the point of the setting (a chat's human must never be
+    guessed), and it keeps the rule about this chat's own facts: no other project's file is read.
+    """
+    if settings.human_peer_id:
+        return settings.human_peer_id
+    mapped = settings.profile_peer_map.get(facts.profile) if facts.profile else None
+    if mapped:
+        return mapped
+    return settings.user_peer_id if settings.unmapped_chats == "default-peer" else None
 
 
 @dataclass(frozen=True)
@@ -35,6 +71,8 @@ def skip_reason_for_chat(chat: ChatFacts, settings: Settings) -> str | None:
         return "background_chat"
     if chat.scheduler_run and not settings.capture_scheduler_chats:
         return "scheduler_chat"
+    if human_peer(chat.human, settings) is None:
+        return UNMAPPED_CHAT
     return None
 
 
