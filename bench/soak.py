@@ -47,7 +47,9 @@ Figures:
   `lost_paths` explain any duplicate or lost event from the proxy's log of every request.
 
     python bench/soak.py [--url URL] [--key KEY] [--seconds 300] [--faults] [--chats 8] [--seed 1]
-                         [--drain-s 900]
+                         [--drain-s 900] [--set SETTING=VALUE ...]
+
+`--set` gives a plugin setting for the run (as bench/turn.py takes it); the JSON's `settings.set` lists them.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ import uuid
 from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime
+
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
@@ -360,7 +364,8 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
     try:
         api_url = proxy.url if proxy else upstream
         with stub_agent_zero() as host:
-            host.config.update(outbox_path=outbox_path, api_url=api_url, mcp_url=api_url, workspace_id=workspace)
+            host.config.update(outbox_path=outbox_path, api_url=api_url, mcp_url=api_url, workspace_id=workspace,
+                               **args.chosen)
             host.secrets = {"HONCHO_API_KEY": key}
             bridge = {name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
                       for name in ("capture", "recall", "worker", "tool")}
@@ -417,7 +422,7 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
         "faults": traffic if traffic is not None else "off",
         "settings": {
             "seconds": args.seconds, "chats": args.chats, "seed": args.seed, "faults": args.faults,
-            "drain_bound_s": args.drain_s,
+            "drain_bound_s": args.drain_s, "set": args.chosen,
             "fault_mix": {**DEFAULT_MIX, "retry_after_s": RETRY_AFTER_S} if args.faults else None,
             "latency": {"share": LATENCY_SHARE, "wait_s": list(LATENCY_S)} if args.faults else None,
             "turns_per_chat": list(TURNS_PER_CHAT), "tool_share": TOOL_SHARE,
@@ -448,10 +453,16 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=8, help="chats at once")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--drain-s", type=float, default=900.0, help="bound of the final drain, seconds")
+    parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                        help="a plugin setting for the run (repeatable), e.g. outbox_synchronous=NORMAL")
     parser.add_argument("--proxy-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.chosen = {name: yaml.safe_load(value) for name, _, value in (item.partition("=") for item in args.set)}
     if args.proxy_child:
         return proxy_child(args.proxy_child)
+    owned = sorted(set(args.chosen) & {"outbox_path", "api_url", "mcp_url", "workspace_id"})
+    if owned:
+        parser.error(f"--set cannot change what the bench sets itself: {', '.join(owned)}")
     if args.seconds <= 0 or args.chats < 1 or args.drain_s < 0:
         parser.error("--seconds and --chats must be positive, --drain-s not negative")
     if len(message_text(0, PASTE_EVERY - 1)) > MAX_CONTENT_CHARS:
