@@ -26,7 +26,7 @@ from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
-from . import knobs
+from . import backfill, knobs
 from . import verbs as operations
 from .status import build_status, status_text
 
@@ -40,6 +40,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     args = parser.parse_args(argv)
     if args.command in KNOBS:
         return _knob(parser, args, os.environ if environ is None else environ, out)
+    if args.command == "backfill":  # it also builds each project's settings, so it needs the environment
+        return _backfill(parser, args, os.environ if environ is None else environ, out)
     try:
         settings = load_settings(args.config, os.environ if environ is None else environ)
     except ConfigFileError as exc:
@@ -197,6 +199,7 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a scripted conversation through capture, delivery and recall")
     demo.add_argument("--real", action="store_true", help="use your outbox, workspace and peers")
     _knob_parsers(sub)
+    _backfill_parser(sub)
     return parser
 
 
@@ -227,3 +230,44 @@ def _knob_parsers(sub) -> None:
     for name in knobs.OBSERVE_FLAGS:
         flag = "--" + name.removeprefix("observe_").replace("_", "-")
         sub.choices["observation"].add_argument(flag, dest=name, metavar="true|false", help=f"{name} (custom)")
+
+
+def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str], out) -> int:
+    """Import saved Agent Zero chats through the outbox (ops/backfill.py): the report on `out`, a progress
+    bar on stderr. 0 done, 1 the outbox or scheduler list unusable, 2 usage, 3 stopped for want of room."""
+    if args.limit is not None and args.limit < 1 or not 0 <= args.wait <= backfill.MAX_WAIT_S:
+        parser.error(f"--limit is at least 1; --wait is 0 to {backfill.MAX_WAIT_S:.0f} seconds")
+    try:
+        settings = load_settings(args.config, environ)
+        global_layer = load_config_file(args.config) if args.config else {}
+    except ConfigFileError as exc:
+        parser.error(f"--config: {exc}")
+    try:
+        folders = backfill.saved_chats(args.chats_dir, args.chat, args.limit)
+        scheduled = backfill.scheduled_chat_ids(args.chats_dir)
+    except backfill.BackfillError as exc:
+        return _failed("backfill", str(exc), EXIT_FAILED if exc.code == "scheduler_unreadable" else EXIT_USAGE)
+    hub.current().reconfigure(settings=lambda: settings)
+    deliver = (lambda seconds: operations.drain(settings, seconds)) if args.drain else None
+    try:
+        report = backfill.Backfill(settings, backfill.project_settings(global_layer, environ, args.chats_dir),
+                                   dry_run=args.dry_run, scheduled=scheduled, make_room=deliver, wait_s=args.wait,
+                                   progress=sys.stderr).run(folders)
+    finally:
+        hub.shutdown()
+    _print(out, report, args.json, backfill.report_text)
+    if "error" in report:
+        return EXIT_FAILED
+    return EXIT_DEGRADED if report["stopped"] else EXIT_OK
+
+
+def _backfill_parser(sub) -> None:
+    command = sub.add_parser("backfill", help="import saved Agent Zero chats (typed messages, final answers)")
+    command.add_argument("--chats-dir", required=True, metavar="DIR", help="Agent Zero's usr/chats folder")
+    command.add_argument("--dry-run", action="store_true", help="count what would be imported; queue nothing")
+    command.add_argument("--chat", nargs="+", action="extend", default=[], metavar="ID", help="only these chats")
+    command.add_argument("--limit", type=int, metavar="N", help="only the N most recently saved chats")
+    command.add_argument("--wait", type=float, default=backfill.WAIT_S, metavar="S",
+                         help=f"give up after S seconds without room in the outbox (default {backfill.WAIT_S:.0f})")
+    command.add_argument("--drain", action="store_true", help="deliver queued events while waiting for room")
+    command.add_argument("--json", action="store_true")

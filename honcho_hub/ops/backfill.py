@@ -1,0 +1,615 @@
+"""Backfill: the human's messages and agent 0's final answers of saved Agent Zero chats, into the outbox.
+
+Agent Zero v1.7 saves each chat as `usr/chats/<id>/chat.json` (helpers/persist_chat.py): the agents'
+histories (agent 0 first, then the chain of subordinates), each a JSON string of bulks, topics and
+messages (helpers/history.py: a message is `id`, `ai`, `content`), and the last 1,000 items of the chat's
+log (helpers/log.py: `id`, `type`, `timestamp`, ...). A backfill reads those files and keeps what live
+capture keeps, by capture's own rules (capture/rules.py):
+
+- what a person typed: agent 0's `user_message` entries but the framework's nudge, and the
+  `user_intervention` entries of any agent (the human interrupted whichever agent ran); not a
+  subordinate's `user_message` (its superior wrote it), tool results, warnings or summaries;
+- agent 0's final answers: its AI messages that call the `response` tool, the tool's `text` (else
+  `message`) argument; not the greeting Agent Zero adds before anything was asked, nor a response the
+  framework refused to run (the warning that follows a repeated answer).
+
+Each kept message goes through capture's path (capture/service.py): the same header (session by the
+session strategy, scope by the chat's project), the same redaction and split, and the event ids capture
+derives from the history message's id, which is the id live capture used. So a message captured live
+and imported again is one row while both are in the outbox; rows are enqueued as ambiguous, so that
+once the outbox has pruned a delivered row the worker still asks Honcho before sending it again.
+
+History messages carry no time in v1.7. A message gets the time of the log item with its id (Agent Zero
+gives a typed message's log item the message's id, and an answer's log items the id of the AI message
+that called `response`): the `user` item for typed text, the `response` item (else the `agent` item) for
+an answer. Without one — the log keeps only the newest 1,000 items — it gets the time of the import.
+
+The outbox keeps room for live capture: a backfill queues only while fewer than 90% of its rows
+(`max_queued_rows`) are waiting, pending, leased or dead; then it lets the worker deliver (`make_room`)
+and polls, and stops with a clear message after `wait_s` without room. Queued messages are not queued
+twice when the backfill runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from ..capture.rules import (
+    ChatFacts,
+    UserMessageFacts,
+    skip_reason_for_chat,
+    skip_reason_for_tool_result,
+    skip_reason_for_user_message,
+)
+from ..capture.service import CaptureRequest, Role, message_events, message_header, redacted_text
+from ..errors import ConfigFileError, HubError, OutboxBusy, OutboxError, RedactionError
+from ..gateway.scopes import resolve_scope
+from ..settings.config import Settings
+from ..settings.effective import ConfigLayers, effective_settings
+from ..settings.files import load_config_file
+from ..storage.outbox import EnqueueResult, NewEvent, Outbox
+
+log = logging.getLogger(__name__)
+
+CHAT_FILE = "chat.json"
+MAX_CHAT_FILE_BYTES = 128 * 1024 * 1024  # a larger file is skipped (counted), not read into memory
+MAX_TASKS_FILE_BYTES = 16 * 1024 * 1024
+MAX_HISTORY_DEPTH = 64  # bulks nest when Agent Zero merges them; deeper is not a file it wrote
+CHAT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# The message AgentContext.nudge() sends agent 0 as if typed: v1.7's prompts/fw.msg_nudge.md as
+# Agent.read_prompt returns it (code fences removed). A profile that overrides the prompt is not known here.
+NUDGE_TEXT = '{\n  "system_message": "Nudged - continue",\n}\n'
+LIVE_SHARE = 0.9  # of max_queued_rows a backfill may fill: the rest stays free for live capture
+POLL_S = 2.0
+WAIT_S = 300.0
+MAX_WAIT_S = 86_400.0
+OUTBOX_BUSY_S = 5.0  # off the turn's path: a backfill may wait longer for the write lock than capture
+MAX_MESSAGES_PER_ENQUEUE = 200  # one transaction's worth
+
+
+class ChatTooLarge(ValueError):
+    """A chat file over MAX_CHAT_FILE_BYTES: skipped, never read into memory."""
+
+
+class BackfillError(HubError):
+    """A backfill cannot start: `code` says why (a chats folder or chat id the caller can fix, or the
+    scheduler's task list cannot be read)."""
+
+    def __init__(self, message: str, code: str = "bad_chats") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class SavedMessage:
+    """One message of a saved chat that capture keeps: who, the host's id, the text, when (if known)."""
+
+    role: Role
+    source_id: str
+    text: str
+    at: float | None  # the log item's time; None: not in the saved log
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A kept message's events, ready for the outbox."""
+
+    saved: SavedMessage
+    events: list[NewEvent]
+
+
+@dataclass
+class Tally:
+    """What a backfill found and did; counts only (never content)."""
+
+    chats: Counter = field(default_factory=Counter)  # found, imported, and skip reasons
+    messages: Counter = field(default_factory=Counter)  # by role
+    skipped: Counter = field(default_factory=Counter)  # messages, by reason
+    times: Counter = field(default_factory=Counter)  # log | import
+    events: Counter = field(default_factory=Counter)  # parts: queued, already_queued (planned in a dry run)
+
+    def kept(self, prepared: Prepared) -> None:
+        """Count a message queued (or, in a dry run, one that would be)."""
+        self.messages[prepared.saved.role.value] += 1
+        self.times["import" if prepared.saved.at is None else "log"] += 1
+
+
+# -- reading saved chats ---------------------------------------------------------------------------
+
+
+def saved_chats(chats_dir: str, only: Sequence[str] = (), limit: int | None = None) -> list[str]:
+    """The chat folders of `chats_dir` holding a chat.json, least recently saved first; `only` names the
+    chat ids to take (each must exist); `limit` keeps the most recently saved. Raises BackfillError."""
+    if not os.path.isdir(chats_dir):
+        raise BackfillError("the chats folder is not a folder")
+    for chat_id in only:
+        if not CHAT_ID_RE.match(chat_id):
+            raise BackfillError("a chat id is 1 to 128 letters, digits, '-' and '_'")
+        if not os.path.isfile(os.path.join(chats_dir, chat_id, CHAT_FILE)):
+            raise BackfillError(f"no saved chat with id {chat_id}")
+    try:
+        names = list(dict.fromkeys(only)) or sorted(os.listdir(chats_dir))
+    except OSError as exc:
+        raise BackfillError(f"the chats folder cannot be read ({type(exc).__name__})") from exc
+    found = []
+    for name in names:
+        try:
+            found.append((os.stat(os.path.join(chats_dir, name, CHAT_FILE)).st_mtime, name))
+        except OSError:
+            continue  # not a chat folder
+    found.sort()
+    chosen = found[-limit:] if limit else found
+    return [os.path.join(chats_dir, name) for _, name in chosen]
+
+
+def scheduled_chat_ids(chats_dir: str) -> frozenset[str]:
+    """Ids of the chats scheduled tasks own, from Agent Zero's `usr/scheduler/tasks.json` beside the chats
+    folder (none when there is no such file). Raises BackfillError when it is there but unusable: scheduler
+    chats could not be told apart."""
+    path = os.path.join(os.path.dirname(os.path.abspath(chats_dir)), "scheduler", "tasks.json")
+    if not os.path.exists(path):
+        return frozenset()
+    try:
+        if os.path.getsize(path) > MAX_TASKS_FILE_BYTES:
+            raise ValueError("too large")
+        with open(path, encoding="utf-8") as handle:
+            tasks = json.load(handle).get("tasks", [])
+        # A task's context id defaults to its uuid (helpers/task_scheduler.py).
+        owners = (task.get("context_id") or task.get("uuid") for task in tasks if isinstance(task, dict))
+        return frozenset(owner for owner in owners if isinstance(owner, str) and owner)
+    except (OSError, ValueError, AttributeError) as exc:
+        raise BackfillError(f"the scheduler's tasks.json cannot be read ({type(exc).__name__}): scheduler"
+                            " chats cannot be told apart", "scheduler_unreadable") from exc
+
+
+def read_chat(folder: str) -> dict[str, Any]:
+    """A saved chat as Agent Zero wrote it; raises ChatTooLarge, ValueError (not JSON, not a chat) or OSError."""
+    path = os.path.join(folder, CHAT_FILE)
+    if os.path.getsize(path) > MAX_CHAT_FILE_BYTES:
+        raise ChatTooLarge(path)
+    with open(path, encoding="utf-8") as handle:
+        chat = json.load(handle)
+    if not isinstance(chat, dict) or not isinstance(chat.get("agents", []), list):
+        raise ValueError("not a chat")
+    return chat
+
+
+def chat_id_of(chat: Mapping[str, Any], folder: str) -> str:
+    """The context id live capture used: the file's `id` (the folder's name when the file has none)."""
+    chat_id = chat.get("id")
+    return chat_id if isinstance(chat_id, str) and CHAT_ID_RE.match(chat_id) else os.path.basename(folder)
+
+
+def project_of(chat: Mapping[str, Any]) -> str | None:
+    """The chat's Agent Zero project: helpers/projects.py keeps it in the context data as `project`."""
+    data = chat.get("data")
+    project = data.get("project") if isinstance(data, dict) else None
+    return project if isinstance(project, str) and project else None
+
+
+def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str]) -> ChatFacts:
+    """Background chats are never saved by v1.7, but a file may still say so; a `task` context is a
+    scheduled task's as well."""
+    kind = str(chat.get("type", "user")).lower()
+    return ChatFacts(background=kind == "background", scheduler_run=kind == "task" or chat_id in scheduled)
+
+
+def log_times(chat: Mapping[str, Any]) -> dict[tuple[str, str], float]:
+    """(item id, item type) -> the first such item's time, for log items with an id and a plausible time."""
+    logs = chat.get("log", {}).get("logs", []) if isinstance(chat.get("log"), dict) else []
+    times: dict[tuple[str, str], float] = {}
+    for item in logs if isinstance(logs, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
+            continue
+        at = item.get("timestamp")
+        if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at) and at > 0:
+            times.setdefault((item["id"], str(item.get("type"))), float(at))
+    return times
+
+
+def history_messages(history: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
+    """The messages of one agent's saved history (a History, Bulk or Topic record), oldest first."""
+    if depth > MAX_HISTORY_DEPTH or not isinstance(history, dict):
+        return
+    if history.get("_cls") == "Message" or ("ai" in history and "content" in history):
+        yield history
+        return
+    parts = (["bulks", "topics", "current"] if history.get("_cls") == "History"
+             else ["records"] if history.get("_cls") == "Bulk" else ["messages"])
+    for name in parts:
+        value = history.get(name)
+        for record in value if isinstance(value, list) else [value]:
+            yield from history_messages(record, depth + 1)
+
+
+def agent_histories(chat: Mapping[str, Any]) -> list[tuple[int, list[dict[str, Any]]]]:
+    """(agent number, its messages) for each saved agent; raises ValueError for a history that is not JSON."""
+    found = []
+    for agent in chat.get("agents", []):
+        if not isinstance(agent, dict):
+            continue
+        number = agent.get("number")
+        raw = agent.get("history") or "{}"
+        history = json.loads(raw) if isinstance(raw, str) else raw
+        found.append((number if isinstance(number, int) and not isinstance(number, bool) else -1,
+                      list(history_messages(history))))
+    return found
+
+
+def tool_request(content: Any) -> tuple[str | None, dict[str, Any] | None]:
+    """(tool name, tool arguments) of an AI message as the model wrote it: (None, None) when no tool request
+    can be read from it, (name, None) for one Agent Zero refuses to run (Agent.validate_tool_request: the
+    arguments must be a non-empty object). Agent Zero reads the JSON object between the first `{` and the
+    last `}` (helpers/extract_tools.py); the tool name may carry a `:method`."""
+    if not isinstance(content, str) or "{" not in content:
+        return None, None
+    try:
+        request = json.loads(content[content.find("{"):content.rfind("}") + 1])
+    except ValueError:
+        return None, None
+    if not isinstance(request, dict) or not isinstance(request.get("tool_name"), str):
+        return None, None
+    args = request.get("tool_args")
+    name = request["tool_name"].split(":", 1)[0]
+    return name, args if isinstance(args, dict) and args else None
+
+
+def chat_messages(chat: Mapping[str, Any], facts: ChatFacts, settings: Settings,
+                  skipped: Counter) -> list[SavedMessage]:
+    """The messages of one saved chat capture keeps, in conversation order; every other message is counted
+    in `skipped` by reason. Raises ValueError for a history that cannot be read."""
+    times = log_times(chat)
+    kept: list[tuple[int, SavedMessage]] = []
+    seen: set[tuple[Role, str]] = set()
+    for number, messages in agent_histories(chat):
+        asked = False  # whether anything came before: the greeting Agent Zero adds comes first
+        for position, message in enumerate(messages):
+            nxt = messages[position + 1] if position + 1 < len(messages) else None
+            saved, reason = _classify(message, nxt, number, asked, facts, settings, times)
+            asked = asked or not message.get("ai")
+            if saved is not None and (saved.role, saved.source_id) in seen:
+                saved, reason = None, "duplicate_in_chat"
+            if saved is None:
+                skipped[reason] += 1
+                continue
+            seen.add((saved.role, saved.source_id))
+            kept.append((number, saved))
+    return _in_conversation_order(kept)
+
+
+def _classify(message: dict[str, Any], nxt: dict[str, Any] | None, number: int, asked: bool, facts: ChatFacts,
+              settings: Settings, times: Mapping[tuple[str, str], float]) -> tuple[SavedMessage | None, str]:
+    """The message as capture would keep it, or why not."""
+    content, source_id = message.get("content"), message.get("id")
+    if message.get("ai"):
+        saved, reason = _final_answer(content, nxt, number, asked, facts, settings)
+        at = times.get((source_id, "response"), times.get((source_id, "agent"))) if isinstance(source_id, str) else None
+    else:
+        saved, reason = _typed(content, number, facts, settings)
+        at = times.get((source_id, "user")) if isinstance(source_id, str) else None
+    if saved is None:
+        return None, reason
+    if not isinstance(source_id, str) or not source_id:
+        return None, "no_message_id"  # nothing to derive a stable id from: importing twice would duplicate
+    return SavedMessage(saved[0], source_id, saved[1], at), ""
+
+
+def _typed(content: Any, number: int, facts: ChatFacts, settings: Settings) -> tuple[tuple[Role, str] | None, str]:
+    """A user-side history message: (USER, typed text) when a person typed it (helpers/history.py content of
+    prompts/fw.user_message.md or fw.intervention.md, empty parts removed by Agent.hist_add_user_message)."""
+    if not isinstance(content, dict):
+        return None, "framework_message"  # a summary or raw message (helpers/history.py)
+    if "user_message" not in content and "user_intervention" not in content:
+        if "tool_name" in content or "tool_result" in content:
+            return None, "tool_result"
+        return None, "empty" if set(content) <= {"system_message", "attachments"} else "framework_message"
+    intervention = "user_intervention" in content
+    text = content["user_intervention" if intervention else "user_message"]
+    message = UserMessageFacts(agent_number=number, intervention=intervention,
+                               is_nudge=not intervention and text == NUDGE_TEXT, chat=facts)
+    reason = skip_reason_for_user_message(message, settings)
+    if reason:
+        return None, reason
+    return ((Role.USER, text), "") if isinstance(text, str) else (None, "invalid")
+
+
+def _final_answer(content: Any, nxt: dict[str, Any] | None, number: int, asked: bool, facts: ChatFacts,
+                  settings: Settings) -> tuple[tuple[Role, str] | None, str]:
+    """An AI history message: (AGENT, answer) when it is agent 0's final `response`."""
+    tool_name, args = tool_request(content)
+    if tool_name is None:
+        return None, "unreadable_ai_message"
+    reason = skip_reason_for_tool_result(number, tool_name, facts, settings)
+    if reason:
+        return None, reason
+    if not asked:
+        return None, "greeting"  # extensions/python/agent_init/_10_initial_message.py: no tool ran
+    if args is None or nxt is not None and isinstance(nxt.get("content"), dict) and "system_warning" in nxt["content"]:
+        return None, "not_executed"  # refused, or a repeated answer: Agent Zero warns instead of running the tool
+    text = args["text"] if "text" in args else args.get("message")  # tools/response.py
+    return ((Role.AGENT, text), "") if isinstance(text, str) else (None, "invalid")
+
+
+def _in_conversation_order(kept: list[tuple[int, SavedMessage]]) -> list[SavedMessage]:
+    """Agent 0's messages in its history's order, each subordinate's (the human's interventions) placed
+    before the first of agent 0's messages logged later; without a time, at the end."""
+    ordered = [saved for number, saved in kept if number == 0]
+    for _, saved in ((n, s) for n, s in kept if n != 0):
+        at = saved.at
+        index = next((i for i, other in enumerate(ordered) if at is not None and other.at is not None
+                      and other.at > at), len(ordered))
+        ordered.insert(index, saved)
+    return ordered
+
+
+# -- settings by project ---------------------------------------------------------------------------
+
+
+def project_settings(global_layer: Mapping[str, Any], environ: Mapping[str, str],
+                     chats_dir: str) -> Callable[[str | None], Settings]:
+    """Settings for a chat's project as live capture builds them: the global layer with the project's own
+    plugin settings over it (Agent Zero keeps them in `usr/projects/<name>/.a0proj/plugins/honcho/
+    config.json`, beside the chats folder). Raises ConfigFileError for a project file that is there but
+    unusable: live capture would not capture that project's chats either."""
+    projects = os.path.join(os.path.dirname(os.path.abspath(chats_dir)), "projects")
+    built: dict[str | None, Settings] = {}
+
+    def settings_for(project: str | None) -> Settings:
+        if project not in built:
+            layer: dict[str, Any] = {}
+            if project and _plain_name(project):
+                try:
+                    layer = load_config_file(os.path.join(projects, project, ".a0proj", "plugins", "honcho",
+                                                          "config.json"))
+                except ConfigFileError as exc:
+                    if not exc.missing:
+                        raise
+            built[project] = effective_settings(ConfigLayers(global_config=global_layer, project_config=layer),
+                                                secrets={}, environ=environ)
+        return built[project]
+    return settings_for
+
+
+def _plain_name(name: str) -> bool:
+    """A name that is one folder inside its parent (a project name never leads elsewhere)."""
+    return name not in (".", "..") and "\x00" not in name and os.path.basename(name) == name and (
+        os.altsep is None or os.altsep not in name)
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """A text progress bar of chats done: redrawn in place on a terminal, a line per tenth otherwise."""
+
+    WIDTH = 24
+
+    def __init__(self, stream: TextIO | None, total: int) -> None:
+        self._stream, self._total, self._shown = stream, max(total, 1), (-1, "")
+        self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+
+    def show(self, done: int, messages: int, note: str = "") -> None:
+        """Chats done and messages queued so far, with a note (e.g. that it waits for room)."""
+        if self._stream is None:
+            return
+        shown = (done * 10 // self._total, note)
+        if not self._tty and shown == self._shown:
+            return  # a log file gets a line per tenth and per change of note, not one per poll
+        self._shown = shown
+        filled = done * self.WIDTH // self._total
+        line = (f"backfill [{'#' * filled}{'-' * (self.WIDTH - filled)}] {done}/{self._total} chats,"
+                f" {messages} messages{'  ' + note if note else ''}")
+        self._stream.write(f"\r{line}\x1b[K" if self._tty else line + "\n")
+        self._stream.flush()
+
+    def end(self) -> None:
+        """Leave the terminal's cursor on a new line."""
+        if self._stream is not None and self._tty:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+class Backfill:
+    """One backfill run over some saved chats: read, keep by capture's rules, redact, queue with room."""
+
+    def __init__(self, settings: Settings, settings_for: Callable[[str | None], Settings], *, dry_run: bool = False,
+                 scheduled: frozenset[str] = frozenset(), clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic, make_room: Callable[[float], Any] | None = None,
+                 pause: Callable[[float], Any] | None = None, wait_s: float = WAIT_S, progress: TextIO | None = None,
+                 secrets_for: Callable[[str | None], Mapping[str, str]] = lambda project: {}) -> None:
+        self._settings, self._settings_for = settings, settings_for
+        self._dry_run, self._scheduled = dry_run, scheduled
+        self._clock, self._monotonic = clock, monotonic
+        # make_room delivers for at most the given seconds (`--drain`); without it another process's worker
+        # does. pause waits out what is left of a poll.
+        self._make_room = make_room or (lambda seconds: None)
+        self._pause = pause or threading.Event().wait
+        self._wait_s, self._progress_stream = wait_s, progress
+        self._secrets_for = secrets_for
+        self.tally = Tally()
+        self._waiting_since: float | None = None
+
+    def run(self, folders: Sequence[str]) -> dict[str, Any]:
+        """Import these chat folders in order; the report (counts only). Never raises on a chat's content;
+        an outbox that cannot be opened or stays unusable ends the run with `error`."""
+        imported_at = self._clock()  # the one time of every message the saved log has no time for
+        progress = ProgressBar(self._progress_stream, len(folders))
+        self.tally.chats["found"] = len(folders)
+        outbox: Outbox | None = None
+        stopped = error = None
+        try:
+            if not self._dry_run:
+                outbox = Outbox.for_settings(self._settings, busy_timeout_s=OUTBOX_BUSY_S, clock=self._clock)
+            for done, folder in enumerate(folders, 1):
+                prepared = self._chat(folder, imported_at)
+                if outbox is not None and prepared and not self._enqueue(outbox, prepared, progress, done - 1):
+                    stopped = "outbox_full"
+                    break
+                progress.show(done, sum(self.tally.messages.values()))
+        except OutboxError as exc:
+            error = exc.code
+        finally:
+            progress.end()
+            if outbox is not None:
+                outbox.close()
+        return self._report(stopped, error)
+
+    def _chat(self, folder: str, imported_at: float) -> list[Prepared]:
+        """One chat's messages with their events; counts what was skipped."""
+        try:
+            chat = read_chat(folder)
+            chat_id, project = chat_id_of(chat, folder), project_of(chat)
+            settings = self._settings_for(project)
+            facts = chat_facts(chat, chat_id, self._scheduled)
+            reason = skip_reason_for_chat(facts, settings)
+            if reason:
+                self.tally.chats[reason] += 1
+                return []
+            messages = chat_messages(chat, facts, settings, self.tally.skipped)
+        except ConfigFileError:
+            self.tally.chats["project_settings_unusable"] += 1
+            return []
+        except ChatTooLarge:
+            self.tally.chats["too_large"] += 1
+            return []
+        except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+            self.tally.chats["unreadable"] += 1
+            return []
+        self.tally.chats["imported"] += 1
+        scope, secrets = resolve_scope(settings, project), self._secrets_for(project)
+        prepared = []
+        for saved in messages:
+            events = self._events(saved, chat_id, project, scope, settings, secrets, imported_at)
+            if events:
+                prepared.append(Prepared(saved, events))
+                if self._dry_run:
+                    self.tally.kept(prepared[-1])
+                    self.tally.events["planned"] += len(events)
+        return prepared
+
+    def _events(self, saved: SavedMessage, chat_id: str, project: str | None, scope: str | None,
+                settings: Settings, secrets: Mapping[str, str], imported_at: float) -> list[NewEvent]:
+        """The message through capture's path; [] (counted) when redaction fails or nothing is left."""
+        request = CaptureRequest(chat_id=chat_id, role=saved.role, source_id=saved.source_id, text=saved.text,
+                                 scope_id=scope, project=project)
+        header = message_header(request, saved.role.value, settings, imported_at if saved.at is None else saved.at)
+        try:
+            # The saved text was masked by Agent Zero when it entered the history (its hist_add_before
+            # masking extension): known secret values are already aliases, which redaction neutralises.
+            events = message_events(header, redacted_text(saved.text, secrets), ambiguous=True)
+        except RedactionError:
+            self.tally.skipped["redaction_failed"] += 1  # fail closed, as capture does
+            return []
+        if not events:
+            self.tally.skipped["empty"] += 1
+            return []
+        if len(events) > self._budget():
+            self.tally.skipped["larger_than_outbox"] += 1
+            return []
+        return events
+
+    def _budget(self) -> int:
+        return int(self._settings.max_queued_rows * LIVE_SHARE)
+
+    def _enqueue(self, outbox: Outbox, waiting: list[Prepared], progress: ProgressBar, done: int) -> bool:
+        """Queue the messages in order while there is room; False when the wait for room ran out."""
+        while waiting:
+            room = self._room(outbox)
+            take, size = 0, 0
+            while take < len(waiting) and take < MAX_MESSAGES_PER_ENQUEUE and size + len(waiting[take].events) <= room:
+                size += len(waiting[take].events)
+                take += 1
+            results = self._store(outbox, [p.events for p in waiting[:take]]) if take else []
+            stored = [r for r in results if not r.refused]  # the outbox stops at a message it refuses
+            for prepared, result in zip(waiting, stored, strict=False):
+                self.tally.kept(prepared)
+                self.tally.events["queued"] += result.inserted
+                self.tally.events["already_queued"] += result.duplicates
+            del waiting[:len(stored)]
+            if stored:
+                self._waiting_since = None
+            elif waiting and not self._wait(progress, done):
+                return False
+        return True
+
+    def _room(self, outbox: Outbox) -> int:
+        """Rows this backfill may add now: its share of the bound less what waits (pending, leased, dead);
+        delivered rows make way when needed (the outbox prunes them)."""
+        try:
+            counts = outbox.stats()["counts"]
+        except OutboxBusy:
+            return 0
+        return self._budget() - sum(counts.get(state, 0) for state in ("pending", "leased", "dead"))
+
+    def _store(self, outbox: Outbox, batches: list[list[NewEvent]]) -> list[EnqueueResult]:
+        try:
+            return outbox.enqueue_batches(batches)
+        except OutboxBusy:
+            return []  # another process holds the write lock: wait as for room
+
+    def _wait(self, progress: ProgressBar, done: int) -> bool:
+        """Let the worker deliver for a moment; False once `wait_s` passed without room."""
+        now = self._monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+        left = self._wait_s - (now - self._waiting_since)
+        if left <= 0:
+            return False
+        progress.show(done, sum(self.tally.messages.values()), "waiting for room in the outbox")
+        poll = min(POLL_S, left)
+        self._make_room(poll)
+        rest = poll - (self._monotonic() - now)
+        if rest > 0:
+            self._pause(rest)  # a drain that returned at once (nothing it may send) must not spin
+        return True
+
+    def _report(self, stopped: str | None, error: str | None) -> dict[str, Any]:
+        tally = self.tally
+        report: dict[str, Any] = {
+            "dry_run": self._dry_run,
+            "chats": {"found": tally.chats["found"], "imported": tally.chats["imported"],
+                      "skipped": {k: v for k, v in sorted(tally.chats.items()) if k not in ("found", "imported")}},
+            "messages": {"user": tally.messages["user"], "agent": tally.messages["agent"]},
+            "skipped": dict(sorted(tally.skipped.items())),
+            "times": {"log": tally.times["log"], "import": tally.times["import"]},
+            "events": dict(sorted(tally.events.items())),
+            "stopped": stopped,
+        }
+        if error:
+            report["error"] = error
+        return report
+
+
+def report_text(report: Mapping[str, Any]) -> str:
+    """The report as a few lines for a person (counts only)."""
+    def counts(values: Mapping[str, int]) -> str:
+        return ", ".join(f"{name} {count}" for name, count in values.items()) or "none"
+
+    chats, messages, events, times = report["chats"], report["messages"], report["events"], report["times"]
+    done = "to import" if report["dry_run"] else "imported"
+    lines = [f"chats: {chats['found']} found, {chats['imported']} {done}; skipped: {counts(chats['skipped'])}",
+             f"messages {done}: user {messages['user']}, agent {messages['agent']}; dated by the chat's log"
+             f" {times['log']}, by the import time {times['import']}",
+             f"messages skipped: {counts(report['skipped'])}"]
+    if report["dry_run"]:
+        lines.append(f"events: {events.get('planned', 0)} would be queued; nothing was queued (dry run)")
+    else:
+        lines.append(f"events: {events.get('queued', 0)} queued, {events.get('already_queued', 0)} already in the"
+                     " outbox; the worker asks Honcho before sending each (they may be there already)")
+    if report.get("error"):
+        lines.append(f"stopped: the outbox cannot be used ({report['error']}); run backfill again later")
+    elif report["stopped"] == "outbox_full":
+        lines.append("stopped: no room in the outbox (most of max_queued_rows waiting to be delivered); let Agent"
+                     " Zero's worker deliver them (or run with --drain, or `python -m honcho_hub drain`), then run"
+                     " backfill again: messages already queued are not queued twice")
+    return "\n".join(lines)
