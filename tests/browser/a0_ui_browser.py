@@ -41,6 +41,18 @@ STYLE_PROBE = """(selectors) => selectors.flatMap(sel => [...document.querySelec
   return [sel + '#' + i, c.display, c.gridTemplateColumns, c.marginLeft, c.marginRight, c.paddingLeft,
           c.paddingRight, c.fontSize, c.fontWeight, c.color, Math.round(b.left), Math.round(b.width)].join(' | ');
 }))"""
+# Logs the fake time and `light` flag of each status request as the page sends it (its fetch call, in the
+# page's own clock), so intervals are measured in fake time, whatever the network's real delay.
+RECORD_STATUS_POLLS = """() => {
+  globalThis.honchoTestPolls = [];
+  const send = globalThis.fetch;
+  globalThis.fetch = function (url, request) {
+    if (String(url).endsWith('/plugins/honcho/honcho_status')) {
+      globalThis.honchoTestPolls.push({at: Date.now(), light: JSON.parse(request.body).light});
+    }
+    return send.apply(this, arguments);
+  };
+}"""
 BOX = """(el) => { const b = el.getBoundingClientRect(); return {left: b.left, right: b.right, width: b.width}; }"""
 
 
@@ -142,7 +154,7 @@ class UiCase(unittest.TestCase):
     def _load(self, block_ours: bool, fake_clock: bool):
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         self.addCleanup(page.close)
-        if fake_clock:  # timers advance only when the test says so
+        if fake_clock:  # fake timers; they run with real time until the test pauses them (clock.pause_at)
             page.clock.install()
         if block_ours:
             page.route(OUR_FILES, lambda route: route.abort())
@@ -196,19 +208,43 @@ class SidebarTest(UiCase):
 
     def test_the_line_polls_light_status_every_30_s_and_the_open_panel_full_status_every_5_s(self):
         page = self.open_page(fake_clock=True)
-        asked: list[bool] = []  # the `light` flag of each status request, in order
+        # The fake clock ran with real time through the load: stop it, then move it only by steps.
+        page.clock.pause_at((page.evaluate("Date.now()") + 2_000) / 1000)  # Playwright's Python API: seconds
+        page.evaluate(RECORD_STATUS_POLLS)
+        asked: list[bool] = []  # the `light` flag of each status request that reached Agent Zero, in order
         page.on("request", lambda r: asked.append(json.loads(r.post_data or "{}").get("light"))
                 if r.url.endswith("/plugins/honcho/honcho_status") else None)
-        page.clock.run_for(29_000)
-        self.assertEqual(asked, [], "no poll before 30 s")
-        page.clock.run_for(1_000)
-        wait_for(lambda: asked == [True], 10, "one light status request at 30 s")
+
+        def polls() -> list[tuple[int, bool]]:  # (fake time, light) of each status request the page sent
+            return [(poll["at"], poll["light"]) for poll in page.evaluate("() => globalThis.honchoTestPolls")]
+
+        def step_to(at: int) -> None:
+            page.clock.run_for(at - page.evaluate("Date.now()"))
+
+        for _ in range(31):  # the first light poll comes within 30 s of any moment
+            if polls():
+                break
+            page.clock.run_for(1_000)
+        self.assertEqual([light for _, light in polls()], [True], "one light poll")
+        first = polls()[0][0]
+        step_to(first + 29_000)
+        self.assertEqual(len(polls()), 1, "no poll within 29 s of the last")
+        step_to(first + 30_000)
+        self.assertEqual(polls(), [(first, True), (first + 30_000, True)], "the next light poll 30 s after it")
+        wait_for(lambda: asked == [True, True], 10, "both light requests at Agent Zero")
+
         page.click(".honcho-sidebar-line")
-        wait_for(lambda: asked == [True, False], 10, "a full status request when the panel opens")
-        page.clock.run_for(5_000)
-        wait_for(lambda: asked == [True, False, False], 10, "a full status request 5 s later")
+        wait_for(lambda: len(polls()) == 3, 10, "a status request when the panel opens")
+        opened = polls()[2]
+        self.assertEqual(opened, (first + 30_000, False), "a full one, at once")
+        step_to(opened[0] + 4_999)
+        self.assertEqual(len(polls()), 3, "no poll within 5 s of opening")
+        step_to(opened[0] + 5_000)
+        self.assertEqual(polls()[3:], [(opened[0] + 5_000, False)], "a full poll 5 s after opening")
         page.click(".honcho-sidebar-line")
-        wait_for(lambda: asked == [True, False, False, True], 10, "back to light when the panel closes")
+        wait_for(lambda: len(polls()) == 5, 10, "a status request when the panel closes")
+        self.assertEqual(polls()[4], (opened[0] + 5_000, True), "back to light when the panel closes")
+        wait_for(lambda: asked == [True, True, False, False, True], 10, "every request at Agent Zero")
 
     def test_a_chat_is_delivered_and_each_action_answers_with_a_toast(self):
         # The only test that sends a chat: before it, nothing of this tree has reached Honcho.
