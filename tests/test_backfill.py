@@ -444,6 +444,55 @@ class SameEventAsLiveCaptureTest(BackfillCase):
         self.assertEqual(by_chat, {"chat-inboats1": {"a0-harbour"}, "chat-noproj01": {None}})
 
 
+class HumanPeerTest(BackfillCase):
+    """The chat's human as live capture names it (rules.human_peer): the project's human_peer_id, else the
+    entry of agent 0's profile in profile_peers — every chat's agent 0 runs under Agent Zero's agent_profile
+    setting (usr/settings.json beside the chats folder; `agent0` when unset) — else the unmapped policy."""
+
+    def write_settings(self, agent_profile: str | None) -> None:
+        if agent_profile is not None:
+            with open(os.path.join(self.usr, "settings.json"), "w") as handle:
+                json.dump({"agent_profile": agent_profile, "chat_model_name": "x"}, handle)
+
+    def test_user_messages_go_to_the_chats_human_and_answers_to_the_agent(self):
+        cases = {
+            # name: (global settings, the project's own, Agent Zero's agent_profile, the user peer or a skip)
+            "the project names its human": ({}, {"human_peer_id": "alice"}, None, "alice"),
+            "the project wins over the profile": ({"profile_peers": "agent0=bob"}, {"human_peer_id": "alice"}, None,
+                                                  "alice"),
+            "Agent Zero's default profile": ({"profile_peers": "agent0=bob"}, {}, None, "bob"),
+            "the configured profile": ({"profile_peers": "agent0=bob,research=carol"}, {}, "research", "carol"),
+            "unmapped, default-peer": ({"profile_peers": "research=carol", "user_peer_id": "pat"}, {}, None, "pat"),
+            "unmapped, no-capture": ({"profile_peers": "research=carol", "unmapped_chats": "no-capture"}, {}, None,
+                                     "unmapped_chat"),
+        }
+        for name, (values, own, profile, expected) in cases.items():
+            with self.subTest(name):
+                self.setUp()
+                self.write_settings(profile)
+                folder = os.path.join(self.usr, "projects", "boats", ".a0proj", "plugins", "honcho")
+                os.makedirs(folder)
+                with open(os.path.join(folder, "config.json"), "w") as handle:
+                    json.dump(own, handle)
+                conversation(project="boats")[0].write(self.chats)
+                layer = {"outbox_path": self.path, **values}
+                report = backfill.Backfill(
+                    self.make_settings(**values), backfill.project_settings(layer, {}, self.chats), clock=self.clock,
+                    profile=backfill.agent_profile(self.chats)).run(backfill.saved_chats(self.chats))
+                if expected == "unmapped_chat":
+                    self.assertEqual(report["chats"]["skipped"], {"unmapped_chat": 1})
+                    self.assertFalse(self.rows())
+                    continue
+                self.assertEqual({(r[1], r[3]) for r in self.rows()}, {("user", expected), ("agent", "agent-zero")})
+
+    def test_an_unreadable_agent_zero_settings_file_stops_the_backfill(self):
+        with open(os.path.join(self.usr, "settings.json"), "w") as handle:
+            handle.write("{not json")
+        with self.assertRaises(backfill.BackfillError) as raised:
+            backfill.agent_profile(self.chats)
+        self.assertEqual(raised.exception.code, "settings_unreadable")
+
+
 class RedactionTest(BackfillCase):
     def test_imported_text_is_redacted_as_capture_redacts_it(self):
         chat = SavedChat()
@@ -652,6 +701,20 @@ class CommandLineTest(BackfillCase):
                 self.assertEqual(code, 2)
                 self.assertIn(said, err)
         self.assertFalse(os.path.exists(self.path), "a refused command created the outbox")
+
+    def test_agent_zeros_settings_name_the_profile_and_an_unreadable_file_is_exit_1(self):
+        conversation()[0].write(self.chats)
+        settings_file = os.path.join(self.usr, "settings.json")
+        with open(settings_file, "w") as handle:
+            json.dump({"agent_profile": "research"}, handle)
+        code, _, err = self.cli(config={"profile_peers": "research=carol"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual({r[3] for r in self.rows() if r[1] == "user"}, {"carol"})
+        with open(settings_file, "w") as handle:
+            handle.write("{broken")
+        code, _, err = self.cli("--dry-run")
+        self.assertEqual(code, 1)
+        self.assertIn("settings.json cannot be read", err)
 
     def test_a_full_outbox_ends_with_exit_3_after_the_wait(self):
         chat = SavedChat()

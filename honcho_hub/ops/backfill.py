@@ -14,7 +14,9 @@ capture keeps, by capture's own rules (capture/rules.py):
   framework refused to run (the warning that follows a repeated answer).
 
 Each kept message goes through capture's path (capture/service.py): the same header (session by the
-session strategy, scope by the chat's project), the same redaction and split, and the event ids capture
+session strategy, scope by the chat's project, the user peer by the chat's human — capture/rules.py
+human_peer, with agent 0's profile Agent Zero's `agent_profile` setting: v1.7 keeps none per chat), the
+same redaction and split, and the event ids capture
 derives from the history message's id, which is the id live capture used. So a message captured live
 and imported again is one row while both are in the outbox; rows are enqueued as ambiguous, so that
 once the outbox has pruned a delivered row the worker still asks Honcho before sending it again.
@@ -32,8 +34,8 @@ twice when the backfill runs again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import logging
 import math
 import os
 import re
@@ -46,7 +48,9 @@ from typing import Any, TextIO
 
 from ..capture.rules import (
     ChatFacts,
+    HumanFacts,
     UserMessageFacts,
+    human_peer,
     skip_reason_for_chat,
     skip_reason_for_tool_result,
     skip_reason_for_user_message,
@@ -59,11 +63,10 @@ from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
 from ..storage.outbox import EnqueueResult, NewEvent, Outbox
 
-log = logging.getLogger(__name__)
-
 CHAT_FILE = "chat.json"
 MAX_CHAT_FILE_BYTES = 128 * 1024 * 1024  # a larger file is skipped (counted), not read into memory
-MAX_TASKS_FILE_BYTES = 16 * 1024 * 1024
+MAX_TASKS_FILE_BYTES = 16 * 1024 * 1024  # also Agent Zero's settings.json
+DEFAULT_PROFILE = "agent0"  # Agent Zero's agent_profile when its settings name none
 MAX_HISTORY_DEPTH = 64  # bulks nest when Agent Zero merges them; deeper is not a file it wrote
 CHAT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 # The message AgentContext.nudge() sends agent 0 as if typed: v1.7's prompts/fw.msg_nudge.md as
@@ -172,6 +175,25 @@ def scheduled_chat_ids(chats_dir: str) -> frozenset[str]:
                             " chats cannot be told apart", "scheduler_unreadable") from exc
 
 
+def agent_profile(chats_dir: str) -> str:
+    """The agent profile agent 0 of every chat runs under: Agent Zero v1.7 keeps no profile per chat (a saved
+    chat is loaded with initialize_agent's config), only its `agent_profile` setting in `usr/settings.json`
+    beside the chats folder (`agent0` when unset or `default`, helpers/settings.py). Raises BackfillError
+    when the file is there but unusable: the chats' human could be named wrongly."""
+    path = os.path.join(os.path.dirname(os.path.abspath(chats_dir)), "settings.json")
+    if not os.path.exists(path):
+        return DEFAULT_PROFILE
+    try:
+        if os.path.getsize(path) > MAX_TASKS_FILE_BYTES:
+            raise ValueError("too large")
+        with open(path, encoding="utf-8") as handle:
+            profile = json.load(handle).get("agent_profile")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise BackfillError(f"Agent Zero's settings.json cannot be read ({type(exc).__name__}): the chats' agent"
+                            " profile, and so their human, is unknown", "settings_unreadable") from exc
+    return profile if isinstance(profile, str) and profile and profile != "default" else DEFAULT_PROFILE
+
+
 def read_chat(folder: str) -> dict[str, Any]:
     """A saved chat as Agent Zero wrote it; raises ChatTooLarge, ValueError (not JSON, not a chat) or OSError."""
     path = os.path.join(folder, CHAT_FILE)
@@ -197,11 +219,20 @@ def project_of(chat: Mapping[str, Any]) -> str | None:
     return project if isinstance(project, str) and project else None
 
 
-def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str]) -> ChatFacts:
+def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str], profile: str) -> ChatFacts:
     """Background chats are never saved by v1.7, but a file may still say so; a `task` context is a
-    scheduled task's as well."""
+    scheduled task's as well. `profile`: agent 0's agent profile (see agent_profile)."""
     kind = str(chat.get("type", "user")).lower()
-    return ChatFacts(background=kind == "background", scheduler_run=kind == "task" or chat_id in scheduled)
+    return ChatFacts(background=kind == "background", scheduler_run=kind == "task" or chat_id in scheduled,
+                     human=HumanFacts(profile=profile))
+
+
+def with_human(facts: ChatFacts, settings: Settings) -> Settings:
+    """The chat's settings with its human (rules.human_peer) as `user_peer_id`, as the host adapter gives live
+    capture (extensions/honcho_bridge/host.chat_settings); unchanged for a chat no one is named for."""
+    human = human_peer(facts.human, settings)
+    return settings if human is None or human == settings.user_peer_id else dataclasses.replace(
+        settings, user_peer_id=human)
 
 
 def log_times(chat: Mapping[str, Any]) -> dict[tuple[str, str], float]:
@@ -426,7 +457,8 @@ class Backfill:
                  scheduled: frozenset[str] = frozenset(), clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic, make_room: Callable[[float], Any] | None = None,
                  pause: Callable[[float], Any] | None = None, wait_s: float = WAIT_S, progress: TextIO | None = None,
-                 secrets_for: Callable[[str | None], Mapping[str, str]] = lambda project: {}) -> None:
+                 secrets_for: Callable[[str | None], Mapping[str, str]] = lambda project: {},
+                 profile: str = DEFAULT_PROFILE) -> None:
         self._settings, self._settings_for = settings, settings_for
         self._dry_run, self._scheduled = dry_run, scheduled
         self._clock, self._monotonic = clock, monotonic
@@ -436,6 +468,7 @@ class Backfill:
         self._pause = pause or threading.Event().wait
         self._wait_s, self._progress_stream = wait_s, progress
         self._secrets_for = secrets_for
+        self._profile = profile
         self.tally = Tally()
         self._waiting_since: float | None = None
 
@@ -470,11 +503,12 @@ class Backfill:
             chat = read_chat(folder)
             chat_id, project = chat_id_of(chat, folder), project_of(chat)
             settings = self._settings_for(project)
-            facts = chat_facts(chat, chat_id, self._scheduled)
+            facts = chat_facts(chat, chat_id, self._scheduled, self._profile)
             reason = skip_reason_for_chat(facts, settings)
             if reason:
                 self.tally.chats[reason] += 1
                 return []
+            settings = with_human(facts, settings)
             messages = chat_messages(chat, facts, settings, self.tally.skipped)
         except ConfigFileError:
             self.tally.chats["project_settings_unusable"] += 1

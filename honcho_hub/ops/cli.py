@@ -234,7 +234,8 @@ def _knob_parsers(sub) -> None:
 
 def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str], out) -> int:
     """Import saved Agent Zero chats through the outbox (ops/backfill.py): the report on `out`, a progress
-    bar on stderr. 0 done, 1 the outbox or scheduler list unusable, 2 usage, 3 stopped for want of room."""
+    bar on stderr. 0 done, 1 the outbox or Agent Zero's scheduler list or settings unusable, 2 usage, 3 stopped
+    for want of room."""
     if args.limit is not None and args.limit < 1 or not 0 <= args.wait <= backfill.MAX_WAIT_S:
         parser.error(f"--limit is at least 1; --wait is 0 to {backfill.MAX_WAIT_S:.0f} seconds")
     try:
@@ -244,15 +245,15 @@ def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str],
         parser.error(f"--config: {exc}")
     try:
         folders = backfill.saved_chats(args.chats_dir, args.chat, args.limit)
-        scheduled = backfill.scheduled_chat_ids(args.chats_dir)
+        scheduled, profile = backfill.scheduled_chat_ids(args.chats_dir), backfill.agent_profile(args.chats_dir)
     except backfill.BackfillError as exc:
-        return _failed("backfill", str(exc), EXIT_FAILED if exc.code == "scheduler_unreadable" else EXIT_USAGE)
+        return _failed("backfill", str(exc), EXIT_USAGE if exc.code == "bad_chats" else EXIT_FAILED)
     hub.current().reconfigure(settings=lambda: settings)
     deliver = (lambda seconds: operations.drain(settings, seconds)) if args.drain else None
     try:
         report = backfill.Backfill(settings, backfill.project_settings(global_layer, environ, args.chats_dir),
-                                   dry_run=args.dry_run, scheduled=scheduled, make_room=deliver, wait_s=args.wait,
-                                   progress=sys.stderr).run(folders)
+                                   dry_run=args.dry_run, scheduled=scheduled, profile=profile, make_room=deliver,
+                                   wait_s=args.wait, progress=sys.stderr).run(folders)
     finally:
         hub.shutdown()
     _print(out, report, args.json, backfill.report_text)
