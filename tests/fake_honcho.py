@@ -377,7 +377,9 @@ class FakeHoncho:
         filters = (body or {}).get("filters") or {}
         if "id" in filters and not self.id_filter_supported:
             return 422, {"detail": "unsupported filter"}
-        found = self._matching_conclusions(ws, filters)
+        found = self._matching_conclusions(ws, filters)  # in creation order
+        if query.get("reverse") != "true":  # like Honcho: newest first, unless `reverse` asks for oldest first
+            found.reverse()
         page, size = int(query.get("page", 1)), int(query.get("size", 50))
         return 200, {"items": found[(page - 1) * size: page * size], "total": len(found), "page": page,
                      "size": size, "pages": -(-len(found) // size)}
