@@ -62,15 +62,16 @@ class HappyPathTest(unittest.TestCase):
         self.assertTrue(check["api"]["ok"], check)
         paths = [request.url.path for request in bench.sent]
         for fragment in ("/sessions/chat-k1/messages", "/scopes/a0-key/sessions", "/context", "/chat",
-                         "/conclusions", "/search", "/schedule_dream", "/health"):
+                         "/conclusions", "/search", "/schedule_dream"):
             self.assertTrue(any(fragment in path for path in paths), fragment)
+        self.assertIn("mcp-key.test", {request.url.host for request in bench.sent})  # the MCP check went out
         for request in bench.sent:
             with self.subTest(request=f"{request.method} {request.url}"):
                 headers = {k.lower(): v for k, v in request.headers.items()}
                 bearer = headers.pop("authorization", None)
                 self.assertNotIn(KEY, str(request.url) + json.dumps(headers) + request.content.decode("utf-8", "replace"))
-                if request.url.path == "/health":  # the MCP server's health: no credentials at all
-                    self.assertEqual((str(request.url), bearer), (mcp + "/health", None))
+                if request.url.host == "mcp-key.test":  # another host than the API's: the MCP check has no key
+                    self.assertEqual((request.url.scheme, request.url.path, bearer), ("https", "/", None))
                 else:
                     self.assertTrue(str(request.url).startswith(api + "/"))
                     self.assertEqual(bearer, f"Bearer {KEY}")

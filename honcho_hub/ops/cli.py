@@ -77,9 +77,9 @@ def exit_code_for(status: dict) -> int:
 
 def _check(settings: Settings, args, out) -> int:
     result = operations.check(settings)
-    _print(out, result, args.json, lambda r: "\n".join(
-        f"{name.upper()}: {'ok' if r[name]['ok'] else 'FAILED (' + str(r[name]['error']) + ')'}"
-        f" in {r[name]['latency_ms']} ms" for name in ("api", "mcp")))
+    _print(out, result, args.json, lambda r: (
+        f"API: {'ok' if r['api']['ok'] else 'FAILED (' + str(r['api']['error']) + ')'} in {r['api']['latency_ms']} ms\n"
+        f"MCP: {r['mcp']['summary']} in {r['mcp']['latency_ms']} ms"))
     if not result["api"]["ok"]:
         return EXIT_FAILED
     return EXIT_OK if result["mcp"]["ok"] else EXIT_DEGRADED

@@ -1,5 +1,6 @@
-"""Operator verbs shared by the sidebar API and the command line: check, wake, drain, retry dead,
-dead letters, clear cache. Each returns a JSON-safe dict and never raises on Honcho or disk trouble.
+"""Operator verbs shared by the sidebar API and the command line: check (the API, and the MCP handshake
+of mcp_probe), wake, drain, retry dead, dead letters, clear cache. Each returns a JSON-safe dict and
+never raises on Honcho or disk trouble.
 """
 
 from __future__ import annotations
@@ -17,15 +18,20 @@ from ..delivery.worker import DeliveryWorker, pause_reason
 from ..errors import AuthError, DeliveryError, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
+from ..settings.spec import MODE_API_URLS, MODE_MCP_URLS
+from . import mcp_probe
 from .status import with_existing_outbox
 
 MAX_REQUEUE = 100
 DRAIN_S = 5.0
+_HOSTED_API, _HOSTED_MCP = urlsplit(MODE_API_URLS["hosted"]), urlsplit(MODE_MCP_URLS["hosted"])
+_HOSTED_DOMAIN = "honcho.dev"  # Plastic Labs' hosted services: none of them may get a key for another API
 
 
 def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
           monotonic: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> dict[str, Any]:
-    """One authenticated API request and the MCP server's health, each with its own timeout.
+    """One authenticated API request, then the MCP handshake (initialize, tools/list), each within
+    check_timeout_s; the key goes to the MCP URL only as `mcp_key_decision` allows.
 
     The API's outcome is remembered for status: until something reached the destination, health
     cannot honestly be green."""
@@ -36,7 +42,31 @@ def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] =
         gateway.close()
     runtime.record_api_check(settings.destination(), failure is None, api["error"], isinstance(failure, AuthError),
                              wall())
-    return {"api": api, "mcp": _mcp_health(settings, http_client_factory, monotonic)}
+    return {"api": api, "mcp": _mcp_check(settings, http_client_factory, monotonic)}
+
+
+def mcp_key_decision(settings: Settings) -> tuple[bool, str]:
+    """Whether the MCP check may send the API key to the MCP URL, and why (a code).
+
+    The hosted MCP server hands the key it gets to the hosted API, so a key for any other API never
+    goes there, whatever `mcp_auth` says. Otherwise `always` and `never` decide; `same_deployment`
+    sends it when both URLs are the hosted defaults, or the MCP URL is on the API's host (any port)
+    and not plain HTTP where the API is HTTPS (the key would cross the network in clear text)."""
+    if not settings.api_key():
+        return False, "no_key"
+    api, mcp = urlsplit(settings.api_url), urlsplit(settings.mcp_url)
+    hosted_api = api.scheme == "https" and api.hostname == _HOSTED_API.hostname
+    if mcp.hostname and _in_hosted_domain(mcp.hostname) and not hosted_api:
+        return False, "hosted_mcp"
+    if settings.mcp_auth in ("always", "never"):
+        return settings.mcp_auth == "always", settings.mcp_auth
+    if hosted_api and (mcp.scheme, mcp.hostname) == (_HOSTED_MCP.scheme, _HOSTED_MCP.hostname):
+        return True, "hosted"
+    if not api.hostname or api.hostname != mcp.hostname:
+        return False, "other_host"
+    if api.scheme == "https" and mcp.scheme != "https":
+        return False, "insecure_mcp_url"
+    return True, "same_host"
 
 
 def wake() -> dict[str, Any]:
@@ -130,20 +160,39 @@ def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> tuple[
         return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code}, exc
 
 
-def _mcp_health(settings: Settings, http_client_factory, monotonic) -> dict[str, Any]:
-    """GET <MCP origin>/health without credentials: the MCP service is separate from the API."""
-    parts = urlsplit(settings.mcp_url)
+def _mcp_check(settings: Settings, http_client_factory: Callable[..., httpx.Client],
+               monotonic: Callable[[], float]) -> dict[str, Any]:
+    """The MCP handshake's outcome as the check reports it: `ok` unless something went wrong (an
+    MCP server that answers 401 to a check without the key is reachable and fine), `reachable` when
+    an HTTP answer came, what was found, whether the key went and why, and a one-line `summary`."""
     start = monotonic()
-    try:
-        with http_client_factory(timeout=settings.check_timeout_s) as client:
-            response = client.get(f"{parts.scheme}://{parts.netloc}/health")
-    except httpx.TimeoutException:
-        return {"ok": False, "status": None, "latency_ms": _ms(monotonic() - start), "error": "timeout"}
-    except httpx.HTTPError:
-        return {"ok": False, "status": None, "latency_ms": _ms(monotonic() - start), "error": "unreachable"}
-    ok = 200 <= response.status_code < 300
-    return {"ok": ok, "status": response.status_code, "latency_ms": _ms(monotonic() - start),
-            "error": None if ok else f"http_{response.status_code}"}
+    if settings.mcp_url_problem:
+        found, (send, why) = mcp_probe.Handshake("failed", None, "unusable_url"), (False, "unusable_url")
+    else:
+        send, why = mcp_key_decision(settings)
+        found = mcp_probe.handshake(settings.mcp_url, settings.api_key() if send else None,
+                                    settings.check_timeout_s, http_client_factory, monotonic)
+    result = {"ok": found.error is None, "reachable": found.status is not None,
+              "latency_ms": _ms(monotonic() - start), "key_sent": send, "key_decision": why, **found.as_dict()}
+    return {**result, "summary": _mcp_summary(result)}
+
+
+def _mcp_summary(result: dict[str, Any]) -> str:
+    """One line for people: what the handshake found, or its code."""
+    if result["state"] == "ready":
+        server = " ".join(part for part in (result["server_name"], result["server_version"]) if part)
+        tools = f"{'' if result['tools_complete'] else 'at least '}{result['tool_count']} tools"
+        key = f"key {'sent' if result['key_sent'] else 'not sent'}: {result['key_decision']}"
+        return f"ok: {server or 'an unnamed server'}, protocol {result['protocol_version']}, {tools} ({key})"
+    if result["state"] == "auth_required":
+        if result["key_sent"]:
+            return f"reachable, key refused ({result['error']})"
+        return f"reachable, auth required (key not sent: {result['key_decision']})"
+    return f"FAILED ({result['error']})"
+
+
+def _in_hosted_domain(host: str) -> bool:
+    return host == _HOSTED_DOMAIN or host.endswith("." + _HOSTED_DOMAIN)
 
 
 def _ms(seconds: float) -> float:
