@@ -4,6 +4,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import sqlite3
 import stat
 import unittest
 
@@ -27,6 +28,7 @@ from honcho_hub.errors import OutboxBusy, OutboxUnavailable
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import MAX_CHAT_SESSIONS, MIGRATIONS, SCHEMA_VERSION, Outbox, Retry, Settlement
+from honcho_hub.storage.processes import Beat, SharedCircuit
 
 
 class OutboxTestCase(unittest.TestCase):
@@ -317,7 +319,7 @@ class ChatSessionsTest(OutboxTestCase):
                  m["last_captured_at"] - 1_700_000_000.0) for m in box.chat_sessions(limit)]
 
     def test_an_outbox_at_schema_4_upgrades_keeping_its_events_and_then_records_chat_sessions(self):
-        self.assertEqual(SCHEMA_VERSION, 5)
+        self.assertIn("CREATE TABLE chat_sessions", MIGRATIONS[4][0])  # schema 4 is the one before them
         legacy_outbox(self.path, 4, {"queued-at-v4": ("pending", None), "sent-at-v4": ("delivered", None)})
         box = self.open()
         self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
@@ -377,6 +379,31 @@ class ChatSessionsTest(OutboxTestCase):
             with self.subTest(limit=limit):
                 self.assertEqual(len(box.chat_sessions(limit)), expected)
         self.assertNotIn("message", json.dumps(box.chat_sessions()))
+
+
+class ProcessTablesMigrationTest(OutboxTestCase):
+    """Schema step 6: the heartbeat and shared-circuit tables (storage/processes.py)."""
+
+    def test_an_outbox_at_schema_5_upgrades_keeping_events_and_chat_sessions_and_then_records_processes(self):
+        self.assertEqual(SCHEMA_VERSION, 6)
+        self.assertIn("CREATE TABLE worker_processes", MIGRATIONS[5][0])
+        legacy_outbox(self.path, 5, {"queued-at-v5": ("pending", None), "sent-at-v5": ("delivered", None)})
+        conn = sqlite3.connect(self.path)
+        with conn:
+            conn.execute("INSERT INTO chat_sessions VALUES (?, 'c1', 'chat-c1', NULL, 1.0, 2.0)", (DEST,))
+        conn.close()
+        box = self.open()
+        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
+        self.assertEqual([m["session_id"] for m in box.chat_sessions()], ["chat-c1"])
+        self.assertEqual((box.processes(), box.shared_circuit(DEST)), ([], None))
+        box.beat(Beat("w1", 5.0, "idle"))
+        box.open_shared_circuit(DEST, SharedCircuit("reset", self.clock.now + 5, 1))
+        self.assertEqual([r["owner"] for r in box.processes()], ["w1"])
+        self.assertEqual(box.shared_circuit(DEST).code, "reset")
+        box.close()
+        again = self.open()  # reopened: migrated once, rows kept
+        self.assertEqual([r["owner"] for r in again.processes()], ["w1"])
 
 
 if __name__ == "__main__":

@@ -1,15 +1,21 @@
 """Process-local delivery state: circuits per destination and the worker's metrics, for status, and how
-each finished batch changes them (the retry policy's decision, turned into what the outbox records)."""
+each finished batch changes them (the retry policy's decision, turned into what the outbox records).
+
+The unreachable circuit is also shared with the other processes of the outbox (storage/processes.py):
+what opened or closed it here waits in `openings` and `closings` until the worker has written it, and
+`follow_shared` takes what the processes share in. Auth and missing-SDK circuits stay this process's own.
+"""
 
 from __future__ import annotations
 
 import logging
 import random
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import DeliveryError
 from ..storage.outbox import Retry, Settlement
+from ..storage.processes import SharedCircuit
 from .batches import BatchResult
 from .retry import Action, RetryPolicy, decide
 
@@ -60,14 +66,21 @@ class WorkerState:
     reason: str | None = None  # paused or error: plugin_disabled, api_url_invalid, or the error code
     detail: str | None = None  # api_url_invalid: which setting holds the URL ("HONCHO_API_URL: ..."), no value
     max_circuits: int = MAX_CIRCUITS
+    # The unreachable circuit's changes not yet written for the other processes: the opening (a copy of the
+    # circuit), or the time of the success that closed it.
+    openings: dict[str, Circuit] = field(default_factory=dict)
+    closings: dict[str, float] = field(default_factory=dict)
 
     def circuit(self, destination: str) -> Circuit:
         with self.lock:
-            circuit = self.circuits.get(destination)
-            if circuit is None:
-                self._make_room()
-                circuit = self.circuits[destination] = Circuit()
-            return circuit
+            return self._circuit(destination)
+
+    def _circuit(self, destination: str) -> Circuit:
+        circuit = self.circuits.get(destination)
+        if circuit is None:
+            self._make_room()
+            circuit = self.circuits[destination] = Circuit()
+        return circuit
 
     def _make_room(self) -> None:
         """Forget closed circuits first, then the oldest open ones (a forgotten open circuit only means
@@ -106,6 +119,9 @@ class WorkerState:
                 circuit = self.circuits.get(destination)
                 if circuit is not None and circuit.kind is not None:
                     log.info("honcho worker: %s circuit closed", circuit.kind)
+                    if circuit.kind == "unreachable":
+                        self.openings.pop(destination, None)
+                        self.closings[destination] = now
                     circuit.kind, circuit.code, circuit.failures = None, None, 0
         return len(delivered), len(result.dead), 0
 
@@ -127,6 +143,9 @@ class WorkerState:
             if decision.action is Action.CIRCUIT:
                 circuit.kind, circuit.code, circuit.open_until = decision.circuit, error.code, decision.next_attempt_at
                 circuit.failures += 1
+                if decision.circuit == "unreachable":
+                    self.closings.pop(destination, None)
+                    self.openings[destination] = replace(circuit)
         if decision.action is Action.CIRCUIT:
             log.warning("honcho worker: %s circuit open (%s)", decision.circuit, error.code)
         if dead:
@@ -140,6 +159,38 @@ class WorkerState:
                                             ambiguous=result.failed_ambiguous,
                                             reconcile_failed=decision.reconcile_failed))
         return len(dead), len(rest)
+
+    def unshared(self, destination: str) -> tuple[SharedCircuit | None, float | None]:
+        """What the other processes do not know yet of `destination`'s unreachable circuit: its opening, or
+        the time of the success that closed it. Changes for other destinations are history (the worker sends
+        to one destination at a time) and are dropped."""
+        with self.lock:
+            for kept in (self.openings, self.closings):
+                for other in [d for d in kept if d != destination]:
+                    del kept[other]
+            opened = self.openings.get(destination)
+            shared = SharedCircuit(opened.code or "", opened.open_until, opened.failures) if opened else None
+            return shared, self.closings.get(destination)
+
+    def follow_shared(self, destination: str, shared: SharedCircuit | None) -> None:
+        """Take the unreachable circuit the processes share (None: closed) once what `unshared` returned was
+        written. It replaces this process's own unreachable circuit; an auth or missing-SDK one stays."""
+        with self.lock:
+            self.openings.pop(destination, None)
+            self.closings.pop(destination, None)
+            circuit = self._circuit(destination)
+            if circuit.kind not in (None, "unreachable"):
+                return
+            if shared is None:
+                if circuit.kind is not None:
+                    log.info("honcho worker: unreachable circuit closed (Honcho answered a process of this outbox)")
+                    circuit.kind, circuit.code, circuit.failures = None, None, 0
+                return
+            if circuit.kind is None:
+                log.warning("honcho worker: unreachable circuit open (%s), opened by another process of this outbox",
+                            shared.code)
+            circuit.kind, circuit.code = "unreachable", shared.code
+            circuit.open_until, circuit.failures = shared.open_until, shared.failures
 
     def reset_auth_circuits(self) -> int:
         """Close auth circuits so the next step probes at once (after the key was fixed)."""

@@ -14,6 +14,12 @@ While batches are on the wire the coordinator renews their leases every third of
 other worker takes them over. A settlement that meets a locked outbox is kept in memory and retried
 until it is recorded or a stop is requested; rows it leaves leased are recovered after their lease as
 events Honcho may hold, and reconciled before anything is sent again.
+
+Every process that drains the outbox is seen through it (storage/processes.py): the coordinator writes
+this worker's heartbeat at the end of a step, and while a step waits on the wire, at most every
+BEAT_EVERY_S, and deletes it at a clean stop. It shares the unreachable circuit: at the start of each
+step, and after a batch opened or closed it, it writes what changed here and takes the shared circuit in.
+Both are skipped, never waited for, while another writer holds the outbox.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from ..keyed import Keyed, fields
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
+from ..storage.processes import BEAT_EVERY_S, Beat
 from .batches import BatchResult, send_batch
 from .retry import RetryPolicy
 from .state import WorkerState
@@ -80,9 +87,14 @@ class DeliveryWorker(threading.Thread):
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
                  rng: random.Random | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  handoff_flush: Callable[[Settings], int] | None = None, busy_timeout_s: float = 5.0,
-                 settle_sleep: Callable[[float], Any] | None = None) -> None:
+                 settle_sleep: Callable[[float], Any] | None = None,
+                 on_delivered: Callable[[str, str], None] | None = None) -> None:
+        """`on_delivered(destination, session_id)` is called on this worker's thread once per batch of a
+        session that Honcho took or was found to hold already: it must be quick, and what it raises is
+        logged at debug and otherwise ignored."""
         super().__init__(name="honcho-hub-delivery", daemon=True)
         self._settings, self._enabled = settings, enabled
+        self._on_delivered = on_delivered
         self._clock, self._monotonic = clock, monotonic
         self._rng = rng or random.Random()
         self._gateway_factory = gateway_factory or _default_gateway
@@ -116,6 +128,12 @@ class DeliveryWorker(threading.Thread):
         self._batch_s: float | None = None  # how long the last batch took, to judge what a deadline allows
         self._abandoned: list[Future] = []  # sends left on the wire at a drain's deadline
         self._failure: str | None = None  # the code of the failing steps, logged once per change
+        # Heartbeats (see the module docstring): when the next is due (monotonic), the interval this worker
+        # promises (from the poll interval), the destination whose circuit it reports, whether a row exists.
+        self._next_beat_mono = -math.inf
+        self._beat_every_s = BEAT_EVERY_S
+        self._beat_destination: str | None = None
+        self._beating = False
 
     # -- thread surface ------------------------------------------------------------------------------
 
@@ -184,15 +202,17 @@ class DeliveryWorker(threading.Thread):
         With a `deadline` (monotonic), a batch is leased only while the time left exceeds the last
         batch's duration, and the step returns at the deadline, leaving what is still on the wire leased."""
         settings = self._settings()
+        self._beat_every_s = max(BEAT_EVERY_S, settings.poll_interval_s)
         paused = pause_reason(settings, self._enabled)
         if paused is not None:
             return self._report(StepReport(state="paused", reason=paused[0], detail=paused[1]))
         report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
         outbox = self._outbox.get(settings)
-        destination = settings.destination()
+        destination = self._beat_destination = settings.destination()
         if destination != self._adopted_for:  # captured while the URL was unusable: theirs from now on
             outbox.adopt_unsent(settings.unusable_url_destination(), destination)
             self._adopted_for = destination
+        self._share_circuit(outbox, destination)
         if self.state.circuit(destination).is_open(self._clock()):
             report.state = "circuit_open"
             return self._report(report)
@@ -227,14 +247,29 @@ class DeliveryWorker(threading.Thread):
             if self._past(deadline):
                 self._abandon(in_flight)
                 break
-            report.state = "running"
-            timeout = min(renew_at, deadline) - self._monotonic()
-            done, _ = wait(in_flight, timeout=max(0.0, timeout), return_when=FIRST_COMPLETED)
+            if report.state != "running":
+                report.state = "running"
+                self.state.show("running")  # what a beat written while the batches are on the wire says
+            done = self._wait(in_flight, min(renew_at, deadline))
             settlement = Settlement()
             for future in done:
-                in_flight.pop(future)
-                self._record(settlement, settings, destination, future.result(), report)
+                batch = in_flight.pop(future)
+                self._record(settlement, settings, destination, batch, future.result(), report)
+            if self.state.unshared(destination) != (None, None):
+                self._share_circuit(outbox, destination)  # the others learn at once, not at our next step
         return self._report(report)
+
+    def _wait(self, in_flight: dict[Future, list[LeasedEvent]], until: float) -> set[Future]:
+        """The batches that finished first, or none at `until` (monotonic); a wait that lasts longer than a
+        beat interval beats, so a slow request does not make this process look dead."""
+        while True:
+            beat_at = self._monotonic() + BEAT_EVERY_S
+            done, _ = wait(in_flight, timeout=max(0.0, min(until, beat_at) - self._monotonic()),
+                           return_when=FIRST_COMPLETED)
+            if done or self._monotonic() >= until:
+                return done
+            if self._monotonic() >= beat_at:
+                self._beat_if_due()
 
     def _settle_and_lease(self, outbox: Outbox, settlement: Settlement, settings: Settings, destination: str,
                           wanted: int, renew: Sequence[str], deadline: float) -> list[list[LeasedEvent]]:
@@ -273,19 +308,81 @@ class DeliveryWorker(threading.Thread):
         log.info("honcho worker: drain time up with %d batches on the wire; they go out again after their"
                  " lease, once Honcho was asked what it holds", len(in_flight))
 
-    def _record(self, settlement: Settlement, settings: Settings, destination: str, result: BatchResult,
-                report: StepReport) -> None:
+    def _record(self, settlement: Settlement, settings: Settings, destination: str, batch: list[LeasedEvent],
+                result: BatchResult, report: StepReport) -> None:
         if result.requests:
             self._batch_s = result.latency_s
         delivered, dead, retried = self.state.record(result, settlement, destination,
                                                      RetryPolicy.from_settings(settings), self._clock(), self._rng)
         report.delivered, report.dead, report.retried = (report.delivered + delivered, report.dead + dead,
                                                          report.retried + retried)
+        if self._on_delivered is not None and (result.delivered or result.already_there):
+            try:
+                self._on_delivered(destination, batch[0].session_id)
+            except Exception as exc:  # the callback's trouble is its own: delivery goes on
+                log.debug("honcho worker: the on_delivered callback failed (%s)", type(exc).__name__)
+
+    # -- what the processes of this outbox share --------------------------------------------------------
+
+    def _share_circuit(self, outbox: Outbox, destination: str) -> None:
+        """Write what opened or closed `destination`'s unreachable circuit here, then take in the one every
+        process of the outbox shares; a success here newer than its opening closes it for all. A locked or
+        unusable outbox leaves both for the next time (this process keeps its own circuit meanwhile)."""
+        opening, closed_at = self.state.unshared(destination)
+        try:
+            if closed_at is not None:
+                outbox.close_shared_circuit(destination, closed_at)
+            if opening is not None:
+                outbox.open_shared_circuit(destination, opening)
+            shared = outbox.shared_circuit(destination)
+            success_at = self.state.snapshot()["metrics"]["last_success_at"]
+            if shared is not None and success_at is not None and success_at > shared.opened_at:
+                # Honcho answered this process after the opening (a batch that was on the wire then).
+                if outbox.close_shared_circuit(destination, shared.opened_at):
+                    shared = None
+        except OutboxError as exc:
+            log.debug("honcho worker: the shared circuit was not read (%s); trying again at the next step", exc.code)
+            return
+        self.state.follow_shared(destination, shared)
+
+    def _beat_if_due(self) -> None:
+        """Write this worker's heartbeat, at most every BEAT_EVERY_S, into the outbox it has open (none is
+        opened for it); a locked outbox skips the beat rather than stall delivery."""
+        now = self._monotonic()
+        outbox = self._outbox.peek()
+        if now < self._next_beat_mono or outbox is None or outbox.closed:
+            return
+        self._next_beat_mono = now + BEAT_EVERY_S
+        snapshot = self.state.snapshot()
+        metrics, circuit = snapshot["metrics"], snapshot["circuits"].get(self._beat_destination or "")
+        beat = Beat(self.owner, self._beat_every_s, snapshot["state"], snapshot["reason"],
+                    circuit["kind"] if circuit else None, circuit["code"] if circuit else None,
+                    circuit["open_until"] if circuit else None, sent=metrics["sent"],
+                    reconciled=metrics["reconciled"], failed=metrics["failed"], dead=metrics["dead"],
+                    last_success_at=metrics["last_success_at"], last_error_code=metrics["last_error_code"],
+                    last_error_at=metrics["last_error_at"])
+        try:
+            outbox.beat(beat)
+            self._beating = True
+        except OutboxError as exc:
+            log.debug("honcho worker: heartbeat skipped (%s)", exc.code)
+
+    def _forget_beat(self) -> None:
+        """Delete this worker's heartbeat row at a clean stop; left behind, it goes stale and expires."""
+        outbox = self._outbox.peek()
+        if not self._beating or outbox is None or outbox.closed:
+            return
+        self._beating = False
+        try:
+            outbox.forget_process(self.owner)
+        except OutboxError as exc:
+            log.debug("honcho worker: heartbeat row left to expire (%s)", exc.code)
 
     # -- helpers -------------------------------------------------------------------------------------
 
     def _report(self, report: StepReport) -> StepReport:
         self.state.show(report.state, report.reason, report.detail)
+        self._beat_if_due()
         return report
 
     def _failed(self, exc: Exception) -> StepReport:
@@ -337,6 +434,7 @@ class DeliveryWorker(threading.Thread):
 
     def _close(self) -> None:
         self.state.show("stopped")
+        self._forget_beat()
         for resource in (self._pool, self._gateways, self._outbox):
             resource.reset()
 

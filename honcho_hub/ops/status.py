@@ -6,7 +6,9 @@ amber (degraded, self-healing), red (needs the user), or neutral: nothing is wro
 but nothing has reached the API yet either, so green would be a guess.
 
 Whether the API was reached is known per process (the worker's sends and the endpoint checks made
-here); another process's worker or checks do not count.
+here); another process's worker or checks do not count. What every process that drains the outbox
+last said of itself (storage/processes.py: pid, host, state, circuit, counters) and the unreachable
+circuit they share are read from the outbox, local SQLite like the queue's counters.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from urllib.parse import urlsplit
 
 from ..errors import DeliveryError, OutboxError
 from ..settings.config import Settings
+from ..storage import processes
 from ..storage.outbox import Outbox
+from ..storage.processes import SharedCircuit
 
 if TYPE_CHECKING:
     from ..runtime import ProcessState
 
 STALE_QUEUE_S = 600.0  # a pending event older than this makes health amber
+MAX_LISTED_PROCESSES = 8  # worker processes status_text names; the document lists every shown one
 
 
 @dataclass
@@ -51,6 +56,10 @@ class StatusParts:
     # The server's configuration of the session's configured peers (gateway.session_peer_flags: peer ->
     # flags, None when it holds none, absent when unread); None when status did not ask.
     session_peers: dict[str, dict[str, bool | None] | None] | None = None
+    # The heartbeat rows of the processes that drain the outbox (processes.listed, with `this_process`) and
+    # the unreachable circuit they share for the destination.
+    processes: list[dict[str, Any]] = field(default_factory=list)
+    shared_circuit: SharedCircuit | None = None
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
@@ -67,12 +76,18 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
         waiting = len(state.journal) if state.journal is not None else 0
     parts = StatusParts(session_id=session_id, scope_id=scope_id, handoff=waiting, api_check=api_check,
                         capture_counters=state.capture_counters.snapshot(), outbox_problem=outbox_problem)
+    def read(box: Outbox) -> tuple:
+        return box.stats(), box.memory_writes(), box.processes(), box.shared_circuit(settings.destination())
+
     try:
-        stats, parts.memory_writes = with_existing_outbox(settings, lambda box: (box.stats(), box.memory_writes()),
-                                                          (None, {}))
+        stats, parts.memory_writes, rows, parts.shared_circuit = with_existing_outbox(settings, read,
+                                                                                      (None, {}, [], None))
     except OutboxError as exc:
         parts.outbox_problem = parts.outbox_problem or exc.code
         stats = None
+    else:
+        here = (os.getpid(), processes.host_name())
+        parts.processes = [{**row, "this_process": (row["pid"], row["host"]) == here} for row in rows]
     if stats is not None:
         parts.queue_counts, parts.dead_by_code = stats["counts"], stats["dead_by_code"]
         parts.oldest_pending_captured_at = stats["oldest_pending_captured_at"]
@@ -152,6 +167,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "sent": metrics.get("sent", 0), "reconciled": metrics.get("reconciled", 0),
                    "reconcile_failures": metrics.get("reconcile_failures", 0),
                    "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
+        "processes": _processes(parts, now),
         # The memory tool's own writes, kept in the outbox: counts, ids and ages only, never their text.
         "memory_writes": {"remembered": parts.memory_writes.get("remembered", 0),
                           "forgotten": parts.memory_writes.get("forgotten", 0),
@@ -184,11 +200,57 @@ def status_text(status: dict[str, Any]) -> str:
         + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
         f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
         + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
+        *_processes_lines(status["processes"]),
         f"Memory tool: {m['remembered']} remembered, {m['forgotten']} forgotten"
         + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']} {m['latest'][0]['age_s']:.0f} s ago"
            if m["latest"] else ""),
     ]
     return "\n".join(lines)
+
+
+def _processes(parts: StatusParts, now: float) -> dict[str, Any]:
+    """The processes that drain the outbox, newest beat first (an expired row is not shown), and the circuit
+    they share: ids, times, states, codes and counts only."""
+    workers = []
+    for row in sorted(parts.processes, key=lambda r: r["beat_at"], reverse=True):
+        if processes.expired(row, now):
+            continue
+        kind = row["circuit_kind"]
+        workers.append({
+            "pid": row["pid"], "host": row["host"], "this_process": bool(row.get("this_process")),
+            "state": row["state"], "reason": row["reason"], "stale": processes.is_stale(row, now),
+            "stale_after_s": processes.stale_after_s(row),
+            "started_age_s": _age(now, row["started_at"]), "beat_age_s": _age(now, row["beat_at"]),
+            "circuit": {"kind": kind, "reason": row["circuit_code"],
+                        "retry_in_s": _until(now, row["circuit_open_until"])} if kind else None,
+            "last_success_age_s": _age(now, row["last_success_at"]), "last_error_code": row["last_error_code"],
+            "last_error_age_s": _age(now, row["last_error_at"]), "sent": row["sent"],
+            "reconciled": row["reconciled"], "failed": row["failed"], "dead_lettered": row["dead"]})
+    stale = sum(1 for w in workers if w["stale"])
+    shared = parts.shared_circuit
+    return {"workers": workers, "live": len(workers) - stale, "stale": stale,
+            "shared_circuit": {"reason": shared.code, "retry_in_s": _until(now, shared.open_until),
+                               "failures": shared.failures} if shared else None}
+
+
+def _processes_lines(section: dict[str, Any]) -> list[str]:
+    def text(w: dict[str, Any]) -> str:
+        circuit = f" (circuit {w['circuit']['kind']})" if w["circuit"] else ""
+        here = " (this process)" if w["this_process"] else ""
+        return (f"pid {w['pid']}{here} on {w['host']} {'stale' if w['stale'] else w['state']}{circuit},"
+                f" beat {w['beat_age_s']:.0f} s ago, {w['sent']} sent")
+
+    workers = section["workers"]
+    lines = []
+    if workers:
+        more = len(workers) - MAX_LISTED_PROCESSES
+        lines.append("Workers of this outbox: " + "; ".join(text(w) for w in workers[:MAX_LISTED_PROCESSES])
+                     + (f"; and {more} more" if more > 0 else ""))
+    shared = section["shared_circuit"]
+    if shared:
+        lines.append(f"Honcho unreachable for every process ({shared['reason']}):"
+                     f" next probe in {shared['retry_in_s']:.0f} s")
+    return lines
 
 
 def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | None] | None) -> dict[str, Any]:
@@ -275,14 +337,15 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
         red.append("no API key: set HONCHO_API_KEY under Settings → Secrets")
     if s["capture"]["outbox_problem"]:
         red.append(f"outbox {s['capture']['outbox_problem']}")
-    circuit = s["worker"]["circuit"]
+    circuit, shared = s["worker"]["circuit"], s["processes"]["shared_circuit"]
     if circuit and circuit["kind"] in ("auth", "sdk_missing"):
         red.append(f"delivery paused: {circuit['reason']}")
-    elif circuit:
-        amber.append(f"Honcho unreachable ({circuit['reason']})")
+    elif circuit or shared:  # this process's, or the one another process of the outbox opened
+        amber.append(f"Honcho unreachable ({(circuit or shared)['reason']})")
     elif reach["state"] == "failed":
         (red if reach["refused_key"] else amber).append(f"last request to Honcho failed ({reach['last_failure']})")
-    if s["worker"]["state"] == "stopped" and s["queue"]["pending"]:
+    draining = any(not w["stale"] and w["state"] != "paused" for w in s["processes"]["workers"])
+    if s["worker"]["state"] == "stopped" and s["queue"]["pending"] and not draining:
         amber.append("worker stopped with events pending")
     if s["queue"]["dead"]:
         codes = ", ".join(f"{n} {code}" for code, n in sorted(s["queue"]["dead_by_code"].items(), key=str))

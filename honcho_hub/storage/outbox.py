@@ -37,9 +37,10 @@ from enum import Enum
 
 from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
 from ..settings.config import Settings
-from . import memory_log
+from . import memory_log, processes
 from .journal import FOLDER as JOURNAL_FOLDER
 from .memory_log import MemoryWrite
+from .processes import Beat, SharedCircuit
 
 # -- the file's schema -----------------------------------------------------------------------------
 
@@ -125,6 +126,40 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (destination, chat_id, session_id)
         )""",
         "CREATE INDEX chat_sessions_by_last ON chat_sessions (last_captured_at)",
+    ),
+    (
+        # The processes that drain this outbox (storage/processes.py): one heartbeat row per delivery worker,
+        # rewritten at most every few seconds, deleted at a clean stop, expired after an hour; at most
+        # processes.MAX_PROCESSES rows.
+        """CREATE TABLE worker_processes (
+            owner              TEXT PRIMARY KEY,  -- the worker's lease owner (pid and a random part)
+            pid                INTEGER NOT NULL,
+            host               TEXT NOT NULL,
+            started_at         REAL NOT NULL,     -- wall epoch s of its first beat
+            beat_at            REAL NOT NULL,     -- of its latest beat
+            beat_every_s       REAL NOT NULL,     -- the longest it means to go between beats
+            state              TEXT NOT NULL,     -- running, idle, paused, circuit_open, error
+            reason             TEXT,              -- why paused or failing: a setting's name or an error code
+            circuit_kind       TEXT,              -- the circuit it holds: unreachable, auth, sdk_missing
+            circuit_code       TEXT,
+            circuit_open_until REAL,
+            sent               INTEGER NOT NULL,  -- counters since the worker started
+            reconciled         INTEGER NOT NULL,
+            failed             INTEGER NOT NULL,
+            dead               INTEGER NOT NULL,
+            last_success_at    REAL,
+            last_error_code    TEXT,
+            last_error_at      REAL
+        )""",
+        # The unreachable-server circuit every process of this outbox honours, one row per destination while
+        # it is open; a success deletes it.
+        """CREATE TABLE shared_circuits (
+            destination TEXT PRIMARY KEY,  -- API URL + workspace, never the key
+            code        TEXT NOT NULL,     -- unreachable, connect_timeout, timeout, reset
+            open_until  REAL NOT NULL,     -- wall epoch s
+            failures    INTEGER NOT NULL,  -- consecutive openings, for the backoff
+            opened_at   REAL NOT NULL      -- when it was opened or last extended
+        )""",
     ),
 )
 
@@ -554,6 +589,7 @@ class Outbox:
         pruned message is gone from the disk too, not only from the table."""
         with self._transaction(_WRITE) as (conn, now):
             removed = self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
+            processes.expire(conn, now)  # and what dead processes left
         with self._transaction(_AUTOCOMMIT) as (conn, now):
             idle = conn.execute(f"SELECT 1 FROM events WHERE state IN {_LIVE} LIMIT 1").fetchone() is None
             _reclaim_space(conn, queue_idle=idle, deleted=removed > 0)
@@ -618,25 +654,62 @@ class Outbox:
         with self._transaction(_READ) as (conn, now):
             return memory_log.summary(conn, latest)
 
+    # -- the processes that drain this outbox (processes owns the tables' rows) ---------------------------
+    # Writes wait at most processes.BEAT_WAIT_S for the lock (then OutboxBusy: the caller skips them).
+
+    def beat(self, beat: Beat) -> None:
+        """Record a worker's heartbeat."""
+        with self._transaction(_WRITE, processes.BEAT_WAIT_S) as (conn, now):
+            processes.beat(conn, beat, now)
+
+    def forget_process(self, owner: str) -> None:
+        """Delete a worker's heartbeat row (it stopped cleanly)."""
+        with self._transaction(_WRITE, processes.BEAT_WAIT_S) as (conn, now):
+            processes.forget(conn, owner)
+
+    def processes(self) -> list[dict]:
+        """The heartbeat rows, newest beat first (processes.COLUMNS); ids, times, states, codes and counts only."""
+        with self._transaction(_READ) as (conn, now):
+            return processes.listed(conn)
+
+    def shared_circuit(self, destination: str) -> SharedCircuit | None:
+        """`destination`'s unreachable circuit as every process of this outbox honours it; None when closed."""
+        with self._transaction(_READ, processes.BEAT_WAIT_S) as (conn, now):
+            return processes.shared_circuit(conn, destination)
+
+    def open_shared_circuit(self, destination: str, circuit: SharedCircuit) -> None:
+        """Open or extend `destination`'s shared circuit (see processes.open_shared)."""
+        with self._transaction(_WRITE, processes.BEAT_WAIT_S) as (conn, now):
+            processes.open_shared(conn, destination, circuit, now)
+
+    def close_shared_circuit(self, destination: str, opened_until: float) -> bool:
+        """Close `destination`'s shared circuit unless it was opened after `opened_until`; whether it closed."""
+        with self._transaction(_WRITE, processes.BEAT_WAIT_S) as (conn, now):
+            return processes.close_shared(conn, destination, opened_until)
+
     # -- the one transaction helper ----------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self, kind: str) -> Iterator[tuple[sqlite3.Connection, float]]:
+    def _transaction(self, kind: str, wait_s: float | None = None) -> Iterator[tuple[sqlite3.Connection, float]]:
         """The only way to the connection of an open outbox: yields it and the time the transaction
         began (one reading of the clock: every row it touches carries the same time).
 
         `_WRITE`: BEGIN IMMEDIATE (the write lock up front, so two writers never deadlock), COMMIT, and
         ROLLBACK when anything raises. `_READ`: several reads from one snapshot, ended by ROLLBACK
         (nothing was written). `_AUTOCOMMIT`: statements SQLite refuses inside a transaction (VACUUM,
-        checkpoints). sqlite3 and OS errors come out as OutboxError kinds (`_translated`)."""
+        checkpoints). sqlite3 and OS errors come out as OutboxError kinds (`_translated`).
+
+        `wait_s`, when shorter than the outbox's busy timeout, bounds this transaction's wait for the
+        locks instead (for writes that are better skipped than waited for)."""
+        wait = self._busy_timeout_s if wait_s is None else min(wait_s, self._busy_timeout_s)
         # Threads of this process queue here; they wait no longer than SQLite would for another process.
-        if not self._lock.acquire(timeout=self._busy_timeout_s):
+        if not self._lock.acquire(timeout=wait):
             raise OutboxBusy("outbox is in use by another thread")
         try:
             if self.closed:
                 raise OutboxError("outbox is closed")
             now = self._clock()
-            with _translated():
+            with _translated(), self._waiting(wait):
                 if kind == _AUTOCOMMIT:
                     yield self._conn, now
                     return
@@ -653,6 +726,18 @@ class Outbox:
                             pass  # the transaction may already be gone; the original error matters
         finally:
             self._lock.release()
+
+    @contextmanager
+    def _waiting(self, wait_s: float) -> Iterator[None]:
+        """SQLite's busy timeout set to `wait_s` for the statements inside, then back to the outbox's own."""
+        if wait_s == self._busy_timeout_s:
+            yield
+            return
+        self._conn.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
+        try:
+            yield
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
 
     def _migrate(self) -> None:
         """Apply the missing MIGRATIONS steps, one transaction each. Safe when several processes race:

@@ -1,0 +1,252 @@
+"""The outbox's record of the processes that drain it (storage/processes.py): heartbeat rows, bounded and
+expiring; the shared unreachable circuit; a worker's beats (at most one per interval, never per message,
+skipped rather than waited for while another process holds the lock); and what status makes of them."""
+
+import json
+import os
+import re
+import unittest
+
+from delivery_helpers import Bench
+from outbox_helpers import DEST, ManualClock, hold_write_lock, release_lock, temp_outbox_path
+
+from honcho_hub.errors import OutboxBusy
+from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
+from honcho_hub.runtime import ProcessState
+from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.outbox import Outbox
+from honcho_hub.storage.processes import (
+    BEAT_EVERY_S,
+    COLUMNS,
+    EXPIRE_S,
+    MAX_PROCESSES,
+    MAX_SHARED_CIRCUITS,
+    Beat,
+    SharedCircuit,
+    host_name,
+)
+
+T0 = 1_800_000_000.0
+
+
+class StorageTest(unittest.TestCase):
+    def setUp(self):
+        self.path = temp_outbox_path(self)
+        self.clock = ManualClock(T0)
+        self.box = self.open()
+
+    def open(self, **options):
+        box = Outbox(self.path, clock=self.clock, **options)
+        self.addCleanup(box.close)
+        return box
+
+    def owners(self):
+        return [row["owner"] for row in self.box.processes()]
+
+    def test_each_worker_has_one_row_its_beats_rewrite_and_at_most_max_processes_are_kept(self):
+        self.box.beat(Beat("w1", 5.0, "idle"))
+        self.clock.advance(5)
+        self.box.beat(Beat("w1", 5.0, "running", sent=7, last_error_code="http_503", last_error_at=T0 + 4))
+        [row] = self.box.processes()
+        self.assertEqual(set(row), set(COLUMNS))
+        self.assertEqual((row["pid"], row["host"], row["started_at"], row["beat_at"]), (os.getpid(), host_name(),
+                                                                                         T0, T0 + 5))
+        self.assertEqual((row["state"], row["sent"], row["last_error_code"], row["last_error_at"]),
+                         ("running", 7, "http_503", T0 + 4))
+        for n in range(MAX_PROCESSES + 3):
+            self.clock.advance(1)
+            self.box.beat(Beat(f"x{n}", 5.0, "idle"))
+        self.assertEqual(self.owners(), [f"x{n}" for n in reversed(range(3, MAX_PROCESSES + 3))],
+                         "newest beat first; the oldest beats made room")
+
+    def test_a_clean_stop_deletes_its_row_and_a_prune_deletes_rows_and_circuits_past_the_expiry(self):
+        for owner in ("stopped", "killed"):
+            self.box.beat(Beat(owner, 5.0, "running"))
+        self.box.open_shared_circuit(DEST, SharedCircuit("reset", T0 + 10, 1))
+        self.box.forget_process("stopped")
+        self.assertEqual(self.owners(), ["killed"])
+        self.clock.advance(EXPIRE_S)
+        self.box.prune(delivered_retention_s=86_400)
+        self.assertEqual(self.owners(), ["killed"], "a beat exactly EXPIRE_S old is kept")
+        self.clock.advance(1)
+        self.box.prune(delivered_retention_s=86_400)
+        self.assertEqual(self.owners(), [])
+        self.assertIsNotNone(self.box.shared_circuit(DEST), "its open-until is younger than EXPIRE_S")
+        self.clock.advance(10)
+        self.box.prune(delivered_retention_s=86_400)
+        self.assertIsNone(self.box.shared_circuit(DEST))
+
+    def test_the_shared_circuit_keeps_the_later_open_until_and_more_failures_and_a_success_closes_older_openings(self):
+        self.box.open_shared_circuit(DEST, SharedCircuit("reset", T0 + 30, 2))
+        self.clock.advance(1)
+        self.box.open_shared_circuit(DEST, SharedCircuit("unreachable", T0 + 10, 1))  # another process's first
+        self.assertEqual(self.box.shared_circuit(DEST), SharedCircuit("unreachable", T0 + 30, 2, T0 + 1))
+        self.assertIsNone(self.box.shared_circuit("https://elsewhere.test#ws"))
+        self.assertFalse(self.box.close_shared_circuit(DEST, T0 + 0.5), "a success before the latest opening")
+        self.assertIsNotNone(self.box.shared_circuit(DEST))
+        self.assertTrue(self.box.close_shared_circuit(DEST, T0 + 1))
+        self.assertIsNone(self.box.shared_circuit(DEST))
+        for n in range(MAX_SHARED_CIRCUITS + 2):
+            self.clock.advance(1)
+            self.box.open_shared_circuit(f"https://h{n}.test#ws", SharedCircuit("unreachable", self.clock.now + 5, 1))
+        kept = [n for n in range(MAX_SHARED_CIRCUITS + 2) if self.box.shared_circuit(f"https://h{n}.test#ws")]
+        self.assertEqual(kept, list(range(2, MAX_SHARED_CIRCUITS + 2)))
+
+    def test_a_beat_waits_only_briefly_for_a_lock_another_process_holds_and_the_wait_is_restored_after(self):
+        box = self.open(busy_timeout_s=5.0)
+        statements = []
+        box._conn.set_trace_callback(statements.append)
+        holder = hold_write_lock(self.path)
+        try:
+            for write in (lambda: box.beat(Beat("w1", 5.0, "idle")),
+                          lambda: box.open_shared_circuit(DEST, SharedCircuit("reset", T0 + 5, 1))):
+                with self.assertRaises(OutboxBusy):
+                    write()
+        finally:
+            release_lock(holder)
+        box._conn.set_trace_callback(None)
+        waits = [s for s in statements if re.fullmatch(r"PRAGMA busy_timeout = \d+", s)]
+        self.assertEqual(waits, ["PRAGMA busy_timeout = 250", "PRAGMA busy_timeout = 5000"] * 2)
+        self.assertEqual(box._conn.execute("PRAGMA busy_timeout").fetchone()[0], 5000)
+        box.beat(Beat("w1", 5.0, "idle"))
+        self.assertEqual([r["owner"] for r in box.processes()], ["w1"])
+
+
+class WorkerBeatTest(unittest.TestCase):
+    def rows(self, bench):
+        box = Outbox(bench.path)
+        try:
+            return box.processes()
+        finally:
+            box.close()
+
+    def test_a_worker_beats_at_most_once_per_interval_however_many_messages_it_delivers(self):
+        bench = Bench(self)
+        bench.say("b1", 5)
+        bench.worker.step()
+        first = bench.clock.now
+        [row] = self.rows(bench)
+        self.assertEqual((row["owner"], row["beat_at"], row["state"], row["sent"], row["beat_every_s"]),
+                         (bench.worker.owner, first, "running", 5, 5.0))
+        for _ in range(3):  # wall time moves, the monotonic clock the beats are paced by does not
+            bench.clock.advance(1)
+            bench.say("b1", 5)
+            bench.worker.step()
+        self.assertEqual(len(bench.server_texts("b1")), 20)
+        [row] = self.rows(bench)
+        self.assertEqual((row["beat_at"], row["sent"]), (first, 5))
+        bench.mono.advance(BEAT_EVERY_S)
+        bench.worker.step()
+        [row] = self.rows(bench)
+        self.assertEqual((row["beat_at"], row["state"], row["sent"]), (bench.clock.now, "idle", 20))
+
+    def test_the_beat_interval_follows_a_longer_poll_interval(self):
+        bench = Bench(self, poll_interval_s=60)
+        bench.worker.step()
+        [row] = self.rows(bench)
+        self.assertEqual(row["beat_every_s"], 60.0)
+        status = build_status(bench.settings, gather_parts(bench.settings, ProcessState(), worker=bench.worker),
+                              bench.clock.now + 1)
+        [shown] = status["processes"]["workers"]
+        self.assertEqual((shown["stale_after_s"], shown["this_process"], shown["pid"]), (180.0, True, os.getpid()))
+
+    def test_a_locked_outbox_skips_the_beat_and_the_step_goes_on(self):
+        bench = Bench(self)
+        bench.worker.step()  # opens the outbox: the first beat says idle
+        bench.enabled = False  # a paused step writes nothing but its beat
+        bench.mono.advance(BEAT_EVERY_S)
+        holder = hold_write_lock(bench.path)
+        try:
+            report = bench.worker.step()
+        finally:
+            release_lock(holder)
+        self.assertEqual(report.state, "paused")
+        self.assertEqual([r["state"] for r in self.rows(bench)], ["idle"], "skipped, not waited for")
+        bench.worker.step()
+        self.assertEqual([r["state"] for r in self.rows(bench)], ["idle"], "the next beat is an interval later")
+        bench.mono.advance(BEAT_EVERY_S)
+        bench.worker.step()
+        self.assertEqual([r["state"] for r in self.rows(bench)], ["paused"])
+
+    def test_a_stopped_worker_deletes_its_row(self):
+        bench = Bench(self)
+        bench.worker.step()
+        self.assertEqual(len(self.rows(bench)), 1)
+        self.assertTrue(bench.worker.stop(10))
+        self.assertEqual(self.rows(bench), [])
+
+
+def row(owner: str, pid: int, beat_at: float, **fields) -> dict:
+    values = dict.fromkeys(COLUMNS)
+    values.update(owner=owner, pid=pid, host="box", started_at=beat_at - 100, beat_at=beat_at, beat_every_s=5.0,
+                  state="idle", sent=0, reconciled=0, failed=0, dead=0)
+    values.update(fields)
+    return values
+
+
+class ProcessesStatusTest(unittest.TestCase):
+    def setUp(self):
+        self.path = temp_outbox_path(self)
+        self.settings = build_settings({"outbox_path": self.path, "api_url": "https://honcho.test"}, {}, {})
+
+    def status(self, now, rows=(), shared=None, pending=0):
+        parts = StatusParts(processes=list(rows), shared_circuit=shared, queue_counts={"pending": pending})
+        return build_status(self.settings, parts, now)
+
+    def test_a_row_is_stale_past_its_bound_and_hidden_past_the_expiry(self):
+        rows = [row("w1", 101, T0, state="running", sent=4)]
+        for age, stale, shown in ((15, False, True), (16, True, True), (EXPIRE_S, True, True),
+                                  (EXPIRE_S + 1, None, False)):
+            with self.subTest(age=age):
+                section = self.status(T0 + age, rows)["processes"]
+                self.assertEqual(len(section["workers"]), int(shown))
+                self.assertEqual((section["live"], section["stale"]), (0, 0) if not shown else (int(not stale),
+                                                                                            int(stale)))
+                if shown:
+                    self.assertEqual(section["workers"][0]["stale"], stale)
+                    self.assertEqual(section["workers"][0]["beat_age_s"], float(age))
+
+    def test_each_worker_shows_its_circuit_counters_and_last_error_and_never_the_path(self):
+        rows = [row("w1", 101, T0, state="circuit_open", circuit_kind="auth", circuit_code="auth_401",
+                    circuit_open_until=T0 + 60, last_error_code="auth_401", last_error_at=T0 - 1, failed=3),
+                row("w2", 102, T0 - 2, sent=9, reconciled=1, dead=2, last_success_at=T0 - 3)]
+        status = self.status(T0 + 1, rows)
+        first, second = status["processes"]["workers"]
+        self.assertEqual((first["pid"], first["circuit"], first["last_error_code"], first["last_error_age_s"],
+                          first["failed"]),
+                         (101, {"kind": "auth", "reason": "auth_401", "retry_in_s": 59.0}, "auth_401", 2.0, 3))
+        self.assertEqual((second["sent"], second["reconciled"], second["dead_lettered"], second["last_success_age_s"],
+                          second["started_age_s"], second["this_process"]), (9, 1, 2, 4.0, 103.0, False))
+        self.assertNotIn("owner", first)
+        self.assertNotIn(self.path, json.dumps(status))
+        text = status_text(status)
+        self.assertIn("pid 101 on box circuit_open (circuit auth), beat 1 s ago, 0 sent", text)
+        self.assertIn("pid 102 on box idle, beat 3 s ago, 9 sent", text)
+
+    def test_events_pending_with_no_worker_here_are_amber_only_while_no_other_process_drains(self):
+        cases = (("no process", [], True), ("another process beats", [row("w1", 101, T0)], False),
+                 ("its beat is stale", [row("w1", 101, T0 - 60)], True),
+                 ("it is paused", [row("w1", 101, T0, state="paused", reason="plugin_disabled")], True))
+        for name, rows, amber in cases:
+            with self.subTest(name):
+                reasons = self.status(T0 + 1, rows, pending=2)["health_reasons"]
+                self.assertEqual("worker stopped with events pending" in reasons, amber)
+
+    def test_an_open_shared_circuit_is_amber_and_says_when_the_processes_probe_again(self):
+        shared = SharedCircuit("reset", T0 + 30, 2, T0 - 5)
+        status = self.status(T0, [row("w1", 101, T0)], shared=shared)
+        self.assertEqual(status["processes"]["shared_circuit"], {"reason": "reset", "retry_in_s": 30.0, "failures": 2})
+        self.assertEqual((status["health"], status["health_reasons"]), ("amber", ["Honcho unreachable (reset)"]))
+        self.assertIn("Honcho unreachable for every process (reset): next probe in 30 s", status_text(status))
+        self.assertIsNone(self.status(T0, [row("w1", 101, T0)])["processes"]["shared_circuit"])
+
+    def test_the_text_names_at_most_a_few_processes(self):
+        rows = [row(f"w{n}", 100 + n, T0 - n) for n in range(12)]
+        text = status_text(self.status(T0, rows))
+        self.assertIn("pid 107", text)
+        self.assertNotIn("pid 108", text)
+        self.assertIn("and 4 more", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
