@@ -12,6 +12,7 @@ from delivery_helpers import with_api_url_problem
 from fake_honcho import FakeHoncho
 from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
+from mcp_fake import McpFake
 from outbox_helpers import enqueue, lease, settle, temp_outbox_path
 
 from honcho_hub import hub
@@ -56,21 +57,26 @@ class CliCase(unittest.TestCase):
     def down(self):
         self.server.close()  # nothing listens any more: connection refused
 
-    def health_route(self):
-        self.fake._routes.append(("GET", r"^/health$", lambda body, query: (200, {"status": "ok"})))
+    def mcp_server(self):
+        """A fake MCP server on the API's host, which requires the key, set as the MCP URL."""
+        mcp = McpFake(key=KEY)
+        self.addCleanup(mcp.close)
+        self.env["HONCHO_MCP_URL"] = mcp.url
+        return mcp
 
 
 class CheckTest(CliCase):
     def test_api_and_mcp_ok(self):
-        self.health_route()
+        self.mcp_server()
         code, out = self.cli("check", "--json")
         result = json.loads(out)
         self.assertEqual(code, 0)
         self.assertTrue(result["api"]["ok"] and result["mcp"]["ok"])
         self.assertIsInstance(result["api"]["latency_ms"], float)
+        self.assertEqual((result["mcp"]["state"], result["mcp"]["tool_count"]), ("ready", 31))
 
-    def test_mcp_missing_health_is_degraded(self):
-        code, out = self.cli("check", "--json")
+    def test_an_mcp_url_that_is_no_mcp_server_is_degraded(self):
+        code, out = self.cli("check", "--json")  # the MCP URL is the API's: it has no MCP endpoint
         self.assertEqual((code, json.loads(out)["mcp"]["error"]), (3, "http_404"))
 
     def test_honcho_down_and_401(self):
@@ -81,16 +87,16 @@ class CheckTest(CliCase):
         code, out = self.cli("check", "--json")
         self.assertEqual((code, json.loads(out)["api"]["error"]), (1, "unreachable"))
 
-    def test_the_mcp_check_sends_no_key(self):
-        self.health_route()
+    def test_the_mcp_check_carries_the_key_only_as_a_bearer_header(self):
+        mcp = self.mcp_server()  # on the API's host: the key may go (tests/test_mcp_check.py: when not)
         self.cli("check")
-        health = [r for r in self.server.seen if r["path"] == "/health"]
-        self.assertEqual(len(health), 1)
-        self.assertNotIn("authorization", health[0]["headers"])
-        self.assertNotIn(KEY, json.dumps(health))
-        api = [r for r in self.server.seen if r["path"] != "/health"]
-        self.assertTrue(api)  # the API check went out too, and it alone carries the key
-        self.assertTrue(all(r["headers"].get("authorization") == f"Bearer {KEY}" for r in api))
+        self.assertEqual(len(mcp.seen), 5)  # initialize, initialized, two pages of tools, the session's end
+        for request in mcp.seen:
+            headers = dict(request["headers"])
+            self.assertEqual(headers.pop("authorization"), f"Bearer {KEY}")
+            self.assertNotIn(KEY, request["path"] + json.dumps(headers) + request["body"])
+        self.assertTrue(self.server.seen)  # the API check went out too, with the key
+        self.assertTrue(all(r["headers"].get("authorization") == f"Bearer {KEY}" for r in self.server.seen))
 
 
 class DrainAndDeadTest(CliCase):
@@ -316,7 +322,9 @@ class ApiHandlersTest(unittest.TestCase):
             self.assertTrue(handler.requires_auth() and handler.requires_csrf())
 
     def test_status_and_every_action(self):
-        self.fake._routes.append(("GET", r"^/health$", lambda body, query: (200, {"status": "ok"})))
+        mcp = McpFake(key=KEY)
+        self.addCleanup(mcp.close)
+        self.host.config.update(mcp_url=mcp.url)
         destination = f"{self.server.url}#agent-zero"
         box = Outbox(self.host.config["outbox_path"])
         enqueue(box, [NewEvent(f"ev_api_{i}", destination, "agent-zero", f"chat-api{i % 2}", "user", "user",
