@@ -59,6 +59,7 @@ class FakeHoncho:
         self.context_queries: list[dict] = []
         self.scoped_context_status: int | None = None  # e.g. 403: this key is not workspace-level
         self.conclusions: dict[str, dict] = {}
+        self.deleted_conclusions: set[str] = set()  # ids never given again, as a real server's are unique
         self.dialectic_answer: str | None = "The user prefers green tea."
         self.dialectic_status: int | None = None  # 500 when the server has no LLM provider
         # Opt-in: the answers of the next chat requests, one each, in order (text, or an int: that status);
@@ -353,7 +354,10 @@ class FakeHoncho:
                 return 404, {"detail": f"{missing} not found"}
         made = []
         for item in body.get("conclusions") or []:
-            cid = f"c{len(self.conclusions) + 1:04d}"
+            serial = len(self.conclusions) + 1
+            while f"c{serial:04d}" in self.conclusions or f"c{serial:04d}" in self.deleted_conclusions:
+                serial += 1
+            cid = f"c{serial:04d}"
             self.conclusions[cid] = {"id": cid, "content": item["content"], "observer_id": item["observer_id"],
                                      "observed_id": item["observed_id"], "session_id": item.get("session_id"),
                                      "created_at": _now(), "workspace_id": ws}
@@ -395,6 +399,7 @@ class FakeHoncho:
     def _delete_conclusion(self, body: dict, query: dict, ws: str, cid: str) -> tuple[int, Any]:
         if self.conclusions.pop(cid, None) is None:  # like Honcho: no observer check on delete
             return 404, {"detail": "conclusion not found"}
+        self.deleted_conclusions.add(cid)
         return 200, None
 
     def _search(self, messages: list[dict], body: dict) -> list[dict]:
