@@ -199,7 +199,8 @@ class Hub:
                 self._start_after(older)
                 return None
             # Settings are reloaded at every step, their debug setting applied.
-            self._worker = DeliveryWorker(log_level.following(lambda: self.settings()), enabled=lambda: self.enabled())
+            self._worker = DeliveryWorker(log_level.following(lambda: self.settings()), enabled=lambda: self.enabled(),
+                                          on_delivered=self._delivered)
             self._worker.start()
             return self._worker
 
@@ -217,6 +218,12 @@ class Hub:
         if self._successor is None or not self._successor.is_alive():
             self._successor = threading.Thread(target=start_when_gone, name="honcho-hub-restart", daemon=True)
             self._successor.start()
+
+    def _delivered(self, destination: str, session_id: str) -> None:
+        """The worker delivered a session's messages: recall follows Honcho's derivation of them."""
+        recaller = self._recaller
+        if recaller is not None:
+            recaller.note_delivered(destination, session_id)
 
     def wake_worker(self) -> None:
         """Nudge the worker after an enqueue (no-op when none runs)."""

@@ -8,9 +8,13 @@ import unittest
 import httpx
 import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
 from fake_honcho import FakeHoncho
+from loopback import serve
 from outbox_helpers import ManualClock, temp_outbox_path
 
+from honcho_hub.capture.service import CaptureRequest, Role
+from honcho_hub.delivery import lifecycle
 from honcho_hub.gateway.gateway import HonchoGateway
+from honcho_hub.hub import Hub
 from honcho_hub.recall.recaller import FRESH_MIN_AGE_S, FRESHNESS_MAX_S, FRESHNESS_POLL_S, Recaller
 from honcho_hub.settings.config import build_settings
 
@@ -104,6 +108,25 @@ class FreshnessTest(unittest.TestCase):
         self.recaller.note_delivered("https://elsewhere.test#ws", SESSION)
         self.turn(FRESHNESS_POLL_S)
         self.assertEqual(self.fake.queue_reads, [])
+
+
+class DeliveryTellsRecallTest(unittest.TestCase):
+    def test_the_hubs_worker_tells_its_recaller_which_session_it_delivered(self):
+        server = serve(FakeHoncho())
+        self.addCleanup(server.close)
+        settings = build_settings({"api_url": server.url, "outbox_path": temp_outbox_path(self)}, {}, {})
+        the_hub = Hub(settings=lambda: settings)
+        self.addCleanup(the_hub.stop)
+        recaller = the_hub.recaller()
+        the_hub.capture(settings).capture(CaptureRequest("told", Role.USER, "u1", "I keep bees"), settings)
+        the_hub.flush_capture()
+        self.assertTrue(the_hub.load_delivery())
+        worker = the_hub.ensure_worker()
+        self.addCleanup(lifecycle.stop_workers)
+        self.assertEqual(server.fake.await_request(r"/sessions/chat-told/messages$", 1, 30), 1)
+        self.assertTrue(worker.stop(30))  # its callbacks have run
+        self.assertEqual(recaller.freshness(settings, "chat-told")["state"], "deriving")
+        self.assertEqual(recaller.freshness(settings, "chat-other")["state"], "fresh")
 
 
 if __name__ == "__main__":
