@@ -15,7 +15,9 @@ from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.delivery import lifecycle
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.hub import Hub
+from honcho_hub.ops.status import build_status, gather_parts, status_text
 from honcho_hub.recall.recaller import FRESH_MIN_AGE_S, FRESHNESS_MAX_S, FRESHNESS_POLL_S, Recaller
+from honcho_hub.runtime import process_state
 from honcho_hub.settings.config import build_settings
 
 TEMPLATE = "<honcho_memory>\n{{sections}}\n</honcho_memory>"
@@ -71,6 +73,21 @@ class FreshnessTest(unittest.TestCase):
         self.assertEqual(self.recaller.freshness(self.settings, SESSION), {"state": "fresh", "pending": 0})
         self.assertIn("oolong", self.turn())  # an hour of TTL left, yet the new memory
         self.assertEqual(self.fake.queue_reads, [SESSION] * 3)  # fresh: no more polling
+
+    def test_status_says_fresh_or_deriving_with_the_pending_work(self):
+        def memory_line():
+            parts = gather_parts(self.settings, process_state(), session_id=SESSION, recaller=self.recaller)
+            status = build_status(self.settings, parts, 1_900_000_000.0)
+            return status["recall"]["memory"], [line for line in status_text(status).splitlines()
+                                                if line.startswith("Memory is ")]
+        self.assertEqual(memory_line(), ({"state": "fresh", "pending": 0}, ["Memory is fresh"]))
+        self.fake.queue_script[SESSION] = [4, 0]
+        self.recaller.note_delivered(self.settings.destination(), SESSION)
+        self.assertEqual(memory_line()[1], ["Memory is deriving"])  # not polled yet
+        self.turn()
+        self.assertEqual(memory_line(), ({"state": "deriving", "pending": 4}, ["Memory is deriving (4 pending)"]))
+        self.turn(FRESHNESS_POLL_S)
+        self.assertEqual(memory_line()[1], ["Memory is fresh"])
 
     def test_no_work_seen_counts_as_done_only_after_the_minimum_age(self):
         self.turn()

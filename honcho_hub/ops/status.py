@@ -51,6 +51,8 @@ class StatusParts:
     cache_entries: int = 0
     cache_counters: dict[str, int] = field(default_factory=dict)
     dialectic_counters: dict[str, int] = field(default_factory=dict)
+    # Whether Honcho is still deriving from what was delivered for the session (recaller.freshness).
+    memory: dict[str, Any] = field(default_factory=lambda: {"state": "fresh", "pending": 0})
     api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
     memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
     # The server's configuration of the session's configured peers (gateway.session_peer_flags: peer ->
@@ -98,6 +100,8 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
         parts.cache_entries, parts.scope_problem = recaller.cache_entries(), recaller.scope_problem
         parts.cache_counters = recaller.cache_counters()
         parts.dialectic_counters = recaller.dialectic_counters()
+        if session_id:
+            parts.memory = recaller.freshness(settings, session_id)
     if scope_backfill is not None and scope_id:
         try:
             parts.scope_backfill = scope_backfill(scope_id)
@@ -147,7 +151,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "cache": {name: parts.cache_counters.get(name, 0)
                              for name in ("hits", "loads", "reused", "stale_served", "timeouts", "errors")},
                    "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens,
-                   "agent_representation": settings.include_agent_representation,
+                   "agent_representation": settings.include_agent_representation, "memory": parts.memory,
                    "dialectic": {"enabled": settings.dialectic_enabled, "cadence": settings.dialectic_cadence,
                                  "depth": settings.dialectic_depth,
                                  **{name: parts.dialectic_counters.get(name, 0)
@@ -194,6 +198,7 @@ def status_text(status: dict[str, Any]) -> str:
         f" · key {'set' if i['api_key_configured'] else 'missing'}",
         f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall {status['recall']['mode']}"
         f" · scope {status['scope']['current'] or 'none'} ({status['scope']['strategy']})",
+        _memory_line(status["recall"]["memory"]),
         *_dialectic_lines(status["recall"]["dialectic"]),
         *_sessions_lines(i),
         f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead, {q['in_memory']} in memory"
@@ -265,6 +270,12 @@ def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | No
         server = {role: held[peer] for role, peer in peers.items() if peer in held}
         wins = any(flags is not None and flags != configured[role] for role, flags in server.items())
     return {"preset": settings.observation, "configured": configured, "server": server, "server_wins": wins}
+
+
+def _memory_line(memory: dict[str, Any]) -> str:
+    if memory["state"] == "fresh":
+        return "Memory is fresh"
+    return "Memory is deriving" + (f" ({memory['pending']} pending)" if memory["pending"] is not None else "")
 
 
 def _dialectic_lines(dialectic: dict[str, Any]) -> list[str]:
