@@ -1,9 +1,11 @@
 // Honcho Memory Hub sidebar store: a live health line, the status panel, the user's card and the five
 // operator actions. Collapsed, the line polls a light status (local state only: no request to Honcho) every
 // 30 s; open, the panel polls the full status (with the shown chat's scope progress) every 5 s, and the
-// card (a request to Honcho) when it opens and at most once a minute while it stays open.
+// card (a request to Honcho) when it opens and at most once a minute while it stays open. The open panel also
+// opens the memory inspector (webui/honcho-inspector.html) in Agent Zero's modal.
 import { createStore } from "/js/AlpineStore.js";
 import { callJsonApi } from "/js/api.js";
+import { openModal } from "/js/modals.js";
 import {
   toastFrontendError,
   toastFrontendSuccess,
@@ -13,6 +15,7 @@ import {
 const STATUS_API = "/plugins/honcho/honcho_status";
 const ACTION_API = "/plugins/honcho/honcho_action";
 const CARD_API = "/plugins/honcho/honcho_card";
+const INSPECTOR = "/plugins/honcho/webui/honcho-inspector.html";
 const OPEN_REFRESH_MS = 5000;
 const COLLAPSED_REFRESH_MS = 30000;
 const CARD_REFRESH_MS = 60000;
@@ -133,6 +136,10 @@ export const store = createStore("honchoHub", {
       this.refresh();
       this.refreshCard();
     }, this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);
+  },
+
+  openInspector() {
+    openModal(INSPECTOR);
   },
 
   async run(action) {

@@ -1,4 +1,5 @@
-"""The sidebar's API side: status, the bounded operator actions and the card, for the chat the UI shows."""
+"""The sidebar's API side: status, the bounded operator actions, the card and the memory inspector, for the
+chat the UI shows."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.ops import inspector
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
-from usr.plugins.honcho.honcho_hub.tool.verbs import card_view
+from usr.plugins.honcho.honcho_hub.storage import memory_log
+from usr.plugins.honcho.honcho_hub.tool.verbs import ActionContext, card_view
 
+from . import host
+from .recall import template
+from .tool import action_context
 from .worker import global_settings, hub, plugin_enabled
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
+INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card")
 
 
 def status_document(body: Any) -> dict:
@@ -53,6 +60,57 @@ def run_operation(body: Any) -> dict:
         "clear_cache": lambda: operations.clear_cache(settings),
     }[action]()
     return {"ok": "error" not in result, "action": action, "result": result}
+
+
+def inspector_document(body: Any) -> dict:
+    """One of INSPECTOR_ACTIONS of the memory inspector, seen from the chat the UI shows (its human, session
+    and scope), else from the global settings: `view` (`page`), `search` (`query`), `forget` (`id`, and
+    `confirmed: true` from the UI's confirm step), `undo` (`id` of a forgotten conclusion), `edit_card`
+    (`facts`: the whole new card). A structured error for anything else."""
+    body = body if isinstance(body, dict) else {}
+    action = body.get("action")
+    if action not in INSPECTOR_ACTIONS:
+        return {"ok": False, "error": f"unknown action; use one of: {', '.join(INSPECTOR_ACTIONS)}"}
+    the_hub = hub()
+    agent = _chat_agent(body)
+    actions = action_context(agent) if agent is not None else _global_actions()
+    log_level.follow(actions.settings)
+    ins = inspector.Inspector(actions, the_hub.recaller(), template())
+    return {
+        "view": lambda: inspector.view(ins, body.get("page", 1)),
+        "search": lambda: inspector.search(ins, body.get("query")),
+        "forget": lambda: inspector.forget(ins, body.get("id"), body.get("confirmed")),
+        "undo": lambda: inspector.undo(ins, body.get("id")),
+        "edit_card": lambda: inspector.edit_card(ins, body.get("facts")),
+    }[action]()
+
+
+def _chat_agent(body: dict) -> Any:
+    """Agent 0 of the chat the UI shows; None without one (or on a host that cannot say)."""
+    context_id = body.get("context")
+    if not isinstance(context_id, str) or not context_id:
+        return None
+    try:
+        from agent import AgentContext
+
+        context = AgentContext.get(context_id)
+    except Exception:  # an older host: the inspector looks from the global settings
+        return None
+    return getattr(context, "agent0", None) if context is not None else None
+
+
+def _global_actions() -> ActionContext:
+    """The memory tool's context outside any chat: global settings and secrets, no session or scope."""
+    settings = global_settings()
+    the_hub = hub()
+    gateway = the_hub.tool_gateway(settings)
+
+    def record(write: memory_log.MemoryWrite) -> None:
+        the_hub.recaller().memory_changed(settings)  # the next turn's pack shows the change
+        memory_log.keep(settings, write)
+
+    return ActionContext(settings=settings, secrets=host.host_secrets(None), mask=lambda text: host.mask(None, text),
+                         gateway=gateway, supports_scopes=gateway.supports_scopes, record=record)
 
 
 def _chat(body: Any) -> tuple[str | None, str | None]:

@@ -167,6 +167,15 @@ class Recaller:
         self.warm(settings, scope_id)
         return RecallResult(render_block(pack, template) if pack else "", source, pack)
 
+    def base_preview(self, settings: Settings, session_id: str, scope_id: str | None, template: str) -> str | None:
+        """The base pack a turn of this session would get, rendered as its block ('' for an empty pack), or
+        None before the first base load for these peers and scope. Reads what is loaded: no request, no
+        load started, nothing counted."""
+        base = self._base_data(settings, session_id, scope_id)
+        if base is None:
+            return None
+        return render_block(self._pack(settings, session_id, base, scope_id, include_messages=False), template)
+
     def gateway(self, settings: Settings) -> HonchoGateway:
         """Recall's gateway (deadline-bound client), also used by status for scope progress."""
         return self._parts(settings)[0]

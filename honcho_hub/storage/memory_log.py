@@ -9,17 +9,24 @@ session, scope) and its redacted text — for a `forget`, the text the deleted c
 can be created again (under a new id). A card has no id in Honcho: a `profile` write is kept under the
 id CARD_ID (its observer and observed say whose card), with JSON text `{"card": [the facts sent],
 "replaced": [the facts it replaced ([] for no card), each null where it could not be made safe]}`, so
-that the earlier card can be set again. Status reads only counts, ids and times; the text never
-leaves the file through status or logs.
+that the earlier card can be set again. The memory inspector's undo of a forget is kept as a `restore`
+write under the new conclusion's id, with JSON text `{"text": the text created again, "restores": the
+forgotten id}`. Status reads only counts, ids and times; the text never leaves the file through status or
+logs: only the memory inspector reads it (`recent`).
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..settings.config import Settings
+
+if TYPE_CHECKING:
+    from .outbox import Outbox
 
 MAX_RECORDS = 1_000
 KEEP_WAIT_S = 1.0  # how long keeping a record waits for the outbox's write lock; the write itself is done
@@ -29,6 +36,7 @@ class WriteKind(str, Enum):
     REMEMBER = "remember"
     FORGET = "forget"
     PROFILE = "profile"  # the agent's card of the user replaced
+    RESTORE = "restore"  # a forgotten conclusion created again by the memory inspector's undo
 
 
 CARD_ID = "card"
@@ -46,6 +54,15 @@ class MemoryWrite:
     observed_id: str
     session_id: str | None
     scope_id: str | None
+
+
+@dataclass(frozen=True)
+class KeptWrite:
+    """A write as the record holds it: its place in write order and when it was kept (wall epoch s)."""
+
+    seq: int
+    made_at: float
+    write: MemoryWrite
 
 
 def keep(settings: Settings, write: MemoryWrite) -> None:
@@ -75,3 +92,29 @@ def summary(conn: sqlite3.Connection, latest: int) -> dict:
                         (max(0, int(latest)),)).fetchall()
     return {"remembered": counts.get(WriteKind.REMEMBER.value, 0), "forgotten": counts.get(WriteKind.FORGET.value, 0),
             "latest": [{"id": r[0], "kind": r[1], "at": r[2]} for r in rows]}
+
+
+def recent(box: Outbox, destination: str, observer_id: str, observed_id: str, limit: int,
+           since: float | None = None) -> list[KeptWrite]:
+    """The newest `limit` kept writes of `destination` about these peers in `box` (those kept at `since` or
+    later, when given), newest first, with their text: for the memory inspector only. Raises OutboxError."""
+    from .outbox import _READ  # the outbox owns the connection; this module, the table's rows
+
+    # The outbox has no public reader of this table's text (its status reader returns none, by design): one
+    # read transaction through its one transaction helper.
+    with box._transaction(_READ) as (conn, _now):
+        return records(conn, destination, observer_id, observed_id, limit, since)
+
+
+def records(conn: sqlite3.Connection, destination: str, observer_id: str, observed_id: str, limit: int,
+            since: float | None = None) -> list[KeptWrite]:
+    """The newest `limit` records of `destination` about these peers (kept at `since` or later, when given),
+    newest first (inside the caller's transaction)."""
+    rows = conn.execute("SELECT seq, made_at, conclusion_id, kind, content, destination, observer_id, observed_id,"
+                        " session_id, scope_id FROM memory_writes WHERE destination = ? AND observer_id = ?"
+                        " AND observed_id = ? AND made_at >= ? ORDER BY seq DESC LIMIT ?",
+                        (destination, observer_id, observed_id, -math.inf if since is None else since,
+                         max(0, min(int(limit), MAX_RECORDS)))).fetchall()
+    known = {kind.value for kind in WriteKind}  # a kind a newer version keeps is left out, not an error
+    return [KeptWrite(r[0], r[1], MemoryWrite(r[2], WriteKind(r[3]), r[4], r[5], r[6], r[7], r[8], r[9]))
+            for r in rows if r[3] in known]

@@ -79,6 +79,12 @@ def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Acti
     if not ctx.settings.offers_tool:  # the agent was not offered the tool: a call anyway sends nothing
         log.debug("honcho_memory: refused under recall_mode context")
         return ActionResult(False, REFUSED_IN_CONTEXT_MODE)
+    return run_verb(action, args, ctx)
+
+
+def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
+    """Run one verb whatever recall_mode offers the agent: for the user's own hand (the memory inspector's
+    forget and card edit use the tool's bounds, redaction and local record); never raises."""
     name = "unknown"  # until it is known to be one of ACTIONS: the agent's text is never logged
     try:
         name = _choice(action, ACTIONS, "action")

@@ -1,0 +1,180 @@
+// Honcho Memory Hub's memory inspector: what Honcho holds about the user (the agent's card of them, its
+// conclusions, the local record of memory writes, the base pack a turn gets), with forget (after a confirm
+// step), undo of a recent forget and a card edit. Everything here is recalled data, already redacted by the
+// plugin: it is shown as text only (x-text), held only while the inspector is open (closing it empties this
+// store), never written to browser storage, and fetched with cache: "no-store" (the answer says no-store too).
+import { createStore } from "/js/AlpineStore.js";
+import { fetchApi } from "/js/api.js";
+import {
+  toastFrontendError,
+  toastFrontendSuccess,
+} from "/components/notifications/notification-store.js";
+
+const API = "/plugins/honcho/honcho_inspector";
+
+function empty() {
+  return {
+    open: false,
+    loading: false,
+    error: null, // the whole view could not be read
+    label: "",
+    peers: null,
+    card: null, // { facts, total } or { error }
+    conclusions: null, // { items, page, pages, total } or { error }
+    writes: null, // { items } or { error }
+    basePack: null, // { state, text }
+    undoWindowS: 0,
+    query: "",
+    results: null, // a search's items; null when not searching
+    searching: false,
+    confirming: null, // the id of the conclusion whose forget waits for its confirm click
+    busy: null, // the action running: forget, undo, card
+    editing: false,
+    cardDraft: "",
+  };
+}
+
+// One request: POST with Agent Zero's CSRF header, never answered from or kept in a browser cache.
+async function ask(body) {
+  const context = globalThis.getContext ? globalThis.getContext() : null;
+  const response = await fetchApi(API, {
+    method: "POST",
+    cache: "no-store",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ ...body, context }),
+  });
+  if (!response || !response.ok) throw new Error("The inspector could not reach Agent Zero");
+  return await response.json();
+}
+
+export const store = createStore("honchoInspector", {
+  ...empty(),
+
+  async onOpen() {
+    Object.assign(this, empty(), { open: true });
+    await this.load(1);
+  },
+
+  // Closing the inspector drops every recalled text it held.
+  onClose() {
+    Object.assign(this, empty());
+  },
+
+  async load(page) {
+    this.loading = true;
+    try {
+      const answer = await ask({ action: "view", page });
+      if (!this.open) return;
+      if (!answer.ok) {
+        this.error = answer.error || "The inspector is unavailable";
+        return;
+      }
+      this.error = null;
+      this.label = answer.label;
+      this.peers = answer.peers;
+      this.card = answer.card;
+      this.conclusions = answer.conclusions;
+      this.writes = answer.writes;
+      this.basePack = answer.base_pack;
+      this.undoWindowS = answer.undo_window_s;
+    } catch (e) {
+      if (this.open) this.error = "The inspector could not reach Agent Zero";
+    } finally {
+      this.loading = false;
+    }
+  },
+
+  get page() {
+    return this.conclusions && this.conclusions.page ? this.conclusions.page : 1;
+  },
+
+  get shownConclusions() {
+    if (this.results !== null) return this.results;
+    return this.conclusions && this.conclusions.items ? this.conclusions.items : [];
+  },
+
+  async search() {
+    if (!this.query.trim()) return this.clearSearch();
+    this.searching = true;
+    try {
+      const answer = await ask({ action: "search", query: this.query });
+      if (!this.open) return;
+      if (answer.ok) this.results = answer.items;
+      else toastFrontendError(answer.message || answer.error || "Search failed", "Honcho memory");
+    } catch (e) {
+      toastFrontendError(e.message, "Honcho memory");
+    } finally {
+      this.searching = false;
+    }
+  },
+
+  clearSearch() {
+    this.query = "";
+    this.results = null;
+  },
+
+  askForget(id) {
+    this.confirming = id;
+  },
+
+  cancelForget() {
+    this.confirming = null;
+  },
+
+  // Sent only from the confirm step's button: the API refuses a forget without `confirmed: true`.
+  async confirmForget(id) {
+    await this._write("forget", { action: "forget", id, confirmed: true });
+    this.confirming = null;
+    if (this.results !== null) this.results = this.results.filter((item) => item.id !== id);
+  },
+
+  async undo(id) {
+    await this._write("undo", { action: "undo", id });
+  },
+
+  startEdit() {
+    this.cardDraft = this.card && this.card.facts ? this.card.facts.join("\n") : "";
+    this.editing = true;
+  },
+
+  cancelEdit() {
+    this.editing = false;
+    this.cardDraft = "";
+  },
+
+  async saveCard() {
+    const facts = this.cardDraft.split("\n").map((line) => line.trim()).filter((line) => line);
+    if (await this._write("card", { action: "edit_card", facts })) this.cancelEdit();
+  },
+
+  // A write, its toast, then the view read again; whether it was done.
+  async _write(kind, body) {
+    if (this.busy) return false;
+    this.busy = kind;
+    let done = false;
+    try {
+      const answer = await ask(body);
+      done = !!answer.ok;
+      const message = answer.message || answer.error || "Done";
+      (done ? toastFrontendSuccess : toastFrontendError)(message, "Honcho memory");
+    } catch (e) {
+      toastFrontendError(e.message, "Honcho memory");
+    } finally {
+      this.busy = null;
+    }
+    if (this.open) await this.load(this.page);
+    return done;
+  },
+
+  // A chat's name as Agent Zero's chat list shows it, else its id.
+  chatName(id) {
+    const chats = globalThis.Alpine ? globalThis.Alpine.store("chats") : null;
+    const found = chats && chats.contexts ? chats.contexts.find((c) => c.id === id) : null;
+    return found && found.name ? found.name : id;
+  },
+
+  when(iso) {
+    return iso ? new Date(iso).toLocaleString() : "";
+  },
+});
