@@ -212,6 +212,41 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.assertIn(BOB_FACT, block)
         self.assertNotIn(ALICE_FACT, block)
 
+    def test_a_shared_session_strategy_never_puts_two_humans_in_one_session(self):
+        # A session's recent messages and summary reach every pack read through it: under global and
+        # per-project, only the chats of the human a shared session is for share it; any other keeps its own.
+        self.host.config["profile_peers"] = "research=carol"
+        self.save_project("Gamma")  # names no human: its session is user_peer_id's
+        cases = {
+            # strategy: [(chat, project, profile, session)]
+            "global": [("ChatAlph", "Alpha", "agent0", "chat-ChatAlph"), ("ChatBeta", "Beta", "agent0", "chat-ChatBeta"),
+                       ("ChatRsch", None, "research", "chat-ChatRsch"), ("ChatPlan", None, "agent0", "global"),
+                       ("ChatPla2", "Gamma", "agent0", "global")],
+            "per-project": [("ChatAlph", "Alpha", "agent0", "project-Alpha"),
+                            ("ChatAlp2", "Alpha", "research", "project-Alpha"),  # the project's human wins
+                            ("ChatGamm", "Gamma", "agent0", "project-Gamma"),
+                            ("ChatGRsc", "Gamma", "research", "chat-ChatGRsc"),
+                            ("ChatPlan", None, "agent0", "chat-ChatPlan")],
+        }
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+
+        for strategy, chats in cases.items():
+            self.host.config["session_strategy"] = strategy
+            for chat_id, project, profile, session in chats:
+                with self.subTest(strategy=strategy, chat=chat_id):
+                    agent = self.chat(chat_id, project, profile)
+                    self.assertEqual(host.chat_session(agent, host.settings_for(agent), project), session)
+
+    def test_under_the_global_strategy_one_projects_recall_never_reads_the_others_messages(self):
+        self.host.config["session_strategy"] = "global"
+        alpha, beta = self.chat("ChatAlph", "Alpha"), self.chat("ChatBeta", "Beta")
+        self.typed(beta, "My locker number is 4711")
+        self.deliver()
+        self.assertEqual([row[:2] for row in self.queued()], [("chat-ChatBeta", "bob")])
+        block = self.recall(alpha, "Which number is my locker?")
+        self.assertIn(ALICE_FACT, block)
+        self.assertNotIn("4711", block)
+
     # -- agent profiles ------------------------------------------------------------------------------
 
     def test_the_agent_profile_names_the_human_of_a_chat_without_a_project_human(self):
