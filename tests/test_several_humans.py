@@ -275,6 +275,16 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.assertEqual(context.settings.user_peer_id, "alice")
         self.assertIn("alice", context.status())
 
+    def test_the_dialectic_asks_about_the_chats_human(self):
+        self.host.config.update(dialectic_enabled=True, dialectic_cadence=1)
+        self.typed(self.chat("ChatAlph", "Alpha"), "Which hive needs a new queen?")
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+        from usr.plugins.honcho.honcho_hub import runtime
+
+        self.assertTrue(runtime.join_background(10))  # the recall modules load, then the prefetch starts
+        self.assertTrue(hub().recaller().wait_idle(30))
+        self.assertEqual({(r["peer"], r.get("target")) for r in self.fake.chat_requests}, {("agent-zero", "alice")})
+
     def test_the_chats_settings_are_built_once_per_project_and_profile(self):
         from usr.plugins.honcho.extensions.honcho_bridge import host
 
