@@ -74,11 +74,13 @@ class FakeHoncho:
         self.queue_script: dict[str, list[int]] = {}
         self.queue_reads: list[str | None] = []  # the session each queue-status read named
         self.dreams: list[dict] = []
+        self.deleted_sessions: list[str] = []  # session ids a DELETE removed, in order
         self._routes = [
             ("POST", r"^/v3/workspaces$", self._workspace),
             ("POST", _WS + r"/peers$", self._peer),
             ("POST", _WS + r"/sessions$", self._session),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/peers$", self._session_peers),
+            ("DELETE", _WS + r"/sessions/(?P<sid>[^/]+)$", self._delete_session),
             ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/peers/(?P<peer>[^/]+)/config$", self._peer_config),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages$", self._add_messages),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages/list$", self._list_messages),
@@ -197,6 +199,18 @@ class FakeHoncho:
     def _session_peers(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         self._apply_peers(ws, sid, self._ensure_session(ws, sid), body)
         return 200, self._session_json(ws, sid)
+
+    def _delete_session(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
+        """Like Honcho (measured at ddbb90e): 202 and the session is gone from listings at once, its messages
+        a moment later (the server deletes them in the background; here at once); 404 for a session it does
+        not hold, deleted already included. Posting to the id again creates a new, empty session."""
+        if self.sessions.pop((ws, sid), None) is None:
+            return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
+        self.messages = [m for m in self.messages if not (m["session_id"] == sid and m["workspace_id"] == ws)]
+        for members in (v for (w, _), v in self.scopes.items() if w == ws):
+            members.discard(sid)
+        self.deleted_sessions.append(sid)
+        return 202, {"message": "Session deleted successfully"}
 
     def _peer_config(self, body: dict, query: dict, ws: str, sid: str, peer: str) -> tuple[int, Any]:
         session = self.sessions.get((ws, sid))
