@@ -1,6 +1,6 @@
 """The plugin in the real Agent Zero v1.7 web UI, in headless Chromium: the sidebar line and panel, each
-action and its toast, the settings page in global and project scope, and that none of it restyles
-Agent Zero or another plugin. Layout is asserted from computed styles and element boxes.
+action and its toast, the memory inspector, the settings page in global and project scope, and that none
+of it restyles Agent Zero or another plugin. Layout is asserted from computed styles and element boxes.
 
 Runs under Agent Zero's Python (`$A0_PYTHON`, which has Playwright) with `A0_HARNESS` and
 `HONCHO_REAL_URL` set: `.ci/run` runs it, or `$A0_PYTHON tests/browser/a0_ui_browser.py`. The UI is
@@ -67,6 +67,7 @@ class AgentZeroUi:
 
     def __init__(self) -> None:
         self.tmp = tempfile.mkdtemp(prefix="honcho-ui-")
+        self._honcho = None
         self.workspace_id = "ui-" + uuid.uuid4().hex[:12]
         self.env = {**os.environ, "HONCHO_API_URL": required_env("HONCHO_REAL_URL"),
                     "HONCHO_WORKSPACE_ID": self.workspace_id, "HONCHO_MCP_URL": "http://127.0.0.1:9",
@@ -94,9 +95,13 @@ class AgentZeroUi:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def honcho(self):
+        """One client of the real Honcho for the whole run (a client per call left its sockets unclosed)."""
         from honcho import Honcho
 
-        return Honcho(base_url=self.env["HONCHO_API_URL"], workspace_id=self.workspace_id, max_retries=0, timeout=10)
+        if self._honcho is None:
+            self._honcho = Honcho(base_url=self.env["HONCHO_API_URL"], workspace_id=self.workspace_id, max_retries=0,
+                                  timeout=10)
+        return self._honcho
 
     def honcho_messages(self, session_id: str) -> list:
         return list(self.honcho().session(session_id).messages())
@@ -104,6 +109,17 @@ class AgentZeroUi:
     def set_card(self, facts: list[str]) -> None:
         """The agent's card of the user, set straight in the real Honcho (the plugin's default peer ids)."""
         self.honcho().peer("agent-zero").set_card(facts, target="user")
+
+    def conclude(self, content: str, session_id: str) -> str:
+        """A conclusion of the agent about the user, made straight in the real Honcho in `session_id`; its id."""
+        honcho = self.honcho()
+        agent, user = honcho.peer("agent-zero"), honcho.peer("user")
+        honcho.session(session_id).add_peers([agent, user])
+        return agent.conclusions_of("user").create([{"content": content, "session_id": session_id}])[0].id
+
+    def conclusions(self) -> dict[str, str]:
+        """The agent's conclusions about the user in the real Honcho: id -> text."""
+        return {c.id: c.content for c in self.honcho().peer("agent-zero").conclusions_of("user").list(size=100).items}
 
 
 ui: AgentZeroUi
@@ -329,6 +345,75 @@ class SidebarTest(UiCase):
             page.close()
         self.assertGreater(len(seen[True]), 20)
         self.assertEqual(seen[False], seen[True])
+
+
+class InspectorTest(UiCase):
+    SECRET = "ghp_" + "K8j7H6g5F4" * 4  # a real-looking GitHub token inside a conclusion
+
+    def test_the_inspector_shows_card_and_conclusions_redacted_forgets_after_a_confirm_undoes_and_edits_the_card(self):
+        ui.set_card(["ATTRIBUTE: Keeps two sailing boats at the marina", "INSTRUCTION: Reply briefly"])
+        ui.conclude("The user sails on weekends", "chat-inspect01")
+        cid = ui.conclude(f"The user deploys with {self.SECRET}", "chat-inspect01")
+        shown_text = "The user deploys with [REDACTED:github_token]"
+        page = self.open_page()
+        answers = []
+        page.on("response", lambda r: answers.append(r) if r.url.endswith("/plugins/honcho/honcho_inspector") else None)
+        sidebar = page.evaluate(STYLE_PROBE, [".pref-section", ".pref-section .pref-header", ".pref-section li",
+                                              ".honcho-sidebar-line"])
+        page.click(".honcho-sidebar-line")
+        page.locator("[data-testid=honcho-open-inspector]").click()
+        inspector = page.locator("[data-testid=honcho-inspector]")
+        facts = inspector.locator(".honcho-inspector-fact")
+        wait_for(lambda: facts.count() == 2, 30, "the card in the inspector")
+        self.assertEqual(facts.all_inner_texts(), ["ATTRIBUTE: Keeps two sailing boats at the marina",
+                                                   "INSTRUCTION: Reply briefly"])
+        item = inspector.locator(f"[data-testid=honcho-inspector-conclusion][data-id='{cid}']")
+        item.wait_for(timeout=20_000)
+        self.assertEqual(item.locator(".honcho-inspector-text").inner_text(), shown_text)
+        self.assertIn("session chat-inspect01", item.locator(".honcho-inspector-meta").inner_text())
+        self.assertTrue(inspector.locator("[data-field=label]").inner_text().startswith("[Recalled from Honcho"))
+        self.assertNotIn(self.SECRET, page.content())
+        self.assertEqual(page.evaluate(STYLE_PROBE, [".pref-section", ".pref-section .pref-header", ".pref-section li",
+                                                     ".honcho-sidebar-line"]), sidebar)
+
+        item.locator("[data-action=forget]").click()  # the confirm step: nothing is deleted yet
+        confirm = item.locator("[data-testid=honcho-inspector-confirm]")
+        confirm.wait_for()
+        self.assertIn(cid, ui.conclusions())
+        confirm.locator("[data-action=confirm_forget]").click()
+        self.toast(page, f"Forgot conclusion {cid}.")
+        item.wait_for(state="detached", timeout=20_000)
+        self.assertNotIn(cid, ui.conclusions())
+
+        forgotten = inspector.locator(f"[data-testid=honcho-inspector-write][data-kind=forget][data-id='{cid}']")
+        self.assertEqual(forgotten.locator(".honcho-inspector-text").inner_text(), shown_text)
+        forgotten.locator("[data-action=undo]").click()
+        self.toast(page, f"Restored conclusion {cid} as ")
+        restored = wait_for(lambda: [i for i, text in ui.conclusions().items() if text == shown_text], 20,
+                            "the conclusion created again in Honcho")
+        self.assertNotEqual(restored, [cid])
+        inspector.locator(f"[data-testid=honcho-inspector-conclusion][data-id='{restored[0]}']").wait_for(timeout=20_000)
+        wait_for(lambda: forgotten.locator("[data-action=undo]").count() == 0, 20, "the undo offer gone once used")
+        inspector.locator("[data-field=base_pack]").wait_for()
+        page.screenshot(path=os.path.join(shots, "inspector.png"))
+
+        inspector.locator("[data-action=edit_card]").click()
+        inspector.locator("[data-field=card_draft]").fill(f"ATTRIBUTE: Keeps three boats\nATTRIBUTE: key {self.SECRET}")
+        inspector.locator("[data-action=save_card]").click()
+        self.toast(page, "Replaced the agent's card of the user: 2 facts (it had 2).")
+        wait_for(lambda: facts.all_inner_texts() == ["ATTRIBUTE: Keeps three boats",
+                                                     "ATTRIBUTE: key [REDACTED:github_token]"], 20, "the new card shown")
+        self.assertEqual(ui.honcho().peer("agent-zero").get_card(target="user"),
+                         ["ATTRIBUTE: Keeps three boats", "ATTRIBUTE: key [REDACTED:github_token]"])
+
+        self.assertGreaterEqual(len(answers), 7)  # view; forget, view; undo, view; edit_card, view
+        self.assertEqual({r.headers.get("cache-control") for r in answers}, {"no-store"})
+        kept = page.evaluate("() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])")
+        for text in ("deploys", "sailing", "sails"):
+            self.assertNotIn(text, kept)
+        page.locator(".modal-close").last.click()
+        wait_for(lambda: page.evaluate("() => Alpine.store('honchoInspector').conclusions === null"), 10,
+                 "the inspector's store emptied when it closed")
 
 
 class SettingsPageTest(UiCase):
