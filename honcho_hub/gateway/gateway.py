@@ -257,6 +257,28 @@ class HonchoGateway:
         with _translated(), self._using() as client:
             return {sid: job.state for sid, job in self._scope(client, scope_id).status().items()}
 
+    def delete_session(self, session_id: str) -> str:
+        """Ask Honcho to delete the session with its messages and what was derived from them: "accepted"
+        (202: Honcho deletes in the background; it is gone from listings at once) or "gone" (404: no such
+        session, or deleted already). Raises DeliveryError for anything else. What this gateway learned of
+        the session is dropped, so a later use of the id creates it again."""
+        if not ID_RE.match(session_id):
+            raise PermanentError("invalid")
+        try:
+            with _translated(), self._using() as client:
+                try:
+                    self._cached_session(client, session_id).delete()
+                finally:
+                    with self._lock:
+                        for cache in (client.sessions, client.session_peers, client.readers):
+                            cache.pop(session_id, None)
+                        client.memberships = {m for m in client.memberships if m[1] != session_id}
+        except PermanentError as exc:
+            if exc.code == "http_404":
+                return "gone"
+            raise
+        return "accepted"
+
     def close(self) -> None:
         """Retire the client: closed now, or when the last call using it ends; the next call builds another."""
         with self._lock:

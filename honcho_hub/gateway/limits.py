@@ -20,22 +20,41 @@ _DIGEST_CHARS = 16
 GLOBAL_SESSION = "global"  # the one session of the `global` strategy; no chat or project id can equal it
 
 
-def session_id_for(chat_id: str) -> str:
-    """Honcho session of an Agent Zero chat: `chat-<id>` within Honcho's id alphabet and length."""
-    return _fitted("chat-", chat_id)
+def session_id_for(chat_id: str, generation: int = 0) -> str:
+    """Honcho session of an Agent Zero chat: `chat-<id>` within Honcho's id alphabet and length; after the
+    chat was forgotten `generation` times (ops/forget_chat.py), `chat<generation>-<id>`.
+
+    The generation goes before the id, not after it: chat ids may hold any character of Honcho's alphabet,
+    so `chat-<id>-2` could be another chat's first session, while `chat<digits>-` never starts `chat-` and
+    its digits end at the first `-`, so every (chat, generation) has its own session."""
+    return _fitted("chat-" if generation <= 0 else f"chat{int(generation)}-", chat_id)
 
 
-def session_for(strategy: str, chat_id: str, project: str | None) -> str:
+def session_for(strategy: str, chat_id: str, project: str | None, generation: int = 0) -> str:
     """The Honcho session a chat's messages go to under `session_strategy`.
 
     Each family has its own prefix (`chat-`, `project-`, the fixed `global`), so a chat's session never
     equals a project's, whatever the names. A chat without a project stays in its own session under
-    `per-project`; an unknown strategy is read as the default, per-chat."""
+    `per-project`; an unknown strategy is read as the default, per-chat. `generation` (how often the chat
+    was forgotten) names only a chat's own session: a project's or the global one is shared."""
     if strategy == "global":
         return GLOBAL_SESSION
     if strategy == "per-project" and project:
         return _fitted("project-", project)
-    return session_id_for(chat_id)
+    return session_id_for(chat_id, generation)
+
+
+_GENERATION = re.compile(r"^chat(?:([1-9][0-9]*))?-")
+
+
+def chat_generation_of(chat_id: str, session_id: str) -> int | None:
+    """Which generation of `chat_id`'s own session `session_id` is, or None when it is not one of them (a
+    project's, the global one, another chat's)."""
+    found = _GENERATION.match(session_id)
+    if found is None:
+        return None
+    generation = int(found.group(1) or 0)
+    return generation if session_id_for(chat_id, generation) == session_id else None
 
 
 def _fitted(prefix: str, name: str) -> str:

@@ -26,7 +26,7 @@ from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
-from . import backfill, knobs
+from . import backfill, forget_chat, knobs
 from . import verbs as operations
 from .status import build_status, status_text
 
@@ -121,8 +121,26 @@ def _demo(settings: Settings, args, out) -> int:
     return run_demo(settings, real=args.real, out=out)
 
 
+def _forget_chat(settings: Settings, args, out) -> int:
+    """Forget one chat (ops/forget_chat.py), only with --yes: 0 done, 1 the outbox unusable, 2 no --yes or a
+    bad chat id, 3 still sending or a Honcho session not deleted (forgetting again finishes it)."""
+    if not args.yes:
+        return _failed("forget-chat", "this deletes the chat's queued messages and its Honcho session for good;"
+                       " add --yes to go ahead", EXIT_USAGE)
+    if args.wait is not None and not 0 <= args.wait <= forget_chat.MAX_WAIT_S:
+        return _failed("forget-chat", f"--wait is 0 to {forget_chat.MAX_WAIT_S:.0f} seconds", EXIT_USAGE)
+    try:
+        report = forget_chat.forget_chat(settings, args.chat_id, wait_s=args.wait)
+    except forget_chat.ForgetRefused as exc:
+        return _failed("forget-chat", str(exc), EXIT_USAGE)
+    _print(out, report, args.json, forget_chat.report_text)
+    if "error" in report:
+        return EXIT_FAILED
+    return EXIT_OK if report["state"] == forget_chat.DONE else EXIT_DEGRADED
+
+
 COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _retry_dead, "dead": _dead,
-            "clear-cache": _clear_cache, "demo": _demo}
+            "clear-cache": _clear_cache, "demo": _demo, "forget-chat": _forget_chat}
 
 
 # The memory-control verbs: what each passes from its arguments to knobs.py.
@@ -200,7 +218,18 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--real", action="store_true", help="use your outbox, workspace and peers")
     _knob_parsers(sub)
     _backfill_parser(sub)
+    _forget_chat_parser(sub)
     return parser
+
+
+def _forget_chat_parser(sub) -> None:
+    command = sub.add_parser("forget-chat", help="delete a chat's queued messages and its Honcho session;"
+                                                 " its later messages start a new session")
+    command.add_argument("chat_id", metavar="CHAT_ID", help="Agent Zero's chat id (see `sessions`)")
+    command.add_argument("--yes", action="store_true", help="go ahead (nothing is forgotten without it)")
+    command.add_argument("--wait", type=float, metavar="S",
+                         help="wait at most S seconds for sends of the chat on the wire (default: lease_s)")
+    command.add_argument("--json", action="store_true")
 
 
 def _knob_parsers(sub) -> None:

@@ -23,6 +23,7 @@ may hold them: the worker asks before it sends them again).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sqlite3
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
+from ..gateway.limits import chat_generation_of, session_id_for
 from ..settings.config import Settings
 from . import memory_log, processes
 from .journal import FOLDER as JOURNAL_FOLDER
@@ -159,6 +161,28 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             open_until  REAL NOT NULL,     -- wall epoch s
             failures    INTEGER NOT NULL,  -- consecutive openings, for the backoff
             opened_at   REAL NOT NULL      -- when it was opened or last extended
+        )""",
+    ),
+    (
+        # Chats the user asked to forget (ops/forget_chat.py): the chat's later messages go to a session of the
+        # next generation (gateway/limits.session_id_for), and messages captured up to `forgotten_at` (still in
+        # a capture journal then) are not queued. At most MAX_CHAT_SESSIONS rows, the oldest forgets go first.
+        """CREATE TABLE forgotten_chats (
+            destination  TEXT NOT NULL,        -- API URL + workspace, never the key
+            chat_id      TEXT NOT NULL,
+            generation   INTEGER NOT NULL,     -- how often it was forgotten
+            forgotten_at REAL NOT NULL,        -- wall epoch s of the latest forget
+            PRIMARY KEY (destination, chat_id)
+        )""",
+        # The forgotten chats' own sessions: no row of theirs is leased again, none is queued again, and
+        # `deleted_at` says when Honcho accepted the session's deletion (or held none).
+        """CREATE TABLE forgotten_sessions (
+            destination  TEXT NOT NULL,
+            session_id   TEXT NOT NULL,
+            chat_id      TEXT NOT NULL,
+            forgotten_at REAL NOT NULL,
+            deleted_at   REAL,
+            PRIMARY KEY (destination, session_id)
         )""",
     ),
 )
@@ -473,8 +497,21 @@ class Settlement:
 @dataclass(frozen=True)
 class EnqueueResult:
     inserted: int
-    duplicates: int
+    duplicates: int  # also the events of a forgotten chat captured before its forget (not queued)
     refused: int
+
+
+@dataclass(frozen=True)
+class ForgetRows:
+    """A chat's forget as the outbox did it: its own sessions (marked: never leased or queued again), those
+    it shares with other chats (a project's, the global one: left alone), the rows deleted and those still
+    leased by a live worker (deleted once their sends ended: see `drop_forgotten_rows`)."""
+
+    generation: int
+    sessions: tuple[str, ...]
+    shared: tuple[str, ...]
+    deleted: int
+    leased: int
 
 
 # -- the outbox ----------------------------------------------------------------------------------------
@@ -540,6 +577,10 @@ class Outbox:
         results = []
         with self._transaction(_WRITE) as (conn, now):
             for events in batches:
+                events = _after_forget(conn, events)
+                if not events:  # a forgotten chat's message from before its forget
+                    results.append(EnqueueResult(0, 1, 0))
+                    continue
                 if not self._has_room(conn, len(events), now):
                     results.append(EnqueueResult(0, 0, len(events)))
                     break
@@ -641,6 +682,57 @@ class Outbox:
                 " ORDER BY last_captured_at DESC, rowid DESC LIMIT ?", (max(0, min(int(limit), MAX_CHAT_SESSIONS)),))
             return [{"chat_id": r[0], "project": r[1], "session_id": r[2], "first_captured_at": r[3],
                      "last_captured_at": r[4]} for r in rows]
+
+    # -- forgetting a chat (ops/forget_chat.py runs the whole forget) ------------------------------------
+
+    def begin_forget(self, destination: str, chat_id: str) -> ForgetRows:
+        """Forget `chat_id` here, in one transaction: its next messages go to the next generation's session;
+        its own sessions (those it was captured into, those of an earlier forget Honcho has not confirmed,
+        and its current generation's) are marked, so no row of theirs is leased or queued again; their rows
+        are deleted but those a worker holds leased, and the chat's mappings go."""
+        with self._transaction(_WRITE) as (conn, now):
+            found = conn.execute("SELECT generation FROM forgotten_chats WHERE destination = ? AND chat_id = ?",
+                                 (destination, chat_id)).fetchone()
+            current = found[0] if found else 0
+            mapped = [r[0] for r in conn.execute(
+                "SELECT session_id FROM chat_sessions WHERE destination = ? AND chat_id = ?", (destination, chat_id))]
+            unconfirmed = [r[0] for r in conn.execute(
+                "SELECT session_id FROM forgotten_sessions WHERE destination = ? AND chat_id = ? AND deleted_at IS NULL",
+                (destination, chat_id))]
+            own = list(dict.fromkeys([session_id_for(chat_id, current), *unconfirmed,
+                                      *(s for s in mapped if chat_generation_of(chat_id, s) is not None)]))
+            shared = tuple(s for s in mapped if chat_generation_of(chat_id, s) is None)
+            conn.execute("INSERT INTO forgotten_chats (destination, chat_id, generation, forgotten_at) VALUES"
+                         " (?, ?, ?, ?) ON CONFLICT (destination, chat_id) DO UPDATE SET generation = excluded.generation,"
+                         " forgotten_at = excluded.forgotten_at", (destination, chat_id, current + 1, now))
+            for session_id in own:
+                conn.execute("INSERT INTO forgotten_sessions (destination, session_id, chat_id, forgotten_at) VALUES"
+                             " (?, ?, ?, ?) ON CONFLICT (destination, session_id) DO UPDATE SET deleted_at = NULL,"
+                             " forgotten_at = excluded.forgotten_at", (destination, session_id, chat_id, now))
+                conn.execute("DELETE FROM chat_sessions WHERE destination = ? AND chat_id = ? AND session_id = ?",
+                             (destination, chat_id, session_id))
+            deleted, leased = _drop_rows(conn, destination, own, now)
+            _bound_forgotten(conn)
+            return ForgetRows(current + 1, tuple(own), shared, deleted, leased)
+
+    def drop_forgotten_rows(self, destination: str, sessions: Sequence[str]) -> tuple[int, int]:
+        """Delete the rows of these (forgotten) sessions that no live lease holds: (deleted, still leased).
+        A lease whose time ran out counts as ended: its holder died or stalled."""
+        with self._transaction(_WRITE) as (conn, now):
+            return _drop_rows(conn, destination, list(sessions), now)
+
+    def forgotten_session_deleted(self, destination: str, session_id: str) -> None:
+        """Record that Honcho accepted the session's deletion (or held no such session)."""
+        with self._transaction(_WRITE) as (conn, now):
+            conn.execute("UPDATE forgotten_sessions SET deleted_at = ? WHERE destination = ? AND session_id = ?",
+                         (now, destination, session_id))
+
+    def chat_generation(self, destination: str, chat_id: str) -> int:
+        """How often `chat_id` was forgotten (0: never): its messages go to that generation's session."""
+        with self._transaction(_READ) as (conn, now):
+            found = conn.execute("SELECT generation FROM forgotten_chats WHERE destination = ? AND chat_id = ?",
+                                 (destination, chat_id)).fetchone()
+        return found[0] if found else 0
 
     # -- the memory tool's record (memory_log owns the table's rows) -----------------------------------
 
@@ -868,6 +960,61 @@ def _record_chat_session(conn: sqlite3.Connection, event: NewEvent, captured_at:
                  (MAX_CHAT_SESSIONS,))
 
 
+def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
+    """One message's events as they may be queued after a forget (inside the enqueue's transaction): none
+    when its chat was forgotten after it was captured (it waited in a capture journal meanwhile) or its
+    session is a forgotten one; moved to the chat's current generation when capture named the chat's first
+    session (capture does not know generations: it must not read the outbox on the turn's path)."""
+    if not events:
+        return events
+    first = events[0]
+    if first.chat_id is not None:
+        forgotten = conn.execute("SELECT generation, forgotten_at FROM forgotten_chats WHERE destination = ?"
+                                 " AND chat_id = ?", (first.destination, first.chat_id)).fetchone()
+        if forgotten is not None:
+            generation, forgotten_at = forgotten
+            if max(e.captured_at for e in events) <= forgotten_at:
+                return []
+            if first.session_id == session_id_for(first.chat_id, 0):
+                renamed = session_id_for(first.chat_id, generation)
+                events = [dataclasses.replace(e, session_id=renamed) for e in events]
+    if conn.execute("SELECT 1 FROM forgotten_sessions WHERE destination = ? AND session_id = ?",
+                    (events[0].destination, events[0].session_id)).fetchone() is not None:
+        return []
+    return events
+
+
+def _drop_rows(conn: sqlite3.Connection, destination: str, sessions: list[str], now: float) -> tuple[int, int]:
+    """Delete these sessions' rows but those a live lease holds: (deleted, still leased)."""
+    deleted = leased = 0
+    for start in range(0, len(sessions), MAX_IDS_PER_STATEMENT):
+        chunk = sessions[start:start + MAX_IDS_PER_STATEMENT]
+        marks = ", ".join("?" * len(chunk))
+        held = "state = 'leased' AND lease_expires_at > ?"
+        deleted += conn.execute(f"DELETE FROM events WHERE destination = ? AND session_id IN ({marks})"
+                                f" AND NOT ({held})", (destination, *chunk, now)).rowcount
+        leased += conn.execute(f"SELECT count(*) FROM events WHERE destination = ? AND session_id IN ({marks})"
+                               f" AND {held}", (destination, *chunk, now)).fetchone()[0]
+    return deleted, leased
+
+
+def _bound_forgotten(conn: sqlite3.Connection) -> None:
+    """At most MAX_CHAT_SESSIONS forgotten chats: the oldest forgets go, with their sessions' marks (such a
+    chat's next messages start over at its first session id, which Honcho creates again, empty)."""
+    old = conn.execute("SELECT destination, chat_id FROM forgotten_chats ORDER BY forgotten_at, rowid LIMIT"
+                       " max(0, (SELECT count(*) FROM forgotten_chats) - ?)", (MAX_CHAT_SESSIONS,)).fetchall()
+    for destination, chat_id in old:
+        conn.execute("DELETE FROM forgotten_sessions WHERE destination = ? AND chat_id = ? AND deleted_at IS NOT NULL",
+                     (destination, chat_id))
+        conn.execute("DELETE FROM forgotten_chats WHERE destination = ? AND chat_id = ?", (destination, chat_id))
+
+
+# A forgotten session's rows are never leased again: a send of its rows that was on the wire when the chat was
+# forgotten may come back as a retry, and a dead holder's lease returns its rows to pending; ops/forget_chat.py
+# deletes them once no live lease holds any.
+_NOT_FORGOTTEN = """NOT EXISTS (SELECT 1 FROM forgotten_sessions f
+    WHERE f.destination = e.destination AND f.session_id = e.session_id)"""
+
 # How many of the oldest pending rows the lease looks at before walking session heads instead.
 NEAR_FRONT_ROWS = 32
 
@@ -878,6 +1025,7 @@ _READY_HEAD_NEAR_FRONT = f"""SELECT destination, session_id FROM (
     ORDER BY seq LIMIT {NEAR_FRONT_ROWS}) e
 WHERE e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND NOT EXISTS (SELECT 1 FROM events p
     WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE} AND p.seq < e.seq)
+    AND {_NOT_FORGOTTEN}
 ORDER BY e.seq LIMIT 1"""
 
 # Otherwise (the front is blocked: heads in flight or backing off with their backlogs behind them) the
@@ -894,7 +1042,7 @@ _READY_HEAD = f"""WITH RECURSIVE heads(seq) AS (
     FROM heads JOIN events h ON h.seq = heads.seq
 )
 SELECT e.destination, e.session_id FROM heads JOIN events e ON e.seq = heads.seq
-WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?)
+WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND {_NOT_FORGOTTEN}
 ORDER BY e.seq LIMIT 1"""
 
 
