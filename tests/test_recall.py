@@ -75,6 +75,11 @@ class RecallGatewayTest(unittest.TestCase):
             recaller.gateway(settings)
             recaller._ask_gateway.get(settings)
         self.assertEqual(built, ["ada", "ada", "bob", "bob"])  # a gateway creates sessions with its peers
+        for user in ("ada", "bob", "ada"):  # chats of several humans take turns: each keeps its client
+            settings = build_settings({**base, "user_peer_id": user}, {}, {})
+            recaller.gateway(settings)
+            recaller._ask_gateway.get(settings)
+        self.assertEqual(built, ["ada", "ada", "bob", "bob"])
 
 
 class PackTest(unittest.TestCase):

@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway.gateway import Context, HonchoGateway
-from ..keyed import Keyed, fields
+from ..keyed import Keyed, KeyedMany, fields
 from ..safety.redact import redact
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
@@ -54,6 +54,7 @@ EMPTY_BASE_S = 15.0
 FRESHNESS_POLL_S = 5.0  # at most one queue-status request per delivered session per this many seconds
 FRESH_MIN_AGE_S = 10.0  # with no derivation work ever seen, memory counts as fresh this long after delivery
 FRESHNESS_MAX_S = 600.0  # a session still deriving after this is left to the TTL
+MAX_GATEWAYS = 8  # recall's clients held at once (destinations × humans)
 MAX_DERIVING = 1_000  # delivered sessions followed at once; the oldest are left to the TTL
 QUERY_CHARS = 2000
 _QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction: a paste can be 10 MB
@@ -86,13 +87,15 @@ class Recaller:
                  ask_gateway_factory: Callable[[Settings], HonchoGateway] | None = None) -> None:
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        # Rebuilt when what they were built from changes; a gateway of a former destination is closed.
-        self._gateway: Keyed[Settings, HonchoGateway] = Keyed(
-            fields(*GATEWAY_FIELDS, "recall_timeout_s"), gateway_factory or _default_gateway)
+        # One per destination and human (chats of several humans take turns), up to MAX_GATEWAYS; past that
+        # the settings changed, and the gateways of former values are closed.
+        self._gateway: KeyedMany[Settings, HonchoGateway] = KeyedMany(
+            fields(*GATEWAY_FIELDS, "recall_timeout_s"), gateway_factory or _default_gateway, MAX_GATEWAYS)
         # The dialectic's requests time out at ask_timeout_s each, but the session get-or-create before them
         # uses the client's timeout: the SDK's, not recall's short deadline.
-        self._ask_gateway: Keyed[Settings, HonchoGateway] = Keyed(
-            fields(*GATEWAY_FIELDS, "sdk_timeout_s"), ask_gateway_factory or HonchoGateway.for_settings)
+        self._ask_gateway: KeyedMany[Settings, HonchoGateway] = KeyedMany(
+            fields(*GATEWAY_FIELDS, "sdk_timeout_s"), ask_gateway_factory or HonchoGateway.for_settings,
+            MAX_GATEWAYS)
         self._dialectic = Dialectic(self._ask_gateway.get, monotonic)
         self._cache: Keyed[Settings, RecallCache] = Keyed(
             fields("cache_ttl_s", "cache_max_entries"),
