@@ -311,6 +311,17 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.assertTrue(runtime.join_background(10))  # chat start's work, had it queued any
         self.assertEqual(self.fake.requests, [])  # no context, no base pack, no session created
 
+    def test_in_an_unmapped_chat_under_no_capture_the_tool_is_neither_offered_nor_run(self):
+        self.host.config.update(profile_peers="research=carol", unmapped_chats="no-capture")
+        from usr.plugins.honcho.extensions.honcho_bridge.tool import offer_tool_in_prompt, run_tool
+
+        plain, mapped = self.chat("ChatPlan", profile="agent0"), self.chat("ChatRsch", profile="research")
+        self.assertFalse(offer_tool_in_prompt(plain))
+        self.assertTrue(offer_tool_in_prompt(mapped))
+        answer = asyncio.run(run_tool(plain, {"action": "remember", "content": "I keep a diary"}))
+        self.assertIn("unmapped_chats", answer)
+        self.assertEqual(self.fake.requests, [])  # nothing read or written under user_peer_id
+
     def test_an_unmapped_chat_under_default_peer_is_the_user_peer_ids(self):
         self.host.config.update(profile_peers="research=carol", unmapped_chats="default-peer")
         plain = self.chat("ChatPlan", profile="agent0")

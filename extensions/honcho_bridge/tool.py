@@ -22,8 +22,14 @@ TOOL_KWARGS_KEY = "_tool_prompt_kwargs"
 TOOL_PROMPT = "agent.system.tool.honcho_memory.md"
 
 
+UNMAPPED_REFUSAL = ("honcho_memory: this chat has no human to remember (unmapped_chats is no-capture and neither its"
+                    " project nor its agent profile names one); nothing was read or written.")
+
+
 async def run_tool(agent: Any, args: dict) -> str:
     """Run one honcho_memory action for this agent's chat; returns the text the agent reads."""
+    if host.chat_human(agent) is None:
+        return UNMAPPED_REFUSAL
     def run():  # off the loop: building the context may import the SDK and open a client
         return run_action(args.get("action"), args, action_context(agent))
     return (await asyncio.to_thread(run)).text
@@ -60,10 +66,11 @@ def action_context(agent: Any) -> ActionContext:
 
 def offer_tool_in_prompt(agent: Any) -> bool:
     """Before the tools prompt is built: whether the tool's section is in it (every recall_mode but context,
-    where memory is injected only), and whether it may say memory is injected (not under tools). Reads
-    cached settings: safe on the event loop."""
+    where memory is injected only, and not in a chat with no human), and whether it may say memory is
+    injected (not under tools). Reads cached settings: safe on the event loop."""
     settings = host.settings_for(agent)
+    offered = settings.offers_tool and host.chat_human(agent, settings) is not None  # no-capture: no human
     kwargs = agent.data.setdefault(TOOL_KWARGS_KEY, {})
-    kwargs[TOOL_PROMPT] = {**kwargs.get(TOOL_PROMPT, {}), "honcho_tool_offered": settings.offers_tool,
+    kwargs[TOOL_PROMPT] = {**kwargs.get(TOOL_PROMPT, {}), "honcho_tool_offered": offered,
                            "honcho_recall_injected": settings.injects_recall}
-    return settings.offers_tool
+    return offered

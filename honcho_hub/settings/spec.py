@@ -108,8 +108,9 @@ FIELDS: tuple[Field, ...] = (
        " user_peer_id (or the agent profile's peer)."),
     _f("profile_peers", "peer_map", "", "sessions", "The human's peer by Agent Zero agent profile, e.g."
        " research=alice,coder=bob; a project's human_peer_id wins."),
-    _f("unmapped_chats", "enum", "default-peer", "sessions", "Chats no project or profile maps to a human, when"
-       " mappings exist: default-peer (user_peer_id) or no-capture.", choices=("default-peer", "no-capture")),
+    _f("unmapped_chats", "enum", "default-peer", "sessions", "Chats no project or profile maps to a human:"
+       " default-peer (user_peer_id) or no-capture (neither captured nor recalled; with no mapping anywhere, no"
+       " chat is).", choices=("default-peer", "no-capture")),
     # capture
     _f("capture_enabled", "bool", True, "capture", "Queue what the human typed and agent 0's replies."),
     _f("capture_scheduler_chats", "bool", False, "capture", "Also capture chats run by scheduled tasks."),
