@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import re
+import threading
 import unittest
 from datetime import UTC, datetime, timedelta
 
@@ -42,6 +43,9 @@ class InspectorBench:
     def __init__(self, test, api_key=KEY, **plugin):
         self.fake = FakeHoncho(api_key=KEY)
         self.sent: list[tuple[str, str, bytes]] = []
+        self.hold = lambda request: False
+        self.gate = threading.Event()
+        self.held = threading.Event()  # set when a held request arrived
         self.clock = ManualClock(1_800_000_000.0)
         self.settings = s = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(test),
                                             **plugin}, {"HONCHO_API_KEY": api_key}, {})
@@ -57,6 +61,9 @@ class InspectorBench:
 
         def kept(request):
             self.sent.append((request.method, request.url.path, request.content))
+            if self.hold(request):
+                self.held.set()
+                self.gate.wait(30)  # a test closes the gate to make Honcho hang on the requests it holds
             return answer.handle_request(request)
         return HonchoGateway.for_settings(settings, timeout_s, http_client_factory=lambda: httpx.Client(
             transport=httpx.MockTransport(kept)))
@@ -274,6 +281,31 @@ class ForgetAndUndoTest(unittest.TestCase):
                 self.assertEqual(answer["error"], "no_text" if name == "no text kept" else "not_in_window")
         self.assertFalse(inspector.undo(b.ins, "not/an id")["ok"])
         self.assertEqual((b.fake.conclusions, b.requests("POST", "/conclusions")), ({}, []))
+
+    def test_an_undo_waiting_on_honcho_holds_no_lock_and_the_same_undo_meanwhile_is_refused(self):
+        b = self.bench
+        slow, other = b.conclusion("The user keeps two boats"), b.conclusion("The user drinks tea")
+        inspector.forget(b.ins, slow, True)
+        inspector.forget(b.ins, other, True)
+        self.addCleanup(b.gate.set)
+        b.hold = lambda request: request.method == "POST" and request.url.path.endswith("/conclusions") and (
+            json.loads(request.content)["conclusions"][0]["content"] == "The user keeps two boats")
+        first: list[dict] = []
+        waiting = threading.Thread(target=lambda: first.append(inspector.undo(b.ins, slow)), daemon=True)
+        waiting.start()
+        self.assertTrue(b.held.wait(10))  # its create is on the wire
+        answers: list[dict] = []
+        meanwhile = threading.Thread(target=lambda: answers.extend([inspector.undo(b.ins, slow),
+                                                                    inspector.undo(b.ins, other)]), daemon=True)
+        meanwhile.start()
+        meanwhile.join(10)
+        self.assertFalse(meanwhile.is_alive(), "an undo waited for another one's request")
+        self.assertEqual([(a["ok"], a.get("error")) for a in answers], [(False, "undo_running"), (True, None)])
+        b.gate.set()
+        waiting.join(10)
+        self.assertTrue(first[0]["ok"], first)
+        self.assertEqual(sorted(c["content"] for c in b.fake.conclusions.values()),
+                         ["The user drinks tea", "The user keeps two boats"])
 
     def test_an_undo_honcho_refuses_is_an_error_and_can_be_tried_again(self):
         b = self.bench

@@ -17,7 +17,8 @@ within UNDO_WINDOW_S: the text the record kept (redacted when kept) is created a
 the same observer about the same peer. Undo cannot bring back the original: the conclusion gets a new id
 and the time of the undo, is tied to no session, and keeps only the redacted text (a credential redacted
 when the forget was kept stays redacted); a forget whose text could not be made safe kept none and cannot
-be undone. Each forget is undone at most once (a `restore` record names it).
+be undone. Each forget is undone at most once: a `restore` record names it, and two undos of one forget
+never run at once in this process.
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ CHAT_MAPPINGS = 1_000  # the most recently captured chat -> session mappings rea
 CHATS_SHOWN = 3
 HIDDEN = "[hidden: this text could not be made safe to show]"
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-_undoing = threading.Lock()  # one undo at a time in this process: two could both find the forget not undone
+# The forgotten ids whose undo runs in this process: two undos of one forget could both find it not undone
+# yet. A set under a short lock, never a lock held across the request to Honcho.
+_undoing: set[str] = set()
+_undoing_lock = threading.Lock()
 
 
 class BasePacks(Protocol):
@@ -150,33 +154,44 @@ def undo(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
     module docstring for what it cannot restore)."""
     if not isinstance(conclusion_id, str) or not _ID.match(conclusion_id):
         return {"ok": False, "message": "`id` must be a forgotten conclusion's id."}
+    with _undoing_lock:
+        if conclusion_id in _undoing:
+            return {"ok": False, "error": "undo_running", "message": f"Conclusion {conclusion_id} is being restored."}
+        _undoing.add(conclusion_id)
+    try:
+        return _undo(ins, conclusion_id)
+    finally:
+        with _undoing_lock:
+            _undoing.discard(conclusion_id)
+
+
+def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
     a, s = ins.actions, ins.actions.settings
-    with _undoing:
-        try:
-            kept = with_existing_outbox(s, lambda box: memory_log.recent(
-                box, s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS,
-                since=ins.clock() - UNDO_WINDOW_S), [])
-        except OutboxError as exc:
-            return {"ok": False, "error": exc.code, "message": f"The local record could not be read ({exc.code})."}
-        forgot = next((k for k in kept if k.write.kind == WriteKind.FORGET and k.write.conclusion_id == conclusion_id),
-                      None)
-        if forgot is None:
-            return {"ok": False, "error": "not_in_window",
-                    "message": f"Conclusion {conclusion_id} was not forgotten within the last "
-                               f"{UNDO_WINDOW_S / 60:.0f} minutes; nothing was created."}
-        if any(_restores(k) == conclusion_id for k in kept if k.seq > forgot.seq):
-            return {"ok": False, "error": "already_undone", "message": f"Conclusion {conclusion_id} was restored already."}
-        text = _sendable(ins, forgot.write.content)
-        if text is None:
-            return {"ok": False, "error": "no_text",
-                    "message": "Its text was not kept (it could not be made safe), so it cannot be created again."}
-        try:
-            made = calls.create_conclusion(ins.gateway, s.agent_peer_id, s.user_peer_id, text, None)
-        except DeliveryError as exc:
-            return {"ok": False, "error": exc.code, "message": error_line("undo", exc)}
-        note = _record(ins, MemoryWrite(made.id, WriteKind.RESTORE, json.dumps({"text": text, "restores": conclusion_id},
-                                        ensure_ascii=False), s.destination(), s.agent_peer_id, s.user_peer_id,
-                                        None, a.scope_id))
+    try:
+        kept = with_existing_outbox(s, lambda box: memory_log.recent(
+            box, s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS,
+            since=ins.clock() - UNDO_WINDOW_S), [])
+    except OutboxError as exc:
+        return {"ok": False, "error": exc.code, "message": f"The local record could not be read ({exc.code})."}
+    forgot = next((k for k in kept if k.write.kind == WriteKind.FORGET and k.write.conclusion_id == conclusion_id),
+                  None)
+    if forgot is None:
+        return {"ok": False, "error": "not_in_window",
+                "message": f"Conclusion {conclusion_id} was not forgotten within the last "
+                           f"{UNDO_WINDOW_S / 60:.0f} minutes; nothing was created."}
+    if any(_restores(k) == conclusion_id for k in kept if k.seq > forgot.seq):
+        return {"ok": False, "error": "already_undone", "message": f"Conclusion {conclusion_id} was restored already."}
+    text = _sendable(ins, forgot.write.content)
+    if text is None:
+        return {"ok": False, "error": "no_text",
+                "message": "Its text was not kept (it could not be made safe), so it cannot be created again."}
+    try:
+        made = calls.create_conclusion(ins.gateway, s.agent_peer_id, s.user_peer_id, text, None)
+    except DeliveryError as exc:
+        return {"ok": False, "error": exc.code, "message": error_line("undo", exc)}
+    note = _record(ins, MemoryWrite(made.id, WriteKind.RESTORE, json.dumps({"text": text, "restores": conclusion_id},
+                                    ensure_ascii=False), s.destination(), s.agent_peer_id, s.user_peer_id, None,
+                                    a.scope_id))
     return {"ok": True, "id": made.id,
             "message": f"Restored conclusion {conclusion_id} as {made.id}: its kept text, under a new id." + note}
 
