@@ -5,6 +5,7 @@ to a new session; the command line refuses without --yes."""
 import contextlib
 import io
 import json
+import os
 import sqlite3
 import tempfile
 import threading
@@ -12,6 +13,7 @@ import unittest
 
 from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
+from hub_testkit import import_by_path, stub_agent_zero
 from loopback import serve
 from outbox_helpers import event, lease, legacy_outbox, settle, temp_outbox_path
 
@@ -197,6 +199,91 @@ class ForgetChatTest(unittest.TestCase):
             with self.subTest(repr(bad)[:20]), self.assertRaises(ForgetRefused):
                 forget(bench, bad)
         self.assertEqual(rows_by_session(bench), {"chat-a": {"pending": 1}})
+
+
+OFFER_EXT = "extensions/python/_functions/agent/AgentContext/remove/end/_50_honcho_forget_offer.py"
+
+# Agent Zero's callers of AgentContext.remove, as their frames look: the chat-delete handler, and the external
+# API's expiry/termination, which must make no offer. Compiled under the host's file names (no file needed).
+CALLERS = """
+class {cls}:
+    def process(self, remove):
+        return remove()
+"""
+
+
+def called_from(path: str, cls: str, remove):
+    namespace: dict = {}
+    exec(compile(CALLERS.format(cls=cls), path, "exec"), namespace)
+    return namespace[cls]().process(remove)
+
+
+class ChatDeleteOfferTest(unittest.TestCase):
+    def setUp(self):
+        stub = stub_agent_zero()
+        self.host = stub.__enter__()
+        self.addCleanup(stub.__exit__, None, None, None)
+        self.server = serve(FakeHoncho())
+        self.addCleanup(self.server.close)
+        self.host.config = {**self.host.config, "api_url": self.server.url}
+        module = import_by_path(os.path.join(self.host.plugin_dir, OFFER_EXT))
+        self.extension = module.HonchoForgetOffer
+        from usr.plugins.honcho.extensions.honcho_bridge import operations
+        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
+        from usr.plugins.honcho.honcho_hub import hub
+        from usr.plugins.honcho.honcho_hub.storage.outbox import Outbox as HostOutbox
+
+        self.addCleanup(hub.shutdown)
+        self.operations = operations
+        settings = global_settings()
+        box = HostOutbox.for_settings(settings)
+        queued = event(1, "chat-Ab3dE6gH", dest=settings.destination())
+        queued.chat_id = "Ab3dE6gH"
+        box.enqueue_batches([[queued]])
+        box.close()
+        self.path = settings.outbox_path
+
+    def removed(self, path: str, cls: str, chat: str = "Ab3dE6gH") -> None:
+        data = {"args": (chat,), "kwargs": {}, "result": None, "exception": None}
+        called_from(path, cls, lambda: self.extension(agent=None).execute(data=data))
+
+    def rows(self) -> int:
+        conn = sqlite3.connect(self.path)
+        try:
+            return conn.execute("SELECT count(*) FROM events").fetchone()[0]
+        finally:
+            conn.close()
+
+    def test_the_chat_delete_action_records_an_offer_and_deletes_nothing(self):
+        self.removed(os.path.join(os.sep, "a0", "api", "chat_remove.py"), "RemoveChat")
+        offers = self.operations.forget_document({"action": "offers"})["offers"]
+        self.assertEqual([o["chat_id"] for o in offers], ["Ab3dE6gH"])
+        self.assertEqual(self.rows(), 1)
+        self.assertEqual(self.server.fake.requests, [])
+
+    def test_other_removals_make_no_offer(self):
+        cases = {"the external API's chat expiry": ("api_message.py", "ApiMessage"),
+                 "the external API's terminate": ("api_terminate_chat.py", "ApiTerminateChat"),
+                 "a class named like the handler elsewhere": ("chat_remove_copy.py", "RemoveChat")}
+        for name, (file, cls) in cases.items():
+            with self.subTest(name):
+                self.removed(os.path.join(os.sep, "a0", "api", file), cls)
+                self.assertEqual(self.operations.forget_document({"action": "offers"})["offers"], [])
+
+    def test_the_offer_is_forgotten_only_when_confirmed(self):
+        self.removed(os.path.join(os.sep, "a0", "api", "chat_remove.py"), "RemoveChat")
+        refused = self.operations.forget_document({"action": "forget_chat", "chat": "Ab3dE6gH"})
+        self.assertEqual((refused["ok"], self.rows(), self.server.fake.requests), (False, 1, []))
+        self.assertIn("confirm", refused["error"])
+        done = self.operations.forget_document({"action": "forget_chat", "chat": "Ab3dE6gH", "confirmed": True})
+        self.assertEqual((done["ok"], done["result"]["honcho"], self.rows()), (True, {"chat-Ab3dE6gH": "gone"}, 0))
+        self.assertEqual(self.operations.forget_document({"action": "offers"})["offers"], [], "the offer is withdrawn")
+
+    def test_an_offer_can_be_dismissed(self):
+        self.removed(os.path.join(os.sep, "a0", "api", "chat_remove.py"), "RemoveChat")
+        self.assertEqual(self.operations.forget_document({"action": "dismiss", "chat": "Ab3dE6gH"}),
+                         {"ok": True, "dismissed": True})
+        self.assertEqual((self.operations.forget_document({"action": "offers"})["offers"], self.rows()), ([], 1))
 
 
 class ForgetMigrationTest(unittest.TestCase):

@@ -3,12 +3,14 @@ chat the UI shows."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.ops import inspector
+from usr.plugins.honcho.honcho_hub.ops import forget_chat, inspector
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
@@ -22,6 +24,8 @@ from .worker import global_settings, hub, plugin_enabled
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card")
+FORGET_ACTIONS = ("offers", "forget_chat", "dismiss")
+FORGET_WAIT_S = 30.0  # the sidebar's request waits at most this for sends on the wire; forgetting again finishes
 
 
 def status_document(body: Any) -> dict:
@@ -127,3 +131,59 @@ def _chat(body: Any) -> tuple[str | None, str | None]:
     except Exception:  # an unknown chat or an older host: status without the chat part
         return session_for(settings.session_strategy, context_id, None), None
     return session_for(settings.session_strategy, context_id, project), resolve_scope(settings, project)
+
+
+# -- forgetting a chat ------------------------------------------------------------------------------------
+
+def offer_forget_after_chat_delete(data: Any) -> bool:
+    """After `AgentContext.remove`: when the user's chat-delete action removed the chat (Agent Zero's
+    `api/chat_remove.py` handler is on the stack), offer to forget it in Honcho; whether an offer was made.
+    Nothing is deleted here. `remove` also runs when API chats expire, for scheduler and MCP/A2A chats and
+    others: those make no offer. In-memory only (no disk, no network): this runs on the event loop."""
+    if not isinstance(data, dict) or data.get("exception") is not None:
+        return False
+    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
+    chat_id = args[0] if args else kwargs.get("id")
+    if not isinstance(chat_id, str) or not chat_id or not _called_by_chat_delete():
+        return False
+    forget_chat.OFFERS.offer(chat_id, time.time())
+    return True
+
+
+def _called_by_chat_delete() -> bool:
+    """Whether a frame on this thread's stack runs `RemoveChat.process` of Agent Zero's `api/chat_remove.py`:
+    v1.7 has no extension point on the handler itself, so `remove`'s caller is told from the stack."""
+    frame = sys._getframe(1)
+    suffix = os.sep + os.path.join("api", "chat_remove.py")
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "process" and code.co_filename.endswith(suffix) \
+                and type(frame.f_locals.get("self")).__name__ == "RemoveChat":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def forget_document(body: Any) -> dict:
+    """One of FORGET_ACTIONS: `offers` (chats deleted in Agent Zero that may be forgotten, newest first),
+    `forget_chat` (`chat`, and `confirmed: true` from the UI's confirm step: the chat's queued messages and its
+    Honcho session deleted, see ops/forget_chat.py), `dismiss` (`chat`: drop its offer). A structured error
+    for anything else."""
+    body = body if isinstance(body, dict) else {}
+    action = body.get("action")
+    if action not in FORGET_ACTIONS:
+        return {"ok": False, "error": f"unknown action; use one of: {', '.join(FORGET_ACTIONS)}"}
+    if action == "offers":
+        return {"ok": True, "offers": forget_chat.OFFERS.pending()}
+    try:
+        chat_id = forget_chat.checked_chat_id(body.get("chat"))
+    except forget_chat.ForgetRefused as exc:
+        return {"ok": False, "error": str(exc)}
+    if action == "dismiss":
+        return {"ok": True, "dismissed": forget_chat.OFFERS.withdraw(chat_id)}
+    if body.get("confirmed") is not True:
+        return {"ok": False, "error": "forgetting a chat deletes its Honcho session for good; confirm first"}
+    settings = global_settings()
+    log_level.follow(settings)
+    report = forget_chat.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
+    return {"ok": report.get("state") == forget_chat.DONE, "result": report, "text": forget_chat.report_text(report)}
