@@ -186,6 +186,8 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         me, others = OBSERVATION_PRESETS["seed"]["user"]
         peers = self.fake.sessions[("agent-zero", "chat-ChatAlph")]["peers"]
         self.assertEqual(peers["alice"], {"observe_me": me, "observe_others": others})
+        # Only the chat's peers: the default human would form its own views of alice from her session.
+        self.assertEqual(set(peers), {"alice", "agent-zero"})
 
     # -- what recall reads ---------------------------------------------------------------------------
 

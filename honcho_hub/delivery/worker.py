@@ -476,4 +476,5 @@ def _close_quietly(resource: Outbox | HonchoGateway) -> None:
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
-    return HonchoGateway.for_settings(settings)
+    # Each batch's peers join its session with their roles' flags; the global human is not every chat's.
+    return HonchoGateway.for_settings(settings, with_human=False)

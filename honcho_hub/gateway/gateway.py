@@ -132,16 +132,20 @@ class HonchoGateway:
         self._local = threading.local()  # the client a call of this thread holds, for nested uses
 
     @classmethod
-    def for_settings(cls, settings: Settings, timeout_s: float | None = None, **kwargs: Any) -> HonchoGateway:
+    def for_settings(cls, settings: Settings, timeout_s: float | None = None, *, with_human: bool = True,
+                     **kwargs: Any) -> HonchoGateway:
         """A gateway to the settings' destination, with their key provider and peers; timeout defaults
-        to the SDK timeout (recall and checks pass their own).
+        to the SDK timeout (recall and checks pass their own). Without `with_human` (delivery, which runs
+        with the global settings while chats may have other humans), sessions are created with the agent and
+        the peers of the messages sent, never the default human: it would form views of another human.
 
         When the configured API URL cannot be used, the gateway builds no client: every call raises
         PermanentError `api_url_invalid`, so the key never goes to another server than the one the user
         named. Refusing at the call (not here) keeps every caller on the error path it already handles."""
         return cls(settings.api_url, settings.workspace_id, settings.key_provider,
                    settings.sdk_timeout_s if timeout_s is None else timeout_s,
-                   peer_roles={settings.user_peer_id: "user", settings.agent_peer_id: "agent"},
+                   peer_roles={**({settings.user_peer_id: "user"} if with_human else {}),
+                               settings.agent_peer_id: "agent"},
                    observation={role: settings.observation_of(role) for role in ("user", "agent")},
                    refusal=API_URL_INVALID if getattr(settings, "api_url_problem", None) else None, **kwargs)
 
