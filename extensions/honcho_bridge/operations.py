@@ -77,7 +77,8 @@ def inspector_document(body: Any) -> dict:
         return {"ok": False, "error": f"unknown action; use one of: {', '.join(INSPECTOR_ACTIONS)}"}
     the_hub = hub()
     agent = _chat_agent(body)
-    actions = action_context(agent) if agent is not None else _global_actions()
+    # A chat with no human (unmapped_chats: no-capture) has no memory of its own: the global view instead.
+    actions = action_context(agent) if agent is not None and host.chat_human(agent) is not None else _global_actions()
     log_level.follow(actions.settings)
     ins = inspector.Inspector(actions, the_hub.recaller(), template())
     return {
