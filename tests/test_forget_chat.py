@@ -21,6 +21,7 @@ from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.ops import cli
 from honcho_hub.ops.forget_chat import DONE, HONCHO_FAILED, SENDING, ForgetRefused, forget_chat
 from honcho_hub.storage.outbox import MIGRATIONS, Outbox, Retry, Settlement
+from honcho_hub.tool.verbs import ActionContext, run_action
 
 WAIT_S = 10.0  # a test's bound on what a real thread does; never reached when the code is right
 
@@ -284,6 +285,31 @@ class ChatDeleteOfferTest(unittest.TestCase):
         self.assertEqual(self.operations.forget_document({"action": "dismiss", "chat": "Ab3dE6gH"}),
                          {"ok": True, "dismissed": True})
         self.assertEqual((self.operations.forget_document({"action": "offers"})["offers"], self.rows()), ([], 1))
+
+
+class ForgetChatToolTest(unittest.TestCase):
+    def test_the_tool_forgets_its_chat_only_with_confirm_true(self):
+        bench = Bench(self)
+        bench.say("a", 1)
+        bench.run_until_idle()
+        gateway = bench.gateway(bench.settings)
+        self.addCleanup(gateway.close)
+        ctx = ActionContext(settings=bench.settings, session_id="chat-a", gateway=gateway, chat_id="a")
+        for args in ({}, {"confirm": False}, {"confirm": "no"}):
+            with self.subTest(args=args):
+                refused = run_action("forget_chat", args, ctx)
+                self.assertIn("Not forgotten. Ask the user to confirm", refused.text)
+        self.assertEqual((rows_by_session(bench), bench.fake.deleted_sessions), ({"chat-a": {"delivered": 1}}, []))
+        done = run_action("forget_chat", {"confirm": True}, ctx)
+        self.assertTrue(done.ok)
+        self.assertIn("Honcho session chat-a: deletion accepted", done.text)
+        self.assertEqual((rows_by_session(bench), bench.fake.deleted_sessions), ({}, ["chat-a"]))
+
+    def test_outside_a_chat_the_tool_refuses(self):
+        bench = Bench(self)
+        result = run_action("forget_chat", {"confirm": True}, ActionContext(settings=bench.settings))
+        self.assertEqual((result.ok, result.text), (False, "honcho_memory: forget_chat works inside a chat; this call"
+                                                           " has none."))
 
 
 class ForgetMigrationTest(unittest.TestCase):

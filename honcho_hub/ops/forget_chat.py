@@ -55,13 +55,14 @@ def checked_chat_id(chat_id: Any) -> str:
 
 
 def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None,
-                gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
+                gateway: HonchoGateway | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
                 pause: Callable[[float], Any] | None = None, on_waiting: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Forget one chat of the settings' destination (see the module docstring); a JSON-safe report, never
     raising for outbox or Honcho trouble. `wait_s` bounds the wait for sends on the wire (default: the
     lease time, after which a dead holder's lease has run out); `on_waiting(leased)` is called once when
-    there is something to wait for. Raises ForgetRefused for a chat id that cannot be one."""
+    there is something to wait for. `gateway` (the caller's, left open) or one `gateway_factory` builds (closed
+    here) deletes the sessions. Raises ForgetRefused for a chat id that cannot be one."""
     chat_id = checked_chat_id(chat_id)
     destination = settings.destination()
     wait = settings.lease_s if wait_s is None else max(0.0, wait_s)
@@ -87,7 +88,14 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
         if leased:  # a send may still reach Honcho: deleting now would let it create the session again
             report["state"] = SENDING
             return report
-        report["honcho"] = _delete_sessions(settings, outbox, destination, rows.sessions, gateway_factory)
+        if gateway is not None:
+            report["honcho"] = _delete_sessions(gateway, outbox, destination, rows.sessions)
+        else:
+            built = (gateway_factory or HonchoGateway.for_settings)(settings)
+            try:
+                report["honcho"] = _delete_sessions(built, outbox, destination, rows.sessions)
+            finally:
+                built.close()
         failed = any(outcome not in ("accepted", "gone") for outcome in report["honcho"].values())
         report["state"] = HONCHO_FAILED if failed else DONE
         OFFERS.withdraw(chat_id)
@@ -98,21 +106,17 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
         outbox.close()
 
 
-def _delete_sessions(settings: Settings, outbox: Outbox, destination: str, sessions: tuple[str, ...],
-                     gateway_factory: Callable[[Settings], HonchoGateway] | None) -> dict[str, str]:
+def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
+                     sessions: tuple[str, ...]) -> dict[str, str]:
     """Each session's outcome: accepted, gone, or the error code (the mark stays: a later forget retries)."""
-    gateway = (gateway_factory or HonchoGateway.for_settings)(settings)
     outcomes: dict[str, str] = {}
-    try:
-        for session_id in sessions:
-            try:
-                outcomes[session_id] = gateway.delete_session(session_id)
-            except DeliveryError as exc:
-                outcomes[session_id] = exc.code
-                continue
-            outbox.forgotten_session_deleted(destination, session_id)
-    finally:
-        gateway.close()
+    for session_id in sessions:
+        try:
+            outcomes[session_id] = gateway.delete_session(session_id)
+        except DeliveryError as exc:
+            outcomes[session_id] = exc.code
+            continue
+        outbox.forgotten_session_deleted(destination, session_id)
     return outcomes
 
 

@@ -1,4 +1,4 @@
-"""The `honcho_memory` verbs: recall, search, ask, remember, forget, status, dream, profile.
+"""The `honcho_memory` verbs: recall, search, ask, remember, forget, status, dream, profile, forget_chat.
 
 One entry point, `run_action`, shared by the Agent Zero tool, the API and the command line. Inputs are
 bounded and every text argument is masked by the host and redacted before any SDK call (Agent Zero
@@ -29,6 +29,7 @@ from ..errors import (
 from ..gateway.gateway import HonchoGateway
 from ..gateway.limits import MAX_DIALECTIC_QUERY
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
+from ..ops import forget_chat
 from ..safety.redact import redact
 from ..safety.untrusted import neutralize, untrusted
 from ..settings.config import Settings
@@ -36,7 +37,8 @@ from ..settings.spec import REASONING_LEVELS
 from ..storage.memory_log import CARD_ID, MemoryWrite, WriteKind
 from . import calls
 
-ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile")
+ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile", "forget_chat")
+FORGET_CHAT_WAIT_S = 30.0  # the longest the tool waits for the chat's sends on the wire; forgetting again finishes
 SEARCH_TARGETS = ("conclusions", "session", "workspace")
 MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, MAX_DIALECTIC_QUERY, 8_000
 MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
@@ -66,6 +68,7 @@ class ActionContext:
     supports_scopes: Callable[[], bool] = lambda: True
     scope_id: str | None = None  # the chat's scope, kept with the tool's writes
     record: Callable[[MemoryWrite], None] | None = None  # keeps the tool's writes locally; raises OutboxError
+    chat_id: str | None = None  # the Agent Zero chat the tool runs in: what forget_chat forgets
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ def _forget(args, ctx) -> str:
     conclusion_id, s = str(args.get("id") or "").strip(), ctx.settings
     if not _ID.match(conclusion_id):
         raise BadInput("`id` must be a conclusion id (letters, digits, _ or -), as shown by search.")
-    if str(args.get("confirm", "")).strip().lower() not in ("true", "1", "yes"):
+    if not _confirmed(args):
         return (f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}; only after they "
                 "agree, call forget again with \"confirm\": true.")
     found = calls.find_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
@@ -157,6 +160,26 @@ def _forget(args, ctx) -> str:
         return f"Conclusion {conclusion_id} is not one of the agent's conclusions about the user; nothing deleted."
     calls.delete_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
     return f"Forgot conclusion {conclusion_id}." + _kept(ctx, conclusion_id, WriteKind.FORGET, _safe(found.content, ctx))
+
+
+def _confirmed(args: Mapping[str, Any]) -> bool:
+    return str(args.get("confirm", "")).strip().lower() in ("true", "1", "yes")
+
+
+def _forget_chat(args, ctx) -> str:
+    """This chat's queued messages and its Honcho session deleted, its later messages in a new session
+    (ops/forget_chat.py); only with "confirm": true, after the user agreed."""
+    if not ctx.chat_id:
+        raise BadInput("forget_chat works inside a chat; this call has none.")
+    if not _confirmed(args):
+        return ("Not forgotten. Ask the user to confirm forgetting this whole chat (its queued messages and its "
+                "Honcho session are deleted for good); only after they agree, call forget_chat again with "
+                "\"confirm\": true.")
+    try:
+        report = forget_chat.forget_chat(ctx.settings, ctx.chat_id, wait_s=FORGET_CHAT_WAIT_S, gateway=ctx.gateway)
+    except forget_chat.ForgetRefused as exc:
+        raise BadInput(str(exc)) from exc
+    return forget_chat.report_text(report)
 
 
 def _profile(args, ctx) -> str:
@@ -257,7 +280,7 @@ def _dream(args, ctx) -> str:
 
 
 _HANDLERS = {"recall": _recall, "search": _search, "ask": _ask, "remember": _remember, "forget": _forget,
-             "status": _status, "dream": _dream, "profile": _profile}
+             "status": _status, "dream": _dream, "profile": _profile, "forget_chat": _forget_chat}
 
 
 def _text(args: Mapping[str, Any], name: str, ctx: ActionContext, limit: int) -> str:
