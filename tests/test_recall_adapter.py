@@ -132,6 +132,14 @@ class RecallAdapterTest(unittest.TestCase):
         self.assertTrue(hub().recaller().wait_idle(30))
         self.assertIn("Keeps bees", self.run_recall(agent, loop_data("third question")))
 
+    def test_the_tools_forget_chat_knows_its_chat_and_asks_for_confirmation_first(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
+
+        answer = asyncio.run(run_tool(StubAgent(0), {"action": "forget_chat"}))
+        self.assertNotIn("this call has none", answer)
+        self.assertIn('"confirm": true', answer)
+        self.assertEqual(self.fake.requests, [])
+
     def test_honcho_down_leaves_the_turn_alone(self):
         self.server.close()
         self.host.config["recall_timeout_s"] = 2
