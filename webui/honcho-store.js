@@ -15,6 +15,7 @@ import {
 const STATUS_API = "/plugins/honcho/honcho_status";
 const ACTION_API = "/plugins/honcho/honcho_action";
 const CARD_API = "/plugins/honcho/honcho_card";
+const FORGET_API = "/plugins/honcho/honcho_forget";
 const INSPECTOR = "/plugins/honcho/webui/honcho-inspector.html";
 const OPEN_REFRESH_MS = 5000;
 const COLLAPSED_REFRESH_MS = 30000;
@@ -38,7 +39,7 @@ function describe(action, result) {
   switch (action) {
     case "check":
       return `API ${result.api.ok ? "ok" : "failed (" + result.api.error + ")"} in ${result.api.latency_ms} ms · ` +
-        `MCP ${result.mcp.ok ? "ok" : "failed (" + result.mcp.error + ")"} in ${result.mcp.latency_ms} ms`;
+        `MCP ${result.mcp.summary || (result.mcp.ok ? "ok" : "failed (" + result.mcp.error + ")")} in ${result.mcp.latency_ms} ms`;
     case "wake": {
       const paused = result.paused ? `, paused (${result.paused})` : "";
       if (result.woken) return `Worker woken${paused}`;
@@ -65,6 +66,8 @@ export const store = createStore("honchoHub", {
   actions: ACTIONS,
   card: null, // { facts: [...], total } once read
   cardError: null,
+  forgetOffers: [], // chats deleted in Agent Zero whose forgetting in Honcho is offered, never forced
+  forgetting: null,
   _cardAt: null, // when the card was last asked for (Date.now())
   _cardLoading: false,
   _timer: null,
@@ -123,10 +126,46 @@ export const store = createStore("honchoHub", {
     }
   },
 
+  // Offers are local to Agent Zero's process (no request to Honcho): read with the open panel's status.
+  async refreshOffers() {
+    if (!this.open) return;
+    try {
+      const answer = await callJsonApi(FORGET_API, { action: "offers" });
+      this.forgetOffers = answer.ok ? answer.offers : [];
+    } catch (e) {
+      this.forgetOffers = [];
+    }
+  },
+
+  async forgetChat(chat) {
+    if (this.forgetting) return;
+    if (!globalThis.confirm(`Chat ${chat} was deleted. Forget it in Honcho too? Its queued messages and its ` +
+        "Honcho session are deleted for good.")) return;
+    this.forgetting = chat;
+    try {
+      const answer = await callJsonApi(FORGET_API, { action: "forget_chat", chat, confirmed: true });
+      (answer.ok ? toastFrontendSuccess : toastFrontendWarning)(answer.text || answer.error || "Done", "Honcho");
+    } catch (e) {
+      toastFrontendError("The action could not reach Agent Zero", "Honcho");
+    } finally {
+      this.forgetting = null;
+      await this.refreshOffers();
+    }
+  },
+
+  async dismissOffer(chat) {
+    try {
+      await callJsonApi(FORGET_API, { action: "dismiss", chat });
+    } finally {
+      await this.refreshOffers();
+    }
+  },
+
   toggle() {
     this.open = !this.open;
     this.refresh();
     this.refreshCard();
+    this.refreshOffers();
     this._schedule();
   },
 
@@ -135,6 +174,7 @@ export const store = createStore("honchoHub", {
     this._timer = setInterval(() => {
       this.refresh();
       this.refreshCard();
+      this.refreshOffers();
     }, this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);
   },
 

@@ -285,6 +285,11 @@ class SidebarTest(UiCase):
         self.assertRegex(panel.locator("[data-field=queue]").inner_text(), r"^0 pending · 0 sending · 0 dead")
         self.assertEqual(panel.locator("[data-field=mode]").inner_text(), "hosted")
         self.assertRegex(panel.locator("[data-field=cache]").inner_text(), r"^\d+ packs · \d+ hits · \d+ loads")
+        self.assertEqual(panel.locator("[data-field=recall_mode]").inner_text(), "on · hybrid")
+        self.assertRegex(panel.locator("[data-field=memory]").inner_text(), r"^(fresh|deriving)")
+        wait_for(lambda: "(this process)" in panel.locator("[data-field=processes]").inner_text(), 15,
+                 "this Agent Zero's delivery worker among the processes")
+        self.assertEqual(panel.locator("[data-field=shared_circuit]").inner_text(), "closed")
         self.assertEqual(page.locator(".honcho-sidebar-headline").inner_text(), "0 queued · worker idle")
         page.screenshot(path=os.path.join(shots, "sidebar.png"))
 
