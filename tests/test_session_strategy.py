@@ -189,6 +189,7 @@ class AdapterTest(unittest.TestCase):
         from usr.plugins.honcho.extensions.honcho_bridge import operations, tool
 
         self.assertEqual(tool.action_context(self.agent).session_id, "project-Alpha")
+        self.agent.context.agent0 = self.agent  # as every AgentContext has
         contexts = {"Strat001": self.agent.context}
         sys.modules["agent"] = types.SimpleNamespace(AgentContext=types.SimpleNamespace(get=contexts.get))
         self.addCleanup(sys.modules.pop, "agent", None)

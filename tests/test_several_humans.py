@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import sqlite3
+import sys
 import types
 import unittest
 
@@ -323,6 +324,20 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         answer = asyncio.run(run_tool(plain, {"action": "remember", "content": "I keep a diary"}))
         self.assertIn("unmapped_chats", answer)
         self.assertEqual(self.fake.requests, [])  # nothing read or written under user_peer_id
+
+    def test_the_sidebars_status_and_card_are_of_the_chat_shown_and_its_human(self):
+        from usr.plugins.honcho.extensions.honcho_bridge import operations
+
+        alpha = self.chat("ChatAlph", "Alpha")
+        self.fake.cards[("agent-zero", "alice")] = ["Keeps three beehives"]
+        self.fake.cards[("agent-zero", "user")] = ["Sails on weekends"]
+        sys.modules["agent"] = types.SimpleNamespace(AgentContext=types.SimpleNamespace(get={"ChatAlph": alpha.context}.get))
+        self.addCleanup(sys.modules.pop, "agent", None)
+        status = operations.status_document({"context": "ChatAlph", "light": True})["status"]
+        self.assertEqual((status["identity"]["user_peer_id"], status["identity"]["session_id"]),
+                         ("alice", "chat-ChatAlph"))
+        self.assertEqual(operations.card_document({"context": "ChatAlph"})["facts"], ["Keeps three beehives"])
+        self.assertEqual(operations.card_document({})["facts"], ["Sails on weekends"])  # no chat shown
 
     def test_an_unmapped_chat_under_default_peer_is_the_user_peer_ids(self):
         self.host.config.update(profile_peers="research=carol", unmapped_chats="default-peer")

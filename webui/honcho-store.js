@@ -112,7 +112,8 @@ export const store = createStore("honchoHub", {
     this._cardLoading = true;
     this._cardAt = Date.now();
     try {
-      const answer = await callJsonApi(CARD_API, {});
+      const context = globalThis.getContext ? globalThis.getContext() : null;
+      const answer = await callJsonApi(CARD_API, { context });
       if (answer.ok) {
         this.card = { facts: answer.facts, total: answer.total };
         this.cardError = null;

@@ -14,6 +14,7 @@ from usr.plugins.honcho.honcho_hub.ops import forget_chat, inspector
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
+from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.storage import memory_log
 from usr.plugins.honcho.honcho_hub.tool.verbs import ActionContext, card_view
 
@@ -32,18 +33,17 @@ def status_document(body: Any) -> dict:
     """Status for the sidebar; with a chat id it includes that chat's session (its peers' configuration on
     the server) and scope progress. `light: true` (the collapsed line's poll) reads local state only: no
     request to Honcho."""
-    settings = global_settings()
+    settings, session, scope = _chat(body)
     log_level.follow(settings)
-    session, scope = _chat(body)
     light = isinstance(body, dict) and body.get("light") is True
     parts = hub().status_parts(settings, session, scope, backfill=session is not None and not light)
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 
 def card_document(body: Any) -> dict:
-    """The agent's card of the user for the open panel: one request to Honcho (identity is global, so the
-    body names nothing)."""
-    settings = global_settings()
+    """The agent's card of the human of the chat the UI shows (`context`), else of `user_peer_id`: one
+    request to Honcho."""
+    settings = _chat(body)[0]
     log_level.follow(settings)
     return card_view(hub().tool_gateway(settings), settings)
 
@@ -118,20 +118,21 @@ def _global_actions() -> ActionContext:
                          gateway=gateway, supports_scopes=gateway.supports_scopes, record=record)
 
 
-def _chat(body: Any) -> tuple[str | None, str | None]:
+def _chat(body: Any) -> tuple[Settings, str | None, str | None]:
+    """The settings, session and scope of the chat the UI shows (`context`): its human's, as its turns use
+    them; the global settings and no session without a chat (or for a chat with no human)."""
+    settings = global_settings()
     context_id = body.get("context") if isinstance(body, dict) else None
     if not isinstance(context_id, str) or not context_id:
-        return None, None
-    settings = global_settings()
-    try:
-        from agent import AgentContext
-        from helpers.projects import get_context_project_name
-
-        context = AgentContext.get(context_id)
-        project = get_context_project_name(context) if context is not None else None
-    except Exception:  # an unknown chat or an older host: status without the chat part
-        return session_for(settings.session_strategy, context_id, None), None
-    return session_for(settings.session_strategy, context_id, project), resolve_scope(settings, project)
+        return settings, None, None
+    agent = _chat_agent(body)
+    if agent is None:  # an unknown chat or an older host: status without the chat part
+        return settings, session_for(settings.session_strategy, context_id, None), None
+    chat_settings = host.settings_for(agent)
+    if host.chat_human(agent, chat_settings) is None:  # unmapped_chats no-capture: no memory of its own
+        return settings, None, None
+    project = host.project_name(agent)
+    return chat_settings, host.chat_session(agent, chat_settings, project), resolve_scope(chat_settings, project)
 
 
 # -- forgetting a chat ------------------------------------------------------------------------------------
