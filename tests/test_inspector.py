@@ -13,9 +13,9 @@ import unittest
 from datetime import UTC, datetime, timedelta
 
 import httpx
+from api_world import api_handler, api_world
 from fake_honcho import FakeHoncho
-from hub_testkit import ROOT, StubApiHandler, classes_in, import_by_path, stub_agent_zero
-from loopback import serve
+from hub_testkit import ROOT
 from outbox_helpers import ManualClock, event, temp_outbox_path
 
 from honcho_hub.gateway.gateway import HonchoGateway
@@ -417,16 +417,8 @@ class InspectorApiTest(unittest.TestCase):
     """POST /api/plugins/honcho/honcho_inspector through Agent Zero's loader (stub host)."""
 
     def setUp(self):
-        self.fake = FakeHoncho(api_key=KEY)
-        self.server = serve(self.fake)
-        self.addCleanup(self.server.close)
-        stub = stub_agent_zero()
-        self.host = stub.__enter__()
-        self.addCleanup(stub.__exit__, None, None, None)
-        self.host.config.update(api_url=self.server.url)
-        self.host.secrets = {"HONCHO_API_KEY": KEY}
-        self.handler = classes_in(import_by_path(os.path.join(self.host.plugin_dir, "api", "honcho_inspector.py")),
-                                  StubApiHandler)[0]
+        self.fake, self.server, self.host = api_world(self, KEY)
+        self.handler = api_handler(self.host, "honcho_inspector")
 
     def call(self, body):
         return asyncio.run(self.handler().process(body, None))

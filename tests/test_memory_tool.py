@@ -10,8 +10,9 @@ import types
 import unittest
 
 import httpx
+from api_world import api_handler, api_world
 from fake_honcho import FakeHoncho
-from hub_testkit import ROOT, StubAgent, StubApiHandler, StubTool, classes_in, import_by_path, stub_agent_zero
+from hub_testkit import ROOT, StubAgent, StubTool, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
 from outbox_helpers import hold_write_lock, release_lock, temp_outbox_path
 
@@ -466,16 +467,8 @@ class SidebarCardTest(unittest.TestCase):
     """POST /api/plugins/honcho/honcho_card: the open sidebar's card of the user."""
 
     def setUp(self):
-        self.fake = FakeHoncho(api_key=KEY)
-        self.server = serve(self.fake)
-        self.addCleanup(self.server.close)
-        stub = stub_agent_zero()
-        self.host = stub.__enter__()
-        self.addCleanup(stub.__exit__, None, None, None)
-        self.host.config.update(api_url=self.server.url)
-        self.host.secrets = {"HONCHO_API_KEY": KEY}
-        self.handler = classes_in(import_by_path(os.path.join(self.host.plugin_dir, "api", "honcho_card.py")),
-                                  StubApiHandler)[0]
+        self.fake, self.server, self.host = api_world(self, KEY)
+        self.handler = api_handler(self.host, "honcho_card")
 
     def call(self, body):
         return asyncio.run(self.handler().process(body, None))

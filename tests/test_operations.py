@@ -8,9 +8,9 @@ import os
 import time
 import unittest
 
+from api_world import api_handler, api_world
 from delivery_helpers import with_api_url_problem
 from fake_honcho import FakeHoncho
-from hub_testkit import StubApiHandler, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
 from mcp_fake import McpFake
 from outbox_helpers import enqueue, lease, settle, temp_outbox_path
@@ -303,16 +303,9 @@ class CacheAndDemoTest(CliCase):
 
 class ApiHandlersTest(unittest.TestCase):
     def setUp(self):
-        self.fake = FakeHoncho(api_key=KEY)
-        self.server = serve(self.fake)
-        self.addCleanup(self.server.close)
-        stub = stub_agent_zero()
-        self.host = stub.__enter__()
-        self.addCleanup(stub.__exit__, None, None, None)
-        self.host.config.update(api_url=self.server.url, mcp_url=self.server.url)
-        self.host.secrets = {"HONCHO_API_KEY": KEY}
-        self.handlers = {name: classes_in(import_by_path(os.path.join(self.host.plugin_dir, "api", f"{name}.py")),
-                                          StubApiHandler)[0] for name in ("honcho_status", "honcho_action")}
+        self.fake, self.server, self.host = api_world(self, KEY)
+        self.host.config.update(mcp_url=self.server.url)
+        self.handlers = {name: api_handler(self.host, name) for name in ("honcho_status", "honcho_action")}
 
     def call(self, name, body):
         return asyncio.run(self.handlers[name]().process(body, None))
