@@ -28,6 +28,7 @@ from honcho_hub.capture.rules import (
 )
 from honcho_hub.settings.config import build_settings
 from honcho_hub.settings.spec import OBSERVATION_PRESETS
+from honcho_hub.storage.outbox import Outbox
 
 KEY = "hch-several-humans-key-24680"
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
@@ -135,6 +136,7 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         path = self.host.config["outbox_path"]
         if not os.path.exists(path):
             return []
+        Outbox(path).close()  # another thread may be creating it right now: read it once its schema is there
         conn = sqlite3.connect(path)
         try:
             return conn.execute("SELECT session_id, peer_id, role, content FROM events ORDER BY seq").fetchall()
