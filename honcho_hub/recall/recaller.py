@@ -188,22 +188,23 @@ class Recaller:
         the outbox folder (Agent Zero, the command line) forget theirs at their next recall too."""
         if settings is not None:
             bump_epoch(settings)
-        self._dialectic.clear()
-        with self._lock:
-            self._bases.clear()
-            self._summaries.clear()
-            cache = self._cache.peek()
-            return cache.clear() if cache is not None else 0
+        self._forget_loaded()
+        cache = self._cache.peek()
+        return cache.clear() if cache is not None else 0
 
     def _follow_epoch(self, settings: Settings, cache: RecallCache) -> None:
         epoch = read_epoch(settings)
         if self._epoch_seen is not None and epoch != self._epoch_seen:
             cache.clear()
-            with self._lock:
-                self._bases.clear()
-                self._summaries.clear()
-            self._dialectic.clear()
+            self._forget_loaded()
         self._epoch_seen = epoch
+
+    def _forget_loaded(self) -> None:
+        """Drop what was loaded beside the cache: base packs, summaries, dialectic notes."""
+        self._dialectic.clear()
+        with self._lock:
+            self._bases.clear()
+            self._summaries.clear()
 
     def cache_entries(self) -> int:
         cache = self._cache.peek()
