@@ -51,6 +51,26 @@ def settle(box: Outbox, owner: str, settlement: Settlement) -> None:
     box.settle_and_lease(settlement, owner, 0, 1, 60.0)
 
 
+def stub_host_events(test, host) -> list[tuple]:
+    """(session, peer, role, content) of every event the plugin in a stub Agent Zero (hub_testkit) queued, in
+    capture order, once its capture journal is written (the writer thread may not have run yet)."""
+    from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings, hub
+
+    service = hub().capture(global_settings())
+    service.write_pending()
+    # A pass meeting the worker's thread creating the outbox leaves entries for the writer's retry.
+    test.assertTrue(service.journal.wait_empty(10))
+    path = host.config["outbox_path"]
+    if not os.path.exists(path):
+        return []
+    Outbox(path).close()  # another thread may be creating it right now: read it once its schema is there
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT session_id, peer_id, role, content FROM events ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+
+
 def temp_outbox_path(test) -> str:
     folder = tempfile.TemporaryDirectory()
     test.addCleanup(folder.cleanup)

@@ -16,6 +16,7 @@ from hub_testkit import (
     import_by_path,
     stub_agent_zero,
 )
+from outbox_helpers import stub_host_events
 
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
@@ -55,20 +56,7 @@ class AdapterTestCase(unittest.TestCase):
                                                tool_name=tool_name)
 
     def stored(self):
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings, hub
-
-        service = hub().capture(global_settings())
-        service.write_pending()  # what the writer thread may not have done yet
-        # A pass meeting the worker's thread creating the outbox leaves entries for the writer's retry.
-        self.assertTrue(service.journal.wait_empty(10))
-        path = self.host.config["outbox_path"]
-        if not os.path.exists(path):
-            return []
-        conn = sqlite3.connect(path)
-        try:
-            return conn.execute("SELECT session_id, peer_id, role, content FROM events ORDER BY seq").fetchall()
-        finally:
-            conn.close()
+        return stub_host_events(self, self.host)
 
 
 class WhoTypedItTest(AdapterTestCase):

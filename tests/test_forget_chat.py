@@ -50,6 +50,16 @@ def forget(bench: Bench, chat: str, **options):
     return forget_chat(bench.settings, chat, gateway_factory=bench.gateway, clock=bench.clock, **options)
 
 
+
+def event_count(path: str) -> int:
+    """Rows of the outbox's events table."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        conn.close()
+
+
 class ForgetChatTest(unittest.TestCase):
     def test_the_chats_rows_are_deleted_other_chats_rows_kept_and_its_honcho_session_deleted(self):
         bench = Bench(self)
@@ -249,11 +259,7 @@ class ChatDeleteOfferTest(unittest.TestCase):
         called_from(path, cls, lambda: self.extension(agent=None).execute(data=data))
 
     def rows(self) -> int:
-        conn = sqlite3.connect(self.path)
-        try:
-            return conn.execute("SELECT count(*) FROM events").fetchone()[0]
-        finally:
-            conn.close()
+        return event_count(self.path)
 
     def test_the_chat_delete_action_records_an_offer_and_deletes_nothing(self):
         self.removed(os.path.join(os.sep, "a0", "api", "chat_remove.py"), "RemoveChat")
@@ -346,11 +352,7 @@ class ForgetChatCommandTest(unittest.TestCase):
         return code, out.getvalue(), err.getvalue()
 
     def rows(self) -> int:
-        conn = sqlite3.connect(self.path)
-        try:
-            return conn.execute("SELECT count(*) FROM events").fetchone()[0]
-        finally:
-            conn.close()
+        return event_count(self.path)
 
     def test_without_yes_it_refuses_and_nothing_is_forgotten(self):
         code, out, err = self.run_cli("c1")

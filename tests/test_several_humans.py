@@ -9,7 +9,6 @@ over loopback: where each human's messages land, and what each chat's recall rea
 import asyncio
 import json
 import os
-import sqlite3
 import sys
 import types
 import unittest
@@ -17,6 +16,7 @@ import unittest
 from fake_honcho import FakeHoncho
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
 from loopback import serve
+from outbox_helpers import stub_host_events
 
 from honcho_hub.capture.rules import (
     ChatFacts,
@@ -28,7 +28,6 @@ from honcho_hub.capture.rules import (
 )
 from honcho_hub.settings.config import build_settings
 from honcho_hub.settings.spec import OBSERVATION_PRESETS
-from honcho_hub.storage.outbox import Outbox
 
 KEY = "hch-several-humans-key-24680"
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
@@ -128,20 +127,7 @@ class SeveralHumansAdapterTest(unittest.TestCase):
 
     def queued(self):
         """(session, peer, role, content) of every queued event, in capture order."""
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings, hub
-
-        service = hub().capture(global_settings())
-        service.write_pending()  # what the writer thread may not have done yet
-        self.assertTrue(service.journal.wait_empty(10))
-        path = self.host.config["outbox_path"]
-        if not os.path.exists(path):
-            return []
-        Outbox(path).close()  # another thread may be creating it right now: read it once its schema is there
-        conn = sqlite3.connect(path)
-        try:
-            return conn.execute("SELECT session_id, peer_id, role, content FROM events ORDER BY seq").fetchall()
-        finally:
-            conn.close()
+        return stub_host_events(self, self.host)
 
     def deliver(self):
         from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
