@@ -454,6 +454,19 @@ class HumanPeerTest(BackfillCase):
             with open(os.path.join(self.usr, "settings.json"), "w") as handle:
                 json.dump({"agent_profile": agent_profile, "chat_model_name": "x"}, handle)
 
+    def test_under_a_shared_session_a_chat_of_another_human_keeps_a_session_of_its_own(self):
+        # As live capture (host.chat_settings): no Honcho session holds two humans.
+        self.write_settings(None)
+        folder = os.path.join(self.usr, "projects", "boats", ".a0proj", "plugins", "honcho")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "config.json"), "w") as handle:
+            json.dump({"human_peer_id": "alice"}, handle)
+        conversation(project="boats")[0].write(self.chats)
+        layer = {"outbox_path": self.path, "session_strategy": "global"}
+        backfill.Backfill(self.make_settings(session_strategy="global"), backfill.project_settings(layer, {}, self.chats),
+                          clock=self.clock, profile=backfill.agent_profile(self.chats)).run(backfill.saved_chats(self.chats))
+        self.assertEqual({(r[2], r[3]) for r in self.rows() if r[1] == "user"}, {("chat-Ab3dE6gH", "alice")})
+
     def test_user_messages_go_to_the_chats_human_and_answers_to_the_agent(self):
         cases = {
             # name: (global settings, the project's own, Agent Zero's agent_profile, the user peer or a skip)

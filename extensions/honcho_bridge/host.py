@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from datetime import UTC, datetime
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts, HumanFacts, human_peer
+from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts, HumanFacts, chat_view, human_peer
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
@@ -36,49 +35,24 @@ MAX_CHAT_VIEWS = 256  # projects × agent profiles in use: a full map starts ove
 
 
 def settings_for(agent: Any) -> Settings:
-    """Effective settings for this agent's chat: the global settings with its project's over them, and the
-    chat's human (`human_peer`: the project's, else the agent profile's) as `user_peer_id`, so capture,
-    recall, the tool, status and the dialectic all name the same peer. Under a strategy that shares a
-    session (global, per-project), a chat whose human is not that session's gets `per-chat`: no session
-    holds two humans. A chat no one is named for under `unmapped_chats: no-capture` keeps
-    `user_peer_id`: its adapters skip it (see `chat_human`)."""
+    """Effective settings for this agent's chat: the global settings with its project's over them, as the
+    chat's human sees them (rules.chat_view: its peer, a session of its own when a shared one is another
+    human's)."""
     return chat_settings(project_name(agent), human_facts(agent))
 
 
 def chat_settings(project: str | None, facts: HumanFacts) -> Settings:
-    """The settings of a chat in `project` whose human facts are `facts` (see settings_for); cached."""
+    """The settings of a chat in `project` whose human facts are `facts` (rules.chat_view); cached."""
     base = project_settings(project)
     key = (project, facts)
     known = _chat_views.get(key)
     if known is not None and known[0] is base:
         return known[1]
-    human = human_peer(facts, base)
-    changes: dict[str, Any] = {}
-    if human is not None and human != base.user_peer_id:
-        changes["user_peer_id"] = human
-    owner = _shared_session_owner(project, base)
-    if human is not None and owner is not None and human != owner:
-        # A session's recent messages and summary reach every pack read through it: a chat must not share
-        # one with another human's chats, so it keeps a session of its own.
-        changes["session_strategy"] = "per-chat"
-    view = dataclasses.replace(base, **changes) if changes else base
+    view = chat_view(base, facts, project, project_settings(None) if project else base)
     if len(_chat_views) >= MAX_CHAT_VIEWS:
         _chat_views.clear()
     _chat_views[key] = (base, view)
     return view
-
-
-def _shared_session_owner(project: str | None, base: Settings) -> str | None:
-    """The human whose chats share the session the strategy gives a chat in `project`, None when the chat
-    gets a session of its own: under `global` the human of a chat nothing names (the global settings'), under
-    `per-project` the project's human (`user_peer_id` when it names none)."""
-    if base.session_strategy == "global":
-        owner = project_settings(None)
-    elif base.session_strategy == "per-project" and project:
-        owner = base
-    else:
-        return None
-    return owner.human_peer_id or owner.user_peer_id
 
 
 def chat_human(agent: Any, settings: Settings | None = None) -> str | None:

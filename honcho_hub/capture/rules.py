@@ -8,7 +8,7 @@ a chat whose human is known (see `human_peer`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..settings.config import Settings
 
@@ -53,6 +53,35 @@ def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
     if mapped:
         return mapped
     return settings.user_peer_id if settings.unmapped_chats == "default-peer" else None
+
+
+def chat_view(settings: Settings, facts: HumanFacts, project: str | None, global_settings: Settings) -> Settings:
+    """A chat's settings (`settings`: its project's) with its human as `user_peer_id`, so capture, recall,
+    the tool, status and the dialectic all name the same peer. Under a strategy that shares a session
+    (global, per-project), a chat whose human is not that session's gets `per-chat`: a session's recent
+    messages and summary reach every pack read through it, so no session holds two humans. A chat no one is
+    named for (`unmapped_chats: no-capture`) is returned as it is: its adapters skip it."""
+    human = human_peer(facts, settings)
+    if human is None:
+        return settings
+    owner = _shared_session_owner(settings, project, global_settings)
+    strategy = "per-chat" if owner is not None and human != owner else settings.session_strategy
+    if (human, strategy) == (settings.user_peer_id, settings.session_strategy):
+        return settings
+    return replace(settings, user_peer_id=human, session_strategy=strategy)
+
+
+def _shared_session_owner(settings: Settings, project: str | None, global_settings: Settings) -> str | None:
+    """The human whose chats share the session the strategy gives a chat in `project`, None when the chat
+    gets a session of its own: under `global` the human of a chat nothing names (the global settings'), under
+    `per-project` the project's human (`user_peer_id` when it names none)."""
+    if settings.session_strategy == "global":
+        owner = global_settings
+    elif settings.session_strategy == "per-project" and project:
+        owner = settings
+    else:
+        return None
+    return owner.human_peer_id or owner.user_peer_id
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,6 @@ twice when the backfill runs again.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -50,7 +49,7 @@ from ..capture.rules import (
     ChatFacts,
     HumanFacts,
     UserMessageFacts,
-    human_peer,
+    chat_view,
     skip_reason_for_chat,
     skip_reason_for_tool_result,
     skip_reason_for_user_message,
@@ -225,14 +224,6 @@ def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str],
     kind = str(chat.get("type", "user")).lower()
     return ChatFacts(background=kind == "background", scheduler_run=kind == "task" or chat_id in scheduled,
                      human=HumanFacts(profile=profile))
-
-
-def with_human(facts: ChatFacts, settings: Settings) -> Settings:
-    """The chat's settings with its human (rules.human_peer) as `user_peer_id`, as the host adapter gives live
-    capture (extensions/honcho_bridge/host.chat_settings); unchanged for a chat no one is named for."""
-    human = human_peer(facts.human, settings)
-    return settings if human is None or human == settings.user_peer_id else dataclasses.replace(
-        settings, user_peer_id=human)
 
 
 def log_times(chat: Mapping[str, Any]) -> dict[tuple[str, str], float]:
@@ -508,7 +499,7 @@ class Backfill:
             if reason:
                 self.tally.chats[reason] += 1
                 return []
-            settings = with_human(facts, settings)
+            settings = chat_view(settings, facts.human, project, self._settings)
             messages = chat_messages(chat, facts, settings, self.tally.skipped)
         except ConfigFileError:
             self.tally.chats["project_settings_unusable"] += 1
