@@ -1,19 +1,24 @@
 """Health says only what is known: neutral until the API was reached, amber or red after a failed
 attempt or check until a success, green after one."""
 
+import asyncio
 import dataclasses
 import functools
 import json
 import logging
 import os
+import sys
+import types
 import unittest
 import uuid
 
 import httpx
+from api_world import api_handler, api_world
 from delivery_helpers import KEY as KEY_OF_BENCH
 from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
-from outbox_helpers import temp_outbox_path
+from hub_testkit import StubAgent, StubContext
+from outbox_helpers import enqueue, temp_outbox_path
 
 from honcho_hub import hub
 from honcho_hub.delivery import lifecycle
@@ -24,7 +29,7 @@ from honcho_hub.ops.status import StatusParts, build_status, gather_parts, statu
 from honcho_hub.runtime import process_state
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
-from honcho_hub.storage.outbox import Outbox
+from honcho_hub.storage.outbox import NewEvent, Outbox
 
 KEY = "hch-health-key-24682468"
 NOW = 1_900_000_000.0
@@ -241,6 +246,59 @@ class SessionsStatusTest(unittest.TestCase):
         status, text = self.status(settings, "chat-c1", broken)
         self.assertEqual(self.server(status), ({}, False))
         self.assertIn("not read", text)
+
+
+class LightStatusTest(unittest.TestCase):
+    """The sidebar's collapsed line polls a light status (`light: true`): local state only, never a request
+    to Honcho; the open panel's full status reads the chat's session and scope from Honcho. Through the
+    status API handler as Agent Zero loads it, with requests counted at the fake Honcho."""
+
+    CHAT = "ChatLite"
+
+    def setUp(self):
+        self.fake, self.server, self.host = api_world(self, KEY)
+        self.handler = api_handler(self.host, "honcho_status")
+        chat = StubAgent(0, StubContext(id=self.CHAT, project="Alpha"))
+        chat.context.agent0 = chat  # as every AgentContext has
+        # Agent Zero's AgentContext.get, which the handler asks for the chat the UI shows.
+        sys.modules["agent"] = types.SimpleNamespace(AgentContext=types.SimpleNamespace(
+            get={self.CHAT: chat.context}.get))
+        self.addCleanup(sys.modules.pop, "agent", None)
+        box = Outbox(self.host.config["outbox_path"])
+        enqueue(box, [NewEvent("ev_light_1", f"{self.server.url}#agent-zero", "agent-zero", f"chat-{self.CHAT}",
+                               "user", "user", "hello", 1.0)])
+        box.close()
+
+    def status(self, body):
+        answer = asyncio.run(self.handler().process(body, None))
+        self.assertTrue(answer["ok"], answer)
+        return answer["status"]
+
+    def test_a_light_status_makes_no_request_to_honcho_and_a_full_one_reads_the_chats_session_and_scope(self):
+        light = {"context": self.CHAT, "light": True}
+        status = self.status(light)
+        self.assertEqual(self.fake.requests, [])
+        # What the collapsed line shows comes from local state.
+        self.assertEqual((status["identity"]["session_id"], status["scope"]["current"], status["queue"]["pending"]),
+                         (f"chat-{self.CHAT}", "a0-alpha", 1))
+        self.assertIsNone(status["identity"]["observation"]["server"])  # the session was not read
+        full = self.status({"context": self.CHAT})
+        session = f"/v3/workspaces/agent-zero/sessions/chat-{self.CHAT}"
+        paths = [path for _, path in self.fake.requests]
+        self.assertIn(f"{session}/peers/user/config", paths)
+        self.assertIn(f"{session}/peers/agent-zero/config", paths)
+        self.assertIn("/v3/workspaces/agent-zero/scopes/a0-alpha/status", paths)  # the scope's backfill
+        self.assertIsNotNone(full["identity"]["observation"]["server"])
+        seen = len(self.fake.requests)
+        self.status(light)  # recall's client now exists: the light status still asks nothing
+        self.assertEqual(len(self.fake.requests), seen)
+
+    def test_only_light_true_is_light(self):
+        for value in (False, "true", 1, None):
+            with self.subTest(light=value):
+                before = len(self.fake.requests)
+                self.status({"context": self.CHAT, "light": value})
+                self.assertGreater(len(self.fake.requests), before)
 
 
 class DebugSettingTest(unittest.TestCase):
