@@ -98,12 +98,7 @@ def recent(box: Outbox, destination: str, observer_id: str, observed_id: str, li
            since: float | None = None) -> list[KeptWrite]:
     """The newest `limit` kept writes of `destination` about these peers in `box` (those kept at `since` or
     later, when given), newest first, with their text: for the memory inspector only. Raises OutboxError."""
-    from .outbox import _READ  # the outbox owns the connection; this module, the table's rows
-
-    # The outbox has no public reader of this table's text (its status reader returns none, by design): one
-    # read transaction through its one transaction helper.
-    with box._transaction(_READ) as (conn, _now):
-        return records(conn, destination, observer_id, observed_id, limit, since)
+    return box.memory_records(destination, observer_id, observed_id, limit, since)
 
 
 def records(conn: sqlite3.Connection, destination: str, observer_id: str, observed_id: str, limit: int,

@@ -41,7 +41,7 @@ from ..gateway.limits import chat_generation_of, session_id_for
 from ..settings.config import Settings
 from . import memory_log, processes
 from .journal import FOLDER as JOURNAL_FOLDER
-from .memory_log import MemoryWrite
+from .memory_log import KeptWrite, MemoryWrite
 from .processes import Beat, SharedCircuit
 
 # -- the file's schema -----------------------------------------------------------------------------
@@ -745,6 +745,14 @@ class Outbox:
         """Counts of the kept memory-tool writes and the newest ids, kinds and times; never their text."""
         with self._transaction(_READ) as (conn, now):
             return memory_log.summary(conn, latest)
+
+    def memory_records(self, destination: str, observer_id: str, observed_id: str, limit: int,
+                       since: float | None = None) -> list[KeptWrite]:
+        """The newest `limit` kept writes of `destination` about these peers (those kept at `since` or later,
+        when given), newest first, with their text: for the memory inspector only (status reads
+        `memory_writes`, which holds none)."""
+        with self._transaction(_READ) as (conn, now):
+            return memory_log.records(conn, destination, observer_id, observed_id, limit, since)
 
     # -- the processes that drain this outbox (processes owns the tables' rows) ---------------------------
     # Writes wait at most processes.BEAT_WAIT_S for the lock (then OutboxBusy: the caller skips them).
