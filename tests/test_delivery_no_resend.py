@@ -14,6 +14,7 @@ from outbox_helpers import enqueue, event, lease, settle
 
 from honcho_hub import hub
 from honcho_hub.delivery.batches import as_message
+from honcho_hub.delivery.retry import RECONCILE_LIMIT
 from honcho_hub.ops import verbs as operations
 from honcho_hub.ops.status import build_status
 from honcho_hub.storage.outbox import Outbox, Retry, Settlement
@@ -247,6 +248,61 @@ class UnreconcilableTest(unittest.TestCase):
         bench.run_until_idle()
         bench.assert_exactly_once("u1", texts)
         self.assertEqual(bench.adds("u1"), 1)
+
+    def test_a_key_that_may_add_but_not_list_dead_letters_its_chat_after_bounded_lookups_and_other_chats_deliver(self):
+        bench = Bench(self)
+        bench.say("u2", 3)
+        bench.fake.fail(status=500, after_store=True)
+        bench.worker.step()
+        bench.fake.fail(match=r"/sessions/chat-u2/messages/list$", status=403, times=100)
+        bench.clock.advance(3600)
+        bench.worker.step()  # the first refused lookup
+        later = bench.say("u3", 2)  # another chat, captured afterwards
+        for _ in range(10):
+            bench.clock.advance(3600)
+            bench.worker.step()
+        bench.assert_exactly_once("u3", later)
+        self.assertEqual(bench.worker.state.snapshot()["circuits"], {})
+        self.assertEqual(bench.fake.count("/sessions/chat-u2/messages/list"), RECONCILE_LIMIT)
+        self.assertEqual({r[3] for r in bench.rows() if r[1] == "dead"}, {"unreconcilable"})
+        self.assertEqual(bench.states(), {"dead": 3, "delivered": 2})
+        self.assertEqual(bench.adds("u2"), 1)
+
+    def test_a_lookup_refused_while_adds_are_refused_too_waits_for_the_key_and_dead_letters_nothing(self):
+        bench = Bench(self)
+        first = bench.say("u4", 2)
+        bench.fake.fail(status=500, after_store=True)
+        bench.worker.step()
+        second = bench.say("u5", 2)
+        bench.fake.fail(match="", status=403, times=1000)  # the key may do nothing here for now
+        for _ in range(10):
+            bench.clock.advance(61)
+            bench.worker.step()
+        self.assertEqual(bench.states(), {"pending": 4})
+        self.assertEqual(bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
+        bench.fake.faults.clear()  # the key may add and list again
+        bench.clock.advance(61)
+        bench.run_until_idle()
+        bench.assert_exactly_once("u4", first)
+        bench.assert_exactly_once("u5", second)
+        self.assertEqual(bench.adds("u4"), 1)
+
+    def test_a_lookup_refused_for_a_bad_key_opens_the_auth_circuit_and_dead_letters_nothing(self):
+        bench = Bench(self)
+        texts = bench.say("u6", 2)
+        bench.fake.fail(status=500, after_store=True)
+        bench.worker.step()
+        bench.fake.fail(match=r"/messages/list$", status=401, times=1000)
+        for _ in range(10):
+            bench.clock.advance(61)
+            bench.worker.step()
+        self.assertEqual(bench.states(), {"pending": 2})
+        self.assertEqual(bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
+        bench.fake.faults.clear()
+        bench.clock.advance(61)
+        bench.run_until_idle()
+        bench.assert_exactly_once("u6", texts)
+        self.assertEqual(bench.adds("u6"), 1)
 
 
 class RowBoundTest(unittest.TestCase):

@@ -9,9 +9,12 @@
 - 401/403: the auth circuit opens until the next probe; attempts not counted.
 - Permanent rejections: dead letter (the worker first splits a batch to find the one bad event).
 - Asking Honcho which events it holds (before resending events it may hold) fails as above, except
-  that a permanent refusal is retried with backoff, burning no attempt, until RECONCILE_LIMIT refusals
-  in a row make the events dead letters coded `unreconcilable` (a key that may not list messages, a
-  server without metadata filters): they are never sent blind, and must not hold their chat forever.
+  that a permanent refusal — 400/422 (a server without metadata filters) or 403 (a key that may add
+  messages but not list them; it opens no circuit, so other chats keep delivering) — is retried with
+  backoff, burning no attempt, until RECONCILE_LIMIT refusals in a row make the events dead letters coded
+  `unreconcilable`: they are never sent blind, and must not hold their chat forever. A refusal met while
+  the destination's circuit is open (its adds are refused too) is not counted: the events wait for the
+  key like every other. A 401 on the lookup opens the auth circuit as anywhere else.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ..settings.config import Settings
 
 RECONCILE_LIMIT = 3
 UNRECONCILABLE = "unreconcilable"
+FORBIDDEN = "auth_403"  # gateway.translate's code for a 403: the key is known, but may not do this
 
 
 class Action(str, Enum):
@@ -74,8 +78,16 @@ def decide(error: DeliveryError, attempts: int, now: float, policy: RetryPolicy,
     """What to do with events whose send failed with `error` after `attempts` earlier counted attempts.
 
     `reconcile_failures` is given when `error` came from the lookup of which events Honcho holds (the
-    events were not sent): how many permanent refusals of that lookup came before this one."""
-    if isinstance(error, PermanentError) and reconcile_failures is not None:
+    events were not sent): how many permanent refusals of that lookup came before this one.
+    `circuit_failures` counts the destination's circuit openings since its last success: above 0, the
+    circuit is open."""
+    if reconcile_failures is not None and _lookup_refused(error):
+        if circuit_failures:
+            # The destination's circuit is open: its adds are refused too (or it did not answer), so this
+            # refusal says nothing about the lookup. Nothing is counted and the events wait a probe interval,
+            # so the circuit, left as it is, probes next with another chat's batch (else a key that may add
+            # but not list would keep it open by probing with this lookup every time).
+            return Decision(Action.RETRY, error.code, now + policy.auth_probe_interval_s)
         if reconcile_failures + 1 >= RECONCILE_LIMIT:
             return Decision(Action.DEAD, UNRECONCILABLE, now)
         wait = rng.uniform(0, backoff_ceiling_s(reconcile_failures + 1, policy.base_s, policy.max_s))
@@ -98,3 +110,9 @@ def decide(error: DeliveryError, attempts: int, now: float, policy: RetryPolicy,
         return Decision(Action.DEAD, error.code, now, burn_attempt=True)
     wait = rng.uniform(0, backoff_ceiling_s(attempts + 1, policy.base_s, policy.max_s))  # full jitter
     return Decision(Action.RETRY, error.code, now + wait, burn_attempt=True)
+
+
+def _lookup_refused(error: DeliveryError) -> bool:
+    """Whether the server refused the lookup for good: rejected as asked (no metadata filters: 400/422) or
+    forbidden to this key (403: it may add messages but not list them). A 401 is not: the key is wrong."""
+    return isinstance(error, PermanentError) or (isinstance(error, AuthError) and error.code == FORBIDDEN)
