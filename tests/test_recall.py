@@ -7,13 +7,15 @@ import unittest
 
 import httpx
 import hub_testkit
+import test_outbox_files  # its file makers; a module import collects none of its tests
 from fake_honcho import FakeHoncho
-from outbox_helpers import ManualClock, temp_outbox_path
+from outbox_helpers import ManualClock, hold_write_lock, release_lock, temp_outbox_path
 
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.recall.pack import ContextData, build_pack, estimate_tokens, render_block
 from honcho_hub.recall.recaller import Recaller, cache_key
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.outbox import Outbox
 
 KEY = "hch-recall-key-123456"
 TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
@@ -377,6 +379,45 @@ class ScopedCallTest(unittest.TestCase):
         bench = RecallBench(self, recall_min_query_chars=5)
         bench.recall("ok")
         self.assertNotIn("search_query", bench.fake.context_queries[-1])
+
+
+class CacheMarkerTest(unittest.TestCase):
+    """Clearing the cache tells the other processes sharing the outbox through a marker beside it."""
+
+    def test_a_file_that_is_not_our_outbox_gets_no_marker_and_this_process_alone_forgets_its_packs(self):
+        cases = {"another program's database": test_outbox_files.other_program("DELETE"),
+                 "another program's database in WAL mode": test_outbox_files.other_program("WAL"),
+                 "another application id over our schema": test_outbox_files.other_application_id,
+                 "not SQLite at all": test_outbox_files.write(os.urandom(8192))}
+        for name, make in cases.items():
+            with self.subTest(name):
+                bench = RecallBench(self)
+                folder = os.path.dirname(bench.settings.outbox_path)
+                os.makedirs(folder)
+                make(bench.settings.outbox_path)
+                bench.remember()
+                self.assertEqual(bench.recall().source, "fresh")
+                before = test_outbox_files.snapshot(folder)
+                with self.assertLogs("honcho_hub.recall.recaller", "WARNING") as logged:
+                    self.assertEqual(bench.recaller.clear_cache(bench.settings), 1)
+                    self.assertEqual(test_outbox_files.snapshot(folder), before)  # no marker; the file untouched
+                self.assertEqual(bench.recall().source, "fresh")
+                self.assertIn("only this process's recall cache was cleared", logged.output[0])
+                self.assertNotIn(folder, "\n".join(logged.output))
+
+    def test_our_outbox_gets_the_marker_even_while_another_process_writes_to_it(self):
+        bench = RecallBench(self)
+        other = Recaller(bench.gateway, monotonic=bench.mono)  # as another process sharing the outbox holds it
+        self.addCleanup(other.close)
+        Outbox(bench.settings.outbox_path).close()
+        bench.remember()
+        self.assertEqual(other.recall(bench.settings, SESSION, "what do I drink?", TEMPLATE).source, "fresh")
+        child = hold_write_lock(bench.settings.outbox_path)
+        try:
+            bench.recaller.clear_cache(bench.settings)
+        finally:
+            release_lock(child)
+        self.assertEqual(other.recall(bench.settings, SESSION, "what do I drink?", TEMPLATE).source, "fresh")
 
 
 if __name__ == "__main__":

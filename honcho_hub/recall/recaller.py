@@ -24,29 +24,44 @@ session — in the background, at most once per FRESHNESS_POLL_S — and once it
 the base pack instead of waiting for `cache_ttl_s`. Derivation is queued after the messages are stored,
 so "done" needs work seen pending and then drained, or FRESH_MIN_AGE_S without any work seen; after
 FRESHNESS_MAX_S the TTL is the fallback. Nothing is polled for a session nothing was delivered to.
+
+A chat's session after a forget: ops/forget_chat.py moves the chat to its next generation, kept in the
+outbox, and moves the marker beside the outbox (the one clearing the cache moves), so that every process
+sharing the outbox hears of it. `chat_session` names the chat's current session from memory: what a forget
+in this process told it (`chat_forgotten`), or what it read from the outbox, on a reader thread of its own,
+when the chat was first named and again once the marker moved. On Agent Zero's event loop it only looks
+(until the read lands, the generation last known is named: the first one for a chat not read yet); the
+threads that serve a turn, the tool and status wait a bounded time for the read.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_until_done
 from dataclasses import dataclass, replace
 
-from ..errors import AuthError, DeliveryError, PermanentError
+from ..errors import AuthError, DeliveryError, OutboxError, PermanentError
 from ..gateway.gateway import Context, HonchoGateway
+from ..gateway.limits import session_for, session_id_for
 from ..keyed import Keyed, KeyedMany, fields
+from ..ops.status import with_existing_outbox
 from ..safety.redact import redact
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
+from ..storage.outbox import Outbox
 from .cache import RecallCache, remember
 from .dialectic import Dialectic
 from .pack import ContextData, MemoryPack, build_pack, render_block
+
+log = logging.getLogger(__name__)
 
 RECALL_THREADS = 6
 MAX_QUEUED_LOADS = 32  # beyond this, a load is not started: the turn gets the base pack
@@ -56,6 +71,7 @@ FRESH_MIN_AGE_S = 10.0  # with no derivation work ever seen, memory counts as fr
 FRESHNESS_MAX_S = 600.0  # a session still deriving after this is left to the TTL
 MAX_GATEWAYS = 8  # recall's clients held at once (destinations × humans)
 MAX_DERIVING = 1_000  # delivered sessions followed at once; the oldest are left to the TTL
+MAX_CHATS = 10_000  # chats whose generation is kept in memory; the least recently named go first
 QUERY_CHARS = 2000
 _QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction: a paste can be 10 MB
 
@@ -110,6 +126,11 @@ class Recaller:
         self._summaries: OrderedDict[Hashable, str] = OrderedDict()  # session key -> newest summary
         self._turns: OrderedDict[Hashable, int] = OrderedDict()  # session key -> user turns prefetched
         self._deriving: OrderedDict[tuple[str, str], _Deriving] = OrderedDict()  # (destination, session) ->
+        # (outbox, destination, chat) -> (how often the chat was forgotten, the marker when that was learned)
+        self._generations: OrderedDict[tuple[str, str, str], tuple[int, int]] = OrderedDict()
+        self._generation_reads: dict[tuple[str, str, str], Future] = {}
+        # Reads of the outbox on a thread of their own: a hung Honcho holding every pool thread delays no read.
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="honcho-hub-recall-chats")
         self.scope_problem: str | None = None
 
     def prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None = None,
@@ -239,8 +260,37 @@ class Recaller:
         """The dialectic layer's counters, for status."""
         return self._dialectic.counters()
 
+    def chat_session(self, settings: Settings, chat_id: str, project: str | None = None, wait_s: float = 0.0) -> str:
+        """The Honcho session a chat's turns name now (limits.session_for): once the chat was forgotten, its
+        current generation's. With `wait_s` 0 — Agent Zero's event loop — only memory is looked at: a chat not
+        read yet, or read before the marker beside the outbox moved, is named with the generation last known
+        (the first for a chat never read) while the reader thread reads it. Other threads pass a bound: the
+        marker is followed, and the read waited for that long at most."""
+        session = session_for(settings.session_strategy, chat_id, project)
+        if session != session_id_for(chat_id):
+            return session  # a project's or the global session: shared with other chats, never forgotten
+        if wait_s > 0:
+            self._follow_epoch(settings, self._cache.get(settings))
+        key = _chat_key(settings, chat_id)
+        with self._lock:
+            known = self._generations.get(key)
+            current = known is not None and self._epoch_seen in (None, known[1])
+        if not current:
+            reading = self._read_generation(settings, key)
+            if reading is not None and wait_s > 0:
+                wait_until_done([reading], wait_s)  # not read in time: the generation last known
+                with self._lock:
+                    known = self._generations.get(key)
+        return session_id_for(chat_id, known[0]) if known is not None else session
+
+    def chat_forgotten(self, settings: Settings, chat_id: str, generation: int) -> None:
+        """This process forgot the chat (ops/forget_chat.py moved it to `generation` and the marker): its turns
+        name the new session from now on, without waiting for a read. Reads the marker (a `stat`)."""
+        self._learn_generation(_chat_key(settings, chat_id), generation, read_epoch(settings))
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._reader.shutdown(wait=False, cancel_futures=True)
         self._gateway.reset()
         self._ask_gateway.reset()
         self._cache.reset()
@@ -280,6 +330,49 @@ class Recaller:
         with self._idle:
             self._unfinished -= 1
             self._idle.notify_all()
+
+    def _read_generation(self, settings: Settings, key: tuple[str, str, str]) -> Future | None:
+        """The read of the chat's generation on the reader thread, started unless one is under way; None when
+        none could start (too many waiting, or the reader was shut down)."""
+        with self._lock:
+            reading = self._generation_reads.get(key)
+            if reading is not None or len(self._generation_reads) >= MAX_QUEUED_LOADS:
+                return reading
+            try:
+                # Under the lock: the read ends (and leaves the map) only once it is in the map.
+                reading = self._reader.submit(self._load_generation, settings, key)
+            except RuntimeError:  # shut down: the plugin is being reloaded
+                return None
+            self._generation_reads[key] = reading
+            self._unfinished += 1
+        return reading
+
+    def _load_generation(self, settings: Settings, key: tuple[str, str, str]) -> None:
+        try:
+            # The marker first: a forget committed after this read moves the marker after this look at it,
+            # so the value read is followed up at the next turn.
+            epoch = read_epoch(settings)
+            try:
+                generation = with_existing_outbox(settings, lambda box: box.chat_generation(key[1], key[2]), 0)
+            except OutboxError:
+                return  # unknown as before; read again when the chat is next named
+            self._learn_generation(key, generation, epoch)
+        finally:
+            with self._lock:
+                self._generation_reads.pop(key, None)
+            self._done()
+
+    def _learn_generation(self, key: tuple[str, str, str], generation: int, epoch: int) -> None:
+        """Keep what was learned with the marker it was learned under, unless something newer is known: a read
+        that began before the marker moved is older than a forget told since; under one marker, generations
+        only grow (a read that began before a forget this process made, whose marker could not be moved)."""
+        with self._lock:
+            known = self._generations.get(key)
+            if known is not None and known[1] > epoch:
+                return
+            if known is not None and known[1] == epoch:
+                generation = max(generation, known[0])
+            remember(self._generations, key, (generation, epoch), MAX_CHATS)
 
     def _count_turn(self, settings: Settings, session_id: str) -> bool:
         """Count a user turn of the session; True when it is one that makes the context call (the first,
@@ -506,6 +599,10 @@ def _base_ttl(data: ContextData, settings: Settings) -> float:
     return settings.cache_ttl_s if (data.representation or data.card) else min(settings.cache_ttl_s, EMPTY_BASE_S)
 
 
+def _chat_key(settings: Settings, chat_id: str) -> tuple[str, str, str]:
+    return (settings.outbox_path, settings.destination(), chat_id)
+
+
 def _base_key(settings: Settings, scope_id: str | None) -> tuple:
     return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, scope_id,
             settings.include_agent_representation)
@@ -524,11 +621,20 @@ def read_epoch(settings: Settings) -> int:
         return 0
 
 
-def bump_epoch(settings: Settings) -> None:
-    """Touch the marker; only where our outbox is (the setting may point into anyone's folder), never
-    through a symbolic link."""
+def bump_epoch(settings: Settings) -> bool:
+    """Touch the marker, never through a symbolic link; True when the other processes were told. Only
+    beside an outbox of ours: the setting may name anyone's folder or file. Never raises."""
     if not os.path.isfile(settings.outbox_path):
-        return  # no outbox: no other process shares a cache through it
+        return False  # no outbox: no other process shares a cache through it
+    try:
+        # Opening is how the plugin judges a file (by its header, before writing anything): another
+        # program's database, or a file no process of ours can use, is refused untouched — and then
+        # nothing is written beside it either. No process of ours shares a cache through such a file.
+        Outbox.for_settings(settings).close()
+    except OutboxError as exc:
+        log.warning("honcho recall: the outbox could not be opened (%s); only this process's"
+                    " recall cache was cleared", exc.code)
+        return False
     try:
         handle = os.open(epoch_path(settings), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
@@ -537,7 +643,10 @@ def bump_epoch(settings: Settings) -> None:
             os.close(handle)
         os.utime(epoch_path(settings), ns=(time.time_ns(), time.time_ns()), follow_symlinks=False)
     except OSError:
-        pass  # this process's cache is still cleared
+        log.warning("honcho recall: the cache marker could not be written; only this process's recall cache"
+                    " was cleared")
+        return False
+    return True
 
 
 def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | None) -> tuple:
