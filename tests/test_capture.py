@@ -11,7 +11,8 @@ import hub_testkit
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child, temp_outbox_path
 
 from honcho_hub.capture.chunking import clean_text, split_message
-from honcho_hub.capture.service import CaptureRequest, CaptureService, Counters, Outcome, Role, event_id
+from honcho_hub.capture.service import REPLAY_RETRY_S, CaptureRequest, CaptureService, Counters, Outcome, Role, event_id
+from honcho_hub.capture.writer import CaptureWriter
 from honcho_hub.gateway.limits import MAX_CONTENT_CHARS, session_id_for
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
@@ -307,6 +308,71 @@ for i in range(20):
 print("accepted", service.backlog(), flush=True)
 sys.stdin.readline()  # killed here, before any writer pass could run
 """
+
+
+class WriterTimerTest(CaptureTestCase):
+    """The hook's path: `accept` (never the outbox), then a wake of the writer thread, whose passes the
+    tests run one step at a time on the injected clock."""
+
+    def setUp(self):
+        super().setUp()
+        self.settings = self.make_settings(handoff_capacity=16, capture_wait_ms=10, max_queued_rows=100)
+        self.service = self.new_service()
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings, monotonic=self.mono)
+
+    def hook(self, text, source):
+        """What the capture adapter does: accept, then wake the writer (here: its woken step)."""
+        outcome = self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, source, text), self.settings)
+        self.writer.step(woken=True)
+        return outcome
+
+    def timer_steps(self, count):
+        """The writer's own retries: each step once its wait has passed; the waits it chose."""
+        waits = []
+        for _ in range(count):
+            waits.append(self.writer.step())
+            self.mono.advance(waits[-1])
+        return waits
+
+    def test_when_the_database_frees_up_under_a_full_journal_a_message_after_the_shortest_retry_is_accepted(self):
+        self.capture("first", source="first")  # creates the outbox
+        child = hold_write_lock(self.path)
+        try:
+            outcomes = [self.hook(f"m{i}", str(i)) for i in range(16)]
+            self.timer_steps(6)  # the lock is held for a while
+            outcomes.append(self.hook("while full and locked", "refused"))
+        finally:
+            release_lock(child)
+        self.assertEqual(outcomes, [Outcome.ACCEPTED] * 16 + [Outcome.REFUSED_HANDOFF_FULL])  # refused, clearly
+        self.mono.advance(CaptureWriter.RETRY_S[0])
+        self.writer.step()  # the writer's timer: no message has woken it since the lock was released
+        self.assertEqual(self.hook("right after the lock", "after"), Outcome.ACCEPTED)
+        self.assertEqual([r[4] for r in self.rows()], ["first", *(f"m{i}" for i in range(16)), "right after the lock"])
+
+    def test_a_full_outbox_under_a_full_journal_is_retried_on_the_growing_timer(self):
+        for i in range(100):
+            self.capture(f"m{i}", source=str(i))
+        outcomes = [self.hook(f"more {i}", f"y{i}") for i in range(17)]
+        self.assertEqual(outcomes[-1], Outcome.REFUSED_FULL)
+        # Room in a full outbox comes from deliveries, not from a lock let go: no transaction 20 times a second.
+        self.assertEqual(self.timer_steps(5)[-2:], [CaptureWriter.RETRY_S[-1]] * 2)
+
+    def test_a_dead_processs_journal_the_locked_outbox_refused_is_read_again_on_its_own_timer(self):
+        self.capture("first", source="first")
+        child = hold_write_lock(self.path)
+        try:
+            capturer = run_child(CHILD_ACCEPT_THEN_WAIT, self.path, self.fallback, hub_testkit.ROOT)
+            self.assertEqual(capturer.stdout.readline().strip(), "accepted 20")
+            os.kill(capturer.pid, signal.SIGKILL)
+            capturer.wait(30)
+            self.assertEqual(self.service.write_pending(), 0)  # the lock: nothing replayed
+        finally:
+            release_lock(child)
+        # Prompt retries under a full journal must not read (and redact) a dead journal on every pass.
+        self.assertEqual(self.service.write_pending(), 0)
+        self.mono.advance(REPLAY_RETRY_S)
+        self.assertEqual(self.service.write_pending(), 20)
+        self.assertEqual(len(self.rows()), 21)
 
 
 class ChunkingTest(unittest.TestCase):

@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 REOPEN_AFTER_S = 30.0
 REPLAY_EVERY_S = 60.0  # how often to look for journals of processes that died meanwhile
+# After a dead process's journal the outbox could not take (locked, full, unusable): read (and redacted)
+# again no sooner than this, however promptly the writer retries its own records.
+REPLAY_RETRY_S = 5.0
 WRITER_BUSY_WAIT_S = 5.0  # longest wait for another writer pass of this process (it holds no SQLite lock long)
 WRITE_BATCH_ENTRIES = 64
 WRITE_BATCH_CHARS = 2_000_000
@@ -210,6 +213,12 @@ class CaptureService:
         """Accepted messages not yet in the outbox."""
         return len(self.journal) if self.journal is not None else 0
 
+    def refusing_for_a_lock(self) -> bool:
+        """Whether messages are refused only because the outbox is locked: the journal is full, and the
+        outbox, neither full nor unusable, can take its records the moment the lock is let go."""
+        return (self.journal is not None and self.journal.is_full() and not self.outbox_full
+                and self.unavailable is None)
+
     # -- the writer's side: off the loop ---------------------------------------------------------
 
     def write_pending(self, settings: Settings | None = None) -> int:
@@ -345,7 +354,8 @@ class CaptureService:
             finally:
                 release(delete)
             if not delete:
-                return moved  # the outbox is not ready: try again on a later pass
+                self._replay_at = self._monotonic() + REPLAY_RETRY_S  # the outbox is not ready
+                return moved
         self._replay_at = self._monotonic() + REPLAY_EVERY_S
         return moved
 

@@ -1,14 +1,17 @@
 """The capture writer: one thread per process that moves journal records into the outbox.
 
 Woken after every accepted message; while records wait (a locked, full or unusable outbox) it tries again
-on a short, growing timer. It holds no lock between passes, so a writer of an older module generation
-and its replacement can overlap safely: passes are serialised by the journal's own write lock.
+on a short, growing timer — on the shortest while the journal is full and only a lock stands in the way,
+since every message is refused until a pass gets it. It holds no lock between passes, so a writer of an
+older module generation and its replacement can overlap safely: passes are serialised by the journal's
+own write lock. The thread's body is `step`, which tests call on an injected clock.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from ..settings.config import Settings
@@ -25,11 +28,14 @@ class CaptureWriter(threading.Thread):
     # library and PyYAML are installed (a failed install runs degraded).
     RETRY_S = (0.05, 0.2, 1.0, 5.0)
 
-    def __init__(self, service: Callable[[], CaptureService], settings: Callable[[], Settings]) -> None:
+    def __init__(self, service: Callable[[], CaptureService], settings: Callable[[], Settings], *,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         super().__init__(name="honcho-hub-capture-writer", daemon=True)
-        self._service, self._settings = service, settings
+        self._service, self._settings, self._monotonic = service, settings, monotonic
         self._wake = threading.Event()
         self._stop_event = threading.Event()
+        self._failures, self._broken = 0, False
+        self._due_mono: float | None = 0.0  # when the next pass is due; None: only when woken
 
     def wake(self) -> None:
         self._wake.set()
@@ -40,18 +46,36 @@ class CaptureWriter(threading.Thread):
         self.join(timeout_s)
 
     def run(self) -> None:
-        failures, broken = 0, False
+        woken = True
         while not self._stop_event.is_set():
-            waiting = 0
-            try:
-                service = self._service()
-                service.write_pending(self._settings())
-                waiting, broken = service.backlog(), False
-            except Exception:  # a bug here must not end the thread that keeps captured messages moving
-                if not broken:  # once, not on every retry
-                    log.exception("honcho capture: writer pass failed; retrying")
-                waiting, broken = 1, True
-            failures = failures + 1 if waiting else 0
-            timeout = self.RETRY_S[min(failures, len(self.RETRY_S)) - 1] if waiting else None
-            self._wake.wait(timeout)
+            woken = self._wake.wait(self.step(woken))
             self._wake.clear()
+
+    def step(self, woken: bool = False) -> float | None:
+        """One writer pass if one is due or `woken` (a message was accepted); returns the seconds until the
+        next is due, None while nothing waits (the next pass is when woken)."""
+        if not woken and (self._due_mono is None or self._monotonic() < self._due_mono):
+            return None if self._due_mono is None else self._due_mono - self._monotonic()
+        wait = self._write_pass()
+        self._due_mono = None if wait is None else self._monotonic() + wait
+        return wait
+
+    def _write_pass(self) -> float | None:
+        """Move what the journal holds; how long until the next try (None: nothing waits)."""
+        urgent = False
+        try:
+            service = self._service()
+            service.write_pending(self._settings())
+            waiting, urgent, self._broken = service.backlog(), service.refusing_for_a_lock(), False
+        except Exception:  # a bug here must not end the thread that keeps captured messages moving
+            if not self._broken:  # once, not on every retry
+                log.exception("honcho capture: writer pass failed; retrying")
+            waiting, self._broken = 1, True
+        self._failures = self._failures + 1 if waiting else 0
+        if not waiting:
+            return None
+        # A full journal refuses every message until a pass gets the lock, and nothing announces that the
+        # lock was let go: ask again after the shortest wait (each try itself waits up to capture_wait_ms for
+        # the lock). A full or unusable outbox frees up over seconds (deliveries, the reopen cooldown), and
+        # a try costs a transaction there: the growing timer.
+        return self.RETRY_S[0] if urgent else self.RETRY_S[min(self._failures, len(self.RETRY_S)) - 1]
