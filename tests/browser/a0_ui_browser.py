@@ -428,9 +428,12 @@ class InspectorTest(UiCase):
 
 
 class SettingsPageTest(UiCase):
+    @staticmethod
+    def field_selector(name: str) -> str:
+        return f'[x-model\\.number="config.{name}"], [x-model="config.{name}"]'
+
     def field_input(self, page, name: str):
-        return page.locator(f'.plugin-settings-body [x-model\\.number="config.{name}"], '
-                            f'.plugin-settings-body [x-model="config.{name}"]')
+        return page.locator(".plugin-settings-body").locator(self.field_selector(name))
 
     def save_button(self, page):
         # The plugin modal's Save, not the Settings modal's beneath it.
@@ -473,21 +476,79 @@ class SettingsPageTest(UiCase):
         self.save_button(page).click()
         page.locator(".plugin-settings-body").wait_for(state="detached")  # saved: the modal closed
 
-    def test_project_scope_shows_global_settings_read_only_and_its_own_editable(self):
-        page = self.open_page()
-        self.open_settings(page, TITLE)
+    # Non-default values saved globally: global-only fields (a number, a text, a select whose value is not its
+    # first option) and a field a project may change; the project then saves its own value of that field.
+    GLOBAL_ONLY = {"batch_size": "42", "workspace_id": "ws-saved-globally", "endpoint_mode": "self_hosted"}
+    GLOBAL_CACHE_TTL, PROJECT_CACHE_TTL = "300", "30"
+
+    def keep_config_file(self, *parts: str) -> None:
+        """Put a config file of the served tree back as it was when the test ends (removed if it was not
+        there), so later tests see the settings they would have seen without this one."""
+        path = os.path.join(ui.tree, *parts)
+        before = None
+        if os.path.exists(path):
+            with open(path, "rb") as handle:
+                before = handle.read()
+
+        def restore() -> None:
+            if before is None:
+                if os.path.exists(path):
+                    os.remove(path)
+                return
+            spare = path + ".restore"
+            with open(spare, "wb") as handle:
+                handle.write(before)
+            os.replace(spare, path)  # a new file: the plugin's settings cache sees the change
+
+        self.addCleanup(restore)
+
+    def save_and_close(self, page) -> None:
+        """Save the plugin's form, wait until Agent Zero closed it, then close the Settings modal beneath."""
+        self.save_button(page).click()
+        page.locator(".plugin-settings-body").wait_for(state="detached")  # saved: the modal closed
+        page.locator(".modal-close").last.click()
+
+    def select_project(self, page) -> None:
         page.locator(".plugin-settings-toolbar-item", has_text="Project").locator("select").select_option(PROJECT)
         wait_for(lambda: page.locator(".honcho-config-global-note:visible").count() == 6, 15, "the project form")
+
+    def test_project_scope_shows_global_settings_read_only_and_its_own_editable(self):
+        self.keep_config_file("usr", "plugins", "honcho", "config.json")
+        self.keep_config_file("usr", "projects", PROJECT, ".a0proj", "plugins", "honcho", "config.json")
+        page = self.open_page()
+        self.open_settings(page, TITLE)  # global scope
+        for name, value in self.GLOBAL_ONLY.items():
+            field = self.field_input(page, name)
+            if name == "endpoint_mode":
+                field.select_option(value)
+            else:
+                field.fill(value)
+        self.field_input(page, "cache_ttl_s").fill(self.GLOBAL_CACHE_TTL)
+        self.save_and_close(page)
+        self.open_settings(page, TITLE)
+        self.select_project(page)
+        self.field_input(page, "cache_ttl_s").fill(self.PROJECT_CACHE_TTL)
+        self.save_and_close(page)
+
+        # Reopened after the project's save: Agent Zero reads the project's own file (project keys only).
+        self.open_settings(page, TITLE)
+        self.select_project(page)
+        cache_ttl = self.field_input(page, "cache_ttl_s")
+        wait_for(lambda: cache_ttl.input_value() == self.PROJECT_CACHE_TTL, 15, "the project's own cache_ttl_s")
         self.assert_laid_out(page)
-        self.assertTrue(self.field_input(page, "batch_size").is_disabled())
-        self.assertTrue(self.field_input(page, "workspace_id").is_disabled())
-        self.assertNotEqual(self.field_input(page, "workspace_id").input_value(), "")
-        self.assertEqual(self.field_input(page, "endpoint_mode").input_value(), "hosted")
-        self.assertTrue(self.field_input(page, "cache_ttl_s").is_enabled())
+        self.assertTrue(cache_ttl.is_enabled())
+        for name, value in self.GLOBAL_ONLY.items():
+            with self.subTest(field=name):
+                field = self.field_input(page, name)
+                self.assertEqual(field.input_value(), value)
+                self.assertTrue(field.is_disabled())
+                group = page.locator(".plugin-settings-body .honcho-config-group").filter(
+                    has=page.locator(self.field_selector(name)))
+                note = group.locator(".honcho-config-global-note")
+                self.assertTrue(note.is_visible())
+                self.assertEqual(note.inner_text(),
+                                 "Global setting, shown as saved globally: change it with Project: Global above.")
         page.screenshot(path=os.path.join(shots, "settings-project.png"))
-        self.field_input(page, "cache_ttl_s").fill("30")
-        self.save_button(page).click()
-        page.locator(".plugin-settings-body").wait_for(state="detached")
 
 
 if __name__ == "__main__":
