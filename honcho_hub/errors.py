@@ -19,7 +19,13 @@ log and show: never server text, queued content, a credential or a file path.
     ├── RedactionError           text could not be made safe: it is not queued or sent
     ├── ConfigFileError          a config file that cannot be used
     ├── InvalidValue             a setting's raw value that does not fit its field
-    └── BadInput                 a memory-tool argument the agent can fix
+    ├── BadInput                 a memory-tool argument the agent can fix
+    ├── ForgetRefused            a chat id that cannot name a chat: nothing was forgotten
+    ├── BackfillError            a backfill cannot start: `code` says why
+    └── ChatTooLarge             a saved chat file too large to read: the backfill skips it
+
+The kinds a caller's input causes (ConfigFileError, InvalidValue, BadInput, ForgetRefused, ChatTooLarge)
+are also ValueErrors, as they were before the tree: code that catches ValueError still catches them.
 
 `except HubError` catches everything the plugin means to raise; anything else is a bug.
 """
@@ -141,3 +147,25 @@ class BadInput(HubError, ValueError):
     """A memory-tool argument the agent can fix; the message says how."""
 
     code = "bad_input"
+
+
+class ForgetRefused(HubError, ValueError):
+    """A chat id that cannot name a chat (ops/forget_chat.py): nothing was forgotten; the message says
+    what a chat id is, never the value given."""
+
+    code = "forget_refused"
+
+
+class BackfillError(HubError):
+    """A backfill cannot start (ops/backfill.py): `code` says why — `bad_chats`, a chats folder or chat id
+    the caller can fix, or Agent Zero's scheduler list or settings cannot be read."""
+
+    def __init__(self, message: str, code: str = "bad_chats") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ChatTooLarge(HubError, ValueError):
+    """A saved chat file over backfill's size limit: skipped (and counted), never read into memory."""
+
+    code = "chat_too_large"

@@ -23,6 +23,7 @@ from delivery_helpers import Bench
 from outbox_helpers import ManualClock, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role, event_id
+from honcho_hub.errors import BackfillError
 from honcho_hub.ops import backfill, cli
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
@@ -350,7 +351,7 @@ class WhatIsKeptTest(BackfillCase):
         os.makedirs(os.path.join(self.usr, "scheduler"))
         with open(os.path.join(self.usr, "scheduler", "tasks.json"), "w") as handle:
             handle.write("{not json")
-        with self.assertRaises(backfill.BackfillError) as raised:
+        with self.assertRaises(BackfillError) as raised:
             backfill.scheduled_chat_ids(self.chats)
         self.assertEqual(raised.exception.code, "scheduler_unreadable")
 
@@ -501,7 +502,7 @@ class HumanPeerTest(BackfillCase):
     def test_an_unreadable_agent_zero_settings_file_stops_the_backfill(self):
         with open(os.path.join(self.usr, "settings.json"), "w") as handle:
             handle.write("{not json")
-        with self.assertRaises(backfill.BackfillError) as raised:
+        with self.assertRaises(BackfillError) as raised:
             backfill.agent_profile(self.chats)
         self.assertEqual(raised.exception.code, "settings_unreadable")
 

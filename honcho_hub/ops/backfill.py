@@ -55,7 +55,7 @@ from ..capture.rules import (
     skip_reason_for_user_message,
 )
 from ..capture.service import CaptureRequest, Role, message_events, message_header, redacted_text
-from ..errors import ConfigFileError, HubError, OutboxBusy, OutboxError, RedactionError
+from ..errors import BackfillError, ChatTooLarge, ConfigFileError, OutboxBusy, OutboxError, RedactionError
 from ..gateway.scopes import resolve_scope
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
@@ -77,19 +77,6 @@ WAIT_S = 300.0
 MAX_WAIT_S = 86_400.0
 OUTBOX_BUSY_S = 5.0  # off the turn's path: a backfill may wait longer for the write lock than capture
 MAX_MESSAGES_PER_ENQUEUE = 200  # one transaction's worth
-
-
-class ChatTooLarge(ValueError):
-    """A chat file over MAX_CHAT_FILE_BYTES: skipped, never read into memory."""
-
-
-class BackfillError(HubError):
-    """A backfill cannot start: `code` says why (a chats folder or chat id the caller can fix, or the
-    scheduler's task list cannot be read)."""
-
-    def __init__(self, message: str, code: str = "bad_chats") -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -197,7 +184,7 @@ def read_chat(folder: str) -> dict[str, Any]:
     """A saved chat as Agent Zero wrote it; raises ChatTooLarge, ValueError (not JSON, not a chat) or OSError."""
     path = os.path.join(folder, CHAT_FILE)
     if os.path.getsize(path) > MAX_CHAT_FILE_BYTES:
-        raise ChatTooLarge(path)
+        raise ChatTooLarge(f"a chat file over {MAX_CHAT_FILE_BYTES:,} bytes")
     with open(path, encoding="utf-8") as handle:
         chat = json.load(handle)
     if not isinstance(chat, dict) or not isinstance(chat.get("agents", []), list):
