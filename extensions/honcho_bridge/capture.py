@@ -79,14 +79,17 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None, secre
     """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks: the
     first time, the recall modules load on a background thread that then starts it."""
     scope = resolve_scope(settings, project)
-    session = host.chat_session(agent, settings, project)
+    chat = str(agent.context.id)
 
-    def prefetch(recaller) -> None:
+    def prefetch(recaller, wait_s: float) -> None:
+        # The chat's session after its forgets: on the loop, as memory holds it (a forget this process has
+        # not read yet is read meanwhile, and the recall hook names the new session); elsewhere read first.
+        session = recaller.chat_session(settings, chat, project, wait_s)
         recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value),
                           secrets=secrets)
-    recaller = hub().ready_recaller(prefetch)
+    recaller = hub().ready_recaller(lambda built: prefetch(built, settings.recall_wait_s))
     if recaller is not None:
-        prefetch(recaller)
+        prefetch(recaller, 0.0)
 
 
 def _is_nudge(agent: Any, text: Any) -> bool:

@@ -8,7 +8,6 @@ import sys
 import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import forget_chat, inspector
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
@@ -127,12 +126,13 @@ def _chat(body: Any) -> tuple[Settings, str | None, str | None]:
         return settings, None, None
     agent = _chat_agent(body)
     if agent is None:  # an unknown chat or an older host: status without the chat part
-        return settings, session_for(settings.session_strategy, context_id, None), None
+        return settings, host.session_of(context_id, settings, None, host.CHAT_READ_WAIT_S), None
     chat_settings = host.settings_for(agent)
     if host.chat_human(agent, chat_settings) is None:  # unmapped_chats no-capture: no memory of its own
         return settings, None, None
     project = host.project_name(agent)
-    return chat_settings, host.chat_session(agent, chat_settings, project), resolve_scope(chat_settings, project)
+    session = host.chat_session(agent, chat_settings, project, host.CHAT_READ_WAIT_S)
+    return chat_settings, session, resolve_scope(chat_settings, project)
 
 
 # -- forgetting a chat ------------------------------------------------------------------------------------
@@ -188,4 +188,7 @@ def forget_document(body: Any) -> dict:
     settings = global_settings()
     log_level.follow(settings)
     report = forget_chat.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
+    recaller = hub().ready_recaller()  # none built: nothing known here to correct, the chat is read when named
+    if recaller is not None and "generation" in report:
+        recaller.chat_forgotten(settings, chat_id, report["generation"])  # its next turn names the new session
     return {"ok": report.get("state") == forget_chat.DONE, "result": report, "text": forget_chat.report_text(report)}

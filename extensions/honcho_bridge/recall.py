@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -33,11 +34,15 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     text = typed_text(getattr(loop_data, "user_message", None))
-    session = host.chat_session(agent, settings, project)
+    chat = str(agent.context.id)
 
     def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
-        return hub().recaller().recall(settings, session, text, template(), scope,
-                                         lambda value: host.mask(agent, value), secrets=host.host_secrets(agent))
+        recaller, deadline = hub().recaller(), time.monotonic() + settings.recall_wait_s
+        # The chat's session after its forgets, read within the turn's own wait (a forget the process has not
+        # read yet: another process's, or one from before this process started).
+        session = recaller.chat_session(settings, chat, project, settings.recall_wait_s)
+        return recaller.recall(settings, session, text, template(), scope, lambda value: host.mask(agent, value),
+                               wait_s=max(0.0, deadline - time.monotonic()), secrets=host.host_secrets(agent))
     result = await asyncio.to_thread(recall)
     if result.block:
         loop_data.extras_persistent[EXTRAS_KEY] = result.block
@@ -69,12 +74,14 @@ def register_chat(agent: Any) -> bool:
         return False  # no-capture and no one named: nothing to warm, prewarm or register
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
-    session = host.chat_session(agent, settings, project)
+    chat = str(agent.context.id)
     new_chat = settings.dialectic_enabled and host.is_new_user_chat(agent)
 
     def start() -> None:  # off the loop: the first call imports the SDK
         the_hub = hub()
         recaller = the_hub.recaller()
+        # Read here, at chat start, the chat's forgets are known before its first turn (chats loaded at startup).
+        session = recaller.chat_session(settings, chat, project, host.CHAT_READ_WAIT_S)
         recaller.warm(settings, scope)
         if new_chat:
             recaller.prewarm(settings, session, scope)

@@ -36,10 +36,12 @@ async def run_tool(agent: Any, args: dict) -> str:
 
 
 def action_context(agent: Any) -> ActionContext:
+    """The chat's context for the memory tool's verbs; off the event loop only (the tool and the API handlers
+    call it on a thread): it may wait for the chat's generation to be read."""
     settings = host.settings_for(agent)
     log_level.follow(settings)
     project = host.project_name(agent)
-    session = host.chat_session(agent, settings, project)
+    session = host.chat_session(agent, settings, project, host.CHAT_READ_WAIT_S)
     chat_scope = resolve_scope(settings, project)
     the_hub = hub()
     gateway = the_hub.tool_gateway(settings)
@@ -59,10 +61,14 @@ def action_context(agent: Any) -> ActionContext:
         the_hub.recaller().memory_changed(settings, chat_scope)
         memory_log.keep(settings, write)
 
+    def forgotten(chat_id: str, generation: int) -> None:
+        # The chat's next turn (its capture-time load on the event loop too) names the new session at once.
+        the_hub.recaller().chat_forgotten(settings, chat_id, generation)
+
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall, status=status,
                          supports_scopes=gateway.supports_scopes, scope_id=chat_scope, record=record,
-                         chat_id=str(agent.context.id))
+                         chat_id=str(agent.context.id), forgotten=forgotten)
 
 
 def offer_tool_in_prompt(agent: Any) -> bool:

@@ -26,9 +26,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import DeliveryError, OutboxError
+from ..errors import DeliveryError, ForgetRefused, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..gateway.limits import session_id_for
+from ..recall.recaller import bump_epoch
 from ..settings.config import Settings
 from ..storage.outbox import Outbox
 
@@ -39,10 +40,6 @@ MAX_OFFERS = 32
 MAX_WAIT_S = 3_600.0  # the longest lease_s allows
 
 DONE, SENDING, HONCHO_FAILED = "done", "sending", "honcho_failed"
-
-
-class ForgetRefused(ValueError):
-    """Bad input or no confirmation: nothing was forgotten."""
 
 
 def checked_chat_id(chat_id: Any) -> str:
@@ -73,6 +70,7 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
         return {"chat_id": chat_id, "error": exc.code}
     try:
         rows = outbox.begin_forget(destination, chat_id)
+        bump_epoch(settings)  # every process sharing the outbox: the chat's turns name its next session
         deleted, leased = rows.deleted, rows.leased
         if leased and on_waiting is not None:
             on_waiting(leased)

@@ -71,7 +71,7 @@ FRESH_MIN_AGE_S = 10.0  # with no derivation work ever seen, memory counts as fr
 FRESHNESS_MAX_S = 600.0  # a session still deriving after this is left to the TTL
 MAX_GATEWAYS = 8  # recall's clients held at once (destinations × humans)
 MAX_DERIVING = 1_000  # delivered sessions followed at once; the oldest are left to the TTL
-MAX_CHATS = 10_000  # chats whose generation is kept in memory; the least recently named go first
+MAX_CHATS = 10_000  # chats whose generation is kept in memory; the least recently learned go first
 QUERY_CHARS = 2000
 _QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction: a paste can be 10 MB
 

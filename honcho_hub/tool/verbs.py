@@ -69,6 +69,8 @@ class ActionContext:
     scope_id: str | None = None  # the chat's scope, kept with the tool's writes
     record: Callable[[MemoryWrite], None] | None = None  # keeps the tool's writes locally; raises OutboxError
     chat_id: str | None = None  # the Agent Zero chat the tool runs in: what forget_chat forgets
+    # (chat id, its new generation) after forget_chat moved it: the process's recall names the new session at once
+    forgotten: Callable[[str, int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,8 @@ def _forget_chat(args, ctx) -> str:
         report = forget_chat.forget_chat(ctx.settings, ctx.chat_id, wait_s=FORGET_CHAT_WAIT_S, gateway=ctx.gateway)
     except forget_chat.ForgetRefused as exc:
         raise BadInput(str(exc)) from exc
+    if ctx.forgotten is not None and "generation" in report:  # moved, even if Honcho's deletion is to be finished
+        ctx.forgotten(report["chat_id"], report["generation"])
     return forget_chat.report_text(report)
 
 
