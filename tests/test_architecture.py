@@ -1,5 +1,8 @@
-"""The README's architecture section names every module of the core package, and only those."""
+"""The layout promises: the README's architecture section names every module of the core package, and only
+those; the package has one exception tree."""
 
+import importlib
+import inspect
 import os
 import re
 import unittest
@@ -33,6 +36,24 @@ class ArchitectureSectionTest(unittest.TestCase):
         self.assertEqual(sorted(set(named)), sorted(named), "a module named twice")
         self.assertEqual(set(named) - package_modules(), set(), "named in the README but not in the package")
         self.assertEqual(package_modules() - set(named), set(), "in the package but not in the README")
+
+
+class ExceptionTreeTest(unittest.TestCase):
+    def test_every_public_exception_of_the_package_is_defined_in_errors_under_hub_error(self):
+        from honcho_hub.errors import HubError
+
+        elsewhere, outside_tree = [], []
+        for path in sorted(package_modules() - {"__main__.py"}):  # importing __main__ runs the command line
+            module = importlib.import_module("honcho_hub." + path[:-3].replace(os.sep, "."))
+            for name, cls in inspect.getmembers(module, inspect.isclass):
+                if cls.__module__ != module.__name__ or not issubclass(cls, BaseException):
+                    continue
+                if not issubclass(cls, HubError):
+                    outside_tree.append(f"{path}:{name}")
+                if path != "errors.py" and not name.startswith("_"):  # a private signal stays in its module
+                    elsewhere.append(f"{path}:{name}")
+        self.assertEqual(elsewhere, [], "public exceptions defined outside errors.py")
+        self.assertEqual(outside_tree, [], "exceptions outside the HubError tree")
 
 
 if __name__ == "__main__":

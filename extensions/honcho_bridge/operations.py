@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import forget_chat, inspector
 from usr.plugins.honcho.honcho_hub.ops import verbs as operations
@@ -179,7 +180,7 @@ def forget_document(body: Any) -> dict:
         return {"ok": True, "offers": forget_chat.OFFERS.pending()}
     try:
         chat_id = forget_chat.checked_chat_id(body.get("chat"))
-    except forget_chat.ForgetRefused as exc:
+    except ForgetRefused as exc:
         return {"ok": False, "error": str(exc)}
     if action == "dismiss":
         return {"ok": True, "dismissed": forget_chat.OFFERS.withdraw(chat_id)}

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import hub
-from ..errors import ConfigFileError, InvalidValue, OutboxError
+from ..errors import BackfillError, ConfigFileError, ForgetRefused, InvalidValue, OutboxError
 from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
@@ -131,7 +131,7 @@ def _forget_chat(settings: Settings, args, out) -> int:
         return _failed("forget-chat", f"--wait is 0 to {forget_chat.MAX_WAIT_S:.0f} seconds", EXIT_USAGE)
     try:
         report = forget_chat.forget_chat(settings, args.chat_id, wait_s=args.wait)
-    except forget_chat.ForgetRefused as exc:
+    except ForgetRefused as exc:
         return _failed("forget-chat", str(exc), EXIT_USAGE)
     _print(out, report, args.json, forget_chat.report_text)
     if "error" in report:
@@ -275,7 +275,7 @@ def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str],
     try:
         folders = backfill.saved_chats(args.chats_dir, args.chat, args.limit)
         scheduled, profile = backfill.scheduled_chat_ids(args.chats_dir), backfill.agent_profile(args.chats_dir)
-    except backfill.BackfillError as exc:
+    except BackfillError as exc:
         return _failed("backfill", str(exc), EXIT_USAGE if exc.code == "bad_chats" else EXIT_FAILED)
     hub.current().reconfigure(settings=lambda: settings)
     deliver = (lambda seconds: operations.drain(settings, seconds)) if args.drain else None

@@ -21,12 +21,8 @@ import math
 import sqlite3
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from ..settings.config import Settings
-
-if TYPE_CHECKING:
-    from .outbox import Outbox
 
 MAX_RECORDS = 1_000
 KEEP_WAIT_S = 1.0  # how long keeping a record waits for the outbox's write lock; the write itself is done
@@ -92,13 +88,6 @@ def summary(conn: sqlite3.Connection, latest: int) -> dict:
                         (max(0, int(latest)),)).fetchall()
     return {"remembered": counts.get(WriteKind.REMEMBER.value, 0), "forgotten": counts.get(WriteKind.FORGET.value, 0),
             "latest": [{"id": r[0], "kind": r[1], "at": r[2]} for r in rows]}
-
-
-def recent(box: Outbox, destination: str, observer_id: str, observed_id: str, limit: int,
-           since: float | None = None) -> list[KeptWrite]:
-    """The newest `limit` kept writes of `destination` about these peers in `box` (those kept at `since` or
-    later, when given), newest first, with their text: for the memory inspector only. Raises OutboxError."""
-    return box.memory_records(destination, observer_id, observed_id, limit, since)
 
 
 def records(conn: sqlite3.Connection, destination: str, observer_id: str, observed_id: str, limit: int,

@@ -20,6 +20,7 @@ from ..errors import (
     AuthError,
     BadInput,
     DeliveryError,
+    ForgetRefused,
     OutboxError,
     RedactionError,
     SdkMissingError,
@@ -179,7 +180,7 @@ def _forget_chat(args, ctx) -> str:
                 "\"confirm\": true.")
     try:
         report = forget_chat.forget_chat(ctx.settings, ctx.chat_id, wait_s=FORGET_CHAT_WAIT_S, gateway=ctx.gateway)
-    except forget_chat.ForgetRefused as exc:
+    except ForgetRefused as exc:
         raise BadInput(str(exc)) from exc
     if ctx.forgotten is not None and "generation" in report:  # moved, even if Honcho's deletion is to be finished
         ctx.forgotten(report["chat_id"], report["generation"])
