@@ -80,9 +80,11 @@ def register_chat(agent: Any) -> bool:
     def start() -> None:  # off the loop: the first call imports the SDK
         the_hub = hub()
         recaller = the_hub.recaller()
+        # The base pack does not depend on the chat's session: its load is queued before the session's read
+        # (which may wait for the outbox), so the chat's first turns are not left without it.
+        recaller.warm(settings, scope)
         # Read here, at chat start, the chat's forgets are known before its first turn (chats loaded at startup).
         session = recaller.chat_session(settings, chat, project, host.CHAT_READ_WAIT_S)
-        recaller.warm(settings, scope)
         if new_chat:
             recaller.prewarm(settings, session, scope)
         registrar = the_hub.registrar() if scope else None
