@@ -56,6 +56,10 @@ RECORD_STATUS_POLLS = """() => {
 # What Agent Zero's chat list and state sync hold, for a chat that was not selected.
 SYNC_STATE = """() => { const c = Alpine.store('chats'), s = Alpine.store('sync');
   return {selected: c.selected, contexts: (c.contexts || []).length, sync_mode: s && s.mode}; }"""
+# Whether a user sees the element and can click it: its centre hits it, not something drawn over it, and it
+# is not clipped away (a zero-height box, or a point outside the overflow box that holds it).
+SEEN = """(el) => { const b = el.getBoundingClientRect(); if (b.width < 1 || b.height < 1) return false;
+  const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2); return !!hit && el.contains(hit); }"""
 BOX = """(el) => { const b = el.getBoundingClientRect(); return {left: b.left, right: b.right, width: b.width}; }"""
 
 
@@ -312,6 +316,9 @@ class SidebarTest(UiCase):
                  "this Agent Zero's delivery worker among the processes")
         self.assertEqual(panel.locator("[data-field=shared_circuit]").inner_text(), "closed")
         self.assertEqual(page.locator(".honcho-sidebar-headline").inner_text(), "0 queued · worker idle")
+        # The open panel keeps Agent Zero's own sidebar usable: the chat list and the tasks heading stay seen.
+        for neighbour in ("#chats-section .chat-selected", "#tasks-section .section-header"):
+            self.assertTrue(page.locator(neighbour).first.evaluate(SEEN), f"{neighbour} hidden by the open panel")
         page.screenshot(path=os.path.join(shots, "sidebar.png"))
 
         expected = {"check": "API ok in", "wake": "Worker woken", "drain": "Delivered 0, 0 still pending",
