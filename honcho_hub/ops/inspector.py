@@ -38,9 +38,9 @@ from ..safety.redact import redact
 from ..safety.untrusted import UNTRUSTED, neutralize
 from ..storage import memory_log
 from ..storage.memory_log import KeptWrite, MemoryWrite, WriteKind
+from ..storage.outbox import with_existing_outbox
 from ..tool import calls
 from ..tool.verbs import MAX_FACT_CHARS, MAX_FACTS, MAX_QUERY, ActionContext, error_line, run_verb
-from .status import with_existing_outbox
 
 PAGE_SIZE = 50  # conclusions a page (and at most this many answer a search)
 MAX_PAGE = 1_000

@@ -25,7 +25,7 @@ from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file, read_config_file, save_problems, write_config_file
 from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS
 from ..settings.values import coerce
-from .status import with_existing_outbox
+from ..storage.outbox import with_existing_outbox
 
 GLOBAL_CONFIG_NAME = "config.json"
 DEFAULT_CONFIG_NAME = "default_config.yaml"

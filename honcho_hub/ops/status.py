@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from ..errors import DeliveryError, OutboxError
 from ..settings.config import Settings
 from ..storage import processes
-from ..storage.outbox import Outbox
+from ..storage.outbox import Outbox, with_existing_outbox
 from ..storage.processes import SharedCircuit
 
 if TYPE_CHECKING:
@@ -113,18 +113,6 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
         except Exception:  # the reader promises not to raise; status stays whole if one does
             parts.session_peers = {}
     return parts
-
-
-def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> Any:
-    """`work(outbox)` on a short-lived connection, or `missing` when nothing was captured yet: reading
-    status or dead letters never creates an outbox. Raises OutboxError."""
-    if not os.path.exists(settings.outbox_path):
-        return missing
-    box = Outbox.for_settings(settings, busy_timeout_s=5.0)
-    try:
-        return work(box)
-    finally:
-        box.close()
 
 
 def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from ..errors import AuthError, DeliveryError, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
 from ..settings.spec import MODE_API_URLS, MODE_MCP_URLS
+from ..storage.outbox import with_existing_outbox
 from . import mcp_probe
-from .status import with_existing_outbox
 
 MAX_REQUEUE = 100
 DRAIN_S = 5.0

@@ -52,11 +52,10 @@ from ..errors import AuthError, DeliveryError, OutboxError, PermanentError
 from ..gateway.gateway import Context, HonchoGateway
 from ..gateway.limits import session_for, session_id_for
 from ..keyed import Keyed, KeyedMany, fields
-from ..ops.status import with_existing_outbox
 from ..safety.redact import redact
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
-from ..storage.outbox import Outbox
+from ..storage.outbox import Outbox, with_existing_outbox
 from .cache import RecallCache, remember
 from .dialectic import Dialectic
 from .pack import ContextData, MemoryPack, build_pack, render_block

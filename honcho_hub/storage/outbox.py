@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
 from ..gateway.limits import chat_generation_of, session_id_for
@@ -946,6 +947,18 @@ class Outbox:
             changed += conn.execute(f"UPDATE events SET {assignments} WHERE id IN ({marks}) AND {guard}",
                                     (*params, *chunk, *guard_params)).rowcount
         return changed
+
+
+def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> Any:
+    """`work(outbox)` on a short-lived connection, or `missing` when nothing was captured yet: reading
+    status, dead letters or a chat's generation never creates an outbox. Raises OutboxError."""
+    if not os.path.exists(settings.outbox_path):
+        return missing
+    box = Outbox.for_settings(settings, busy_timeout_s=5.0)
+    try:
+        return work(box)
+    finally:
+        box.close()
 
 
 def _record_chat_session(conn: sqlite3.Connection, event: NewEvent, captured_at: float) -> None:
