@@ -54,6 +54,13 @@ class CaptureTestCase(unittest.TestCase):
         finally:
             box.close()
 
+    def accept_in_a_process_then_kill_it(self) -> None:
+        """Another process accepts 20 messages into its journal (the outbox may be locked), then is SIGKILLed."""
+        capturer = run_child(CHILD_ACCEPT_THEN_WAIT, self.path, self.fallback, hub_testkit.ROOT)
+        self.assertEqual(capturer.stdout.readline().strip(), "accepted 20")
+        os.kill(capturer.pid, signal.SIGKILL)
+        capturer.wait(30)
+
 
 class BadInputTest(CaptureTestCase):
     def test_empty_and_whitespace_are_skipped(self):
@@ -278,10 +285,7 @@ class JournalTest(CaptureTestCase):
         self.capture("first", source="1")
         child = hold_write_lock(self.path)
         try:
-            capturer = run_child(CHILD_ACCEPT_THEN_WAIT, self.path, self.fallback, hub_testkit.ROOT)
-            self.assertEqual(capturer.stdout.readline().strip(), "accepted 20")
-            os.kill(capturer.pid, signal.SIGKILL)
-            capturer.wait(30)
+            self.accept_in_a_process_then_kill_it()
         finally:
             release_lock(child)
         self.assertEqual(self.service.write_pending(), 20)
@@ -361,10 +365,7 @@ class WriterTimerTest(CaptureTestCase):
         self.capture("first", source="first")
         child = hold_write_lock(self.path)
         try:
-            capturer = run_child(CHILD_ACCEPT_THEN_WAIT, self.path, self.fallback, hub_testkit.ROOT)
-            self.assertEqual(capturer.stdout.readline().strip(), "accepted 20")
-            os.kill(capturer.pid, signal.SIGKILL)
-            capturer.wait(30)
+            self.accept_in_a_process_then_kill_it()
             self.assertEqual(self.service.write_pending(), 0)  # the lock: nothing replayed
         finally:
             release_lock(child)

@@ -226,16 +226,27 @@ class LeaseOnTheWireTest(unittest.TestCase):
         self.assertEqual(lease(box, "third", 20, 30, destination), [])
 
 
+def ambiguous_chat(bench: Bench, chat: str, count: int) -> list[str]:
+    """`count` messages of `chat` that Honcho stored though their answer was lost (a 500 after the store)."""
+    texts = bench.say(chat, count)
+    bench.fake.fail(status=500, after_store=True)
+    bench.worker.step()
+    return texts
+
+
+def steps(bench: Bench, count: int, every_s: float) -> None:
+    """`count` worker steps, `every_s` apart on the bench's clock."""
+    for _ in range(count):
+        bench.clock.advance(every_s)
+        bench.worker.step()
+
+
 class UnreconcilableTest(unittest.TestCase):
     def test_a_server_that_cannot_look_up_event_ids_dead_letters_after_bounded_tries_and_retry_dead_applies(self):
         bench = Bench(self)
-        texts = bench.say("u1", 3)
-        bench.fake.fail(status=500, after_store=True)
-        bench.worker.step()
+        texts = ambiguous_chat(bench, "u1", 3)
         bench.fake.fail(match=r"/messages/list$", status=422, times=100)  # no metadata filters here
-        for _ in range(10):
-            bench.clock.advance(3600)
-            bench.worker.step()
+        steps(bench, 10, every_s=3600)
         self.assertEqual(bench.states(), {"dead": 3})
         self.assertEqual({r[3] for r in bench.rows()}, {"unreconcilable"})
         status = build_status(bench.settings, hub.current().status_parts(bench.settings), bench.clock.now)
@@ -251,16 +262,12 @@ class UnreconcilableTest(unittest.TestCase):
 
     def test_a_key_that_may_add_but_not_list_dead_letters_its_chat_after_bounded_lookups_and_other_chats_deliver(self):
         bench = Bench(self)
-        bench.say("u2", 3)
-        bench.fake.fail(status=500, after_store=True)
-        bench.worker.step()
+        ambiguous_chat(bench, "u2", 3)
         bench.fake.fail(match=r"/sessions/chat-u2/messages/list$", status=403, times=100)
         bench.clock.advance(3600)
         bench.worker.step()  # the first refused lookup
         later = bench.say("u3", 2)  # another chat, captured afterwards
-        for _ in range(10):
-            bench.clock.advance(3600)
-            bench.worker.step()
+        steps(bench, 10, every_s=3600)
         bench.assert_exactly_once("u3", later)
         self.assertEqual(bench.worker.state.snapshot()["circuits"], {})
         self.assertEqual(bench.fake.count("/sessions/chat-u2/messages/list"), RECONCILE_LIMIT)
@@ -270,14 +277,10 @@ class UnreconcilableTest(unittest.TestCase):
 
     def test_a_lookup_refused_while_adds_are_refused_too_waits_for_the_key_and_dead_letters_nothing(self):
         bench = Bench(self)
-        first = bench.say("u4", 2)
-        bench.fake.fail(status=500, after_store=True)
-        bench.worker.step()
+        first = ambiguous_chat(bench, "u4", 2)
         second = bench.say("u5", 2)
         bench.fake.fail(match="", status=403, times=1000)  # the key may do nothing here for now
-        for _ in range(10):
-            bench.clock.advance(61)
-            bench.worker.step()
+        steps(bench, 10, every_s=61)
         self.assertEqual(bench.states(), {"pending": 4})
         self.assertEqual(bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
         bench.fake.faults.clear()  # the key may add and list again
@@ -289,13 +292,9 @@ class UnreconcilableTest(unittest.TestCase):
 
     def test_a_lookup_refused_for_a_bad_key_opens_the_auth_circuit_and_dead_letters_nothing(self):
         bench = Bench(self)
-        texts = bench.say("u6", 2)
-        bench.fake.fail(status=500, after_store=True)
-        bench.worker.step()
+        texts = ambiguous_chat(bench, "u6", 2)
         bench.fake.fail(match=r"/messages/list$", status=401, times=1000)
-        for _ in range(10):
-            bench.clock.advance(61)
-            bench.worker.step()
+        steps(bench, 10, every_s=61)
         self.assertEqual(bench.states(), {"pending": 2})
         self.assertEqual(bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
         bench.fake.faults.clear()

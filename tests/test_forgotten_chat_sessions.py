@@ -12,9 +12,10 @@ import types
 import unittest
 
 import hub_testkit
+from api_world import api_world
 from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
-from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
+from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
@@ -151,14 +152,8 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
     """The adapters, loaded as Agent Zero loads them, against the fake Honcho over loopback."""
 
     def setUp(self):
-        self.fake = FakeHoncho(api_key=KEY)
-        self.server = serve(self.fake)
-        self.addCleanup(self.server.close)
-        stub = stub_agent_zero()
-        self.host = stub.__enter__()
-        self.addCleanup(stub.__exit__, None, None, None)
-        self.host.config.update(api_url=self.server.url, recall_timeout_s=10)
-        self.host.secrets = {"HONCHO_API_KEY": KEY}
+        self.fake, self.server, self.host = api_world(self, KEY)
+        self.host.config.update(recall_timeout_s=10)
         from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
         self.hub = hub
         self.turns = 0
