@@ -46,6 +46,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import httpx
@@ -128,6 +129,20 @@ def start_loopback(key: str) -> tuple[subprocess.Popen, str]:
         stop_loopback(process)
         raise RuntimeError("the loopback fake did not start")
     return process, url
+
+
+def on_server(url: str | None, key: str, folder_prefix: str, work: Callable[[str, str, str], dict]) -> dict:
+    """`work(server_url, key, folder)` against `url`, or against the loopback fake started for it (key
+    `bench-key` unless one is given) and stopped after, in a temporary folder (under BENCH_DIR when set)."""
+    fake = None
+    try:
+        if url is None:
+            key = key or "bench-key"
+            fake, url = start_loopback(key)
+        with tempfile.TemporaryDirectory(prefix=folder_prefix, dir=os.environ.get("BENCH_DIR")) as folder:
+            return work(url, key, folder)
+    finally:
+        stop_loopback(fake)
 
 
 def stop_loopback(process: subprocess.Popen | None, timeout_s: float = 30.0) -> None:

@@ -42,7 +42,6 @@ import random
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -52,7 +51,7 @@ from dataclasses import asdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
-from delivery import client, event_copies_on_server, start_loopback, stop_loopback  # noqa: E402
+from delivery import client, event_copies_on_server, on_server  # noqa: E402
 from fault_proxy import DEFAULT_MIX, RETRY_AFTER_S, FaultProxy, ProxiedRequest, summarize  # noqa: E402
 
 from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
@@ -444,15 +443,8 @@ def main() -> None:
         return child_main(args.child)
     if args.events < 1 or args.sessions < 1 or args.kill < 0 or args.naive_events < 0:
         parser.error("--events and --sessions must be positive, --kill and --naive-events not negative")
-    fake, server_url, key = None, args.url, args.key
-    try:
-        if server_url is None:
-            key = key or "bench-key"
-            fake, server_url = start_loopback(key)
-        with tempfile.TemporaryDirectory(prefix="honcho-hub-faults-", dir=os.environ.get("BENCH_DIR")) as folder:
-            result = run(args, server_url, key, folder)
-    finally:
-        stop_loopback(fake)
+    result = on_server(args.url, args.key, "honcho-hub-faults-",
+                       lambda server_url, key, folder: run(args, server_url, key, folder))
     print(json.dumps(result), flush=True)
 
 

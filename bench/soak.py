@@ -64,7 +64,6 @@ import select
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import types
@@ -78,7 +77,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
-from delivery import event_copies_on_server, rss_mb, start_loopback, stop_loopback  # noqa: E402
+from delivery import event_copies_on_server, on_server, rss_mb  # noqa: E402
 from fault_proxy import DEFAULT_MIX, RETRY_AFTER_S, FaultProxy, ProxiedRequest, summarize  # noqa: E402
 from faults import delivery_counts, duplicate_paths, worker_metrics  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
@@ -467,15 +466,8 @@ def main() -> None:
         parser.error("--seconds and --chats must be positive, --drain-s not negative")
     if len(message_text(0, PASTE_EVERY - 1)) > MAX_CONTENT_CHARS:
         raise SystemExit("soak: a message would be split into parts; its event id would not be part 0")
-    fake, upstream, key = None, args.url, args.key or ""
-    try:
-        if upstream is None:
-            key = key or "bench-key"
-            fake, upstream = start_loopback(key)
-        with tempfile.TemporaryDirectory(prefix="honcho-hub-soak-", dir=os.environ.get("BENCH_DIR")) as folder:
-            result = run(args, upstream, key, folder)
-    finally:
-        stop_loopback(fake)
+    result = on_server(args.url, args.key or "", "honcho-hub-soak-",
+                       lambda upstream, key, folder: run(args, upstream, key, folder))
     print(json.dumps(result), flush=True)
 
 
