@@ -692,8 +692,7 @@ class Outbox:
         and its current generation's) are marked, so no row of theirs is leased or queued again; their rows
         are deleted but those a worker holds leased, and the chat's mappings go."""
         with self._transaction(_WRITE) as (conn, now):
-            found = conn.execute("SELECT generation FROM forgotten_chats WHERE destination = ? AND chat_id = ?",
-                                 (destination, chat_id)).fetchone()
+            found = _forgotten_chat(conn, destination, chat_id)
             current = found[0] if found else 0
             mapped = [r[0] for r in conn.execute(
                 "SELECT session_id FROM chat_sessions WHERE destination = ? AND chat_id = ?", (destination, chat_id))]
@@ -731,8 +730,7 @@ class Outbox:
     def chat_generation(self, destination: str, chat_id: str) -> int:
         """How often `chat_id` was forgotten (0: never): its messages go to that generation's session."""
         with self._transaction(_READ) as (conn, now):
-            found = conn.execute("SELECT generation FROM forgotten_chats WHERE destination = ? AND chat_id = ?",
-                                 (destination, chat_id)).fetchone()
+            found = _forgotten_chat(conn, destination, chat_id)
         return found[0] if found else 0
 
     # -- the memory tool's record (memory_log owns the table's rows) -----------------------------------
@@ -981,6 +979,12 @@ def _record_chat_session(conn: sqlite3.Connection, event: NewEvent, captured_at:
                  (MAX_CHAT_SESSIONS,))
 
 
+def _forgotten_chat(conn: sqlite3.Connection, destination: str, chat_id: str) -> tuple[int, float] | None:
+    """(its generation, when it was last forgotten) of a chat forgotten here, None for one never forgotten."""
+    return conn.execute("SELECT generation, forgotten_at FROM forgotten_chats WHERE destination = ? AND chat_id = ?",
+                        (destination, chat_id)).fetchone()
+
+
 def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
     """One message's events as they may be queued after a forget (inside the enqueue's transaction): none
     when its chat was forgotten after it was captured (it waited in a capture journal meanwhile) or its
@@ -990,8 +994,7 @@ def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> Seque
         return events
     first = events[0]
     if first.chat_id is not None:
-        forgotten = conn.execute("SELECT generation, forgotten_at FROM forgotten_chats WHERE destination = ?"
-                                 " AND chat_id = ?", (first.destination, first.chat_id)).fetchone()
+        forgotten = _forgotten_chat(conn, first.destination, first.chat_id)
         if forgotten is not None:
             generation, forgotten_at = forgotten
             if max(e.captured_at for e in events) <= forgotten_at:
