@@ -77,6 +77,20 @@ def temp_outbox_path(test) -> str:
     return os.path.join(folder.name, "state", "outbox.sqlite3")
 
 
+def on_disk(path: str) -> tuple[dict[str, int], dict[str, bytes]]:
+    """Size and bytes of the outbox's main file and of its WAL (absent counts as empty). Read while the
+    outbox is open, as anyone could; the test makes no further write after it."""
+    sizes, texts = {}, {}
+    for suffix in ("", "-wal"):
+        try:
+            with open(path + suffix, "rb") as handle:
+                texts[suffix] = handle.read()
+        except FileNotFoundError:
+            texts[suffix] = b""
+        sizes[suffix] = len(texts[suffix])
+    return sizes, texts
+
+
 def build_legacy_outbox(conn: sqlite3.Connection, version: int, rows: dict[str, tuple[str, str | None]]) -> None:
     """The schema steps before `version` as a plugin from before the application id stamp ran them
     (application_id stays 0), plus `rows`: event id -> (state, error code)."""

@@ -15,7 +15,7 @@ from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
 from hub_testkit import import_by_path, stub_agent_zero
 from loopback import serve
-from outbox_helpers import event, lease, legacy_outbox, settle, temp_outbox_path
+from outbox_helpers import event, lease, legacy_outbox, on_disk, settle, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.errors import ForgetRefused
@@ -81,6 +81,18 @@ class ForgetChatTest(unittest.TestCase):
         bench.run_until_idle()
         bench.assert_exactly_once("b", kept + later_b)
         self.assertEqual(bench.fake.session_messages("chat-a"), [], "nothing of the forgotten chat sent after")
+
+    def test_the_forgotten_chats_text_is_left_neither_in_the_outbox_file_nor_in_its_wal(self):
+        bench = Bench(self)
+        bench.say("a", 2, text="FORGOTTEN-TEXT")
+        bench.run_until_idle()  # delivered rows, kept for delivered_retention_h
+        bench.say("a", 1, text="FORGOTTEN-TEXT")  # and one still queued
+        kept = bench.say("b", 1, text="KEPT-TEXT")
+        self.assertEqual(forget(bench, "a")["state"], DONE)
+        sizes, texts = on_disk(bench.path)
+        for suffix, data in texts.items():
+            self.assertFalse(b"FORGOTTEN-TEXT" in data, f"forgotten text found in {suffix or 'the main file'}")
+        self.assertTrue(kept[0].encode() in texts[""] + texts["-wal"], "the other chat's row stays")
 
     def test_a_send_on_the_wire_is_waited_for_then_the_session_deleted_and_nothing_of_the_chat_sent_after(self):
         cases = {"the send succeeds": None, "the send fails and would be retried": 503}

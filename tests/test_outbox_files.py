@@ -16,6 +16,7 @@ from outbox_helpers import (
     event,
     lease,
     legacy_outbox,
+    on_disk,
     run_child,
     settle,
     temp_outbox_path,
@@ -225,19 +226,6 @@ class DiskTest(FileTestCase):
         for _ in range(count):
             settle(box, "w", Settlement(delivered=[e.id for e in lease(box, "w", 1, 60)]))
 
-    def on_disk(self, path):
-        """Size and bytes of the main file and of the WAL (absent counts as empty). Read while the outbox
-        is open, as anyone could; this test's outbox makes no further write after it."""
-        sizes, texts = {}, {}
-        for suffix in ("", "-wal"):
-            try:
-                with open(path + suffix, "rb") as handle:
-                    texts[suffix] = handle.read()
-            except FileNotFoundError:
-                texts[suffix] = b""
-            sizes[suffix] = len(texts[suffix])
-        return sizes, texts
-
     def test_delivered_pastes_pruned_leave_a_small_file_and_none_of_their_text(self):
         cases = {"new outbox": lambda path: None,
                  "outbox from before auto_vacuum": lambda path: legacy_outbox(path, 2, {})}
@@ -249,7 +237,7 @@ class DiskTest(FileTestCase):
                 box = self.open(path)
                 self.deliver_pastes(box)
                 self.assertEqual(box.prune(delivered_retention_s=0), 20)
-                sizes, texts = self.on_disk(path)
+                sizes, texts = on_disk(path)
                 self.assertLess(sizes[""], MB)
                 self.assertLessEqual(sizes["-wal"], JOURNAL_SIZE_LIMIT)
                 for suffix, data in texts.items():
@@ -290,7 +278,7 @@ class DiskTest(FileTestCase):
         self.assertEqual(auto_vacuum(self.path), 0)
         self.assertEqual(box.prune(delivered_retention_s=0), 0)
         self.assertEqual(auto_vacuum(self.path), 2)
-        sizes, texts = self.on_disk(self.path)
+        sizes, texts = on_disk(self.path)
         self.assertLess(sizes[""], MB)
         self.assertNotIn(b"PRUNED-PASTE-", texts[""] + texts["-wal"])
 

@@ -79,6 +79,7 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
             pause(min(POLL_S, max(0.0, deadline - monotonic())))
             more, leased = outbox.drop_forgotten_rows(destination, rows.sessions)
             deleted += more
+        outbox.reclaim_space()  # the deleted rows' text, still readable in the WAL until a checkpoint
         report: dict[str, Any] = {
             "chat_id": chat_id, "generation": rows.generation, "next_session": session_id_for(chat_id, rows.generation),
             "sessions": list(rows.sessions), "shared_sessions": list(rows.shared), "rows_deleted": deleted,

@@ -632,10 +632,15 @@ class Outbox:
         with self._transaction(_WRITE) as (conn, now):
             removed = self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
             processes.expire(conn, now)  # and what dead processes left
+        self.reclaim_space(deleted=removed > 0)
+        return removed
+
+    def reclaim_space(self, deleted: bool = True) -> None:
+        """Best effort, after rows were deleted: give their pages back and empty the WAL of their old
+        copies (secure_delete has zeroed them in the database), so their text is gone from the disk too."""
         with self._transaction(_AUTOCOMMIT) as (conn, now):
             idle = conn.execute(f"SELECT 1 FROM events WHERE state IN {_LIVE} LIMIT 1").fetchone() is None
-            _reclaim_space(conn, queue_idle=idle, deleted=removed > 0)
-        return removed
+            _reclaim_space(conn, queue_idle=idle, deleted=deleted)
 
     # -- operations ------------------------------------------------------------------------------------
 
