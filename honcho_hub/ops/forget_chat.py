@@ -10,7 +10,8 @@ The order matters, because a worker of any process may be sending the chat's row
 2. Wait, bounded, until no live lease holds a row of those sessions: a worker renews its leases while its
    send is on the wire, so a held lease means a send may still reach Honcho; its rows are deleted once the
    send was recorded (or its holder died: the lease ran out). Deleting the session before that would let
-   the send create it again (posting to a missing session creates it).
+   the send create it again (posting to a missing session creates it). Then the WAL is checkpointed and
+   truncated, as a prune does: the deleted rows' old copies in it hold the chat's text, readable on disk.
 3. Delete the sessions through the gateway: Honcho answers 202 and deletes in the background (404: already
    gone). A failure or a wait that ran out leaves the marks in place: forgetting the chat again finishes it.
 
