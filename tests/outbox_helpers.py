@@ -11,6 +11,7 @@ import tempfile
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
 from honcho_hub.storage.outbox import MIGRATIONS, EnqueueResult, LeasedEvent, NewEvent, Outbox, Settlement
+from honcho_hub.storage.processes import COLUMNS
 
 DEST = "https://api.honcho.dev#agent-zero"
 
@@ -89,6 +90,33 @@ def on_disk(path: str) -> tuple[dict[str, int], dict[str, bytes]]:
             texts[suffix] = b""
         sizes[suffix] = len(texts[suffix])
     return sizes, texts
+
+
+def put_row(path: str, table: str, values: dict) -> None:
+    """Write one row straight into the outbox's `table`, as another program, or a process whose clock is
+    wrong, could: nothing of the plugin checks it on the way in."""
+    conn = sqlite3.connect(path)
+    try:
+        marks = ", ".join("?" * len(values))
+        conn.execute(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({marks})", tuple(values.values()))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def circuit_row(destination: str, now: float, **changed) -> dict:
+    """A `shared_circuits` row as a process of the plugin writes it, opened at `now`, with `changed` columns."""
+    return {"destination": destination, "code": "unreachable", "open_until": now + 60, "failures": 2,
+            "opened_at": now, **changed}
+
+
+def process_row(owner: str, pid: int, beat_at: float, **fields) -> dict:
+    """A `worker_processes` row (every column) as a worker writes it, beating at `beat_at`, with `fields`."""
+    values = dict.fromkeys(COLUMNS)
+    values.update(owner=owner, pid=pid, host="box", started_at=beat_at - 100, beat_at=beat_at, beat_every_s=5.0,
+                  state="idle", sent=0, reconciled=0, failed=0, dead=0)
+    values.update(fields)
+    return values
 
 
 def build_legacy_outbox(conn: sqlite3.Connection, version: int, rows: dict[str, tuple[str, str | None]]) -> None:

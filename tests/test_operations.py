@@ -13,7 +13,7 @@ from delivery_helpers import with_api_url_problem
 from fake_honcho import FakeHoncho
 from loopback import serve
 from mcp_fake import McpFake
-from outbox_helpers import enqueue, lease, settle, temp_outbox_path
+from outbox_helpers import circuit_row, enqueue, lease, process_row, put_row, settle, temp_outbox_path
 
 from honcho_hub import hub
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
@@ -183,6 +183,20 @@ class DrainAndDeadTest(CliCase):
         for argv in (["dead"], ["retry-dead"], ["status"]):
             self.cli(*argv)
         self.assertFalse(os.path.exists(self.path))
+
+
+class UntrustedRowsTest(CliCase):
+    def test_status_and_drain_exit_cleanly_over_rows_of_other_processes_that_do_not_parse(self):
+        self.queue(3)
+        now = time.time()
+        put_row(self.path, "shared_circuits", circuit_row(self.settings().destination(), now, open_until="soon",
+                                                          failures=b"\x00"))
+        put_row(self.path, "worker_processes", {**process_row("other", 4242, now), "beat_at": "late", "sent": b"\x01"})
+        code, out = self.cli("status", "--json")
+        self.assertEqual((code, json.loads(out)["processes"]["workers"]), (3, []), "pending, and nobody drains")
+        code, out = self.cli("drain", "--timeout", "30")
+        self.assertEqual((code, out), (0, "delivered 3, dead-lettered 0, 0 still pending\n"))
+        self.assertEqual(len(self.fake.session_messages("chat-ops1")), 3)
 
 
 class WakeTest(unittest.TestCase):

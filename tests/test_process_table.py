@@ -5,10 +5,20 @@ skipped rather than waited for while another process holds the lock); and what s
 import json
 import os
 import re
+import sqlite3
 import unittest
 
 from delivery_helpers import Bench
-from outbox_helpers import DEST, ManualClock, hold_write_lock, release_lock, temp_outbox_path
+from outbox_helpers import (
+    DEST,
+    ManualClock,
+    circuit_row,
+    hold_write_lock,
+    process_row,
+    put_row,
+    release_lock,
+    temp_outbox_path,
+)
 
 from honcho_hub.errors import OutboxBusy
 from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
@@ -176,14 +186,6 @@ class WorkerBeatTest(unittest.TestCase):
         self.assertEqual(self.rows(bench), [])
 
 
-def row(owner: str, pid: int, beat_at: float, **fields) -> dict:
-    values = dict.fromkeys(COLUMNS)
-    values.update(owner=owner, pid=pid, host="box", started_at=beat_at - 100, beat_at=beat_at, beat_every_s=5.0,
-                  state="idle", sent=0, reconciled=0, failed=0, dead=0)
-    values.update(fields)
-    return values
-
-
 class ProcessesStatusTest(unittest.TestCase):
     def setUp(self):
         self.path = temp_outbox_path(self)
@@ -194,7 +196,7 @@ class ProcessesStatusTest(unittest.TestCase):
         return build_status(self.settings, parts, now)
 
     def test_a_row_is_stale_past_its_bound_and_hidden_past_the_expiry(self):
-        rows = [row("w1", 101, T0, state="running", sent=4)]
+        rows = [process_row("w1", 101, T0, state="running", sent=4)]
         for age, stale, shown in ((15, False, True), (16, True, True), (EXPIRE_S, True, True),
                                   (EXPIRE_S + 1, None, False)):
             with self.subTest(age=age):
@@ -207,9 +209,9 @@ class ProcessesStatusTest(unittest.TestCase):
                     self.assertEqual(section["workers"][0]["beat_age_s"], float(age))
 
     def test_each_worker_shows_its_circuit_counters_and_last_error_and_never_the_path(self):
-        rows = [row("w1", 101, T0, state="circuit_open", circuit_kind="auth", circuit_code="auth_401",
+        rows = [process_row("w1", 101, T0, state="circuit_open", circuit_kind="auth", circuit_code="auth_401",
                     circuit_open_until=T0 + 60, last_error_code="auth_401", last_error_at=T0 - 1, failed=3),
-                row("w2", 102, T0 - 2, sent=9, reconciled=1, dead=2, last_success_at=T0 - 3)]
+                process_row("w2", 102, T0 - 2, sent=9, reconciled=1, dead=2, last_success_at=T0 - 3)]
         status = self.status(T0 + 1, rows)
         first, second = status["processes"]["workers"]
         self.assertEqual((first["pid"], first["circuit"], first["last_error_code"], first["last_error_age_s"],
@@ -224,9 +226,9 @@ class ProcessesStatusTest(unittest.TestCase):
         self.assertIn("pid 102 on box idle, beat 3 s ago, 9 sent", text)
 
     def test_events_pending_with_no_worker_here_are_amber_only_while_no_other_process_drains(self):
-        cases = (("no process", [], True), ("another process beats", [row("w1", 101, T0)], False),
-                 ("its beat is stale", [row("w1", 101, T0 - 60)], True),
-                 ("it is paused", [row("w1", 101, T0, state="paused", reason="plugin_disabled")], True))
+        cases = (("no process", [], True), ("another process beats", [process_row("w1", 101, T0)], False),
+                 ("its beat is stale", [process_row("w1", 101, T0 - 60)], True),
+                 ("it is paused", [process_row("w1", 101, T0, state="paused", reason="plugin_disabled")], True))
         for name, rows, amber in cases:
             with self.subTest(name):
                 reasons = self.status(T0 + 1, rows, pending=2)["health_reasons"]
@@ -234,14 +236,14 @@ class ProcessesStatusTest(unittest.TestCase):
 
     def test_an_open_shared_circuit_is_amber_and_says_when_the_processes_probe_again(self):
         shared = SharedCircuit("reset", T0 + 30, 2, T0 - 5)
-        status = self.status(T0, [row("w1", 101, T0)], shared=shared)
+        status = self.status(T0, [process_row("w1", 101, T0)], shared=shared)
         self.assertEqual(status["processes"]["shared_circuit"], {"reason": "reset", "retry_in_s": 30.0, "failures": 2})
         self.assertEqual((status["health"], status["health_reasons"]), ("amber", ["Honcho unreachable (reset)"]))
         self.assertIn("Honcho unreachable for every process (reset): next probe in 30 s", status_text(status))
-        self.assertIsNone(self.status(T0, [row("w1", 101, T0)])["processes"]["shared_circuit"])
+        self.assertIsNone(self.status(T0, [process_row("w1", 101, T0)])["processes"]["shared_circuit"])
 
     def test_the_text_names_at_most_a_few_processes(self):
-        rows = [row(f"w{n}", 100 + n, T0 - n) for n in range(12)]
+        rows = [process_row(f"w{n}", 100 + n, T0 - n) for n in range(12)]
         text = status_text(self.status(T0, rows))
         self.assertIn("pid 107", text)
         self.assertNotIn("pid 108", text)
@@ -250,3 +252,62 @@ class ProcessesStatusTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# Values no process of the plugin writes: another program's, a corrupted file's, or nonsense. Each replaces one
+# column of an otherwise sound row.
+CIRCUITS_THAT_DO_NOT_PARSE = {
+    "open_until as text": {"open_until": "tomorrow"}, "open_until negative": {"open_until": -1.0},
+    "open_until infinite": {"open_until": float("inf")}, "open_until huge": {"open_until": 1e300},
+    "failures as a blob": {"failures": b"\x00\x01"}, "failures negative": {"failures": -3},
+    "code as a blob": {"code": b"\xff"}, "opened_at NaN as text": {"opened_at": "NaN"},
+}
+PROCESSES_THAT_DO_NOT_PARSE = {
+    "beat_at as text": {"beat_at": "late"}, "pid as text": {"pid": "pid"}, "sent negative": {"sent": -1},
+    "beat_every_s zero": {"beat_every_s": 0.0}, "beat_every_s huge": {"beat_every_s": 1e300},
+    "host as a blob": {"host": b"\x00"}, "last_success_at infinite": {"last_success_at": float("inf")},
+    "circuit_open_until as text": {"circuit_open_until": "NaN"},
+}
+
+
+def table_rows(path: str, table: str) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"SELECT * FROM {table}").fetchall()
+    finally:
+        conn.close()
+
+
+class UntrustedRowsTest(unittest.TestCase):
+    """Rows other processes wrote are not obeyed blindly: a shared circuit holds delivery back at most
+    circuit_max_s from when it is read, and rows that do not parse are ignored, then deleted."""
+
+    def test_a_shared_circuit_dated_a_day_ahead_holds_delivery_back_no_longer_than_circuit_max_s(self):
+        bench = Bench(self)
+        texts = bench.say("ahead", 2)
+        now = bench.clock()  # a process whose clock runs a day ahead opened it
+        put_row(bench.path, "shared_circuits", circuit_row(bench.settings.destination(), now + 86_400,
+                                                            open_until=now + 2 * 86_400))
+        self.assertEqual(bench.worker.step().state, "circuit_open")
+        bench.clock.advance(bench.settings.circuit_max_s)
+        bench.run_until_idle()
+        bench.assert_exactly_once("ahead", texts)
+
+    def test_a_worker_step_ignores_rows_that_do_not_parse_and_the_next_prune_deletes_them(self):
+        cases = [("shared_circuits", name, changed) for name, changed in CIRCUITS_THAT_DO_NOT_PARSE.items()]
+        cases += [("worker_processes", name, changed) for name, changed in PROCESSES_THAT_DO_NOT_PARSE.items()]
+        for table, name, changed in cases:
+            with self.subTest(name):
+                bench = Bench(self)
+                texts = bench.say("junk", 2)
+                now = bench.clock()
+                put_row(bench.path, table, circuit_row(bench.settings.destination(), now, **changed)
+                        if table == "shared_circuits" else {**process_row("other", 4242, now), **changed})
+                bench.run_until_idle()
+                bench.assert_exactly_once("junk", texts)
+                box = Outbox(bench.path, clock=bench.clock)
+                self.addCleanup(box.close)
+                self.assertNotIn("other", [r["owner"] for r in box.processes()])
+                box.prune(delivered_retention_s=3600)
+                self.assertEqual([r for r in table_rows(bench.path, table) if "other" in r or "junk" in str(r)]
+                                 if table == "worker_processes" else table_rows(bench.path, table), [])
