@@ -212,7 +212,7 @@ class DeliveryWorker(threading.Thread):
         if destination != self._adopted_for:  # captured while the URL was unusable: theirs from now on
             outbox.adopt_unsent(settings.unusable_url_destination(), destination)
             self._adopted_for = destination
-        self._share_circuit(outbox, destination)
+        self._share_circuit(outbox, destination, settings.circuit_max_s)
         if self.state.circuit(destination).is_open(self._clock()):
             report.state = "circuit_open"
             return self._report(report)
@@ -256,7 +256,8 @@ class DeliveryWorker(threading.Thread):
                 batch = in_flight.pop(future)
                 self._record(settlement, settings, destination, batch, future.result(), report)
             if self.state.unshared(destination) != (None, None):
-                self._share_circuit(outbox, destination)  # the others learn at once, not at our next step
+                # the others learn at once, not at our next step
+                self._share_circuit(outbox, destination, settings.circuit_max_s)
         return self._report(report)
 
     def _wait(self, in_flight: dict[Future, list[LeasedEvent]], until: float) -> set[Future]:
@@ -324,17 +325,18 @@ class DeliveryWorker(threading.Thread):
 
     # -- what the processes of this outbox share --------------------------------------------------------
 
-    def _share_circuit(self, outbox: Outbox, destination: str) -> None:
+    def _share_circuit(self, outbox: Outbox, destination: str, max_s: float) -> None:
         """Write what opened or closed `destination`'s unreachable circuit here, then take in the one every
-        process of the outbox shares; a success here newer than its opening closes it for all. A locked or
-        unusable outbox leaves both for the next time (this process keeps its own circuit meanwhile)."""
+        process of the outbox shares (open at most `max_s` from now: see processes); a success here newer than
+        its opening closes it for all. A locked or unusable outbox leaves both for the next time (this process
+        keeps its own circuit meanwhile)."""
         opening, closed_at = self.state.unshared(destination)
         try:
             if closed_at is not None:
                 outbox.close_shared_circuit(destination, closed_at)
             if opening is not None:
                 outbox.open_shared_circuit(destination, opening)
-            shared = outbox.shared_circuit(destination)
+            shared = outbox.follow_shared_circuit(destination, max_s)
             success_at = self.state.snapshot()["metrics"]["last_success_at"]
             if shared is not None and success_at is not None and success_at > shared.opened_at:
                 # Honcho answered this process after the opening (a batch that was on the wire then).

@@ -777,9 +777,24 @@ class Outbox:
             return processes.listed(conn)
 
     def shared_circuit(self, destination: str) -> SharedCircuit | None:
-        """`destination`'s unreachable circuit as every process of this outbox honours it; None when closed."""
+        """`destination`'s unreachable circuit as its row says (for status); None when closed or unreadable."""
         with self._transaction(_READ, processes.BEAT_WAIT_S) as (conn, now):
             return processes.shared_circuit(conn, destination)
+
+    def follow_shared_circuit(self, destination: str, max_s: float) -> SharedCircuit | None:
+        """`destination`'s unreachable circuit as a worker honours it: open at most `max_s` from now; None when
+        closed. A row that says more (a clock running ahead) is bounded for every process, one that does not
+        parse deleted; while another writer holds the outbox the bound holds here only, and a later reading
+        writes it."""
+        with self._transaction(_READ, processes.BEAT_WAIT_S) as (conn, now):
+            found, untrusted = processes.bounded_shared(conn, destination, now, max_s)
+        if untrusted:
+            try:
+                with self._transaction(_WRITE, processes.BEAT_WAIT_S) as (conn, now):
+                    found = processes.bound_shared(conn, destination, now, max_s)
+            except OutboxBusy:
+                pass
+        return found
 
     def open_shared_circuit(self, destination: str, circuit: SharedCircuit) -> None:
         """Open or extend `destination`'s shared circuit (see processes.open_shared)."""

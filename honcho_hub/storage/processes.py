@@ -17,6 +17,12 @@ the backoff grows as one. A success anywhere closes it — one newer than its op
 from before the opening says nothing about the outage). Auth circuits are not shared: a process holding a
 stale key must not pause the processes whose key works.
 
+Untrusted rows. Any process (or program) that can write the file writes these rows, and a process's clock
+may run ahead: no row is obeyed blindly. A row whose values are not what a worker writes (text or a blob
+where a number belongs, a negative count, an infinite or absurd time) is ignored by every reader and
+deleted by the next prune; a shared circuit holds delivery back at most `circuit_max_s` from when it is
+read (a reader that finds it longer, or opened in the future, bounds the row for every process).
+
 Rows hold ids, times, states, error codes and counts: never a key, message content or a path.
 """
 
@@ -25,7 +31,8 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 BEAT_EVERY_S = 5.0  # at most one beat per worker this often
@@ -35,6 +42,9 @@ EXPIRE_S = 3_600.0  # rows whose beat is older are hidden, and deleted by the ne
 MAX_PROCESSES = 32  # heartbeat rows kept
 MAX_SHARED_CIRCUITS = 64  # one per destination; the longest unchanged go first
 MAX_HOST_CHARS = 64
+MAX_TEXT_CHARS = 200  # an id, state or code a row may hold
+MAX_EPOCH_S = 1e11  # wall times past this (the year 5138) are no process's clock
+MAX_COUNT = 2**53
 
 # Column order of the heartbeat table as `listed` returns it (the schema's own order).
 COLUMNS = ("owner", "pid", "host", "started_at", "beat_at", "beat_every_s", "state", "reason", "circuit_kind",
@@ -83,6 +93,48 @@ class SharedCircuit:
     opened_at: float = 0.0  # when it was opened or last extended (the outbox's clock then)
 
 
+# -- what a row may hold ------------------------------------------------------------------------------
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= MAX_TEXT_CHARS
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def _time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_EPOCH_S
+
+
+def _interval(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= EXPIRE_S
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+# Each column's check, in COLUMNS order (NaN never reaches them: SQLite stores it as NULL).
+_PROCESS_CHECKS = (_text, _count, _text, _time, _time, _interval, _text, _optional(_text), _optional(_text),
+                   _optional(_text), _optional(_time), _count, _count, _count, _count, _optional(_time),
+                   _optional(_text), _optional(_time))
+_CIRCUIT_COLUMNS = ("code", "open_until", "failures", "opened_at")
+_CIRCUIT_CHECKS = (_text, _time, _count, _time)
+
+
+def _parses(checks: Sequence[Callable[[Any], bool]], row: Sequence[Any]) -> bool:
+    """Whether every value of `row` is one a process of the plugin writes (the bounds also refuse inf)."""
+    return all(check(value) for check, value in zip(checks, row, strict=True))
+
+
+def _drop_unparsed(conn: sqlite3.Connection, table: str, columns: Sequence[str],
+                   checks: Sequence[Callable[[Any], bool]]) -> None:
+    bad = [row[0] for row in conn.execute(f"SELECT rowid, {', '.join(columns)} FROM {table}")
+           if not _parses(checks, row[1:])]
+    conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rowid,) for rowid in bad])
+
+
 # -- heartbeats (inside the caller's transaction) -----------------------------------------------------
 
 def beat(conn: sqlite3.Connection, beat: Beat, now: float) -> None:
@@ -107,17 +159,21 @@ def forget(conn: sqlite3.Connection, owner: str) -> None:
 
 
 def expire(conn: sqlite3.Connection, now: float) -> None:
-    """Delete heartbeat rows whose beat is older than EXPIRE_S, and shared circuits nobody has touched for as
-    long (their destination is no longer used: a process sending there again finds out anew)."""
+    """Delete rows that do not parse; heartbeat rows whose beat is older than EXPIRE_S, and shared circuits
+    nobody has touched for as long (their destination is no longer used: a process sending there again finds
+    out anew). A beat dated ahead of `now` is dated `now`: if its process beats no more, it expires from here."""
+    _drop_unparsed(conn, "worker_processes", COLUMNS, _PROCESS_CHECKS)
+    _drop_unparsed(conn, "shared_circuits", _CIRCUIT_COLUMNS, _CIRCUIT_CHECKS)
+    conn.execute("UPDATE worker_processes SET beat_at = ? WHERE beat_at > ?", (now, now))
     conn.execute("DELETE FROM worker_processes WHERE beat_at < ?", (now - EXPIRE_S,))
     conn.execute("DELETE FROM shared_circuits WHERE max(open_until, opened_at) < ?", (now - EXPIRE_S,))
 
 
 def listed(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every heartbeat row, newest beat first (expired ones included: see `expired`)."""
-    rows = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM worker_processes ORDER BY beat_at DESC LIMIT ?",
-                        (MAX_PROCESSES,))
-    return [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    """Every heartbeat row that parses, newest beat first (expired ones included: see `expired`)."""
+    rows = [dict(zip(COLUMNS, row, strict=True)) for row in conn.execute(
+        f"SELECT {', '.join(COLUMNS)} FROM worker_processes") if _parses(_PROCESS_CHECKS, row)]
+    return sorted(rows, key=lambda row: row["beat_at"], reverse=True)[:MAX_PROCESSES]
 
 
 def stale_after_s(row: dict[str, Any]) -> float:
@@ -136,14 +192,50 @@ def expired(row: dict[str, Any], now: float) -> bool:
 # -- the shared unreachable circuit (inside the caller's transaction) ---------------------------------
 
 def shared_circuit(conn: sqlite3.Connection, destination: str) -> SharedCircuit | None:
-    row = conn.execute("SELECT code, open_until, failures, opened_at FROM shared_circuits WHERE destination = ?",
-                       (destination,)).fetchone()
-    return SharedCircuit(*row) if row is not None else None
+    """`destination`'s shared circuit as its row says; None when closed or when the row does not parse."""
+    row = _circuit_row(conn, destination)
+    return SharedCircuit(*row) if row is not None and _parses(_CIRCUIT_CHECKS, row) else None
+
+
+def bounded_shared(conn: sqlite3.Connection, destination: str, now: float,
+                   max_s: float) -> tuple[SharedCircuit | None, bool]:
+    """`destination`'s shared circuit as far as a row may impose it — None when closed or when its row does
+    not parse; open at most `max_s` from `now`, opened no later than `now` — and whether the row says more
+    than that (then `bound_shared` makes it say this for every process)."""
+    row = _circuit_row(conn, destination)
+    if row is None:
+        return None, False
+    if not _parses(_CIRCUIT_CHECKS, row):
+        return None, True
+    found = SharedCircuit(*row)
+    bounded = replace(found, open_until=min(found.open_until, now + max_s), opened_at=min(found.opened_at, now))
+    return bounded, bounded != found
+
+
+def bound_shared(conn: sqlite3.Connection, destination: str, now: float, max_s: float) -> SharedCircuit | None:
+    """Inside a write: `destination`'s shared circuit as `bounded_shared` reads it, its row rewritten to say
+    so (deleted when it does not parse). A row dated a day ahead thus holds delivery back `max_s` from its
+    first reading, not from every reading."""
+    found, untrusted = bounded_shared(conn, destination, now, max_s)
+    if untrusted and found is None:
+        conn.execute("DELETE FROM shared_circuits WHERE destination = ?", (destination,))
+    elif untrusted and found is not None:
+        conn.execute("UPDATE shared_circuits SET open_until = ?, opened_at = ? WHERE destination = ?",
+                     (found.open_until, found.opened_at, destination))
+    return found
+
+
+def _circuit_row(conn: sqlite3.Connection, destination: str) -> tuple | None:
+    return conn.execute(f"SELECT {', '.join(_CIRCUIT_COLUMNS)} FROM shared_circuits WHERE destination = ?",
+                        (destination,)).fetchone()
 
 
 def open_shared(conn: sqlite3.Connection, destination: str, circuit: SharedCircuit, now: float) -> None:
     """Open (or extend) `destination`'s shared circuit: the later open-until and the higher failure count
-    win, so a process's shorter wait never shortens the others'."""
+    win, so a process's shorter wait never shortens the others' (a row that does not parse counts for none)."""
+    found = _circuit_row(conn, destination)
+    if found is not None and not _parses(_CIRCUIT_CHECKS, found):
+        conn.execute("DELETE FROM shared_circuits WHERE destination = ?", (destination,))
     conn.execute("INSERT INTO shared_circuits (destination, code, open_until, failures, opened_at)"
                  " VALUES (?, ?, ?, ?, ?) ON CONFLICT (destination) DO UPDATE SET code = excluded.code,"
                  " open_until = max(open_until, excluded.open_until), failures = max(failures, excluded.failures),"
