@@ -80,6 +80,32 @@ class DrainDeadlineTest(unittest.TestCase):
         self.assertEqual(bench.adds("dw"), 1)
 
 
+    def test_batches_not_yet_sent_at_a_drains_deadline_are_pending_again_at_once_and_sent_once_by_the_next(self):
+        bench = Bench(self)
+        texts = bench.say("dn", 2)
+        creating, release = threading.Event(), threading.Event()
+        self.addCleanup(release.set)
+
+        def slow_session(request) -> None:  # the session is still being created at the deadline: nothing added
+            if request.method == "POST" and request.url.path.endswith("/sessions"):
+                creating.set()
+                bench.mono.advance(2.0)
+                release.wait(WAIT_S)
+
+        bench.on_request = slow_session
+        moved = bench.worker.drain(0.5)
+        self.assertTrue(creating.is_set(), "the batch was leased and its send begun")
+        self.assertEqual(moved["delivered"], 0)
+        self.assertEqual(bench.states(), {"pending": 2}, "released at the deadline, not leased for lease_s")
+        self.assertEqual([(attempts, code) for _, _, attempts, code, _ in bench.rows()], [(0, None)] * 2,
+                         "no attempt burned, no error recorded")
+        bench.on_request = None
+        release.set()  # the abandoned send goes on: it must add nothing now
+        self.assertEqual(bench.worker.drain(WAIT_S)["delivered"], 2, "delivered at once, not after lease_s")
+        bench.assert_exactly_once("dn", texts)
+        self.assertEqual(bench.adds("dn"), 1)
+
+
 class StepFailureLogTest(unittest.TestCase):
     def test_a_corrupt_outbox_is_logged_once_by_code_and_its_repair_once(self):
         bench = Bench(self)
