@@ -4,13 +4,15 @@ Runs on a sender thread and touches no database: it returns what happened, and t
 records it. Order within the session is kept: once a send fails (other than a permanent rejection),
 that event and every later one of the batch wait for the next attempt. A batch Honcho may already
 hold (an earlier send failed after it may have arrived, or a dead worker's lease was recovered) is
-never sent before a lookup of its event ids succeeded: if the lookup fails, nothing is sent.
+never sent before a lookup of its event ids succeeded: if the lookup fails, nothing is sent. A drain whose
+time runs out withdraws a batch whose messages have not left yet (`Boarding`): its send then adds nothing.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -20,9 +22,31 @@ from ..storage.outbox import LeasedEvent, NewEvent
 
 
 class Gateway(Protocol):
-    def send(self, messages: Sequence[Message]) -> None: ...
+    def send(self, messages: Sequence[Message], boarding: Callable[[], bool] | None = None) -> bool: ...
 
     def existing_event_ids(self, session_id: str, event_ids: Sequence[str]) -> set[str]: ...
+
+
+class Boarding:
+    """Whether a batch's messages may still leave, decided once: the sender boards right before the first
+    one leaves; the coordinator withdraws the batch at a drain's deadline (then releases its rows)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._decided: str | None = None
+
+    def board(self) -> bool:
+        """The sender's question: True (the messages leave) unless the batch was withdrawn."""
+        return self._decide("boarded")
+
+    def withdraw(self) -> bool:
+        """The coordinator's: True (nothing of the batch will leave) unless it has boarded."""
+        return self._decide("withdrawn")
+
+    def _decide(self, wanted: str) -> bool:
+        with self._lock:
+            self._decided = self._decided or wanted
+            return self._decided == wanted
 
 
 @dataclass
@@ -35,6 +59,7 @@ class BatchResult:
     reconcile_failed: bool = False  # `error` came from the lookup: nothing was sent
     requests: int = 0
     latency_s: float = 0.0
+    withdrawn: bool = False  # withdrawn before its messages left: nothing of it to record
 
     @property
     def failed_ambiguous(self) -> bool:
@@ -42,8 +67,11 @@ class BatchResult:
         return self.error is not None and (self.reconcile_failed or self.error.ambiguous)
 
 
-def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.monotonic) -> BatchResult:
-    """Deliver `batch` (one session, in order) and report each event's fate."""
+def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.monotonic,
+               boarding: Boarding | None = None) -> BatchResult:
+    """Deliver `batch` (one session, in order) and report each event's fate, unless `boarding` withdraws it
+    before its messages leave."""
+    boarding = boarding or Boarding()
     result = BatchResult()
     started = monotonic()
     pending = list(batch)
@@ -58,7 +86,9 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.mo
         segment = segments.pop(0)
         try:
             result.requests += 1
-            gateway.send([as_message(e) for e in segment])
+            if not gateway.send([as_message(e) for e in segment], boarding.board):
+                result.withdrawn = True
+                break
             result.delivered.extend(e.id for e in segment)
         except PermanentError as exc:
             if len(segment) == 1:

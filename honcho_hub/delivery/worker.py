@@ -7,8 +7,10 @@ fails is logged once per change of its error code, not once per poll.
 
 A drain without the thread runs steps inline under one deadline: it leases only what the time left
 can plausibly deliver (judged by its last batch's duration), leases nothing once the deadline passed,
-and does not wait for requests still on the wire then. Their rows stay leased and go out again after
-the lease, reconciled first, like a crashed worker's.
+and does not wait for sends still running then. A batch whose messages have not left yet (its session
+still being set up) is withdrawn and its rows released, pending again at once with no attempt counted;
+a batch on the wire stays leased and goes out again after the lease, reconciled first, like a crashed
+worker's.
 
 While batches are on the wire the coordinator renews their leases every third of `lease_s`, so no
 other worker takes them over. A settlement that meets a locked outbox is kept in memory and retried
@@ -45,7 +47,7 @@ from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
 from ..storage.processes import BEAT_EVERY_S, Beat
-from .batches import BatchResult, send_batch
+from .batches import BatchResult, Boarding, send_batch
 from .retry import RetryPolicy
 from .state import WorkerState
 
@@ -200,7 +202,8 @@ class DeliveryWorker(threading.Thread):
         one transaction, while the other batches are still on the wire.
 
         With a `deadline` (monotonic), a batch is leased only while the time left exceeds the last
-        batch's duration, and the step returns at the deadline, leaving what is still on the wire leased."""
+        batch's duration, and the step returns at the deadline: batches whose messages have not left are
+        released, those on the wire left leased (`_withdraw`)."""
         settings = self._settings()
         self._beat_every_s = max(BEAT_EVERY_S, settings.poll_interval_s)
         paused = pause_reason(settings, self._enabled)
@@ -220,6 +223,7 @@ class DeliveryWorker(threading.Thread):
         gateway, pool = self._gateways.get(settings), self._pool.get(settings)
         budget = settings.concurrency * BATCHES_PER_STEP
         in_flight: dict[Future, list[LeasedEvent]] = {}
+        boardings: dict[Future, Boarding] = {}  # whether each batch's messages have left (see _withdraw)
         settlement = Settlement()
         renew_every = settings.lease_s / RENEWALS_PER_LEASE
         renew_at = self._monotonic() + renew_every
@@ -241,11 +245,13 @@ class DeliveryWorker(threading.Thread):
             budget -= len(batches)
             for batch in batches:
                 report.leased += len(batch)
-                in_flight[pool.submit(send_batch, gateway, batch, self._monotonic)] = batch
+                boarding = Boarding()
+                future = pool.submit(send_batch, gateway, batch, self._monotonic, boarding)
+                in_flight[future], boardings[future] = batch, boarding
             if not in_flight:
                 break
             if self._past(deadline):
-                self._abandon(in_flight)
+                self._withdraw(outbox, in_flight, boardings)
                 break
             if report.state != "running":
                 report.state = "running"
@@ -302,12 +308,25 @@ class DeliveryWorker(threading.Thread):
     def _past(self, deadline: float) -> bool:
         return self._monotonic() >= deadline
 
-    def _abandon(self, in_flight: dict[Future, list[LeasedEvent]]) -> None:
-        """Leave the batches still on the wire at a drain's deadline to their lease: their results are not
-        recorded here, so their rows go out again after the lease, once Honcho was asked what it holds."""
+    def _withdraw(self, outbox: Outbox, in_flight: dict[Future, list[LeasedEvent]],
+                  boardings: dict[Future, Boarding]) -> None:
+        """At a drain's deadline: the batches whose messages have not left are withdrawn (their sends add
+        nothing now) and their rows released, pending again at once; the batches on the wire are left to
+        their lease (Honcho may be storing them: they go out again after it, once Honcho was asked what it
+        holds). No result of either is recorded, and no send is waited for."""
+        withdrawn = [f for f in in_flight if boardings[f].withdraw()]
+        unsent = [e.id for f in withdrawn for e in in_flight[f]]
         self._abandoned = [f for f in self._abandoned if not f.done()] + list(in_flight)
-        log.info("honcho worker: drain time up with %d batches on the wire; they go out again after their"
-                 " lease, once Honcho was asked what it holds", len(in_flight))
+        try:
+            if unsent:
+                outbox.release(self.owner, unsent)
+        except OutboxError as exc:
+            log.info("honcho worker: %d unsent events not released (%s); they go out after their lease",
+                     len(unsent), exc.code)
+        on_wire = len(in_flight) - len(withdrawn)
+        if on_wire:
+            log.info("honcho worker: drain time up with %d batches on the wire; they go out again after their"
+                     " lease, once Honcho was asked what it holds", on_wire)
 
     def _record(self, settlement: Settlement, settings: Settings, destination: str, batch: list[LeasedEvent],
                 result: BatchResult, report: StepReport) -> None:

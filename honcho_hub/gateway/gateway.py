@@ -149,17 +149,22 @@ class HonchoGateway:
                    observation={role: settings.observation_of(role) for role in ("user", "agent")},
                    refusal=API_URL_INVALID if getattr(settings, "api_url_problem", None) else None, **kwargs)
 
-    def send(self, messages: Sequence[Message]) -> None:
+    def send(self, messages: Sequence[Message], boarding: Callable[[], bool] | None = None) -> bool:
         """Add one session's messages in order, at most 100 per request; raises DeliveryError. The session
-        joins the last message's scope first (a chat may have joined a project since its first message)."""
+        joins the last message's scope first (a chat may have joined a project since its first message).
+        `boarding()` is asked once, right before the first message leaves: False withdraws the send, nothing
+        is added and False is returned (a drain whose time ran out meanwhile has released the messages)."""
         for message in messages:
             _check(message)
         with _translated(), self._using() as client:
             session_id = messages[0].session_id
             session = self._session(client, session_id, {m.peer_id: m.role for m in messages})
             self._ensure_membership(client, session_id, messages[-1].scope_id)
+            if boarding is not None and not boarding():
+                return False
             for start in range(0, len(messages), MAX_MESSAGES_PER_CALL):
                 session.add_messages([_params(m) for m in messages[start:start + MAX_MESSAGES_PER_CALL]])
+        return True
 
     def existing_event_ids(self, session_id: str, event_ids: Iterable[str]) -> set[str]:
         """Which of these message ids (`Message.id`, sent as metadata `event_id`) the session already holds;

@@ -617,6 +617,14 @@ class Outbox:
                 batches.append(batch)
             return batches
 
+    def release(self, owner: str, ids: Sequence[str]) -> int:
+        """Return `owner`'s leased rows among `ids`, whose send was withdrawn before anything of them left, to
+        pending at once: no attempt counted, their marks (ambiguous, last error) kept; returns how many. It
+        waits for the lock only briefly (a drain's time is up): rows it cannot release go out after their lease."""
+        with self._transaction(_WRITE, processes.BEAT_WAIT_S) as (conn, now):
+            return self._set(conn, "state = 'pending', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?",
+                             (now,), list(ids), "state = 'leased' AND lease_owner = ?", (owner,))
+
     def adopt_unsent(self, old_destination: str, destination: str) -> int:
         """Rows captured for `old_destination` and never sent (the URL could not be used then) go to
         `destination`; returns how many. Only pending rows that were never attempted move."""
