@@ -12,7 +12,8 @@ Row states (column `state`), and who moves a row between them:
     pending ──lease──► leased ──settle: delivered──► delivered ──prune (delivered retention)──► gone
        ▲                 │ └────settle: dead letter──► dead ──prune (dead retention)──► gone
        │                 │                              │
-       └─settle: retry───┘ (also: its lease expired)    └──requeue_dead──► pending
+       └─settle: retry───┘ (also: its lease expired,    └──requeue_dead──► pending
+                             or `release` of an unsent send)
 
 A session's head is its first live (pending or leased) row: only a pending head whose next attempt is
 due is leased, with the ready rows behind it, so a session's rows reach Honcho in capture order and a
