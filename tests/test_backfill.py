@@ -14,12 +14,16 @@ import contextlib
 import io
 import json
 import os
+import resource
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import unittest
 import uuid
 
 from delivery_helpers import Bench
+from hub_testkit import ROOT
 from outbox_helpers import ManualClock, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role, event_id
@@ -229,6 +233,21 @@ class BackfillCase(unittest.TestCase):
         run = backfill.Backfill(settings, settings_for or (lambda project: settings), clock=self.clock,
                                 monotonic=self.mono, pause=self.mono.advance, **options)
         return run.run(backfill.saved_chats(self.chats))
+
+    def cli(self, *argv, config: dict | None = None) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        env = {"HONCHO_OUTBOX_PATH": self.path, "HONCHO_API_URL": "http://127.0.0.1:9", "HOME": self.usr}
+        options = []
+        if config is not None:
+            options = ["--config", os.path.join(self.usr, "settings.yaml")]
+            with open(options[1], "w") as handle:
+                json.dump(config, handle)
+        with contextlib.redirect_stderr(err):
+            try:
+                code = cli.main([*options, "backfill", "--chats-dir", self.chats, *argv], environ=env, out=out)
+            except SystemExit as exc:
+                code = exc.code
+        return code, out.getvalue(), err.getvalue()
 
     def rows(self, path=None) -> list[tuple]:
         conn = sqlite3.connect(path or self.path)
@@ -655,21 +674,6 @@ class DeliveryTest(unittest.TestCase):
 
 
 class CommandLineTest(BackfillCase):
-    def cli(self, *argv, config: dict | None = None) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        env = {"HONCHO_OUTBOX_PATH": self.path, "HONCHO_API_URL": "http://127.0.0.1:9", "HOME": self.usr}
-        options = []
-        if config is not None:
-            options = ["--config", os.path.join(self.usr, "settings.yaml")]
-            with open(options[1], "w") as handle:
-                json.dump(config, handle)
-        with contextlib.redirect_stderr(err):
-            try:
-                code = cli.main([*options, "backfill", "--chats-dir", self.chats, *argv], environ=env, out=out)
-            except SystemExit as exc:
-                code = exc.code
-        return code, out.getvalue(), err.getvalue()
-
     def test_json_on_stdout_and_the_progress_bar_on_stderr(self):
         for i in range(3):
             conversation(f"chat000{i}")[0].write(self.chats)
@@ -738,6 +742,128 @@ class CommandLineTest(BackfillCase):
         code, out, err = self.cli("--wait", "0", config={"max_queued_rows": 100})
         self.assertEqual(code, 3, err)
         self.assertIn("stopped: no room in the outbox", out)
+
+
+class ForgottenChatTest(BackfillCase):
+    """After forget-chat, the chat's saved log stays out of Honcho unless the user names the chat again."""
+
+    FORGOTTEN = "chatforg"
+
+    def setUp(self):
+        super().setUp()
+        chat, _ = conversation(self.FORGOTTEN)
+        chat.typed("A question the log no longer dates.", logged=False)
+        chat.answer("An answer the log no longer dates.", logged=False)
+        chat.write(self.chats)
+        conversation("chatkept")[0].write(self.chats)
+
+    def forget(self, settings=None) -> None:
+        """What forget-chat records in the outbox (its first step, Outbox.begin_forget), a minute later."""
+        self.clock.advance(60)
+        box = Outbox((settings or self.settings).outbox_path, clock=self.clock)
+        try:
+            box.begin_forget((settings or self.settings).destination(), self.FORGOTTEN)
+        finally:
+            box.close()
+        self.clock.advance(60)
+
+    def forgotten_rows(self) -> list[tuple]:
+        return [row for row in self.rows() if self.FORGOTTEN in row[2]]
+
+    def test_a_forgotten_chats_saved_log_is_not_imported_again_and_the_report_names_it(self):
+        self.run_backfill()
+        self.forget()
+        report = self.run_backfill()
+        self.assertEqual(self.forgotten_rows(), [])
+        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"forgotten": 1}})
+        self.assertEqual(report["forgotten"], {"skipped": [self.FORGOTTEN], "included": []})
+        self.assertEqual(report["events"], {"already_queued": len(KEPT), "queued": 0})
+        self.assertIn(f"forgotten chats skipped: {self.FORGOTTEN}", backfill.report_text(report))
+
+    def test_a_dry_run_counts_a_forgotten_chat_as_skipped(self):
+        self.run_backfill()
+        self.forget()
+        report = self.run_backfill(dry_run=True)
+        self.assertEqual(report["chats"]["skipped"], {"forgotten": 1})
+        self.assertEqual(report["events"], {"planned": len(KEPT)})
+
+    def test_named_with_include_forgotten_its_saved_log_goes_to_the_chats_new_session(self):
+        cli_settings = self.make_settings(api_url="http://127.0.0.1:9")  # self.cli's destination
+        self.forget(cli_settings)
+        code, out, err = self.cli("--chat", self.FORGOTTEN, "--include-forgotten", "--json")
+        self.assertEqual(code, 0, err)
+        report = json.loads(out)
+        self.assertEqual(report["forgotten"], {"skipped": [], "included": [self.FORGOTTEN]})
+        self.assertEqual({row[2] for row in self.forgotten_rows()}, {f"chat1-{self.FORGOTTEN}"})
+        self.assertEqual(len(self.forgotten_rows()), len(KEPT) + 2)
+
+    def test_the_command_line_says_which_chats_it_skipped_as_forgotten(self):
+        cli_settings = self.make_settings(api_url="http://127.0.0.1:9")
+        self.forget(cli_settings)
+        code, out, err = self.cli()
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"forgotten chats skipped: {self.FORGOTTEN} (import one again with --chat ID"
+                      " --include-forgotten)", out)
+        self.assertEqual(self.forgotten_rows(), [])
+
+    def test_include_forgotten_without_chat_ids_is_a_usage_error(self):
+        code, _, err = self.cli("--include-forgotten")
+        self.assertEqual(code, 2)
+        self.assertIn("--include-forgotten needs --chat", err)
+        self.assertFalse(os.path.exists(self.path), "a refused command created the outbox")
+
+
+def backfill_child(chats: str, outbox_path: str) -> subprocess.CompletedProcess:
+    """`python -m honcho_hub backfill --json` in a real process, bounded in time and memory: a backfill that
+    blocks on a file or reads one without end fails the test instead of hanging or filling the machine."""
+    def cap_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024 ** 3, 2 * 1024 ** 3))
+
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": ROOT, "HOME": os.path.dirname(chats),
+           "HONCHO_OUTBOX_PATH": outbox_path, "HONCHO_API_URL": "http://127.0.0.1:9"}
+    return subprocess.run([sys.executable, "-m", "honcho_hub", "backfill", "--chats-dir", chats, "--json"],
+                          capture_output=True, text=True, timeout=60, env=env, cwd=tempfile.gettempdir(),
+                          preexec_fn=cap_memory)
+
+
+class HostileChatFilesTest(BackfillCase):
+    """A chat folder holds what anyone put there: only regular files inside the chats folder are read."""
+
+    def setUp(self):
+        super().setUp()
+        conversation("chatgood")[0].write(self.chats)
+        self.hostile = os.path.join(self.chats, "chatbad1")
+        os.makedirs(self.hostile)
+
+    def test_a_chat_file_that_is_a_fifo_is_skipped_without_waiting_for_a_writer(self):
+        os.mkfifo(os.path.join(self.hostile, backfill.CHAT_FILE))
+        child = backfill_child(self.chats, self.path)
+        self.assertEqual(child.returncode, 0, child.stderr)
+        report = json.loads(child.stdout)
+        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"not_a_file": 1}})
+
+    def test_a_chat_file_linked_to_a_device_is_not_read(self):
+        os.symlink("/dev/zero", os.path.join(self.hostile, backfill.CHAT_FILE))
+        child = backfill_child(self.chats, self.path)
+        self.assertEqual(child.returncode, 0, child.stderr)
+        report = json.loads(child.stdout)
+        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"outside_chats_folder": 1}})
+
+    def test_a_chat_folder_linked_outside_the_chats_folder_is_not_imported(self):
+        os.rmdir(self.hostile)
+        elsewhere = os.path.join(self.usr, "elsewhere")
+        conversation("chatbad1")[0].write(elsewhere)
+        os.symlink(os.path.join(elsewhere, "chatbad1"), self.hostile)
+        report = self.run_backfill()
+        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"outside_chats_folder": 1}})
+        self.assertEqual({row[2] for row in self.rows()}, {"chat-chatgood"})
+
+    def test_a_chat_folder_linked_to_another_inside_the_chats_folder_is_read(self):
+        os.rmdir(self.hostile)
+        os.symlink(os.path.join(self.chats, "chatgood"), self.hostile)
+        report = self.run_backfill()
+        self.assertEqual(report["chats"], {"found": 2, "imported": 2, "skipped": {}})
+        self.assertEqual(report["events"], {"already_queued": len(KEPT), "queued": len(KEPT)})
 
 
 class _Exploding(str):
