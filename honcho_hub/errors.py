@@ -22,9 +22,9 @@ log and show: never server text, queued content, a credential or a file path.
     ├── BadInput                 a memory-tool argument the agent can fix
     ├── ForgetRefused            a chat id that cannot name a chat: nothing was forgotten
     ├── BackfillError            a backfill cannot start: `code` says why
-    └── ChatTooLarge             a saved chat file too large to read: the backfill skips it
+    └── FileRefused              a file not read: not a regular file, too large, or linked out of its folder
 
-The kinds a caller's input causes (ConfigFileError, InvalidValue, BadInput, ForgetRefused, ChatTooLarge)
+The kinds a caller's input causes (ConfigFileError, InvalidValue, BadInput, ForgetRefused, FileRefused)
 are also ValueErrors, as they were before the tree: code that catches ValueError still catches them.
 
 `except HubError` catches everything the plugin means to raise; anything else is a bug.
@@ -165,7 +165,10 @@ class BackfillError(HubError):
         self.code = code
 
 
-class ChatTooLarge(HubError, ValueError):
-    """A saved chat file over backfill's size limit: skipped (and counted), never read into memory."""
+class FileRefused(HubError, ValueError):
+    """A file not read (settings/files.read_regular_file): `code` says why — `not_a_file` (a FIFO, device
+    or folder), `too_large`, or `linked_outside` (a link leads out of the folder it must stay in)."""
 
-    code = "chat_too_large"
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code

@@ -847,7 +847,19 @@ class HostileChatFilesTest(BackfillCase):
         child = backfill_child(self.chats, self.path)
         self.assertEqual(child.returncode, 0, child.stderr)
         report = json.loads(child.stdout)
-        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"outside_chats_folder": 1}})
+        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"linked_outside": 1}})
+
+    def test_agent_zeros_settings_or_task_list_as_a_fifo_stops_the_backfill_without_waiting(self):
+        os.makedirs(os.path.join(self.usr, "scheduler"))
+        cases = {"settings.json": "Agent Zero's settings.json cannot be read (FileRefused)",
+                 os.path.join("scheduler", "tasks.json"): "the scheduler's tasks.json cannot be read (FileRefused)"}
+        for name, said in cases.items():
+            with self.subTest(name):
+                os.mkfifo(os.path.join(self.usr, name))
+                child = backfill_child(self.chats, self.path)
+                self.assertEqual(child.returncode, 1, child.stderr)
+                self.assertIn(said, child.stderr)
+                os.unlink(os.path.join(self.usr, name))
 
     def test_a_chat_folder_linked_outside_the_chats_folder_is_not_imported(self):
         os.rmdir(self.hostile)
@@ -855,7 +867,7 @@ class HostileChatFilesTest(BackfillCase):
         conversation("chatbad1")[0].write(elsewhere)
         os.symlink(os.path.join(elsewhere, "chatbad1"), self.hostile)
         report = self.run_backfill()
-        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"outside_chats_folder": 1}})
+        self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"linked_outside": 1}})
         self.assertEqual({row[2] for row in self.rows()}, {"chat-chatgood"})
 
     def test_a_chat_folder_linked_to_another_inside_the_chats_folder_is_read(self):

@@ -38,6 +38,12 @@ class ConfigFileTest(unittest.TestCase):
             handle.write(data)
         return path
 
+    def fifo(self, name) -> str:
+        """A named pipe no one writes to: opening it to read the usual way would wait for ever."""
+        path = os.path.join(self.folder, name)
+        os.mkfifo(path)
+        return path
+
     def run_cli(self, config):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stderr(err):
@@ -51,6 +57,7 @@ class ConfigFileTest(unittest.TestCase):
         cases = [
             ("missing", os.path.join(self.folder, "absent.yaml"), "--config: no such file"),
             ("folder", self.folder, "--config: not a regular file"),
+            ("FIFO", self.fifo("fifo.yaml"), "--config: not a regular file"),
             ("oversized", self.write("big.yaml", b"# pad\n" * (MAX_CONFIG_BYTES // 6 + 1)),
              f"--config: larger than {MAX_CONFIG_BYTES:,} bytes"),
             ("a list", self.write("list.yaml", b"- workspace_id: a\n- batch_size: 5\n"),

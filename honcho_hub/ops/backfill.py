@@ -55,11 +55,11 @@ from ..capture.rules import (
     skip_reason_for_user_message,
 )
 from ..capture.service import CaptureRequest, Role, message_events, message_header, redacted_text
-from ..errors import BackfillError, ChatTooLarge, ConfigFileError, OutboxBusy, OutboxError, RedactionError
+from ..errors import BackfillError, ConfigFileError, FileRefused, OutboxBusy, OutboxError, RedactionError
 from ..gateway.scopes import resolve_scope
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
-from ..settings.files import load_config_file
+from ..settings.files import load_config_file, read_regular_file
 from ..storage.outbox import EnqueueResult, NewEvent, Outbox
 
 CHAT_FILE = "chat.json"
@@ -77,6 +77,7 @@ WAIT_S = 300.0
 MAX_WAIT_S = 86_400.0
 OUTBOX_BUSY_S = 5.0  # off the turn's path: a backfill may wait longer for the write lock than capture
 MAX_MESSAGES_PER_ENQUEUE = 200  # one transaction's worth
+MAX_LISTED_CHATS = 100  # forgotten chats the report names; all are counted
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,8 @@ class Tally:
     skipped: Counter = field(default_factory=Counter)  # messages, by reason
     times: Counter = field(default_factory=Counter)  # log | import
     events: Counter = field(default_factory=Counter)  # parts: queued, already_queued (planned in a dry run)
+    # ids of forgotten chats: skipped (at most MAX_LISTED_CHATS), included (named with include_forgotten)
+    forgotten: dict[str, list[str]] = field(default_factory=lambda: {"skipped": [], "included": []})
 
     def kept(self, prepared: Prepared) -> None:
         """Count a message queued (or, in a dry run, one that would be)."""
@@ -149,10 +152,7 @@ def scheduled_chat_ids(chats_dir: str) -> frozenset[str]:
     if not os.path.exists(path):
         return frozenset()
     try:
-        if os.path.getsize(path) > MAX_TASKS_FILE_BYTES:
-            raise ValueError("too large")
-        with open(path, encoding="utf-8") as handle:
-            tasks = json.load(handle).get("tasks", [])
+        tasks = json.loads(read_regular_file(path, MAX_TASKS_FILE_BYTES).decode("utf-8")).get("tasks", [])
         # A task's context id defaults to its uuid (helpers/task_scheduler.py).
         owners = (task.get("context_id") or task.get("uuid") for task in tasks if isinstance(task, dict))
         return frozenset(owner for owner in owners if isinstance(owner, str) and owner)
@@ -170,10 +170,7 @@ def agent_profile(chats_dir: str) -> str:
     if not os.path.exists(path):
         return DEFAULT_PROFILE
     try:
-        if os.path.getsize(path) > MAX_TASKS_FILE_BYTES:
-            raise ValueError("too large")
-        with open(path, encoding="utf-8") as handle:
-            profile = json.load(handle).get("agent_profile")
+        profile = json.loads(read_regular_file(path, MAX_TASKS_FILE_BYTES).decode("utf-8")).get("agent_profile")
     except (OSError, ValueError, AttributeError) as exc:
         raise BackfillError(f"Agent Zero's settings.json cannot be read ({type(exc).__name__}): the chats' agent"
                             " profile, and so their human, is unknown", "settings_unreadable") from exc
@@ -181,12 +178,11 @@ def agent_profile(chats_dir: str) -> str:
 
 
 def read_chat(folder: str) -> dict[str, Any]:
-    """A saved chat as Agent Zero wrote it; raises ChatTooLarge, ValueError (not JSON, not a chat) or OSError."""
-    path = os.path.join(folder, CHAT_FILE)
-    if os.path.getsize(path) > MAX_CHAT_FILE_BYTES:
-        raise ChatTooLarge(f"a chat file over {MAX_CHAT_FILE_BYTES:,} bytes")
-    with open(path, encoding="utf-8") as handle:
-        chat = json.load(handle)
+    """A saved chat as Agent Zero wrote it; raises FileRefused (not a regular file, too large, or reached
+    through a link out of the chats folder, `folder`'s parent), ValueError (not JSON, not a chat) or OSError."""
+    chats_dir = os.path.dirname(os.path.abspath(folder))
+    raw = read_regular_file(os.path.join(folder, CHAT_FILE), MAX_CHAT_FILE_BYTES, within=chats_dir)
+    chat = json.loads(raw.decode("utf-8"))
     if not isinstance(chat, dict) or not isinstance(chat.get("agents", []), list):
         raise ValueError("not a chat")
     return chat
@@ -436,7 +432,7 @@ class Backfill:
                  monotonic: Callable[[], float] = time.monotonic, make_room: Callable[[float], Any] | None = None,
                  pause: Callable[[float], Any] | None = None, wait_s: float = WAIT_S, progress: TextIO | None = None,
                  secrets_for: Callable[[str | None], Mapping[str, str]] = lambda project: {},
-                 profile: str = DEFAULT_PROFILE) -> None:
+                 profile: str = DEFAULT_PROFILE, include_forgotten: frozenset[str] = frozenset()) -> None:
         self._settings, self._settings_for = settings, settings_for
         self._dry_run, self._scheduled = dry_run, scheduled
         self._clock, self._monotonic = clock, monotonic
@@ -447,6 +443,9 @@ class Backfill:
         self._wait_s, self._progress_stream = wait_s, progress
         self._secrets_for = secrets_for
         self._profile = profile
+        # Chats (by id) whose saved log is imported although forget-chat was run for them: only those the
+        # user named (`--chat ID --include-forgotten`).
+        self._include_forgotten = include_forgotten
         self.tally = Tally()
         self._waiting_since: float | None = None
 
@@ -459,11 +458,11 @@ class Backfill:
         outbox: Outbox | None = None
         stopped = error = None
         try:
-            if not self._dry_run:
-                outbox = Outbox.for_settings(self._settings, busy_timeout_s=OUTBOX_BUSY_S, clock=self._clock)
+            outbox = self._open_outbox()
             for done, folder in enumerate(folders, 1):
-                prepared = self._chat(folder, imported_at)
-                if outbox is not None and prepared and not self._enqueue(outbox, prepared, progress, done - 1):
+                prepared = self._chat(folder, imported_at, outbox)
+                if outbox is not None and not self._dry_run and prepared and not self._enqueue(
+                        outbox, prepared, progress, done - 1):
                     stopped = "outbox_full"
                     break
                 progress.show(done, sum(self.tally.messages.values()))
@@ -475,29 +474,66 @@ class Backfill:
                 outbox.close()
         return self._report(stopped, error)
 
-    def _chat(self, folder: str, imported_at: float) -> list[Prepared]:
+    def _open_outbox(self) -> Outbox | None:
+        """The outbox to queue into, which also knows the forgotten chats. A dry run opens one only where
+        there is one: it creates nothing, and where nothing was captured, nothing was forgotten."""
+        if self._dry_run and not os.path.exists(self._settings.outbox_path):
+            return None
+        return Outbox.for_settings(self._settings, busy_timeout_s=OUTBOX_BUSY_S, clock=self._clock)
+
+    def _chat(self, folder: str, imported_at: float, outbox: Outbox | None) -> list[Prepared]:
         """One chat's messages with their events; counts what was skipped."""
         try:
             chat = read_chat(folder)
-            chat_id, project = chat_id_of(chat, folder), project_of(chat)
+        except FileRefused as exc:
+            self.tally.chats[exc.code] += 1  # not_a_file, too_large, linked_outside
+            return []
+        except (OSError, ValueError, RecursionError):
+            self.tally.chats["unreadable"] += 1
+            return []
+        chat_id, project = chat_id_of(chat, folder), project_of(chat)
+        if outbox is not None and self._skipped_as_forgotten(outbox, chat_id, folder):
+            return []
+        kept = self._kept(chat, chat_id, project)
+        if kept is None:
+            return []
+        self.tally.chats["imported"] += 1
+        return self._prepared(kept[1], chat_id, project, kept[0], imported_at)
+
+    def _skipped_as_forgotten(self, outbox: Outbox, chat_id: str, folder: str) -> bool:
+        """Whether the chat was forgotten here (forget-chat) and not named to be imported again: then it
+        is skipped, counted and listed. One named (by its id or its folder's) is listed as included."""
+        if outbox.chat_generation(self._settings.destination(), chat_id) == 0:
+            return False
+        if {chat_id, os.path.basename(folder)} & self._include_forgotten:
+            self.tally.forgotten["included"].append(chat_id)
+            return False
+        self.tally.chats["forgotten"] += 1
+        if len(self.tally.forgotten["skipped"]) < MAX_LISTED_CHATS:
+            self.tally.forgotten["skipped"].append(chat_id)
+        return True
+
+    def _kept(self, chat: dict[str, Any], chat_id: str, project: str | None
+              ) -> tuple[Settings, list[SavedMessage]] | None:
+        """The chat's settings and the messages capture keeps of it; None (counted) when it is skipped whole."""
+        try:
             settings = self._settings_for(project)
             facts = chat_facts(chat, chat_id, self._scheduled, self._profile)
             reason = skip_reason_for_chat(facts, settings)
             if reason:
                 self.tally.chats[reason] += 1
-                return []
+                return None
             settings = chat_view(settings, facts.human, project, self._settings)
-            messages = chat_messages(chat, facts, settings, self.tally.skipped)
+            return settings, chat_messages(chat, facts, settings, self.tally.skipped)
         except ConfigFileError:
             self.tally.chats["project_settings_unusable"] += 1
-            return []
-        except ChatTooLarge:
-            self.tally.chats["too_large"] += 1
-            return []
         except (OSError, ValueError, TypeError, AttributeError, RecursionError):
             self.tally.chats["unreadable"] += 1
-            return []
-        self.tally.chats["imported"] += 1
+        return None
+
+    def _prepared(self, messages: list[SavedMessage], chat_id: str, project: str | None, settings: Settings,
+                  imported_at: float) -> list[Prepared]:
+        """The kept messages with their events (a dry run counts them here: nothing is queued)."""
         scope, secrets = resolve_scope(settings, project), self._secrets_for(project)
         prepared = []
         for saved in messages:
@@ -565,7 +601,7 @@ class Backfill:
 
     def _store(self, outbox: Outbox, batches: list[list[NewEvent]]) -> list[EnqueueResult]:
         try:
-            return outbox.enqueue_batches(batches)
+            return outbox.enqueue_batches(batches, asked_again=self.tally.forgotten["included"])
         except OutboxBusy:
             return []  # another process holds the write lock: wait as for room
 
@@ -595,6 +631,7 @@ class Backfill:
             "skipped": dict(sorted(tally.skipped.items())),
             "times": {"log": tally.times["log"], "import": tally.times["import"]},
             "events": dict(sorted(tally.events.items())),
+            "forgotten": {name: list(ids) for name, ids in tally.forgotten.items()},
             "stopped": stopped,
         }
         if error:
@@ -612,7 +649,7 @@ def report_text(report: Mapping[str, Any]) -> str:
     lines = [f"chats: {chats['found']} found, {chats['imported']} {done}; skipped: {counts(chats['skipped'])}",
              f"messages {done}: user {messages['user']}, agent {messages['agent']}; dated by the chat's log"
              f" {times['log']}, by the import time {times['import']}",
-             f"messages skipped: {counts(report['skipped'])}"]
+             f"messages skipped: {counts(report['skipped'])}", *_forgotten_lines(report)]
     if report["dry_run"]:
         lines.append(f"events: {events.get('planned', 0)} would be queued; nothing was queued (dry run)")
     else:
@@ -625,3 +662,16 @@ def report_text(report: Mapping[str, Any]) -> str:
                      " Zero's worker deliver them (or run with --drain, or `python -m honcho_hub drain`), then run"
                      " backfill again: messages already queued are not queued twice")
     return "\n".join(lines)
+
+
+def _forgotten_lines(report: Mapping[str, Any]) -> list[str]:
+    """The report's lines naming the forgotten chats it skipped, and those imported again as asked."""
+    skipped, included = report["forgotten"]["skipped"], report["forgotten"]["included"]
+    lines = []
+    if skipped:
+        more = report["chats"]["skipped"].get("forgotten", 0) - len(skipped)
+        lines.append(f"forgotten chats skipped: {', '.join(skipped)}{f' and {more} more' if more > 0 else ''}"
+                     " (import one again with --chat ID --include-forgotten)")
+    if included:
+        lines.append(f"forgotten chats imported again as asked: {', '.join(included)}")
+    return lines

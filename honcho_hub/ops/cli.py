@@ -267,6 +267,8 @@ def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str],
     for want of room."""
     if args.limit is not None and args.limit < 1 or not 0 <= args.wait <= backfill.MAX_WAIT_S:
         parser.error(f"--limit is at least 1; --wait is 0 to {backfill.MAX_WAIT_S:.0f} seconds")
+    if args.include_forgotten and not args.chat:
+        parser.error("--include-forgotten needs --chat ID: a forgotten chat is imported again only when named")
     try:
         settings = load_settings(args.config, environ)
         global_layer = load_config_file(args.config) if args.config else {}
@@ -282,7 +284,8 @@ def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str],
     try:
         report = backfill.Backfill(settings, backfill.project_settings(global_layer, environ, args.chats_dir),
                                    dry_run=args.dry_run, scheduled=scheduled, profile=profile, make_room=deliver,
-                                   wait_s=args.wait, progress=sys.stderr).run(folders)
+                                   wait_s=args.wait, progress=sys.stderr,
+                                   include_forgotten=frozenset(args.chat if args.include_forgotten else ())).run(folders)
     finally:
         hub.shutdown()
     _print(out, report, args.json, backfill.report_text)
@@ -296,6 +299,8 @@ def _backfill_parser(sub) -> None:
     command.add_argument("--chats-dir", required=True, metavar="DIR", help="Agent Zero's usr/chats folder")
     command.add_argument("--dry-run", action="store_true", help="count what would be imported; queue nothing")
     command.add_argument("--chat", nargs="+", action="extend", default=[], metavar="ID", help="only these chats")
+    command.add_argument("--include-forgotten", action="store_true",
+                         help="also the chats named by --chat that forget-chat removed (else they are skipped)")
     command.add_argument("--limit", type=int, metavar="N", help="only the N most recently saved chats")
     command.add_argument("--wait", type=float, default=backfill.WAIT_S, metavar="S",
                          help=f"give up after S seconds without room in the outbox (default {backfill.WAIT_S:.0f})")

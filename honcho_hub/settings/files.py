@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from ..errors import ConfigFileError, InvalidValue
+from ..errors import ConfigFileError, FileRefused, InvalidValue
 from .config import apply_project_settings, log_once, relation_problems
 from .spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
 from .values import coerce
@@ -34,26 +34,23 @@ MAX_CONFIG_BYTES = 1_000_000
 # libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten times faster
 # (Agent Zero asks for the config several times per turn).
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Read-only, never waiting for a FIFO's writer, never becoming a terminal's controlling process.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def load_config_file(path: str) -> dict[str, Any]:
     """A YAML or JSON (by the `.json` suffix) file of settings as a dict; raises ConfigFileError.
 
-    An empty file holds no settings. Only a regular file is opened (a FIFO would block, a device never
-    end) and at most MAX_CONFIG_BYTES + 1 bytes are read, so a file that grows meanwhile is refused too.
+    An empty file holds no settings. Read by `read_regular_file`: a regular file only, bounded.
     """
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigFileError("not a regular file")
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        raw = read_regular_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigFileError("no such file", missing=True) from None
+    except FileRefused as exc:
+        raise ConfigFileError(str(exc)) from None
     except OSError as exc:
         raise ConfigFileError(f"cannot be read ({type(exc).__name__})") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigFileError(f"larger than {MAX_CONFIG_BYTES:,} bytes")
     try:
         text = raw.decode("utf-8")
         data = json.loads(text) if path.endswith(".json") else yaml.load(text, Loader=_YAML_LOADER)
@@ -64,6 +61,38 @@ def load_config_file(path: str) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise ConfigFileError("not a mapping of settings")
     return dict(data)
+
+
+def read_regular_file(path: str, max_bytes: int, within: str | None = None) -> bytes:
+    """The content of the regular file at `path`, at most `max_bytes`; raises FileRefused or OSError.
+
+    Opened without blocking (a FIFO would wait for a writer) and judged by the open file, not by its
+    name: a regular file only (a device never ends and its size reads 0), its size as the open file
+    has it, and at most max_bytes + 1 bytes read, so a file that grows meanwhile is refused too. With
+    `within`, a path that leads out of that folder (through a link) is refused before it is opened.
+    """
+    if within is not None and not _inside(path, within):
+        raise FileRefused("linked_outside", "a link leads outside its folder")
+    descriptor = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused("not_a_file", "not a regular file")
+        if info.st_size > max_bytes:
+            raise FileRefused("too_large", f"larger than {max_bytes:,} bytes")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            raw = handle.read(max_bytes + 1)
+    finally:
+        os.close(descriptor)
+    if len(raw) > max_bytes:
+        raise FileRefused("too_large", f"larger than {max_bytes:,} bytes")
+    return raw
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether `path`, every link on the way followed, is in `folder` (itself followed too)."""
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return real != base and os.path.commonpath([real, base]) == base
 
 
 def read_config_file(path: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import stat
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -570,16 +570,19 @@ class Outbox:
 
     # -- capture ---------------------------------------------------------------------------------------
 
-    def enqueue_batches(self, batches: Sequence[Sequence[NewEvent]]) -> list[EnqueueResult]:
+    def enqueue_batches(self, batches: Sequence[Sequence[NewEvent]], *,
+                        asked_again: Collection[str] = ()) -> list[EnqueueResult]:
         """Store several messages' events in order in one transaction (ignoring ids already stored),
-        stopping at the first message that does not fit even after pruning terminal rows.
+        stopping at the first message that does not fit even after pruning terminal rows. `asked_again`:
+        forgotten chats whose messages from before the forget a person asked to queue again (backfill's
+        `--include-forgotten`): they go to the chat's current generation like later ones.
 
         Returns one result per stored or refused batch; batches after a refused one are not attempted.
         """
         results = []
         with self._transaction(_WRITE) as (conn, now):
             for events in batches:
-                events = _after_forget(conn, events)
+                events = _after_forget(conn, events, asked_again)
                 if not events:  # a forgotten chat's message from before its forget
                     results.append(EnqueueResult(0, 1, 0))
                     continue
@@ -1014,11 +1017,13 @@ def _forgotten_chat(conn: sqlite3.Connection, destination: str, chat_id: str) ->
                         (destination, chat_id)).fetchone()
 
 
-def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
+def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent],
+                  asked_again: Collection[str] = ()) -> Sequence[NewEvent]:
     """One message's events as they may be queued after a forget (inside the enqueue's transaction): none
-    when its chat was forgotten after it was captured (it waited in a capture journal meanwhile) or its
-    session is a forgotten one; moved to the chat's current generation when capture named the chat's first
-    session (capture does not know generations: it must not read the outbox on the turn's path)."""
+    when its chat was forgotten after it was captured (it waited in a capture journal meanwhile), unless
+    the chat is in `asked_again`, or when its session is a forgotten one; moved to the chat's current
+    generation when capture named the chat's first session (capture does not know generations: it must
+    not read the outbox on the turn's path)."""
     if not events:
         return events
     first = events[0]
@@ -1026,7 +1031,7 @@ def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> Seque
         forgotten = _forgotten_chat(conn, first.destination, first.chat_id)
         if forgotten is not None:
             generation, forgotten_at = forgotten
-            if max(e.captured_at for e in events) <= forgotten_at:
+            if max(e.captured_at for e in events) <= forgotten_at and first.chat_id not in asked_again:
                 return []
             if first.session_id == session_id_for(first.chat_id, 0):
                 renamed = session_id_for(first.chat_id, generation)
