@@ -1,5 +1,6 @@
 """Backfill against a real Honcho: saved chats imported, drained twice, imported again after the outbox pruned
-what it delivered, drained again — every kept message is in its session exactly once, in order."""
+what it delivered, drained again — every kept message is in its session exactly once, in order; a chat
+forgotten after its import is not brought back by the next backfill."""
 
 import os
 import random
@@ -14,6 +15,7 @@ import test_backfill  # after real_kit, which puts tests/ on sys.path; a module 
 from honcho_hub.capture.service import event_id
 from honcho_hub.delivery.worker import DeliveryWorker
 from honcho_hub.ops import backfill
+from honcho_hub.ops.forget_chat import DONE, forget_chat
 from honcho_hub.storage.outbox import Outbox
 
 
@@ -53,3 +55,29 @@ class BackfillDeliveryTest(RealHonchoCase):
             with self.subTest(chat=chat_id):
                 held = gateway.call(lambda c, s=f"chat-{chat_id}": gateway.reader_session(s).messages(size=100))
                 self.assertEqual([m.metadata["event_id"] for m in held.items], ids)
+
+    def test_a_chat_forgotten_after_its_import_is_not_brought_back_by_the_next_backfill(self):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        chats = os.path.join(folder.name, "usr", "chats")
+        for chat_id in ("bfforgot", "bfkept01"):
+            chat, _ = test_backfill.conversation(chat_id)
+            chat.typed("A question the log no longer dates.", logged=False)  # dated by the import
+            chat.write(chats)
+        settings = self.settings()
+        worker = DeliveryWorker(lambda: settings, rng=random.Random(5))
+        self.addCleanup(worker.stop, 10)
+
+        def run() -> dict:
+            return backfill.Backfill(settings, lambda project: settings).run(backfill.saved_chats(chats))
+
+        self.assertEqual(run()["events"], {"already_queued": 0, "queued": 14})
+        self.assertEqual(worker.drain(60)["delivered"], 14)
+        self.assertEqual(forget_chat(settings, "bfforgot")["state"], DONE)
+        report = run()
+        worker.drain(60)
+        gateway = self.gateway()
+        held = {s.id for s in gateway.call(lambda c: c.sessions(size=100)).items}
+        self.assertEqual({s for s in held if "bfforgot" in s}, set(), "the forgotten chat came back")
+        self.assertIn("chat-bfkept01", held)
+        self.assertEqual(report["forgotten"], {"skipped": ["bfforgot"], "included": []})
