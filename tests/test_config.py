@@ -231,7 +231,7 @@ class EndpointPrecedenceTest(unittest.TestCase):
 UNUSABLE_URLS = [5, "honcho.example.com:8000", "not a url", "http://h.example:99999",
                  "https://h.example/v3?token=QSECRET", "https://h.example/#FRAGSECRET",
                  "https://alice:PWSECRET@h.example", "ftp://h.example", "http://", "javascript:alert(1)",
-                 "https://h.example/\x07bell"]
+                 "https://h.example/\x07bell", "https://h..example/", "https://" + "a" * 64 + ".h.example"]
 URL_SOURCES = [  # (setting, how the bad URL is given, the name the problem must start with)
     ("api_url", {"environ": "HONCHO_API_URL"}, "HONCHO_API_URL: "),
     ("api_url", {"secrets": "HONCHO_API_URL"}, "HONCHO_API_URL: "),

@@ -173,6 +173,23 @@ class KeyDecisionTest(unittest.TestCase):
                                           {"HONCHO_API_KEY": KEY}, {})
                 self.assertEqual(operations.mcp_key_decision(settings), (sent, why))
 
+    # The hosted domain spelled as DNS and IDNA read it too: a trailing dot (or two), upper case, the
+    # full stops and letters of other scripts, a soft hyphen (IDNA drops it).
+    HOSTED_SPELLINGS = ["https://X.Honcho.Dev./mcp", "https://mcp.honcho.dev.", "https://mcp.honcho.dev..",
+                        "https://HONCHO.DEV.", "https://mcp\u3002honcho\u3002dev", "https://mcp\uff0ehoncho\uff0edev.",
+                        "https://\uff4d\uff43\uff50.\uff48\uff4f\uff4e\uff43\uff48\uff4f.\uff44\uff45\uff56",
+                        "https://mcp.hon\u00adcho.dev"]
+
+    def test_a_self_hosted_key_goes_to_no_spelling_of_the_hosted_domain(self):
+        for mcp in self.HOSTED_SPELLINGS:
+            for api in ("http://honcho.lan:8000", mcp.removesuffix("/mcp")):  # the second: same_host
+                for policy in ("same_deployment", "always"):
+                    with self.subTest(mcp=mcp, api=api, policy=policy):
+                        settings = build_settings({"api_url": api, "mcp_url": mcp, "mcp_auth": policy},
+                                                  {"HONCHO_API_KEY": KEY}, {})
+                        self.assertEqual((settings.api_url_problem, settings.mcp_url_problem), (None, None))
+                        self.assertEqual(operations.mcp_key_decision(settings), (False, "hosted_mcp"))
+
     def test_no_key_sends_none(self):
         settings = build_settings({"mcp_auth": "always"}, {}, {})
         self.assertEqual(operations.mcp_key_decision(settings), (False, "no_key"))

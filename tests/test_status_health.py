@@ -59,6 +59,13 @@ class HealthFromChecksTest(unittest.TestCase):
         self.assertEqual(status["endpoints"]["api_reach"]["state"], "not_yet")
         self.assertEqual(cli.exit_code_for(status), cli.EXIT_OK)
 
+    def test_hosted_honcho_without_a_key_is_red_however_its_host_is_spelled(self):
+        for url in ("https://api.honcho.dev", "https://API.Honcho.Dev.", "https://api\u3002honcho\u3002dev"):
+            with self.subTest(url=url):
+                status = build_status(build_settings({}, {}, {**self.env, "HONCHO_API_KEY": "",
+                                                             "HONCHO_API_URL": url}), StatusParts(), NOW)
+                self.assertIn("no API key: set HONCHO_API_KEY under Settings → Secrets", status["health_reasons"])
+
     def test_an_unreachable_check_turns_health_amber_until_a_check_succeeds(self):
         settings = self.settings()
 

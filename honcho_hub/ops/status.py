@@ -17,10 +17,10 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ..errors import DeliveryError, OutboxError
 from ..settings.config import Settings
+from ..settings.hosts import in_hosted_domain, url_host
 from ..storage import processes
 from ..storage.outbox import Outbox, with_existing_outbox
 from ..storage.processes import SharedCircuit
@@ -367,8 +367,8 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
 
 def _is_hosted(api_url: str) -> bool:
     """Hosted Honcho always needs a key; a self-hosted server may run without auth."""
-    host = urlsplit(api_url).hostname or ""
-    return host == "honcho.dev" or host.endswith(".honcho.dev")
+    host = url_host(api_url)
+    return host is not None and in_hosted_domain(host)
 
 
 def _backfill(jobs: dict[str, str]) -> dict[str, int]:

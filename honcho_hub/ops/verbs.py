@@ -18,6 +18,7 @@ from ..delivery.worker import DeliveryWorker, pause_reason
 from ..errors import AuthError, DeliveryError, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
+from ..settings.hosts import in_hosted_domain, url_host
 from ..settings.spec import MODE_API_URLS, MODE_MCP_URLS
 from ..storage.outbox import with_existing_outbox
 from . import mcp_probe
@@ -25,7 +26,6 @@ from . import mcp_probe
 MAX_REQUEUE = 100
 DRAIN_S = 5.0
 _HOSTED_API, _HOSTED_MCP = urlsplit(MODE_API_URLS["hosted"]), urlsplit(MODE_MCP_URLS["hosted"])
-_HOSTED_DOMAIN = "honcho.dev"  # Plastic Labs' hosted services: none of them may get a key for another API
 
 
 def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
@@ -55,14 +55,18 @@ def mcp_key_decision(settings: Settings) -> tuple[bool, str]:
     if not settings.api_key():
         return False, "no_key"
     api, mcp = urlsplit(settings.api_url), urlsplit(settings.mcp_url)
-    hosted_api = api.scheme == "https" and api.hostname == _HOSTED_API.hostname
-    if mcp.hostname and _in_hosted_domain(mcp.hostname) and not hosted_api:
+    # hosts as DNS reads them: a trailing dot or another spelling is the same host
+    api_host, mcp_host = url_host(settings.api_url), url_host(settings.mcp_url)
+    if mcp_host is None:
+        return False, "unusable_url"
+    hosted_api = api.scheme == "https" and api_host == _HOSTED_API.hostname
+    if in_hosted_domain(mcp_host) and not hosted_api:
         return False, "hosted_mcp"
     if settings.mcp_auth in ("always", "never"):
         return settings.mcp_auth == "always", settings.mcp_auth
-    if hosted_api and (mcp.scheme, mcp.hostname) == (_HOSTED_MCP.scheme, _HOSTED_MCP.hostname):
+    if hosted_api and (mcp.scheme, mcp_host) == (_HOSTED_MCP.scheme, _HOSTED_MCP.hostname):
         return True, "hosted"
-    if not api.hostname or api.hostname != mcp.hostname:
+    if api_host is None or api_host != mcp_host:
         return False, "other_host"
     if api.scheme == "https" and mcp.scheme != "https":
         return False, "insecure_mcp_url"
@@ -189,10 +193,6 @@ def _mcp_summary(result: dict[str, Any]) -> str:
             return f"reachable, key refused ({result['error']})"
         return f"reachable, auth required (key not sent: {result['key_decision']})"
     return f"FAILED ({result['error']})"
-
-
-def _in_hosted_domain(host: str) -> bool:
-    return host == _HOSTED_DOMAIN or host.endswith("." + _HOSTED_DOMAIN)
 
 
 def _ms(seconds: float) -> float:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ..errors import InvalidValue
 from ..gateway.limits import ID_RE
+from .hosts import normal_host
 from .spec import MAX_PASS_LEVELS, REASONING_LEVELS, Field
 
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
@@ -88,6 +89,7 @@ def _url(field: Field, raw: Any) -> str:
         raise InvalidValue("malformed URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidValue("expected an http(s) URL with a host")
+    normal_host(parts.hostname)  # raises on a host that is no DNS name
     if parts.username or parts.password:
         raise InvalidValue("URL must not carry credentials; use HONCHO_API_KEY")
     if parts.query or parts.fragment:
