@@ -4,11 +4,14 @@ plugin's global config.json — the file Agent Zero's settings page writes — v
 validates, written atomically, every other setting kept."""
 
 import contextlib
+import fcntl
 import io
 import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -288,7 +291,8 @@ class KeepTest(KnobCase):
         code, _, _ = self.cli("strategy", "global")
         self.assertEqual(code, cli.EXIT_OK)
         self.assertEqual(stat.S_IMODE(os.stat(self.config).st_mode), 0o640)
-        self.assertEqual(sorted(os.listdir(self.plugin_dir)), ["config.json", "default_config.yaml"])
+        # the writers' lock file stays (see config_write_lock); no temporary file does
+        self.assertEqual(sorted(os.listdir(self.plugin_dir)), ["config.json", "config.json.lock", "default_config.yaml"])
 
     def test_a_file_not_saved_yet_is_created_with_the_one_setting(self):
         code, _, _ = self.cli("mode", "context")
@@ -304,6 +308,59 @@ class KeepTest(KnobCase):
         self.assertEqual(code, cli.EXIT_OK)
         self.assertTrue(os.path.islink(self.config))
         self.assertEqual(self.saved(), {"batch_size": 9, "recall_mode": "tools"})
+
+
+# A writer as `python -m honcho_hub`, imported first and then held at a barrier: a shared lock on
+# argv[1], which the parent holds exclusively until every writer is waiting, so they start at once.
+CHILD_WRITER = r"""
+import fcntl, runpy, sys
+import honcho_hub.ops.cli  # noqa: F401 - imported before the barrier: the writers race on the file
+with open(sys.argv[1], "rb") as barrier:
+    print("ready", flush=True)
+    fcntl.flock(barrier, fcntl.LOCK_SH)
+sys.argv = ["honcho_hub", *sys.argv[2:]]
+runpy.run_module("honcho_hub", run_name="__main__", alter_sys=True)
+"""
+# Eight writers, each of a setting no other one writes, and what config.json holds for it afterwards.
+CONCURRENT_SETS = [(("mode", "context"), {"recall_mode": "context"}),
+                   (("strategy", "global"), {"session_strategy": "global"}),
+                   (("tokens", "800"), {"max_context_tokens": 800}),
+                   (("tokens", "--agent-share", "0.3"), {"agent_representation_share": 0.3}),
+                   (("peer", "--user", "alice"), {"user_peer_id": "alice"}),
+                   (("peer", "--agent", "helper"), {"agent_peer_id": "helper"}),
+                   (("peer", "--reasoning", "medium"), {"dialectic_reasoning_level": "medium"}),
+                   (("observation", "unified"), {"observation": "unified"})]
+
+
+class ConcurrentWritersTest(KnobCase):
+    ROUNDS = 6
+
+    def test_eight_writer_processes_started_at_once_lose_no_change(self):
+        expected = {key: value for _, held in CONCURRENT_SETS for key, value in held.items()}
+        for round_ in range(self.ROUNDS):
+            with self.subTest(round=round_):
+                if os.path.exists(self.config):
+                    os.unlink(self.config)
+                self.assertEqual(self.race(), [(cli.EXIT_OK, "")] * len(CONCURRENT_SETS))
+                self.assertEqual({key: self.saved().get(key) for key in expected}, expected)
+
+    def race(self) -> list[tuple[int, str]]:
+        """(exit code, stderr) of each writer, all started behind one barrier."""
+        barrier = os.path.join(self.plugin_dir, "..", "barrier")
+        with open(barrier, "wb") as gate:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            children = [subprocess.Popen(
+                [sys.executable, "-c", CHILD_WRITER, barrier, verb, "--plugin-dir", self.plugin_dir, *argv],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
+                env={**self.env, "PATH": os.environ.get("PATH", ""), "PYTHONPATH": ROOT})
+                for (verb, *argv), _ in CONCURRENT_SETS]
+            for child in children:
+                self.assertEqual(child.stdout.readline().strip(), "ready")
+        outcomes = []  # the barrier's lock went with its file's closing
+        for child in children:
+            _, err = child.communicate(timeout=120)
+            outcomes.append((child.returncode, err))
+        return outcomes
 
 
 class WriteConfigFileTest(unittest.TestCase):

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from ..errors import ConfigFileError, InvalidValue
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
-from ..settings.files import load_config_file, read_config_file, save_problems, write_config_file
+from ..settings.files import config_write_lock, load_config_file, read_config_file, save_problems, write_config_file
 from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS
 from ..settings.values import coerce
 from ..storage.outbox import with_existing_outbox
@@ -74,6 +74,7 @@ class Saved(NamedTuple):
 
     written: bool  # False: the file already held these values
     dropped: int  # entries of the file that are not settings, left out as the settings page's save does
+    after: Snapshot  # the settings read back before another writer could change them
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,15 @@ class GlobalSettings:
         having changed nothing.
 
         Validated as the settings page's save is, against the file as saved; a rule between settings the
-        file already broke does not refuse a change that does not break it."""
+        file already broke does not refuse a change that does not break it. The read, the write and the
+        read back run under the file's lock, so writers at once (the command line run twice) each keep
+        the others' changes. Agent Zero's own settings page saves without it."""
+        with config_write_lock(self.path):
+            written, dropped = self._merge(changes)
+            return Saved(written, dropped, self.snapshot())
+
+    def _merge(self, changes: Mapping[str, Any]) -> tuple[bool, int]:
+        """(written, dropped) of saving `changes` over config.json as it is now."""
         try:
             saved = load_config_file(self.path)
         except ConfigFileError as exc:
@@ -159,9 +168,9 @@ class GlobalSettings:
             raise InvalidValue("; ".join(problems))
         values = {name: coerce(FIELDS_BY_NAME[name], raw) for name, raw in changes.items()}
         if all(name in saved and _same(saved[name], value) for name, value in values.items()):
-            return Saved(written=False, dropped=0)
+            return False, 0
         write_config_file(self.path, {**saved, **values})
-        return Saved(written=True, dropped=sum(1 for name in saved if name not in FIELDS_BY_NAME))
+        return True, sum(1 for name in saved if name not in FIELDS_BY_NAME)
 
 
 def mode(plugin: GlobalSettings, value: str | None = None) -> dict[str, Any]:
@@ -265,7 +274,7 @@ def _run(plugin: GlobalSettings, names: tuple[str, ...], before: Snapshot, chang
     after, changed, overridden = before, [], []
     if changes:
         saved = plugin.change(changes)
-        after = plugin.snapshot()
+        after = saved.after
         overridden = [name for name in changes if plugin.resolve(after, name, [])[1] in FIELDS_BY_NAME[name].env]
         if saved.written:
             changed = _changed(plugin, before, after, changes, overridden)

@@ -11,6 +11,7 @@ from a `SettingsCache` instead.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -18,7 +19,7 @@ import os
 import stat
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import yaml
@@ -223,6 +224,27 @@ def write_config_file(path: str, settings: Mapping[str, Any], is_project: bool =
             raise
     except OSError as exc:
         raise ConfigFileError(f"cannot be written ({type(exc).__name__})") from None
+
+
+@contextlib.contextmanager
+def config_write_lock(path: str) -> Iterator[None]:
+    """Hold the lock of the config file at `path` (through a link, its target) while a read-modify-write
+    of it runs; raises ConfigFileError when the lock file cannot be opened.
+
+    The lock is an exclusive `flock` on `<file>.lock` beside it, which stays there: removing it would let
+    a writer waiting on the old one and a writer creating a new one both go ahead. The kernel releases
+    the lock when its holder exits, killed or not, so a crashed writer holds up no one. It blocks while
+    another writer holds it (for one file read and write): never take it on an event loop.
+    """
+    try:
+        descriptor = os.open(os.path.realpath(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise ConfigFileError(f"cannot be written ({type(exc).__name__})") from None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
 
 
 def save_problems(submitted: Any, is_project: bool, saved_global: Mapping[str, Any]) -> list[str]:
