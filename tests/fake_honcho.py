@@ -25,6 +25,11 @@ import httpx
 MAX_MESSAGES, MAX_CHARS = 100, 25_000
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 _WS = r"^/v3/workspaces/(?P<ws>[^/]+)"
+# A representation as Honcho writes it, headings included (src/utils/representation.py,
+# Representation.format_as_markdown), for tests of how recalled text reads.
+HONCHO_REPRESENTATION = ("## Explicit Observations\n\n[2025-05-01 10:00:00] alice keeps three beehives\n\n"
+                         "## Deductive Observations\n\n[2025-05-01 10:05:00] alice likes honey\n   Premises:\n"
+                         "   - alice keeps three beehives\n\n")
 
 
 @dataclass
