@@ -24,7 +24,7 @@ from fake_honcho import FakeHoncho, Fault  # noqa: E402
 STALL_S = 30.0  # a "timeout" fault holds the answer this long; clients give up well before
 
 
-def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list) -> type:
+def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list, trickle_s: float | None) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -66,7 +66,19 @@ def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list) -> type:
             data = json.dumps(payload).encode()
             head = [f"HTTP/1.1 {status} X", "Content-Type: application/json", f"Content-Length: {len(data)}"]
             head += [f"{k}: {v}" for k, v in (extra or {}).items()]
-            self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+            if trickle_s is None or self.path.startswith("/_fake/"):
+                self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+                return
+            # A trickling server: its head at once, then its body a byte at a time, each well within any read
+            # timeout, until the body is out or the server closes.
+            try:
+                self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode())
+                for n in range(len(data)):
+                    if stop.wait(trickle_s):
+                        return
+                    self.wfile.write(data[n:n + 1])
+            except OSError:  # the client gave up and closed the connection
+                self.close_connection = True
 
     return Handler
 
@@ -95,11 +107,12 @@ def _control(fake: FakeHoncho, path: str, body) -> tuple[int, object]:
 class LoopbackServer:
     """A running loopback server; `url` is its base URL. Stop it with `close()`."""
 
-    def __init__(self, fake: FakeHoncho) -> None:
+    def __init__(self, fake: FakeHoncho, trickle_s: float | None = None) -> None:
         self.fake = fake
         self.seen: list[dict] = []  # every API request as it arrived: method, path with query, headers, body
         self._stop = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake, self._stop, self.seen))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake, self._stop, self.seen,
+                                                                                 trickle_s))
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-honcho", daemon=True)
@@ -112,8 +125,9 @@ class LoopbackServer:
         self._thread.join(5)
 
 
-def serve(fake: FakeHoncho | None = None) -> LoopbackServer:
-    return LoopbackServer(fake or FakeHoncho())
+def serve(fake: FakeHoncho | None = None, trickle_s: float | None = None) -> LoopbackServer:
+    """A loopback server for `fake`; with `trickle_s`, each answer's body comes a byte every `trickle_s`."""
+    return LoopbackServer(fake or FakeHoncho(), trickle_s)
 
 
 if __name__ == "__main__":

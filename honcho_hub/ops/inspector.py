@@ -76,6 +76,7 @@ class Inspector:
     recall: BasePacks
     template: str
     clock: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic  # the clock of each action's deadline
 
     @property
     def gateway(self) -> HonchoGateway:

@@ -14,6 +14,7 @@ circuit they share are read from the outbox, local SQLite like the queue's count
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -68,7 +69,8 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
                  scope_id: str | None = None, outbox_problem: str | None = None, worker: Any = None,
                  recaller: Any = None,
                  scope_backfill: Callable[[str], dict[str, str]] | None = None,
-                 session_peers: Callable[[str, Sequence[str]], dict] | None = None) -> StatusParts:
+                 session_peers: Callable[[str, Sequence[str]], dict] | None = None,
+                 deadline_s: float | None = None, monotonic: Callable[[], float] = time.monotonic) -> StatusParts:
     """Status's pieces from this process (the Hub passes what it holds; `state` is the process state):
     capture, outbox counters, worker, recall, with `scope_backfill` the scope's progress from Honcho,
     and with `session_peers` (gateway.session_peer_flags) the server's configuration of the session's

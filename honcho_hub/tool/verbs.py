@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,6 +73,7 @@ class ActionContext:
     chat_id: str | None = None  # the Agent Zero chat the tool runs in: what forget_chat forgets
     # (chat id, its new generation) after forget_chat moved it: the process's recall names the new session at once
     forgotten: Callable[[str, int], None] | None = None
+    monotonic: Callable[[], float] = time.monotonic  # the clock of the verb's deadline
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,8 @@ def _card_text(card: list[str]) -> str:
     return untrusted("\n".join(lines))
 
 
-def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS) -> dict[str, Any]:
+def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS,
+              monotonic: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """The agent's card of the user for the sidebar, in one request: `facts` (the first `limit`, each on one
     line, made inert and redacted, then cut to MAX_FACT_CHARS) and `total`; or `error`, a sanitized code.
     Never raises on Honcho trouble."""
