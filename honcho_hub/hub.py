@@ -288,14 +288,15 @@ class Hub:
 
         service = self._capture.peek()
         recaller = self._recaller
-        # The full status asks Honcho (through recall's deadline-bound client); the light one reads nothing.
+        # The full status asks Honcho (through recall's client), every request within one check_timeout_s; the
+        # light one reads nothing.
         backfill_of = (lambda scope: self.recaller().gateway(settings).scope_status(scope)) if backfill else None
         peers_of = ((lambda sid, peers: self.recaller().gateway(settings).session_peer_flags(sid, peers))
                     if backfill else None)
         return gather_parts(settings, process_state(), session_id=session_id, scope_id=scope_id,
                             outbox_problem=service.unavailable if service else None,
                             worker=self.worker(), recaller=recaller, scope_backfill=backfill_of,
-                            session_peers=peers_of)
+                            session_peers=peers_of, deadline_s=settings.check_timeout_s if backfill else None)
 
 
 def _build_gateway(settings: Settings):

@@ -110,7 +110,7 @@ class StatusDeadlineTest(unittest.TestCase):
         self.assertLessEqual(bench.elapsed(start), 4 + STEP_S)
         self.assertEqual(parts.scope_problem, "scope status unavailable: timed_out")
         self.assertEqual(parts.session_peers, {})  # not read: the deadline had passed
-        self.assertTrue(all(body.cut or body.sent == len(body.body) for body in bench.trickling.bodies))
+        self.assertTrue(bench.trickling.bodies[-1].cut)
 
 
 class CardDeadlineTest(unittest.TestCase):
@@ -129,7 +129,7 @@ class InspectorDeadlineTest(unittest.TestCase):
         bench = TricklingBench(self, sdk_timeout_s=4, recall_enabled=False)
         bench.fake.cards[("agent-zero", "user")] = ["ATTRIBUTE: keeps two sailing boats at the marina"] * 4
         bench.conclude(3)
-        ins = Inspector(bench.actions, recall=None, template="", monotonic=bench.clock)  # type: ignore[arg-type]
+        ins = Inspector(bench.actions, recall=None, template="")  # type: ignore[arg-type]
         start = bench.clock()
         shown = inspector.view(ins)
         self.assertLessEqual(bench.elapsed(start), 2 * 4 + STEP_S)
@@ -186,14 +186,14 @@ class TricklingServerTest(unittest.TestCase):
             thread.join(WAIT_S)
             self.assertFalse(thread.is_alive(), f"{thread.name} is still running")
 
-    def test_the_sidebars_full_status_ends_at_check_timeout_s_and_leaves_no_reader(self):
+    def test_the_sidebars_full_status_times_out_and_leaves_no_reader(self):
         self.call_in_thread("honcho_status", {"context": "Ab3dE6gH", "light": True})  # builds the Hub's parts
         baseline = set(threading.enumerate())
         status = self.call_in_thread("honcho_status", {"context": "Ab3dE6gH"})["status"]
         self.assertEqual(status["identity"]["observation"]["server"], {})  # not read: timed out
         self.assert_no_thread_left(baseline)
 
-    def test_test_api_and_mcp_ends_at_check_timeout_s_each_and_leaves_no_reader(self):
+    def test_test_api_and_mcp_times_out_and_leaves_no_reader(self):
         self.call_in_thread("honcho_status", {"light": True})
         baseline = set(threading.enumerate())
         result = self.call_in_thread("honcho_action", {"action": "check"})["result"]

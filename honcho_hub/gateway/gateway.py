@@ -20,7 +20,7 @@ import httpx
 
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
 from ..settings.config import Settings
-from . import scopes
+from . import deadline, scopes
 from .limits import ID_RE, MAX_CONTENT_CHARS, MAX_MESSAGES_PER_CALL
 
 T = TypeVar("T")
@@ -335,7 +335,7 @@ class HonchoGateway:
 
     def _new_client(self, key: str) -> _Client:
         honcho = sdk()  # before the HTTP client, so a missing SDK leaves nothing open
-        http = self._http_client_factory()
+        http = deadline.bound(self._http_client_factory())  # a caller's deadline ends its requests
         try:
             sdk_client = honcho.Honcho(api_key=key or None, base_url=self.api_url, workspace_id=self.workspace_id,
                                        max_retries=0, timeout=self._timeout_s, http_client=http)
@@ -461,6 +461,9 @@ def translate(exc: Exception) -> DeliveryError:
         return PermanentError(f"http_{status}")
     if isinstance(exc, (honcho.TimeoutError, honcho.ConnectionError)):
         cause = exc.__cause__
+        ended = deadline.translated(cause)
+        if ended is not None:
+            return ended
         if isinstance(cause, _CONNECT_FAILURES):
             return UnreachableError("connect_timeout" if isinstance(cause, httpx.TimeoutException) else "unreachable")
         # The request went out and no answer came back: the server may have stored it.

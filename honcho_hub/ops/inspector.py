@@ -28,11 +28,13 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ..errors import DeliveryError, OutboxError
+from ..gateway import deadline
 from ..gateway.gateway import HonchoGateway
 from ..safety.redact import redact
 from ..safety.untrusted import UNTRUSTED, neutralize
@@ -76,7 +78,11 @@ class Inspector:
     recall: BasePacks
     template: str
     clock: Callable[[], float] = time.time
-    monotonic: Callable[[], float] = time.monotonic  # the clock of each action's deadline
+
+    def within_deadline(self) -> AbstractContextManager:
+        """One action's deadline, for all its requests to Honcho: two SDK timeouts (forget and edit_card run the
+        memory tool's verbs, under the same deadline)."""
+        return deadline.within(self.actions.settings.operation_deadline_s, self.actions.monotonic)
 
     @property
     def gateway(self) -> HonchoGateway:
@@ -89,8 +95,10 @@ def view(ins: Inspector, page: Any = 1) -> dict[str, Any]:
     """Everything the inspector shows, with page `page` of the conclusions. A part Honcho or the outbox
     could not give says so (`error`: a sanitized code); the other parts are still shown."""
     s = ins.actions.settings
+    with ins.within_deadline():  # the card and the conclusions' page together
+        card, listed = _card(ins), conclusions(ins, page)
     return {"ok": True, "label": UNTRUSTED, "peers": {"observer": s.agent_peer_id, "observed": s.user_peer_id},
-            "card": _card(ins), "conclusions": conclusions(ins, page), "writes": _writes(ins),
+            "card": card, "conclusions": listed, "writes": _writes(ins),
             "base_pack": _base_pack(ins), "undo_window_s": UNDO_WINDOW_S}
 
 
@@ -101,8 +109,9 @@ def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
         return {"error": f"page must be a whole number from 1 to {MAX_PAGE}"}
     s, gw = ins.actions.settings, ins.gateway
     try:
-        listing = gw.call(lambda client: gw.reader_peer(s.agent_peer_id).conclusions_of(s.user_peer_id)
-                          .list(page=number, size=PAGE_SIZE))
+        with ins.within_deadline():
+            listing = gw.call(lambda client: gw.reader_peer(s.agent_peer_id).conclusions_of(s.user_peer_id)
+                              .list(page=number, size=PAGE_SIZE))
     except DeliveryError as exc:
         return {"error": exc.code}
     chats = _chats(ins)
@@ -121,7 +130,8 @@ def search(ins: Inspector, query: Any) -> dict[str, Any]:
     a, s = ins.actions, ins.actions.settings
     try:
         sent = redact(a.mask(query.strip()), a.secrets)
-        found = calls.query_conclusions(ins.gateway, s.agent_peer_id, s.user_peer_id, sent, PAGE_SIZE)
+        with ins.within_deadline():
+            found = calls.query_conclusions(ins.gateway, s.agent_peer_id, s.user_peer_id, sent, PAGE_SIZE)
     except DeliveryError as exc:
         return {"ok": False, "error": exc.code, "message": error_line("search", exc)}
     except Exception:  # RedactionError, or the host's masker failing: nothing is sent
@@ -160,7 +170,8 @@ def undo(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
             return {"ok": False, "error": "undo_running", "message": f"Conclusion {conclusion_id} is being restored."}
         _undoing.add(conclusion_id)
     try:
-        return _undo(ins, conclusion_id)
+        with ins.within_deadline():
+            return _undo(ins, conclusion_id)
     finally:
         with _undoing_lock:
             _undoing.discard(conclusion_id)

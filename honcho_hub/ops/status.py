@@ -74,7 +74,8 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
     """Status's pieces from this process (the Hub passes what it holds; `state` is the process state):
     capture, outbox counters, worker, recall, with `scope_backfill` the scope's progress from Honcho,
     and with `session_peers` (gateway.session_peer_flags) the server's configuration of the session's
-    peers. Never raises."""
+    peers; with `deadline_s`, those requests end together that long from now (on `monotonic`). Never
+    raises."""
     with state.lock:
         api_check = dict(state.api_checks.get(settings.destination(), {}))
         waiting = len(state.journal) if state.journal is not None else 0
@@ -104,17 +105,30 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
         parts.dialectic_counters = recaller.dialectic_counters()
         if session_id:
             parts.memory = recaller.freshness(settings, session_id)
-    if scope_backfill is not None and scope_id:
+    if deadline_s is None:
+        _read_honcho(parts, settings, scope_backfill, session_peers)
+        return parts
+    from ..gateway import deadline  # here: the light status must work without httpx installed
+
+    with deadline.within(deadline_s, monotonic):
+        _read_honcho(parts, settings, scope_backfill, session_peers)
+    return parts
+
+
+def _read_honcho(parts: StatusParts, settings: Settings, scope_backfill: Callable[[str], dict[str, str]] | None,
+                 session_peers: Callable[[str, Sequence[str]], dict] | None) -> None:
+    """The parts of status that ask Honcho: the scope's progress, the server's flags of the session's peers."""
+    if scope_backfill is not None and parts.scope_id:
         try:
-            parts.scope_backfill = scope_backfill(scope_id)
+            parts.scope_backfill = scope_backfill(parts.scope_id)
         except DeliveryError as exc:
             parts.scope_problem = parts.scope_problem or f"scope status unavailable: {exc.code}"
-    if session_peers is not None and session_id:
+    if session_peers is not None and parts.session_id:
         try:
-            parts.session_peers = dict(session_peers(session_id, [settings.user_peer_id, settings.agent_peer_id]))
+            parts.session_peers = dict(session_peers(parts.session_id,
+                                                     [settings.user_peer_id, settings.agent_peer_id]))
         except Exception:  # the reader promises not to raise; status stays whole if one does
             parts.session_peers = {}
-    return parts
 
 
 def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from .. import hub, runtime
 from ..delivery import lifecycle
 from ..delivery.worker import DeliveryWorker, pause_reason
 from ..errors import AuthError, DeliveryError, OutboxError
+from ..gateway import deadline
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
@@ -37,7 +38,8 @@ def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] =
     cannot honestly be green."""
     gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s, http_client_factory=http_client_factory)
     try:
-        api, failure = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
+        with deadline.within(settings.check_timeout_s, monotonic):  # the whole request, however it trickles
+            api, failure = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
     finally:
         gateway.close()
     runtime.record_api_check(settings.destination(), failure is None, api["error"], isinstance(failure, AuthError),

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 API_KEY_VAR = "HONCHO_API_KEY"
 AGENT_ZERO_USR = "/a0/usr"
 MAX_KEY_CHARS = 4_096
+OPERATION_SDK_TIMEOUTS = 2  # a tool verb, the card, an inspector action: this many SDK timeouts in all
 # What a URL setting holds when the URL the user gave cannot be used. Its scheme is one no HTTP client
 # speaks, so a consumer that does not look at `api_url_problem` fails on this machine instead of sending
 # the key somewhere: an empty URL would not do, since the SDK reads an empty base URL as "the hosted
@@ -166,6 +167,12 @@ class Settings:
         if self.recall_wait_ms < 0:
             return self.recall_timeout_s
         return min(self.recall_wait_ms / 1000, self.recall_timeout_s)
+
+    @property
+    def operation_deadline_s(self) -> float:
+        """The deadline of one memory-tool verb (but ask, bounded by ask_timeout_s), the sidebar's card and one
+        memory-inspector action: two SDK timeouts, every request and read of it counted together."""
+        return OPERATION_SDK_TIMEOUTS * self.sdk_timeout_s
 
     @property
     def injects_recall(self) -> bool:

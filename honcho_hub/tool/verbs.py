@@ -28,6 +28,7 @@ from ..errors import (
     TransientError,
     UnreachableError,
 )
+from ..gateway import deadline
 from ..gateway.gateway import HonchoGateway
 from ..gateway.limits import MAX_DIALECTIC_QUERY
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
@@ -96,8 +97,9 @@ def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Action
     name = "unknown"  # until it is known to be one of ACTIONS: the agent's text is never logged
     try:
         name = _choice(action, ACTIONS, "action")
-        result = ActionResult(True, _bounded(_HANDLERS[name](args, ctx), MAX_CARD_OUTPUT if name == "profile"
-                                             else MAX_OUTPUT))
+        with deadline.within(deadline_s(name, ctx.settings), ctx.monotonic):  # every request of the verb
+            text = _HANDLERS[name](args, ctx)
+        result = ActionResult(True, _bounded(text, MAX_CARD_OUTPUT if name == "profile" else MAX_OUTPUT))
         outcome = "done"
     except BadInput as exc:
         result, outcome = ActionResult(False, f"honcho_memory: {exc}"), "bad input"
@@ -108,6 +110,19 @@ def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Action
         outcome = "redaction failed"
     log.debug("honcho_memory %s: %s", name, outcome)  # the verb and a code: never an argument or an answer
     return result
+
+
+def deadline_s(action: str, settings: Settings) -> float:
+    """The one deadline of a verb's requests to Honcho: ask's is ask_timeout_s, status's check_timeout_s (as the
+    sidebar's), forget_chat's its wait for sends on the wire plus the usual; every other verb's two SDK
+    timeouts (recall's turn-bound wait is shorter still)."""
+    if action == "ask":
+        return settings.ask_timeout_s
+    if action == "status":
+        return settings.check_timeout_s
+    if action == "forget_chat":
+        return FORGET_CHAT_WAIT_S + settings.operation_deadline_s
+    return settings.operation_deadline_s
 
 
 def _recall(args, ctx) -> str:
@@ -217,10 +232,11 @@ def _card_text(card: list[str]) -> str:
 def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS,
               monotonic: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """The agent's card of the user for the sidebar, in one request: `facts` (the first `limit`, each on one
-    line, made inert and redacted, then cut to MAX_FACT_CHARS) and `total`; or `error`, a sanitized code.
-    Never raises on Honcho trouble."""
+    line, made inert and redacted, then cut to MAX_FACT_CHARS) and `total`; or `error`, a sanitized code
+    (`timed_out` past two SDK timeouts). Never raises on Honcho trouble."""
     try:
-        card = calls.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
+        with deadline.within(settings.operation_deadline_s, monotonic):
+            card = calls.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
     except DeliveryError as exc:
         return {"ok": False, "error": exc.code}
     shown = (_item(fact, MAX_FACT_CHARS) for fact in card[:limit])
@@ -359,6 +375,9 @@ def error_line(action: str, exc: DeliveryError) -> str:
                 "HONCHO_API_KEY under Settings → Secrets.")
     if isinstance(exc, SdkMissingError):
         return f"honcho_memory {action}: the honcho-ai SDK is not installed; reinstall the plugin to fix it."
+    if code == deadline.TIMED_OUT:
+        return (f"honcho_memory {action}: timed out: Honcho answered too slowly, so the request was ended; try "
+                "again later. A change asked for may or may not have been applied.")
     if isinstance(exc, UnreachableError):
         return (f"honcho_memory {action}: Honcho did not answer ({code}); try again later. The request may or "
                 "may not have been applied.")
