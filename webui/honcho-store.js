@@ -1,8 +1,9 @@
 // Honcho Memory Hub sidebar store: a live health line, the status panel, the user's card and the five
 // operator actions. Collapsed, the line polls a light status (local state only: no request to Honcho) every
 // 30 s; open, the panel polls the full status (with the shown chat's scope progress) every 5 s, and the
-// card (a request to Honcho) when it opens and at most once a minute while it stays open. The open panel also
-// opens the memory inspector (webui/honcho-inspector.html) in Agent Zero's modal.
+// card (a request to Honcho) when it opens and at most once a minute while it stays open. No poll starts while
+// the last one is still running. The open panel also opens the memory inspector
+// (webui/honcho-inspector.html) in Agent Zero's modal.
 import { createStore } from "/js/AlpineStore.js";
 import { callJsonApi } from "/js/api.js";
 import { openModal } from "/js/modals.js";
@@ -70,6 +71,8 @@ export const store = createStore("honchoHub", {
   forgetting: null,
   _cardAt: null, // when the card was last asked for (Date.now())
   _cardLoading: false,
+  _statusLoading: false, // a status request is on its way: no other starts until it has answered
+  _statusAgain: false, // a refresh asked for meanwhile (open, close, an action): sent once that one answered
   _timer: null,
 
   get health() {
@@ -90,7 +93,14 @@ export const store = createStore("honchoHub", {
     this._schedule();
   },
 
-  async refresh() {
+  // One status request at a time: a full status can take check_timeout_s against a slow Honcho, so a poll
+  // that comes due while one runs is skipped; a refresh the user asked for (`asked`) follows its answer.
+  async refresh(asked = true) {
+    if (this._statusLoading) {
+      this._statusAgain = this._statusAgain || asked;
+      return;
+    }
+    this._statusLoading = true;
     try {
       const context = globalThis.getContext ? globalThis.getContext() : null;
       const answer = await callJsonApi(STATUS_API, { context, light: !this.open });
@@ -102,6 +112,12 @@ export const store = createStore("honchoHub", {
       }
     } catch (e) {
       this.error = "Status unavailable";
+    } finally {
+      this._statusLoading = false;
+      if (this._statusAgain) {
+        this._statusAgain = false;
+        this.refresh();
+      }
     }
   },
 
@@ -173,7 +189,7 @@ export const store = createStore("honchoHub", {
   _schedule() {
     clearInterval(this._timer);
     this._timer = setInterval(() => {
-      this.refresh();
+      this.refresh(false);
       this.refreshCard();
       this.refreshOffers();
     }, this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);

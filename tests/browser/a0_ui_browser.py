@@ -287,6 +287,33 @@ class SidebarTest(UiCase):
         self.assertEqual(polls()[4], (opened[0] + 5_000, True), "back to light when the panel closes")
         wait_for(lambda: asked == [True, True, False, False, True], 10, "every request at Agent Zero")
 
+    def test_no_status_poll_starts_while_the_last_one_is_still_running(self):
+        page = self.open_page(fake_clock=True)
+        page.clock.pause_at((page.evaluate("Date.now()") + 2_000) / 1000)  # then moved only by steps
+        page.evaluate(RECORD_STATUS_POLLS)
+        held: list = []  # status requests Agent Zero has not answered yet: a slow Honcho behind them
+        page.route("**/plugins/honcho/honcho_status", lambda route: held.append(route))
+
+        def polls() -> list[tuple[int, bool]]:
+            return [(poll["at"], poll["light"]) for poll in page.evaluate("() => globalThis.honchoTestPolls")]
+
+        page.click(".honcho-sidebar-line")
+        wait_for(lambda: len(polls()) == 1 and len(held) == 1, 10, "the open panel's full status, unanswered")
+        for _ in range(3):  # three 5 s polls come due while it runs
+            page.clock.run_for(5_000)
+        self.assertEqual(len(polls()), 1, "no status request while the last one runs")
+        answered_at = page.evaluate("Date.now()")
+        held.pop().continue_()
+        wait_for(lambda: not page.evaluate("() => Alpine.store('honchoHub')._statusLoading"), 20,
+                 "the slow status answered")
+        page.clock.run_for(5_000)
+        wait_for(lambda: len(polls()) == 2, 10, "the next poll once it answered")
+        self.assertEqual(polls()[1][1], False)
+        self.assertLessEqual(polls()[1][0], answered_at + 5_000)
+        page.unroute("**/plugins/honcho/honcho_status")
+        for route in held:
+            route.continue_()
+
     def test_a_chat_is_delivered_and_each_action_answers_with_a_toast(self):
         # The only test that sends a chat: before it, nothing of this tree has reached Honcho.
         page = self.open_page()
