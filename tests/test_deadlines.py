@@ -109,7 +109,7 @@ class StatusDeadlineTest(unittest.TestCase):
                              deadline_s=bench.settings.check_timeout_s, monotonic=bench.clock)
         self.assertLessEqual(bench.elapsed(start), 4 + STEP_S)
         self.assertEqual(parts.scope_problem, "scope status unavailable: timed_out")
-        self.assertEqual(parts.session_peers, {})  # not read: the deadline had passed
+        self.assertEqual((parts.session_peers, parts.honcho_timed_out), ({}, True))  # not read: the deadline passed
         self.assertTrue(bench.trickling.bodies[-1].cut)
 
 
@@ -190,7 +190,8 @@ class TricklingServerTest(unittest.TestCase):
         self.call_in_thread("honcho_status", {"context": "Ab3dE6gH", "light": True})  # builds the Hub's parts
         baseline = set(threading.enumerate())
         status = self.call_in_thread("honcho_status", {"context": "Ab3dE6gH"})["status"]
-        self.assertEqual(status["identity"]["observation"]["server"], {})  # not read: timed out
+        self.assertEqual((status["identity"]["observation"]["server"], status["identity"]["observation"]["timed_out"]),
+                         ({}, True))
         self.assert_no_thread_left(baseline)
 
     def test_test_api_and_mcp_times_out_and_leaves_no_reader(self):

@@ -196,7 +196,8 @@ class SessionsStatusTest(unittest.TestCase):
                 status, text = self.status(settings, "chat-c1")
                 self.assertEqual(status["identity"]["session_strategy"], strategy)
                 self.assertEqual(status["identity"]["observation"], {"preset": preset, "configured": configured,
-                                                                     "server": None, "server_wins": False})
+                                                                     "server": None, "server_wins": False,
+                                                                     "timed_out": False})
                 self.assertIn(f"Sessions {strategy} · observation {preset}", text)
                 self.assertNotIn("server", text)
 

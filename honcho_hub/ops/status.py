@@ -63,6 +63,7 @@ class StatusParts:
     # the unreachable circuit they share for the destination.
     processes: list[dict[str, Any]] = field(default_factory=list)
     shared_circuit: SharedCircuit | None = None
+    honcho_timed_out: bool = False  # the reads of Honcho above ended at their deadline
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
@@ -112,6 +113,7 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
 
     with deadline.within(deadline_s, monotonic):
         _read_honcho(parts, settings, scope_backfill, session_peers)
+        parts.honcho_timed_out = deadline.passed()
     return parts
 
 
@@ -146,7 +148,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
         "identity": {"workspace_id": settings.workspace_id, "user_peer_id": settings.user_peer_id,
                      "agent_peer_id": settings.agent_peer_id, "session_id": parts.session_id,
                      "session_strategy": settings.session_strategy,
-                     "observation": _observation(settings, parts.session_peers),
+                     "observation": _observation(settings, parts.session_peers, parts.honcho_timed_out),
                      "api_key_configured": settings.has_api_key},
         "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
                     "outbox_problem": parts.outbox_problem},
@@ -262,10 +264,12 @@ def _processes_lines(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | None] | None) -> dict[str, Any]:
+def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | None] | None,
+                 timed_out: bool = False) -> dict[str, Any]:
     """The observation preset and its flags by role; with the session read, the server's flags by role
-    (None: not in the session on the server yet; a role left out: not read). Honcho keeps the configuration
-    a session's peer already has, so where the server holds other flags, the server's win."""
+    (None: not in the session on the server yet; a role left out: not read, `timed_out` when status's
+    deadline ended the read). Honcho keeps the configuration a session's peer already has, so where the
+    server holds other flags, the server's win."""
     configured = {role: settings.observation_of(role) for role in ("user", "agent")}
     server: dict[str, dict[str, bool | None] | None] | None = None
     wins = False
@@ -273,7 +277,8 @@ def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | No
         peers = {"user": settings.user_peer_id, "agent": settings.agent_peer_id}
         server = {role: held[peer] for role, peer in peers.items() if peer in held}
         wins = any(flags is not None and flags != configured[role] for role, flags in server.items())
-    return {"preset": settings.observation, "configured": configured, "server": server, "server_wins": wins}
+    return {"preset": settings.observation, "configured": configured, "server": server, "server_wins": wins,
+            "timed_out": timed_out and held is not None and len(server or {}) < 2}
 
 
 def _memory_line(memory: dict[str, Any]) -> str:
@@ -297,7 +302,8 @@ def _sessions_lines(identity: dict[str, Any]) -> list[str]:
     if server is None or not session_id:
         return lines
     if not server:
-        lines.append(f"Session {session_id} on the server: not read")
+        lines.append(f"Session {session_id} on the server: not read"
+                     + (" (timed out: Honcho answered too slowly)" if observation["timed_out"] else ""))
     elif len(server) == 2 and all(flags is None for flags in server.values()):
         lines.append(f"Session {session_id} is not on the server yet: created with these flags")
     else:

@@ -92,9 +92,10 @@ FIELDS: tuple[Field, ...] = (
        env=("HONCHO_API_URL", "HONCHO_BASE_URL")),
     _f("mcp_url", "url", "", "connection", "Honcho MCP server URL (a separate service).",
        env=("HONCHO_MCP_URL",)),
-    _f("sdk_timeout_s", "float", 10.0, "connection", "Timeout of one SDK request, seconds.", lo=1, hi=120),
-    _f("check_timeout_s", "float", 5.0, "connection", "Timeout of each endpoint check, seconds.",
-       lo=0.5, hi=60),
+    _f("sdk_timeout_s", "float", 10.0, "connection", "Timeout of one SDK request, seconds; a memory-tool verb,"
+       " the card and an inspector action end within 2 × this in all.", lo=1, hi=120),
+    _f("check_timeout_s", "float", 5.0, "connection", "Deadline of each endpoint check, and of the full"
+       " status's requests to Honcho, seconds.", lo=0.5, hi=60),
     _f("mcp_auth", "enum", "same_deployment", "connection", "When the MCP check sends the API key:"
        " same_deployment (both hosted defaults, or the API's host), always, never.",
        choices=("same_deployment", "always", "never")),
@@ -176,8 +177,8 @@ FIELDS: tuple[Field, ...] = (
        lo=0, hi=1_000),
     _f("recall_include_messages", "bool", True, "recall", "Include relevant messages in the pack."),
     _f("recall_limit_to_session", "bool", False, "recall", "Search only the current chat's messages."),
-    _f("ask_timeout_s", "float", 60.0, "recall", "Timeout of an explicit dialectic question, seconds.",
-       lo=5, hi=300),
+    _f("ask_timeout_s", "float", 60.0, "recall", "Deadline of an explicit dialectic question (the tool's"
+       " ask), all its requests, seconds.", lo=5, hi=300),
     # dialectic: an opt-in layer of the pack, computed in the background (Honcho LLM calls)
     _f("dialectic_enabled", "bool", False, "dialectic", "Add a note on what matters now, synthesised by Honcho's"
        " dialectic in the background (server LLM calls), to the pack."),
