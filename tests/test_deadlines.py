@@ -25,6 +25,7 @@ from honcho_hub.ops import inspector
 from honcho_hub.ops import verbs as operations
 from honcho_hub.ops.inspector import Inspector
 from honcho_hub.ops.status import gather_parts
+from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
 from honcho_hub.tool.verbs import ActionContext, card_view, run_action
 
@@ -95,6 +96,21 @@ class ToolVerbDeadlineTest(unittest.TestCase):
         result = run_action("profile", {"facts": ["Keeps two boats"]}, bench.actions)
         self.assertIn("timed out", result.text)
         self.assertFalse(any(method == "PUT" for method, _ in bench.fake.requests), bench.fake.requests)
+
+
+class RecallLoadDeadlineTest(unittest.TestCase):
+    def test_a_recall_load_its_turn_stopped_waiting_for_ends_at_two_sdk_timeouts(self):
+        # The turn (here the tool's recall) waits recall_timeout_s; the load goes on filling the cache for a
+        # repeat of the question, but no longer than the deadline of any other call.
+        bench = TricklingBench(self, sdk_timeout_s=3)
+        bench.fake.representations[("agent-zero", "user")] = "The user keeps two sailing boats at the marina. " * 4
+        recaller = Recaller(lambda s: bench.gateway_for(s, s.recall_timeout_s), monotonic=bench.clock)
+        self.addCleanup(recaller.close)
+        recaller.recall(bench.settings, SESSION, "which boats do I keep?", "{{memory}}", wait_s=0.0, deliberate=True)
+        self.assertTrue(recaller.wait_idle(WAIT_S))
+        # Loads run side by side on one clock: each read at most the bytes its deadline holds, and was cut.
+        self.assertEqual([(body.cut, body.sent <= 2 * 3 / STEP_S + 1) for body in bench.trickling.bodies],
+                         [(True, True)] * len(bench.trickling.bodies))
 
 
 class StatusDeadlineTest(unittest.TestCase):

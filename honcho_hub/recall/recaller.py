@@ -46,9 +46,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_until_done
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
 from ..errors import AuthError, DeliveryError, OutboxError, PermanentError
+from ..gateway import deadline
 from ..gateway.gateway import Context, HonchoGateway
 from ..gateway.limits import session_for, session_id_for
 from ..keyed import Keyed, KeyedMany, fields
@@ -488,14 +490,15 @@ class Recaller:
                                    limit_to_session=settings.recall_limit_to_session)
 
         context = None
-        if scope_id and gateway.supports_scopes():
-            try:
-                context = fetch(scope_id)
-                self.scope_problem = None
-            except (AuthError, PermanentError) as exc:
-                self.scope_problem = f"scope unavailable: {exc.code}"
-        if context is None:
-            context = fetch(None)
+        with self._load_deadline(settings):
+            if scope_id and gateway.supports_scopes():
+                try:
+                    context = fetch(scope_id)
+                    self.scope_problem = None
+                except (AuthError, PermanentError) as exc:
+                    self.scope_problem = f"scope unavailable: {exc.code}"
+            if context is None:
+                context = fetch(None)
         data = _pack_input(context)
         if data.summary:
             remember(self._summaries, (settings.destination(), session_id), data.summary,
@@ -504,20 +507,10 @@ class Recaller:
 
     def _load_base(self, settings: Settings, scope_id: str | None, key: Hashable) -> None:
         """What the agent knows about the user across chats: representation and card (no query)."""
+        data: ContextData | None
         try:
-            gateway = self._parts(settings)[0]
-            data = None
-            if scope_id and gateway.supports_scopes():
-                try:
-                    data = gateway.call(lambda client: _scoped_base(gateway, settings, scope_id))
-                except (AuthError, PermanentError) as exc:
-                    if exc.code == "http_404":
-                        raise  # the scope (or peer) does not exist yet: nothing known there, not refused
-                    self.scope_problem = f"scope unavailable: {exc.code}"
-            if data is None:
-                data = gateway.call(lambda client: _base(gateway, settings))
-            if settings.include_agent_representation:
-                data = _with_self_model(gateway, settings, scope_id if gateway.supports_scopes() else None, data)
+            with self._load_deadline(settings):
+                data = self._base_load(settings, scope_id)
         except PermanentError as exc:
             data = ContextData() if exc.code == "http_404" else None  # nothing known about the user yet
         except DeliveryError:
@@ -526,6 +519,27 @@ class Recaller:
             self._bases_loading.discard(key)
             if data is not None:
                 remember(self._bases, key, (self._monotonic(), data), settings.cache_max_entries)
+
+    def _load_deadline(self, settings: Settings) -> AbstractContextManager:
+        """A background load's deadline: the turn waits recall_timeout_s at most, and the load goes on filling
+        the cache after that, but its reads end with those of any other call, at two SDK timeouts."""
+        return deadline.within(settings.operation_deadline_s, self._monotonic)
+
+    def _base_load(self, settings: Settings, scope_id: str | None) -> ContextData:
+        gateway = self._parts(settings)[0]
+        data: ContextData | None = None
+        if scope_id and gateway.supports_scopes():
+            try:
+                data = gateway.call(lambda client: _scoped_base(gateway, settings, scope_id))
+            except (AuthError, PermanentError) as exc:
+                if exc.code == "http_404":
+                    raise  # the scope (or peer) does not exist yet: nothing known there, not refused
+                self.scope_problem = f"scope unavailable: {exc.code}"
+        if data is None:
+            data = gateway.call(lambda client: _base(gateway, settings))
+        if settings.include_agent_representation:
+            data = _with_self_model(gateway, settings, scope_id if gateway.supports_scopes() else None, data)
+        return data
 
     def _base_data(self, settings: Settings, session_id: str, scope_id: str | None) -> ContextData | None:
         """What is known across chats, with the session's newest summary; None before the first base load."""
