@@ -1,5 +1,6 @@
 """One deadline for every call a person or the agent waits on: the memory tool's verbs, the full status, the
-card, the inspector and Test API + MCP, against a Honcho that answers slowly but within every read timeout.
+card, the inspector, Test API + MCP and the recall load a turn stopped waiting for, against a Honcho that
+answers slowly but within every read timeout.
 
 In fake time (tests/trickle.py: each byte of an answer costs a step on a manual clock), each path ends at its
 deadline, plus at most the one step that crossed it, with a "timed out" answer, and ends the request itself (the
