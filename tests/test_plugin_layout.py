@@ -94,6 +94,37 @@ class SettingsSurfacesTest(unittest.TestCase):
         self.assertIn('<template x-if="config">', page)
 
 
+class WebUiTextTest(unittest.TestCase):
+    """Our pages and stores, read as files: nothing of ours sets HTML, and since Agent Zero renders a toast's
+    message (and its notification history) as HTML, every toast goes through the one helper that escapes it."""
+
+    HELPER = "webui/honcho-toast.js"
+
+    def ui_files(self):
+        """Every page and script of our web UI: webui/ and the sidebar's extensions/webui/."""
+        found = [os.path.relpath(os.path.join(dirpath, name), ROOT) for folder in ("webui", "extensions/webui")
+                 for dirpath, _, names in os.walk(os.path.join(ROOT, folder))
+                 for name in sorted(names) if name.endswith((".html", ".js"))]
+        self.assertGreaterEqual(len(found), 5)  # a moved folder would make every check here pass
+        return found
+
+    def test_no_page_or_store_of_ours_sets_html(self):
+        for name in self.ui_files():
+            with self.subTest(name):
+                self.assertEqual(re.findall(r"x-html|innerHTML|outerHTML|insertAdjacentHTML|document\.write",
+                                            read(name)), [])
+
+    def test_only_the_escaping_helper_calls_agent_zeros_toasts(self):
+        stores = [name for name in self.ui_files() if name.endswith(".js") and name != self.HELPER]
+        self.assertGreaterEqual(len(stores), 2)
+        for name in stores:
+            with self.subTest(name):
+                self.assertEqual(re.findall(r"notification-store\.js|\btoastFrontend\w*|notificationStore", read(name)), [])
+        helper = read(self.HELPER)
+        for entity in ("&amp;", "&lt;", "&gt;", "&quot;", "&#39;"):
+            self.assertIn(entity, helper)
+
+
 class DiscoveryTest(unittest.TestCase):
     """Load extensions, tools and API handlers by path, exactly as Agent Zero does."""
 

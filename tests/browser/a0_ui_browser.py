@@ -22,8 +22,10 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "host"))
+sys.path.insert(0, os.path.dirname(HERE))
 
 from host_kit import REAL_AGENT_ZERO, new_tree, required_env, wait_for  # noqa: E402
+from mcp_fake import McpFake  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -60,6 +62,15 @@ SYNC_STATE = """() => { const c = Alpine.store('chats'), s = Alpine.store('sync'
 # is not clipped away (a zero-height box, or a point outside the overflow box that holds it).
 SEEN = """(el) => { const b = el.getBoundingClientRect(); if (b.width < 1 || b.height < 1) return false;
   const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2); return !!hit && el.contains(hit); }"""
+# Records every element our markup would create, from now on, wherever it is added (a toast is gone seconds
+# after it showed; its image's onerror would already have run).
+WATCH_MARKUP = """() => { globalThis.honchoMarkupSeen = [];
+  new MutationObserver(records => { for (const r of records) for (const n of r.addedNodes) {
+    if (n.nodeType !== 1) continue;
+    for (const el of [n, ...n.querySelectorAll('*')]) {
+      if (el.id === 'honchoxss' || (el.tagName === 'IMG' && el.getAttribute('src') === 'x')) {
+        globalThis.honchoMarkupSeen.push(el.outerHTML.slice(0, 120)); } } } })
+    .observe(document, {subtree: true, childList: true}); }"""
 BOX = """(el) => { const b = el.getBoundingClientRect(); return {left: b.left, right: b.right, width: b.width}; }"""
 
 
@@ -72,12 +83,12 @@ def free_port() -> int:
 class AgentZeroUi:
     """A tree with the plugin copied in and a project, served by Agent Zero's own run_ui."""
 
-    def __init__(self) -> None:
+    def __init__(self, mcp_url: str) -> None:
         self.tmp = tempfile.mkdtemp(prefix="honcho-ui-")
         self._honcho = None
         self.workspace_id = "ui-" + uuid.uuid4().hex[:12]
         self.env = {**os.environ, "HONCHO_API_URL": required_env("HONCHO_REAL_URL"),
-                    "HONCHO_WORKSPACE_ID": self.workspace_id, "HONCHO_MCP_URL": "http://127.0.0.1:9",
+                    "HONCHO_WORKSPACE_ID": self.workspace_id, "HONCHO_MCP_URL": mcp_url,
                     "HONCHO_OUTBOX_PATH": os.path.join(self.tmp, "outbox.sqlite3")}
         self.tree = new_tree(self.tmp)
         self._run_in_agent_zero(f"host.create_project({PROJECT!r}); "
@@ -113,6 +124,26 @@ class AgentZeroUi:
     def honcho_messages(self, session_id: str) -> list:
         return list(self.honcho().session(session_id).messages())
 
+    def post_turns(self, session_id: str, texts: list[str]) -> None:
+        """Messages straight into the real Honcho's session, the user's and the agent's in turn."""
+        honcho = self.honcho()
+        peers = [honcho.peer("user"), honcho.peer("agent-zero")]
+        session = honcho.session(session_id)
+        session.add_peers(peers)
+        session.add_messages([peers[i % 2].message(text) for i, text in enumerate(texts)])
+
+    def short_summary(self, session_id: str) -> str | None:
+        """The session's short summary in the real Honcho (its fake LLM writes it every 4 messages)."""
+        found = self.honcho().session(session_id).summaries().short_summary
+        return found.content if found else None
+
+    def script(self, replies: list[str]) -> None:
+        """What the served Agent Zero's scripted chat model answers next, in order."""
+        sys.path.insert(0, required_env("A0_HARNESS"))
+        import a0host
+
+        a0host.write_script(self.tree, replies)
+
     def set_card(self, facts: list[str]) -> None:
         """The agent's card of the user, set straight in the real Honcho (the plugin's default peer ids)."""
         self.honcho().peer("agent-zero").set_card(facts, target="user")
@@ -130,13 +161,15 @@ class AgentZeroUi:
 
 
 ui: AgentZeroUi
+mcp: McpFake  # the MCP server the plugin's check reaches: a loopback fake whose serverInfo a test may set
 shots: str
 
 
 def setUpModule():
-    global ui, shots, _pw, browser
+    global ui, mcp, shots, _pw, browser
     shots = tempfile.mkdtemp(prefix="honcho-shots-")
-    ui = AgentZeroUi()
+    mcp = McpFake()
+    ui = AgentZeroUi(mcp.url)
     _pw = sync_playwright().start()
     browser = _pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
@@ -145,6 +178,7 @@ def tearDownModule():
     browser.close()
     _pw.stop()
     ui.stop()
+    mcp.close()
     target = os.environ.get("HONCHO_HUB_SCREENSHOTS")
     if target and os.path.isdir(target):
         for name in os.listdir(shots):
@@ -599,6 +633,125 @@ class SettingsPageTest(UiCase):
                 self.assertEqual(note.inner_text(),
                                  "Global setting, shown as saved globally: change it with Project: Global above.")
         page.screenshot(path=os.path.join(shots, "settings-project.png"))
+
+
+# Markup as a hostile server, chat or person writes it; recalled text (card, conclusions, summaries) reaches
+# the page as the plugin neutralises it for the agent (`<` and `>` as `‹` and `›`).
+MARKUP = '<img src=x onerror="window.__pwned=1"><b id=honchoxss>b</b>'
+INERT = MARKUP.translate({ord("<"): "\u2039", ord(">"): "\u203a"})
+SUMMARY_PREFIX = "Summary of the conversation (fake LLM): "
+
+
+class UntrustedTextTest(UiCase):
+    """Every string the plugin shows that came from Honcho, an endpoint, a chat or a user, with markup in it.
+    Agent Zero renders a toast's message and its notification history as HTML (x-html): the text must reach
+    the page as text, and no element of it may be created. Sorted after SidebarTest on purpose: it sends a
+    chat, and SidebarTest's first assertion is about a tree that never sent one."""
+
+    def toast_text(self, page, marker: str) -> str:
+        toast = page.locator(".toast-item", has_text=marker).first
+        toast.wait_for(timeout=30_000)
+        return toast.locator(".toast-message").inner_text()
+
+    def refuse(self, page, api: str, answer: dict, action: str | None = None) -> None:
+        """Answer our API `api` (its `action` only, when named) with `answer` until the test ends."""
+        def fulfil(route):
+            if action is None or json.loads(route.request.post_data or "{}").get("action") == action:
+                route.fulfill(status=200, content_type="application/json", body=json.dumps(answer))
+            else:
+                route.continue_()
+        page.route(f"**/plugins/honcho/{api}", fulfil)
+
+    def test_markup_from_every_source_is_shown_as_text_and_creates_no_element(self):
+        ui.script(["Noted your notes."])
+        page = self.open_page()
+        session = f"chat-{self.new_chat(page)}"
+        page.evaluate(WATCH_MARKUP)
+        page.on("dialog", lambda dialog: dialog.accept())  # the forget offer's confirm step
+        # The summary reaches the base pack through a turn's recall, once Honcho wrote it.
+        ui.post_turns(session, [f"I wrote {MARKUP} in my notes", "Noted.", "Anything else?", "No."])
+        wait_for(lambda: MARKUP in (ui.short_summary(session) or ""), 90, "the chat's summary in Honcho")
+        page.fill("#chat-input", "What did I write in my notes?")
+        page.press("#chat-input", "Enter")
+        page.get_by_text("Noted your notes.").first.wait_for(timeout=60_000)
+        ui.set_card([f"ATTRIBUTE: Writes {MARKUP}"])
+        cid = ui.conclude(f"The user wrote {MARKUP}", session)
+        self.addCleanup(setattr, mcp, "server_info", mcp.server_info)
+        mcp.server_info = {"name": "Evil " + MARKUP, "version": "<b id=honchoxss>9</b>"}
+
+        found: dict[str, tuple[str, str]] = {}  # where -> (the text it must show, the text it shows)
+        page.click(".honcho-sidebar-line")
+        panel = page.locator("[data-testid=honcho-panel]")
+        fact = panel.locator(".honcho-sidebar-card-fact").first
+        fact.wait_for(timeout=20_000)
+        found["sidebar card fact"] = (INERT, fact.inner_text())
+        panel.locator("[data-testid=honcho-open-inspector]").click()
+        inspector = page.locator("[data-testid=honcho-inspector]")
+        fact = inspector.locator(".honcho-inspector-fact").first
+        fact.wait_for(timeout=30_000)
+        found["inspector card fact"] = (INERT, fact.inner_text())
+        item = inspector.locator(f"[data-testid=honcho-inspector-conclusion][data-id='{cid}']")
+        item.wait_for(timeout=20_000)
+        found["inspector conclusion"] = (INERT, item.locator(".honcho-inspector-text").inner_text())
+
+        def summary_line() -> str | None:  # loaded in the background when first asked for: reopen to see it
+            block = inspector.locator("pre[data-field=base_pack]")
+            lines = block.inner_text().splitlines() if block.count() else []
+            if any(SUMMARY_PREFIX in line for line in lines):
+                return next(line for line in lines if SUMMARY_PREFIX in line)
+            page.locator(".modal-close").last.click()
+            panel.locator("[data-testid=honcho-open-inspector]").click()
+            inspector.locator("[data-field=base_pack]").wait_for(timeout=30_000)
+            return None
+
+        found["inspector base pack (summary)"] = (INERT, wait_for(summary_line, 60, "the summary in the base pack", 1))
+        self.refuse(page, "honcho_inspector", {"ok": False, "message": "Search refused: " + MARKUP}, "search")
+        inspector.locator("[data-field=query]").fill("notes")
+        inspector.locator("[data-action=search]").click()
+        found["inspector error toast"] = (MARKUP, self.toast_text(page, "Search refused:"))
+        page.locator(".modal-close").last.click()
+
+        # A chat id is free text. Forgetting a chat empties every cache of recalled data (the summary
+        # with it): after the inspector.
+        page.evaluate("""async (id) => { const api = await import('/js/api.js');
+            await api.callJsonApi('/chat_create', {new_context: id});
+            await api.callJsonApi('/chat_remove', {context: id}); }""", MARKUP)
+        offer = panel.locator(".honcho-sidebar-offer").first
+        offer.wait_for(timeout=20_000)
+        found["sidebar forget offer"] = (MARKUP, offer.inner_text())
+        offer.locator("[data-action=forget_chat]").click()
+        found["forget toast (chat id)"] = (MARKUP, self.toast_text(page, "queued or kept messages deleted"))
+        check = panel.locator("button[data-action=check]")
+        wait_for(check.is_enabled, 30, "the forget to finish")
+        check.click()
+        found["check toast (MCP server)"] = (MARKUP, self.toast_text(page, "MCP ok: Evil"))
+        wait_for(check.is_enabled, 30, "the check to finish")
+        self.refuse(page, "honcho_action", {"ok": False, "error": "Action refused: " + MARKUP})
+        panel.locator("button[data-action=wake]").click()
+        found["action error toast"] = (MARKUP, self.toast_text(page, "Action refused:"))
+        wait_for(check.is_enabled, 30, "the refused action to finish")
+
+        self.refuse(page, "honcho_status", {"ok": False, "error": "Status refused: " + MARKUP})
+        page.click(".honcho-sidebar-line")  # closing the panel asks for the status at once
+        headline = page.locator(".honcho-sidebar-headline")
+        wait_for(lambda: "Status refused" in headline.inner_text(), 20, "the refused status on the line")
+        found["status error line"] = (MARKUP, headline.inner_text())
+
+        page.locator(".notification-toggle").click()  # Agent Zero's notification history
+        messages = page.locator(".notification-item .notification-message")
+        markers = {"forget": "queued or kept", "check": "MCP ok: Evil", "action error": "Action refused:",
+                   "search error": "Search refused:"}
+        wait_for(lambda: all(any(m in t for t in messages.all_inner_texts()) for m in markers.values()), 30,
+                 "our toasts in the notification history")
+        for name, marker in markers.items():
+            found[f"history: {name}"] = (MARKUP, next(t for t in messages.all_inner_texts() if marker in t))
+        page.screenshot(path=os.path.join(shots, "untrusted-text.png"))
+
+        self.maxDiff = None  # every place shown as markup, in full
+        self.assertEqual({where: shown for where, (text, shown) in found.items() if text not in shown}, {},
+                         "shown as markup, not as text")
+        self.assertEqual(page.evaluate("() => [document.querySelector('#honchoxss'), window.__pwned,"
+                                       " globalThis.honchoMarkupSeen]"), [None, None, []])
 
 
 if __name__ == "__main__":
