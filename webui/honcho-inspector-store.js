@@ -1,14 +1,15 @@
 // Honcho Memory Hub's memory inspector: what Honcho holds about the user (the agent's card of them, its
 // conclusions, the local record of memory writes, the base pack a turn gets), with forget (after a confirm
 // step), undo of a recent forget and a card edit. Everything here is recalled data, already redacted by the
-// plugin: it is shown as text only (x-text), held only while the inspector is open (closing it empties this
-// store), never written to browser storage, and fetched with cache: "no-store" (the answer says no-store too).
+// plugin: it is shown as text only (x-text, and toasts through honcho-toast.js, which escapes them), held
+// only while the inspector is open (closing it empties this store), never written to browser storage, and
+// fetched with cache: "no-store" (the answer says no-store too).
 import { createStore } from "/js/AlpineStore.js";
 import { fetchApi } from "/js/api.js";
 import {
-  toastFrontendError,
-  toastFrontendSuccess,
-} from "/components/notifications/notification-store.js";
+  toastError,
+  toastSuccess,
+} from "/plugins/honcho/webui/honcho-toast.js";
 
 const API = "/plugins/honcho/honcho_inspector";
 
@@ -101,9 +102,9 @@ export const store = createStore("honchoInspector", {
       const answer = await ask({ action: "search", query: this.query });
       if (!this.open) return;
       if (answer.ok) this.results = answer.items;
-      else toastFrontendError(answer.message || answer.error || "Search failed", "Honcho memory");
+      else toastError(answer.message || answer.error || "Search failed", "Honcho memory");
     } catch (e) {
-      toastFrontendError(e.message, "Honcho memory");
+      toastError(e.message, "Honcho memory");
     } finally {
       this.searching = false;
     }
@@ -157,9 +158,9 @@ export const store = createStore("honchoInspector", {
       const answer = await ask(body);
       done = !!answer.ok;
       const message = answer.message || answer.error || "Done";
-      (done ? toastFrontendSuccess : toastFrontendError)(message, "Honcho memory");
+      (done ? toastSuccess : toastError)(message, "Honcho memory");
     } catch (e) {
-      toastFrontendError(e.message, "Honcho memory");
+      toastError(e.message, "Honcho memory");
     } finally {
       this.busy = null;
     }

@@ -8,10 +8,10 @@ import { createStore } from "/js/AlpineStore.js";
 import { callJsonApi } from "/js/api.js";
 import { openModal } from "/js/modals.js";
 import {
-  toastFrontendError,
-  toastFrontendSuccess,
-  toastFrontendWarning,
-} from "/components/notifications/notification-store.js";
+  toastError,
+  toastSuccess,
+  toastWarning,
+} from "/plugins/honcho/webui/honcho-toast.js";
 
 const STATUS_API = "/plugins/honcho/honcho_status";
 const ACTION_API = "/plugins/honcho/honcho_action";
@@ -32,8 +32,8 @@ export const ACTIONS = [
 
 // A check that ran can still have failed: the API failing is an error, only the MCP server a warning.
 function toastFor(action, result) {
-  if (action !== "check" || (result.api.ok && result.mcp.ok)) return toastFrontendSuccess;
-  return result.api.ok ? toastFrontendWarning : toastFrontendError;
+  if (action !== "check" || (result.api.ok && result.mcp.ok)) return toastSuccess;
+  return result.api.ok ? toastWarning : toastError;
 }
 
 function describe(action, result) {
@@ -161,9 +161,9 @@ export const store = createStore("honchoHub", {
     this.forgetting = chat;
     try {
       const answer = await callJsonApi(FORGET_API, { action: "forget_chat", chat, confirmed: true });
-      (answer.ok ? toastFrontendSuccess : toastFrontendWarning)(answer.text || answer.error || "Done", "Honcho");
+      (answer.ok ? toastSuccess : toastWarning)(answer.text || answer.error || "Done", "Honcho");
     } catch (e) {
-      toastFrontendError("The action could not reach Agent Zero", "Honcho");
+      toastError("The action could not reach Agent Zero", "Honcho");
     } finally {
       this.forgetting = null;
       await this.refreshOffers();
@@ -205,9 +205,9 @@ export const store = createStore("honchoHub", {
     try {
       const answer = await callJsonApi(ACTION_API, { action });
       if (answer.ok) toastFor(action, answer.result)(describe(action, answer.result), "Honcho");
-      else toastFrontendError(answer.error || (answer.result && answer.result.error) || "Action failed", "Honcho");
+      else toastError(answer.error || (answer.result && answer.result.error) || "Action failed", "Honcho");
     } catch (e) {
-      toastFrontendError("The action could not reach Agent Zero", "Honcho");
+      toastError("The action could not reach Agent Zero", "Honcho");
     } finally {
       this.running = null;
       await this.refresh();
