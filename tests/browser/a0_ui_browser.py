@@ -1,6 +1,8 @@
 """The plugin in the real Agent Zero v1.7 web UI, in headless Chromium: the sidebar line and panel, each
-action and its toast, the memory inspector, the settings page in global and project scope, and that none
-of it restyles Agent Zero or another plugin. Layout is asserted from computed styles and element boxes.
+action and its toast, the memory inspector, the settings page in global and project scope, that none
+of it restyles Agent Zero or another plugin, and that markup from outside (Honcho, the MCP server, a chat
+id, an error) is shown as text. Layout is asserted from computed styles and element boxes. The MCP URL
+is a loopback fake MCP server (tests/mcp_fake.py), whose name a test may set.
 
 Runs under Agent Zero's Python (`$A0_PYTHON`, which has Playwright) with `A0_HARNESS` and
 `HONCHO_REAL_URL` set: `.ci/run` runs it, or `$A0_PYTHON tests/browser/a0_ui_browser.py`. The UI is
