@@ -289,10 +289,70 @@ def _host_secrets(g: _Gen) -> list[Case]:
     return cases
 
 
+def _url_delimiters(g: _Gen) -> list[Case]:
+    """URL passwords holding a character that ends a URL component, or (assigned) a space."""
+    cases = []
+    for i, (scheme, user, host) in enumerate((("postgres", "svc", "db:5432/app"), ("mysql", "root", "db.internal/shop"),
+                                              ("redis", "", "cache:6379/0"), ("amqp", "app", "rabbit/vhost"),
+                                              ("mongodb+srv", "admin", "cluster0.example.net/?retryWrites=true"),
+                                              ("postgresql", "app", "10.0.0.5/main"), ("rediss", "", "redis.example.net"))):
+        head, mid, tail = g.tok(5), g.tok(6), g.tok(4)
+        password = f"{head}{'#?/'[i % 3]}{mid}{'/#?'[i % 3]}{tail}"
+        url = f"{scheme}://{user}:{password}@{host}"
+        form = ("DATABASE_URL={u}", "connect with {u} please", "{u}")[i % 3]
+        cases.append(Case("url_delimiter_in_password", form.format(u=url), (password, head, mid, tail)))
+    for form, scheme, host in (("DATABASE_URL={u}", "postgres", "db/app"), ('REDIS_URL="{u}"', "redis", "cache:6379"),
+                               ("dsn: {u}", "mysql", "db/x"), ('{{"url": "{u}"}}', "amqp", "rabbit"),
+                               ("export MONGO_URL={u} # prod", "mongodb+srv", "cluster0.example.net")):
+        phrase = g.words(3)
+        words = phrase.split()
+        url = f"{scheme}://{'' if scheme == 'redis' else 'app'}:{phrase}@{host}"
+        cases.append(Case("url_space_in_password", form.format(u=url), (phrase, words[1], words[2])))
+    return cases
+
+
+def _more_shapes(g: _Gen) -> list[Case]:
+    """Webhooks, service-account key ids, mid-line labels, JWTs without a JSON payload, an AWS key pair,
+    signed URLs and keys with a no-break space: the shapes issue 22 found passing."""
+    t = g.tok
+    rows = [("post to https://discord.com/api/webhooks/{s}", t(19, string.digits) + "/" + t(68, URLSAFE)),
+            ("hook https://discordapp.com/api/webhooks/{s} ok", t(18, string.digits) + "/" + t(68, URLSAFE)),
+            ("https://canary.discord.com/api/v10/webhooks/{s}", t(19, string.digits) + "/" + t(68, URLSAFE)),
+            ("teams https://contoso.webhook.office.com/webhookb2/{s}", "-".join(t(n, LOWER_HEX) for n in (8, 4, 4, 4, 12))
+             + "@" + t(8, LOWER_HEX) + "/IncomingWebhook/" + t(32, LOWER_HEX) + "/" + t(8, LOWER_HEX)),
+            ("old teams https://outlook.office.com/webhook/{s}", t(36, LOWER_HEX) + "@" + t(36, LOWER_HEX)
+             + "/IncomingWebhook/" + t(32, LOWER_HEX) + "/" + t(36, LOWER_HEX)),
+            ("mattermost https://chat.example.com/hooks/{s}", t(25, string.ascii_lowercase) + t(1, string.digits)),
+            ("rocket https://rocket.example.org/hooks/{s}", t(17) + "/" + t(48)),
+            ('{{"type": "service_account", "project_id": "demo-42", "private_key_id": "{s}"}}', t(40, LOWER_HEX)),
+            ('  "private_key_id": "{s}",', t(40, LOWER_HEX)),
+            ("here is my token: {s} thanks", t(24)),
+            ("ok, and the secret: {s}.", t(32)),
+            ('the app secret: "{s}" is new', t(20)),
+            ("use this Token: {s} for the bot", t(40, LOWER_HEX)),
+            ("jwt {s} ok", "eyJhbGciOiJIUzI1NiJ9.eyAic3ViIjogIjEyMyJ9." + t(43, URLSAFE)),
+            ("bearer-less {s}", "eyJ0eXAiOiJKV1QifQ." + t(30, URLSAFE) + "." + t(43, URLSAFE)),
+            ("blob https://acct.blob.core.windows.net/c/b.txt?sv=2021-06-08&sp=r&sig={s}", t(40) + "%2B" + t(3) + "%3D"),
+            ("flow https://prod-12.westus.logic.azure.com:443/workflows/a/triggers/manual/paths/invoke?sp=%2F"
+             "triggers&sv=1.0&sig={s}", t(43, URLSAFE)),
+            ("s3 https://b.s3.amazonaws.com/k?X-Amz-Expires=60&X-Amz-Signature={s}", t(64, LOWER_HEX)),
+            ("gcs https://storage.googleapis.com/b/o?X-Goog-Signature={s}&x=1", t(256, LOWER_HEX))]
+    cases = [Case("shape_22", text.format(s=s), (s,)) for text, s in rows]
+    for form in ("{i} {s}", "{i},{s}", "aws: {i} / {s}", "Access key ID,Secret access key\n{i},{s}\n",
+                 "id {i} and the other one is {s}", "{i}\n{s}"):
+        key_id, secret = "AKIA" + g.upper(16), t(40, B64)
+        cases.append(Case("aws_key_pair", form.format(i=key_id, s=secret), (key_id, secret)))
+    for i, token in enumerate(("sk-proj-" + t(48, URLSAFE), "ghp_" + t(36), "glpat-" + t(20, URLSAFE), "hf_" + t(34))):
+        pasted = _with_format_char(g, token, "\u00a0\u202f"[i % 2])
+        cases.append(Case("unicode_no_break_space", f"the key: {pasted} (copied)",
+                          (pasted,) + tuple(pasted.replace("\u202f", "\u00a0").split("\u00a0"))))
+    return cases
+
+
 def secret_cases(seed: int = SEED) -> list[Case]:
     g = _Gen(seed)
     return (_classic(g) + _url_credentials(g) + _assignments(g) + _headers(g) + _unicode(g) + _split_pastes(g)
-            + _host_secrets(g))
+            + _host_secrets(g) + _url_delimiters(g) + _more_shapes(g))
 
 
 _FIXED_LOOKALIKES = [
@@ -338,6 +398,34 @@ _FIXED_LOOKALIKES = [
     "password = os.environ[\"DB_PASSWORD\"]",
     "token = get_token(user)",
     "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE\n-----END CERTIFICATE-----",
+    # A URL and, later on the line, an address or an `@` in its path, query or fragment (issue 22).
+    "see http://a.com:8080/x, write to bob@x.org",
+    "HOMEPAGE=http://a.com:8080/x, write to bob@x.org",
+    "HOMEPAGE=http://localhost:8080 ask bob@x.org",
+    "Note: https://a.com/x and mail bob@x.org",
+    "http://localhost:3000/@vite/client",
+    "https://example.com:8443/users?email=bob@x.org",
+    "https://user@example.com:8443/path?email=bob@x.org",
+    "https://cdn.jsdelivr.net/npm/pkg@1.2.3/dist/x.js",
+    "pip install git+https://github.com/org/repo.git@v1.2.3#egg=repo",
+    "git+ssh://git@github.com:org/repo.git@v1.2",
+    "http://[::1]:8080/x?u=bob@x.org",
+    "https://web.archive.org/web/2020/https://a.com:81/@x",
+    # Webhook, signature, label, JWT and service-account look-alikes.
+    "https://discord.com/api/webhooks is the endpoint; see https://discord.com/channels/12345/67890",
+    "https://api.github.com/repos/org/app/hooks/123456789",
+    "https://docs.mattermost.com/developer/webhooks-incoming.html",
+    "https://learn.microsoft.com/en-us/microsoftteams/platform/webhooks-and-connectors/what",
+    "sig=1 is the flag; https://example.com/?sig=short; email_sig=yes",
+    "The secret: patience and butter.",
+    "One more token: a unit of text for the model.",
+    "Next token: ISO-8601-formatted-date, then the time zone.",
+    "the model's token: gpt-4o-2024-08-06 sets the budget",
+    "The secret: AbstractSingletonProxyFactoryBean is a joke.",
+    "The eyJ prefix and eyJhbGciOi.json are in docs.example.com/eyJ.html",
+    '{"type": "service_account", "project_id": "demo-42", "client_id": "109876543210987654321"}',
+    "Prix\u00a0: 100\u00a0€, soit 1\u00a0000\u00a0000 au total\u00a0!",
+    "Bonjour\u00a0Madame, sk\u00a0learn et sk-8\u00a0ne sont pas des clés.",
 ]
 
 
@@ -368,4 +456,10 @@ def lookalikes(seed: int = SEED) -> list[str]:
         out.append(f"open {url} in the browser")
     for user in ("ada.lovelace", "bob", "first.last+tag", "support", "no-reply"):
         out.append(f"write to {user}@{g.rng.choice(['example.com', 'mail.example.org', 'corp.test'])} today")
+    for user in ("ada", "bob.smith", "team"):
+        port = g.rng.randrange(1024, 65535)
+        out.append(f"see http://{g.tok(6).lower()}.example.com:{port}/{g.tok(4).lower()}, write to {user}@x.org")
+        out.append(f"open https://medium.com/@{user}/{g.tok(8).lower()}-{g.tok(6, LOWER_HEX)}")
+    for word in ("patience", "practice", "good-butter-2024", "chapter-12"):
+        out.append(f"and the secret: {word}, said the baker; next token: {word}")
     return out

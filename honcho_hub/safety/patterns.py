@@ -48,15 +48,38 @@ def has_long_word(text: str) -> bool:
     return max(map(len, text.split()), default=0) >= LONG_WORD
 
 
+AWS_ID_PLACEHOLDER = "[REDACTED:aws_access_key]"  # redact.placeholder("aws_access_key"), a floor below
+AWS_PAIR_DISTANCE = 80  # how far after its id an unlabelled secret key is taken for one
+
+
+def is_aws_secret_beside_id(text: str, start: int, word: str) -> bool:
+    """Whether the 40-character `word` at `start` is an AWS secret key: mixed case with a digit, `/` or `+`
+    (not a hex digest), within AWS_PAIR_DISTANCE characters after a redacted access key id."""
+    if word.lower() == word or word.upper() == word or word.isalpha():
+        return False
+    return AWS_ID_PLACEHOLDER in text[max(0, start - AWS_PAIR_DISTANCE - len(AWS_ID_PLACEHOLDER)):start]
+
+
 PATTERNS: tuple[Shape, ...] = (
     _p("private_key", ("-----BEGIN",), r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----"
                       r"(?:[\s\S]{0,20000}?-----END [A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----|[\s\S]*)", short=True),
-    _p("jwt", ("eyJ",), _B + r"eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}" + _E),
-    # The user information runs to the LAST `@` of the authority (a password may hold `@`); whether it is
-    # a credential (a password, or a token as the user) is decided by `url_userinfo_is_secret`.
-    # (It starts with the literal `://`, so the regex engine skips to those; the scheme is checked behind.)
-    _p("url_credentials", ("://",), r"(?P<keep>://)(?<=[A-Za-z0-9]://)(?P<userinfo>[^\s/?#]{1,512})"
-       r"(?=@[^\s/?#@]*+(?!@))", short=True),
+    # The header is JSON (`eyJ` is `{"`); the payload need not be (`eyA` is `{ "`, or not JSON at all).
+    _p("jwt", ("eyJ",), _B + r"eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}" + _E),
+    # Webhook URLs whose last path parts are the credential: the service's prefix is kept.
+    _p("discord_webhook", ("discord",), r"(?P<keep>https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/"
+       r"(?:v\d{1,2}/)?webhooks/)\d{15,22}/[A-Za-z0-9_\-]{40,128}" + _E),
+    _p("teams_webhook", ("office.com/webhook",),
+       r"(?P<keep>https://[A-Za-z0-9.\-]{0,64}\.office\.com/webhook(?:b2)?/)[A-Za-z0-9@/_.~%\-]{40,600}", re.IGNORECASE),
+    # Mattermost (`/hooks/<26 lower-case letters and digits>`) and Rocket.Chat (`/hooks/<id>/<token>`).
+    _p("chat_webhook", ("/hooks/",), r"(?P<keep>https?://[A-Za-z0-9.\-:]{1,253}/hooks/)"
+       r"(?:(?=[a-z]{0,25}[0-9])[a-z0-9]{26}|[A-Za-z0-9]{17}/[A-Za-z0-9_\-]{40,64})" + _E),
+    # The user information runs to the LAST `@` on the line (a password may hold `@`, `#`, `?`, `/` or, in an
+    # assignment, spaces), not past another `://`: `url_userinfo` decides how much of it is a credential.
+    # (It starts with the literal `://`, so the regex engine skips to those; the scheme is checked behind,
+    # and a URL with no `@` before the next `://` or the line's end is given up on by one cheap scan.)
+    _p("url_credentials", ("://",), r"(?P<keep>://)(?<=[A-Za-z0-9]://)"
+       r"(?=[^\n\r@:\"'`<>]{0,512}(?::(?!//)[^\n\r@:\"'`<>]{0,512}){0,16}@)"
+       r"(?P<userinfo>(?:[^\n\r:\"'`<>]|:(?!//)){1,512})(?=@)", short=True),
     _p("putty_private_key", ("Private-Lines",), r"(?P<keep>Private-Lines:[ \t]*\d{1,4}\s{1,16})[A-Za-z0-9+/=]{1,4096}"
        r"(?:\s{1,16}(?!Private-)[A-Za-z0-9+/=]{1,4096}){0,400}", short=True),
     _p("authorization", ("authorization",), r"(?P<keep>\bAuthorization\s*[:=]\s*[\"']?(?:Bearer|Basic|Token|Digest|Bot)\s+)"
@@ -68,6 +91,9 @@ PATTERNS: tuple[Shape, ...] = (
     _p("slack_token", ("xox", "xapp-"), _B + r"(?:xox[abposre]|xapp)-[A-Za-z0-9\-]{10,255}" + _E),
     _p("slack_webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]{20,255}"),
     _p("aws_access_key", ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"), r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}\b"),
+    # A secret key pasted without a label beside its id (`AKIA… wJalr…`, a CSV row): a 40-character base64
+    # word that `is_aws_secret_beside_id` accepts (the id was redacted just above).
+    _p("aws_secret_beside_id", (AWS_ID_PLACEHOLDER,), r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
     _p("aws_secret_key", ("aws",), r"(?P<keep>\baws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{40}"
                          r"(?![A-Za-z0-9/+=])", re.IGNORECASE),
     _p("google_api_key", ("AIza",), _B + r"AIza[0-9A-Za-z_\-]{35}" + _E),
@@ -95,6 +121,15 @@ PATTERNS: tuple[Shape, ...] = (
     # The boundary check follows the first letter so the regex engine can skip ahead to M, N or O.
     _p("discord_bot_token", (".",), r"[MNO](?<![A-Za-z0-9_\-].)[A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\."
                                      r"[A-Za-z0-9_\-]{27,40}" + _E),
+    # Signed URLs: an Azure SAS or Power Automate `sig`, an S3 or GCS presigned signature.
+    _p("url_signature", ("sig=", "-signature="), r"(?P<keep>[?&](?:sig|x-amz-signature|x-goog-signature)=)"
+       r"[A-Za-z0-9%+/=_.~\-]{16,1024}", re.IGNORECASE),
+    # `token:` / `secret:` in the middle of a line ("here is my token: …"): only a value that looks generated
+    # (see `looks_generated`), so "The secret: patience" stays. A label at the start of a line is an
+    # assignment (ASSIGNMENTS). The match starts at the colon so the regex engine can skip to colons.
+    _p("labelled_secret", ("token:", "secret:"), r"(?P<keep>:(?:(?<=[^A-Za-z0-9_.\-]token:)"
+       r"|(?<=[^A-Za-z0-9_.\-]secret:))[ \t]{0,8}[\"']?)(?P<value>[A-Za-z0-9_+/=~\-]{16,512})"
+       r"(?![A-Za-z0-9_+/=~\-])", re.IGNORECASE),
     _p("azure_storage_key", ("AccountKey=", "SharedAccess"), r"(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)[^;\s\"']{16,1024}"),
 )
 
@@ -102,7 +137,8 @@ PATTERNS: tuple[Shape, ...] = (
 # `token_count` or `author` do not match while `DB_PASSWORD`, `github_token` or `apiKey` do.
 SECRET_NAME_RE = re.compile(
     r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key"
-    r"|client[_\-]?secret|(?:secret|signing|encryption|master|session)[_\-]?key|credentials?)$", re.IGNORECASE)
+    r"|client[_\-]?secret|(?:secret|signing|encryption|master|session)[_\-]?key|credentials?"
+    r"|private[_\-]?key[_\-]?id)$", re.IGNORECASE)
 # Shorter endings that are credential names only as the last part of a longer name (`DB_PASS`, `OPENAI_KEY`,
 # `dbPass`, `HTTP_AUTH`, `session_cookie`): alone, or as the tail of a word (`bypass`, `monkey`), they are not.
 _PART_NAME_RE = re.compile(r"(?:[_.\-](?i:pass|key|auth|cookie)|[a-z0-9](?:Pass|Key|Auth|Cookie|PASS|KEY))$")
@@ -141,7 +177,7 @@ _WORD = r"(?P<value>" + _PLACEHOLDER + r"|\"[^\"\n]{0,512}\"|'[^'\n]{0,512}'|[^\
 
 # Every credential name ends with one of these words (see is_credential_name). Whether one is followed by
 # `=` or `:` (`FLAG_LABEL_RE`: whether a flag names one) is a cheap test of whether an assignment can occur.
-_ENDINGS = r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|key|credentials?|auth|authorization|cookie)"
+_ENDINGS = r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|key(?:[_\-]?id)?|credentials?|auth|authorization|cookie)"
 LABEL_RE = re.compile(_ENDINGS + r"[\"' \t]{0,3}[:=]")
 FLAG_LABEL_RE = re.compile(r"-[a-z0-9_.\-]{0,60}?" + _ENDINGS + r"[= \t]")
 
@@ -174,16 +210,62 @@ SAFE_VALUE_RE = re.compile(
 CODE_OR_PATH_RE = re.compile(r"^(?:[A-Za-z_][\w.]{0,80}[(\[].{0,400}[)\]][;,]?|(?:~|\.{1,2})?/[\w.\-]+(?:/[\w.\-]+)+/?)$")
 # How a URL's user information without a password can still be a credential: a long random-looking token.
 _TOKEN_USER_RE = re.compile(r"[A-Za-z0-9_\-]{20,512}")
+# What ends a URL's authority when no password holds it: a path, query or fragment, or a space.
+_AFTER_AUTHORITY_RE = re.compile(r"[/?#\s]")
+_PORT_RE = re.compile(r"\d{1,5}[.,;]?")  # (a port may be followed by punctuation in prose)
+# The URL is the value of an assignment (`DATABASE_URL=`, `url: `, `"dsn": "`): its password may hold spaces.
+_ASSIGNED_URL_RE = re.compile(r"[A-Za-z0-9_\]\"'][ \t]{0,3}[:=][ \t]{0,3}[\"']?[A-Za-z][A-Za-z0-9+.\-]{0,30}$")
+
+
+def url_userinfo(text: str, scheme_end: int, span: str) -> str:
+    """The part of `span` (the text from after `://` at `scheme_end` up to the line's last `@`) that is a
+    URL's user information: within one word, to its last `@`, unless the URL is an assignment's value
+    (then `span` whole); "" when none is a credential (`url_userinfo_is_secret`)."""
+    if not _ASSIGNED_URL_RE.search(text, max(0, scheme_end - 48), scheme_end):
+        word = span.split(None, 1)[0] if span[:1].strip() else ""
+        span = word if len(word) == len(span) else word[:max(0, word.rfind("@"))]
+    return span if span and url_userinfo_is_secret(span) else ""
 
 
 def url_userinfo_is_secret(userinfo: str) -> bool:
-    """`user:password` always; a user alone only when it looks like a token (`git`, `ada` stay)."""
+    """`user:password` always; a user alone only when it looks like a token (`git`, `ada` stay). When a
+    `/`, `?`, `#` or space comes before the last `@`, only if what stands before it is `user:password`:
+    not `host:port` nor a host whose path, query or fragment holds the `@` (`a.com:8080/x?to=bob@x.org`)."""
+    cut = _AFTER_AUTHORITY_RE.search(userinfo)
+    if cut is None:
+        return _plain_userinfo_is_secret(userinfo)
+    head = userinfo[:cut.start()]
+    if "@" in head:  # `user:pw@host/path?to=bob@x.org`: the user information ends at the host
+        return _plain_userinfo_is_secret(head[:head.rindex("@")])
+    if head.startswith("[") or ":" not in head:
+        return False
+    port = head.rpartition(":")[2]
+    return not (_PORT_RE.fullmatch(port) and userinfo[cut.start()] in "/? \t")
+
+
+def _plain_userinfo_is_secret(userinfo: str) -> bool:
     if ":" in userinfo:
         return True
     if not _TOKEN_USER_RE.fullmatch(userinfo):
         return False
     digits = sum(c.isdigit() for c in userinfo)
     return digits >= 2 and len(userinfo) - digits - userinfo.count("_") - userinfo.count("-") >= 2
+
+
+def looks_generated(value: str) -> bool:
+    """Whether a word looks like a generated credential, not a word or a name: 16+ characters, letters
+    and digits, switching between lower case, upper case and digits once every 4 characters or more
+    often (`Zq8vLm3pRt55Wx9A`, hex; not `ISO-8601-formatted`, `gpt-4o-2024-08-06`, `CamelCaseName`)."""
+    value = value[:64]  # enough to judge, and a bounded cost for a long value
+    if len(value) < 16 or not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    pairs = zip(value, value[1:], strict=False)
+    switches = sum(1 for a, b in pairs if a.isalnum() and b.isalnum() and _kind(a) != _kind(b))
+    return switches * 4 >= len(value)
+
+
+def _kind(char: str) -> int:
+    return 0 if char.isdigit() else 1 if char.islower() else 2
 
 
 # The body of a private key pasted without its BEGIN line (a split paste) ends at an END line: walking back

@@ -27,9 +27,11 @@ from .patterns import (
     SAFE_VALUE_RE,
     SHORT_PATTERNS,
     has_long_word,
+    is_aws_secret_beside_id,
     is_credential_name,
     key_body_start,
-    url_userinfo_is_secret,
+    looks_generated,
+    url_userinfo,
 )
 from .view import redact_view
 
@@ -101,12 +103,28 @@ def _replacer(kind: str):
 
 
 def _url_replacer(match: re.Match) -> str:
-    if not url_userinfo_is_secret(match.group("userinfo")):
+    span = match.group("userinfo")
+    userinfo = url_userinfo(match.string, match.start(), span)
+    if not userinfo:
         return match.group(0)
-    return match.group("keep") + placeholder("url_credentials")
+    return match.group("keep") + placeholder("url_credentials") + span[len(userinfo):]
 
 
-_REPLACERS = {shape.kind: _replacer(shape.kind) for shape in PATTERNS} | {"url_credentials": _url_replacer}
+def _labelled_replacer(match: re.Match) -> str:
+    if not looks_generated(match.group("value")):
+        return match.group(0)
+    return match.group("keep") + placeholder("labelled_secret")
+
+
+def _aws_pair_replacer(match: re.Match) -> str:
+    if not is_aws_secret_beside_id(match.string, match.start(), match.group(0)):
+        return match.group(0)
+    return placeholder("aws_secret_key")
+
+
+_REPLACERS = {shape.kind: _replacer(shape.kind) for shape in PATTERNS} | {
+    "url_credentials": _url_replacer, "labelled_secret": _labelled_replacer,
+    "aws_secret_beside_id": _aws_pair_replacer}
 
 
 def _redact_key_bodies(text: str) -> str:

@@ -29,6 +29,11 @@ _ASTRAL_COMPAT = ((0x1D400, 0x1D7FF), (0x1F100, 0x1F1FF), (0xE0000, 0xE007F), (0
 # Invisible characters count as token characters here: the view drops them anyway.
 _T = "[A-Za-z0-9_\\-+/=\u00ad\u200b-\u200d\u2060\ufeff]"
 _WRAP = re.compile(rf"\n(?<={_T}{{16}}\n)(?={_T}{{0,63}}?(?:[0-9]|[a-z][A-Z]){_T}{{0,64}}[ \t]*(?:\r?\n|$))")
+# A no-break space inside a key (copied from a page that glued the key's parts with one): dropped from the
+# view, so the key is whole there. A key is 16+ characters, so one side of the space holds 8 of them;
+# `1 000 000` or `ab cd` with no-break spaces are left as they are.
+_NB = "[\u00a0\u2007\u202f]"
+_NBSP = re.compile(f"(?<=[A-Za-z0-9_\\-]{{8}}){_NB}(?=[A-Za-z0-9_\\-])|(?<=[A-Za-z0-9_\\-]){_NB}(?=[A-Za-z0-9_\\-]{{8}})")
 LONE_RUN = 8  # a run of changed characters this long is normalised wherever it stands
 WINDOW = 96  # characters kept on each side of a changed character, before widening to whitespace
 WIDEN = 512  # how far a window is widened to reach whitespace (a token is at most this long)
@@ -116,6 +121,8 @@ def _changes(text: str) -> list[tuple[int, int, str]]:
         found += [(m.start(), m.end(), "") for m in _WRAP.finditer(text)]
     if not text.isascii():
         found += [(start, end, "".join(map(_view_of, text[start:end]))) for start, end in _runs(text)]
+        if "\u00a0" in text or "\u202f" in text or "\u2007" in text:
+            found += [(m.start(), m.end(), "") for m in _NBSP.finditer(text)]
         found.sort()
     return found
 
