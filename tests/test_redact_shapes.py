@@ -19,7 +19,8 @@ class UrlPasswordDelimiterTest(RedactTestCase):
                 ("amqp://app:Kp4x#Qm9z/Wd7@rabbit/vhost", ("Kp4x", "Qm9z", "Wd7"), "@rabbit/vhost"),
                 ("mongodb+srv://admin:Kp4x?Qm9z#Wd7@cluster0.example.net/?retryWrites=true",
                  ("Kp4x", "Qm9z", "Wd7"), "@cluster0.example.net"),
-                ("postgres://svc:1234#5678@db/app", ("1234", "5678"), "@db/app")):
+                ("postgres://svc:1234#5678@db/app", ("1234", "5678"), "@db/app"),
+                ("redis://:1234/5678@cache", ("1234", "5678"), "@cache")):
             with self.subTest(text=text):
                 out = self.assertGone(text, *parts)
                 self.assertIn(host, out)

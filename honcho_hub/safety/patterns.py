@@ -239,8 +239,8 @@ def url_userinfo_is_secret(userinfo: str) -> bool:
         return _plain_userinfo_is_secret(head[:head.rindex("@")])
     if head.startswith("[") or ":" not in head:
         return False
-    port = head.rpartition(":")[2]
-    return not (_PORT_RE.fullmatch(port) and userinfo[cut.start()] in "/? \t")
+    host, _, port = head.rpartition(":")
+    return not (host and _PORT_RE.fullmatch(port) and userinfo[cut.start()] in "/? \t")
 
 
 def _plain_userinfo_is_secret(userinfo: str) -> bool:
