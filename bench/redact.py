@@ -4,7 +4,8 @@ Runs the generated corpus (tests/redact_corpus.py) through `redact`: how many se
 how many of them left a secret part in the output (`survivors`), how many look-alikes it holds and how
 many came out changed (`mangled`). Then timings: the p50 of `redact` on a realistic 400-character
 message without a secret (`p50_us_400_chars`, the common case) and with one API key in it
-(`p50_us_400_chars_with_secret`), and the median of `redact_long` on a 1 MB paste mixing Latin,
+(`p50_us_400_chars_with_secret`) or with a connection URL whose password holds `#` and a space
+(`p50_us_400_chars_with_url`), and the median of `redact_long` on a 1 MB paste mixing Latin,
 CJK, Cyrillic, emoji and code, none of it a secret (`ms_1mb_mixed_scripts`).
 
     python bench/redact.py [--runs 20000] [--mb-runs 5]
@@ -29,6 +30,7 @@ from honcho_hub.safety.redact import redact, redact_long  # noqa: E402
 
 KEY = "sk-proj-" + "Q7wErTy9UiOp3AsDfGh5JkLzXcVbNm12" * 2
 WITH_SECRET = (MESSAGE[:200] + f" The key for the test account is {KEY} if you need it. " + MESSAGE[200:])[:400]
+WITH_URL = (MESSAGE[:200] + "\nDATABASE_URL=postgres://svc:Kp4x#Qm9z wd7@db.internal:5432/app\n" + MESSAGE[200:])[:400]
 
 _PIECES = (
     "Der Bericht über die Änderungen im Straßenverkehr erscheint nächste Woche, à bientôt. ",
@@ -87,6 +89,7 @@ def main() -> None:
     figures = corpus()
     figures["p50_us_400_chars"] = p50_us(MESSAGE, args.runs)
     figures["p50_us_400_chars_with_secret"] = p50_us(WITH_SECRET, args.runs)
+    figures["p50_us_400_chars_with_url"] = p50_us(WITH_URL, args.runs)
     paste = mixed_paste(1_000_000)
     redact_long(paste)  # warm-up
     timings = []
