@@ -66,7 +66,7 @@ PATTERNS: tuple[Shape, ...] = (
     # The header is JSON (`eyJ` is `{"`); the payload need not be (`eyA` is `{ "`, or not JSON at all).
     _p("jwt", ("eyJ",), _B + r"eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}" + _E),
     # Webhook URLs whose last path parts are the credential: the service's prefix is kept.
-    _p("discord_webhook", ("discord",), r"(?P<keep>https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/"
+    _p("discord_webhook", ("/webhooks/",), r"(?P<keep>https?://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/"
        r"(?:v\d{1,2}/)?webhooks/)\d{15,22}/[A-Za-z0-9_\-]{40,128}" + _E),
     _p("teams_webhook", ("office.com/webhook",),
        r"(?P<keep>https://[A-Za-z0-9.\-]{0,64}\.office\.com/webhook(?:b2)?/)[A-Za-z0-9@/_.~%\-]{40,600}", re.IGNORECASE),
@@ -78,7 +78,7 @@ PATTERNS: tuple[Shape, ...] = (
     # (It starts with the literal `://`, so the regex engine skips to those; the scheme is checked behind,
     # and a URL with no `@` before the next `://` or the line's end is given up on by one cheap scan.)
     _p("url_credentials", ("://",), r"(?P<keep>://)(?<=[A-Za-z0-9]://)"
-       r"(?=[^\n\r@:\"'`<>]{0,512}(?::(?!//)[^\n\r@:\"'`<>]{0,512}){0,16}@)"
+       r"(?=[^\n\r@:\"'`<>]{0,512}+(?::(?!//)[^\n\r@:\"'`<>]{0,512}+){0,16}+@)"
        r"(?P<userinfo>(?:[^\n\r:\"'`<>]|:(?!//)){1,512})(?=@)", short=True),
     _p("putty_private_key", ("Private-Lines",), r"(?P<keep>Private-Lines:[ \t]*\d{1,4}\s{1,16})[A-Za-z0-9+/=]{1,4096}"
        r"(?:\s{1,16}(?!Private-)[A-Za-z0-9+/=]{1,4096}){0,400}", short=True),
