@@ -9,6 +9,7 @@ import unittest
 
 import hub_testkit
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child, temp_outbox_path
+from test_outbox_files import other_program, snapshot
 
 from honcho_hub.capture.chunking import clean_text, split_message
 from honcho_hub.capture.service import REPLAY_RETRY_S, CaptureRequest, CaptureService, Counters, Outcome, Role, event_id
@@ -298,6 +299,49 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(sorted(content for content, _ in rows[1:]), sorted(f"kept {i}" for i in range(20)))
         self.assertTrue(all(ambiguous == 1 for _, ambiguous in rows[1:]))
         self.assertEqual(self.service.write_pending(), 0)  # the dead journal was replayed once, then removed
+
+
+class JournalPrivacyTest(CaptureTestCase):
+    """What the journal may hold while the outbox cannot take messages: redacted text only, and nothing
+    beside a file at `outbox_path` that is not the plugin's."""
+
+    def put_another_programs_database_at_the_outbox_path(self):
+        os.makedirs(os.path.dirname(self.path))
+        other_program("WAL")(self.path)
+        return snapshot(os.path.dirname(self.path))
+
+    def journal_bytes(self):
+        with open(self.service.journal.path, "rb") as handle:
+            return handle.read()
+
+    def test_a_message_waiting_for_an_unusable_outbox_is_journaled_redacted(self):
+        self.put_another_programs_database_at_the_outbox_path()
+        self.assertEqual(self.capture(f"my key {KEY} and pass hunter2!", secrets={"DB": "hunter2!"}),
+                         Outcome.HANDED_OFF)
+        self.assertEqual(self.service.unavailable, "outbox_foreign")
+        held = self.journal_bytes()
+        self.assertIn(b"my key", held)
+        self.assertNotIn(KEY.encode(), held)
+        self.assertNotIn(b"hunter2!", held)
+
+    def test_nothing_is_created_beside_another_programs_database(self):
+        before = self.put_another_programs_database_at_the_outbox_path()
+        self.assertEqual(self.capture("kept for later"), Outcome.HANDED_OFF)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(self.path))), sorted(before))
+        self.assertEqual(snapshot(os.path.dirname(self.path)), before)
+        self.assertTrue(self.service.journal.path.startswith(self.fallback))
+
+    def test_a_message_above_the_hook_limit_waits_in_memory_then_is_journaled_redacted(self):
+        self.put_another_programs_database_at_the_outbox_path()
+        paste = ("A line of a long paste, nothing secret in it.\n" * 25_000) + f"token {KEY}\n"
+        request = CaptureRequest("Ab3dE6gH", Role.USER, "big", paste)
+        self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED)
+        self.assertEqual(self.journal_bytes(), b"")  # nothing on disk: a kill -9 now loses it
+        self.assertEqual(self.service.counters["accepted_in_memory"], 1)
+        self.assertEqual(self.service.write_pending(), 0)  # the outbox is another program's
+        held = self.journal_bytes()
+        self.assertIn(b"nothing secret in it", held)
+        self.assertNotIn(KEY.encode(), held)
 
 
 CHILD_ACCEPT_THEN_WAIT = r"""
