@@ -4,6 +4,7 @@ import os
 import re
 import signal
 import sqlite3
+import stat
 import threading
 import unittest
 
@@ -12,10 +13,21 @@ from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child
 from test_outbox_files import other_program, snapshot
 
 from honcho_hub.capture.chunking import clean_text, split_message
-from honcho_hub.capture.service import REPLAY_RETRY_S, CaptureRequest, CaptureService, Counters, Outcome, Role, event_id
+from honcho_hub.capture.service import (
+    REDACT_ON_HOOK_MAX_BYTES,
+    REPLAY_RETRY_S,
+    CaptureRequest,
+    CaptureService,
+    Counters,
+    Outcome,
+    Role,
+    event_id,
+)
 from honcho_hub.capture.writer import CaptureWriter
 from honcho_hub.gateway.limits import MAX_CONTENT_CHARS, session_id_for
+from honcho_hub.ops.status import StatusParts, build_status
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.journal import decode_all
 from honcho_hub.storage.outbox import Outbox
 
 KEY = "ghp_" + "a1B2c3D4e5" * 4
@@ -335,13 +347,65 @@ class JournalPrivacyTest(CaptureTestCase):
         self.put_another_programs_database_at_the_outbox_path()
         paste = ("A line of a long paste, nothing secret in it.\n" * 25_000) + f"token {KEY}\n"
         request = CaptureRequest("Ab3dE6gH", Role.USER, "big", paste)
-        self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED)
+        self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED_IN_MEMORY)
         self.assertEqual(self.journal_bytes(), b"")  # nothing on disk: a kill -9 now loses it
-        self.assertEqual(self.service.counters["accepted_in_memory"], 1)
+        status = build_status(self.settings, StatusParts(capture_counters=self.service.counters.snapshot()), 0.0)
+        self.assertEqual(status["capture"]["large_messages_accepted_in_memory"], 1)
         self.assertEqual(self.service.write_pending(), 0)  # the outbox is another program's
         held = self.journal_bytes()
         self.assertIn(b"nothing secret in it", held)
         self.assertNotIn(KEY.encode(), held)
+
+
+    def test_a_message_whose_redaction_fails_on_the_hook_is_neither_journaled_nor_queued(self):
+        request = CaptureRequest("Ab3dE6gH", Role.USER, "r", "token ok")
+        self.assertEqual(self.service.accept(request, self.settings, {"BROKEN": _Exploding("xxxx")}),
+                         Outcome.REDACTION_FAILED)
+        self.assertEqual((self.service.backlog(), self.service.counters["redaction_failed"]), (0, 1))
+        self.assertEqual(self.service.write_pending(), 0)
+        self.assertFalse(os.path.exists(self.path))
+
+    def test_a_held_message_whose_redaction_fails_is_counted_and_never_journaled(self):
+        self.put_another_programs_database_at_the_outbox_path()
+        request = CaptureRequest("Ab3dE6gH", Role.USER, "big", "token ok\n" * 10_000)
+        self.service.accept(request, self.settings, {"BROKEN": _Exploding("xxxx")})
+        self.assertEqual(self.service.write_pending(), 1)  # it leaves the journal: nothing may be queued
+        self.assertEqual((self.service.backlog(), self.service.counters["redaction_failed"]), (0, 1))
+        self.assertEqual(self.journal_bytes(), b"")
+
+    def test_the_hook_redacts_up_to_its_limit_in_utf8_bytes_and_holds_anything_larger(self):
+        self.put_another_programs_database_at_the_outbox_path()
+        key_line = f"key {KEY}\n"
+        ascii_fit = key_line + "a" * (REDACT_ON_HOOK_MAX_BYTES - len(key_line))
+        cases = {"exactly the limit": (ascii_fit, Outcome.ACCEPTED),
+                 "a byte over": (ascii_fit + "a", Outcome.ACCEPTED_IN_MEMORY),
+                 "fewer characters, more bytes": (key_line + "é" * (REDACT_ON_HOOK_MAX_BYTES // 2),
+                                                  Outcome.ACCEPTED_IN_MEMORY)}
+        for name, (text, outcome) in cases.items():
+            with self.subTest(name):
+                request = CaptureRequest("Ab3dE6gH", Role.USER, name, text)
+                self.assertEqual(self.service.accept(request, self.settings), outcome)
+        self.assertNotIn(KEY.encode(), self.journal_bytes())
+        self.assertEqual(self.service.counters["accepted_in_memory"], 2)
+
+    def test_a_dead_processs_journal_gives_its_records_in_accept_order(self):
+        self.put_another_programs_database_at_the_outbox_path()
+        for source, text in (("1", "large " * 5_000), ("2", "small after it")):
+            self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, source, text), self.settings)
+        self.service.write_pending()  # the large one is journaled now, after the small one
+        records, damaged = decode_all(self.journal_bytes())
+        self.assertEqual(([header["source_id"] for header, _ in records], damaged), (["1", "2"], 0))
+
+    def test_the_journal_folder_beside_the_outbox_appears_once_the_outbox_is_known_to_be_ours(self):
+        self.assertEqual(self.capture("first"), Outcome.QUEUED)
+        self.assertTrue(self.service.journal.path.startswith(self.fallback))  # before: nothing beside it
+        beside = os.path.join(os.path.dirname(self.path), "journal")
+        self.assertEqual(stat.S_IMODE(os.stat(beside).st_mode), 0o700)
+        self.service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono,
+                                      fallback_journal_folder=self.fallback)  # the next process's
+        self.addCleanup(self.service.close)
+        self.assertEqual(self.capture("second", source="m2"), Outcome.QUEUED)
+        self.assertEqual(os.path.dirname(self.service.journal.path), beside)
 
 
 CHILD_ACCEPT_THEN_WAIT = r"""

@@ -151,7 +151,9 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                      "observation": _observation(settings, parts.session_peers, parts.honcho_timed_out),
                      "api_key_configured": settings.has_api_key},
         "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
-                    "outbox_problem": parts.outbox_problem},
+                    "outbox_problem": parts.outbox_problem,
+                    # Too large to redact on the hook: not on disk until the writer redacted and stored it.
+                    "large_messages_accepted_in_memory": parts.capture_counters.get("accepted_in_memory", 0)},
         "recall": {"enabled": settings.recall_enabled, "mode": settings.recall_mode,
                    "context_cadence": settings.context_cadence, "cache_entries": parts.cache_entries,
                    "cache": {name: parts.cache_counters.get(name, 0)

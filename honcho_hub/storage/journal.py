@@ -10,11 +10,13 @@ process's life. A file whose lock can be taken belongs to a process that died: w
 reads its records (a torn last record, cut by the crash before its hook returned, is ignored), hands
 them over, and deletes the file while still holding the lock, so two processes never replay one file.
 
-Record: `HJ1 <crc32 hex> <header bytes> <body bytes>\n`, the header JSON (ids, peers, destination),
-the body the message text as UTF-8. No JSON encoding of the text: a 1 MB paste costs one encode and
-one write on the loop. The text in the journal is what Agent Zero handed the hook (not yet redacted:
-redaction of a large paste is too slow for the loop); the file is owner-only and emptied as soon as
-its records are in the outbox.
+Record: `HJ1 <crc32 hex> <header bytes> <body bytes>\n`, the header JSON (ids, peers, destination,
+the record's place in accept order `n`), the body the message text as UTF-8. No JSON encoding of the
+text: one encode and one write on the loop. The journal persists redacted text only: the hook redacts a
+message up to a size before it appends it; a larger one is `hold`-ed in memory (never written unredacted)
+until the writer thread has redacted it and `persist`s it. Journals live in folders of the plugin's own:
+beside the outbox only once the plugin has opened that outbox as its own (`make_folder_beside`), never
+beside another program's file; else in the per-user state folder.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import logging
 import os
 import secrets
+import stat
 import threading
 import zlib
 from collections import deque
@@ -36,7 +39,8 @@ from ..errors import JournalFull, JournalUnavailable
 
 log = logging.getLogger(__name__)
 
-FOLDER = "journal"  # beside the outbox file
+FOLDER = "journal"  # beside the outbox file, once the plugin opened it as its own
+PREFIX = "capture-"
 MAGIC = b"HJ1"
 # A record up to this size is synced before `append` returns. A larger one (a paste) is written before
 # it returns — it survives the process being killed — and synced by the writer thread at once: syncing
@@ -48,12 +52,14 @@ MAX_HEADER_BYTES = 64 * 1024
 
 @dataclass
 class Entry:
-    """One accepted message: its persisted header and text, plus what only this process can use."""
+    """One accepted message: its header and text (persisted unless only held), plus what only this
+    process can use."""
 
     header: dict[str, Any]
     text: str
-    size: int
+    size: int  # bytes it counts against the journal's limit
     local: dict[str, Any] = field(default_factory=dict)  # callables of the live host; never persisted
+    on_disk: bool = True  # False: held in memory until the writer redacts and persists it
 
 
 def encode(header: dict[str, Any], text: str) -> bytes:
@@ -92,6 +98,8 @@ def decode_all(data: bytes) -> tuple[list[tuple[dict, str]], int]:
             records.append((json.loads(head), body.decode("utf-8", "surrogatepass")))
         except ValueError:
             damaged += 1
+    # A held message is written when the writer has redacted it, after messages accepted meanwhile.
+    records.sort(key=lambda record: record[0].get("n", 0) if isinstance(record[0], dict) else 0)
     return records, damaged
 
 
@@ -107,6 +115,8 @@ class Journal:
         self._entries: deque[Entry] = deque()
         self._bytes = 0
         self._unsynced = False  # a large record was appended without a sync
+        self._accepted = 0  # messages accepted so far: a record's `n`
+        self._end = 0  # the file's length: its records that were written whole
         self._fd = -1
         self.path = ""
 
@@ -114,7 +124,7 @@ class Journal:
         """Create and lock this process's file; raises JournalUnavailable."""
         try:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
-            name = f"capture-{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
+            name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
             path = os.path.join(self.folder, name)
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
                          | getattr(os, "O_CLOEXEC", 0), 0o600)
@@ -132,28 +142,66 @@ class Journal:
         return self._fd >= 0
 
     def append(self, header: dict[str, Any], text: str, local: dict[str, Any] | None = None) -> Entry:
-        """Persist one record (synced when durable) and keep it for the writer; raises JournalError."""
+        """Persist one record of redacted text (synced when durable) and keep it for the writer; raises
+        JournalError."""
+        with self._lock:
+            header = {**header, "n": self._accepted + 1}
+            record = encode(header, text)
+            self._check_room(len(record))
+            small = len(record) <= SYNC_ON_APPEND_BYTES
+            self._write(record, sync=self.durable and small)
+            self._unsynced = self._unsynced or (self.durable and not small)
+            self._accepted += 1
+            entry = Entry(header, text, len(record), dict(local or {}))
+            self._keep(entry)
+        return entry
+
+    def hold(self, header: dict[str, Any], text: str, local: dict[str, Any] | None = None) -> Entry:
+        """Keep one message in memory only, in accept order, for the writer to redact and `persist`;
+        lost if the process dies first. Raises JournalError."""
+        with self._lock:
+            self._check_room(len(text))
+            self._accepted += 1
+            entry = Entry({**header, "n": self._accepted}, text, len(text), dict(local or {}), on_disk=False)
+            self._keep(entry)
+        return entry
+
+    def persist(self, entry: Entry, header: dict[str, Any], text: str) -> None:
+        """Write a held entry's redacted `text` under `header` (the writer calls this, off the event loop,
+        then syncs); it then survives the process. Raises JournalError; the entry stays held."""
         record = encode(header, text)
-        entry = Entry(header, text, len(record), dict(local or {}))
         with self._lock:
             if not self.is_open:
                 raise JournalUnavailable("journal is not open")
-            if len(self._entries) >= self.max_entries or self._bytes + len(record) > self.max_bytes:
-                raise JournalFull("journal full: the outbox has not taken earlier messages yet")
-            try:
-                written = os.write(self._fd, record)
-                if written != len(record):
-                    raise OSError(errno.ENOSPC, "short write")
-                if self.durable and len(record) <= SYNC_ON_APPEND_BYTES:
-                    os.fdatasync(self._fd)
-                else:
-                    self._unsynced = self.durable
-            except OSError as exc:
-                self._drop_partial()
-                raise JournalUnavailable(f"journal write failed ({type(exc).__name__})") from exc
-            self._entries.append(entry)
-            self._bytes += len(record)
-        return entry
+            self._write(record, sync=False)
+            entry.header, entry.text, entry.on_disk = header, text, True
+            self._bytes += len(record) - entry.size
+            entry.size, fd = len(record), self._fd
+        if self.durable:
+            _sync(fd)
+
+    def _check_room(self, size: int) -> None:
+        if not self.is_open:
+            raise JournalUnavailable("journal is not open")
+        if len(self._entries) >= self.max_entries or self._bytes + size > self.max_bytes:
+            raise JournalFull("journal full: the outbox has not taken earlier messages yet")
+
+    def _keep(self, entry: Entry) -> None:
+        self._entries.append(entry)
+        self._bytes += entry.size
+
+    def _write(self, record: bytes, *, sync: bool) -> None:
+        """Append one whole record (under `_lock`); a failed write leaves the file as it was."""
+        try:
+            written = os.write(self._fd, record)
+            if written != len(record):
+                raise OSError(errno.ENOSPC, "short write")
+            if sync:
+                os.fdatasync(self._fd)
+        except OSError as exc:
+            self._drop_partial()
+            raise JournalUnavailable(f"journal write failed ({type(exc).__name__})") from exc
+        self._end += len(record)
 
     def pending(self, limit: int) -> list[Entry]:
         """The oldest entries not yet committed, at most `limit`; first syncs large records `append` left
@@ -166,10 +214,7 @@ class Journal:
                 fd = -1
             entries = [self._entries[i] for i in range(min(limit, len(self._entries)))]
         if fd >= 0:
-            try:
-                os.fdatasync(fd)
-            except OSError:
-                log.warning("honcho capture: journal sync failed")
+            _sync(fd)
         return entries
 
     def committed(self, count: int) -> None:
@@ -182,6 +227,7 @@ class Journal:
             if not self._entries and self.is_open:
                 try:
                     os.ftruncate(self._fd, 0)  # O_APPEND: the next record starts at offset 0 again
+                    self._end = 0
                 except OSError:
                     log.warning("honcho capture: journal could not be emptied; it is replayed if this process dies")
 
@@ -206,9 +252,9 @@ class Journal:
                 self._fd = -1
 
     def _drop_partial(self) -> None:
-        """After a failed write, cut the file back to the records that were accepted."""
+        """After a failed write, cut the file back to the records written whole before it."""
         try:
-            os.ftruncate(self._fd, sum(entry.size for entry in self._entries))
+            os.ftruncate(self._fd, self._end)
         except OSError:
             pass  # a torn tail is skipped on replay anyway
 
@@ -224,7 +270,7 @@ def orphans(folders: tuple[str, ...], own_path: str = "") -> Iterator[tuple[str,
             continue
         for name in names:
             path = os.path.join(folder, name)
-            if not name.endswith(SUFFIX) or path == own_path:
+            if not (name.startswith(PREFIX) and name.endswith(SUFFIX)) or path == own_path:
                 continue
             try:
                 fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
@@ -260,13 +306,40 @@ def _releaser(path: str, fd: int) -> Callable[[bool], None]:
     return release
 
 
+def _sync(fd: int) -> None:
+    try:
+        os.fdatasync(fd)
+    except OSError:
+        log.warning("honcho capture: journal sync failed")
+
+
 def journal_folders(outbox_path: str, fallback_folder: str) -> tuple[str, ...]:
-    """Where journals live: beside the outbox, else (that folder unusable) in the per-user state folder."""
-    return (os.path.join(os.path.dirname(outbox_path), FOLDER), fallback_folder)
+    """Where journals live: beside the outbox when the plugin made a journal folder there (it does once
+    it has opened that outbox as its own), and the per-user state folder. Nothing here creates a folder:
+    beside another program's file at `outbox_path` there is never one of ours."""
+    beside = os.path.join(os.path.dirname(outbox_path), FOLDER)
+    return (beside, fallback_folder) if _is_ours(beside) else (fallback_folder,)
+
+
+def make_folder_beside(outbox_path: str) -> None:
+    """The journal folder beside an outbox the plugin has opened as its own (best effort)."""
+    try:
+        os.mkdir(os.path.join(os.path.dirname(outbox_path), FOLDER), 0o700)
+    except OSError:
+        pass  # there already, or the folder cannot take it: journals stay in the state folder
+
+
+def _is_ours(folder: str) -> bool:
+    """A real folder of this user that no one else can enter: as `make_folder_beside` makes it."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
 
 
 def default_fallback_folder() -> str:
-    """The per-user state folder's journal folder (used when the outbox folder is unusable)."""
+    """The per-user state folder's journal folder."""
     from ..settings.config import state_dir_outbox
 
     return os.path.join(os.path.dirname(state_dir_outbox(os.environ)), FOLDER)
