@@ -7,7 +7,14 @@ setting (the physical floor) and against a synchronous `session.add_messages` ov
 a local server answering in one buffered write (what a naive plugin does). Also 10,000 captures from
 4 threads in each of 2 processes must leave exactly 10,000 rows.
 
-    python bench/capture.py [--runs 2000] [--sync-runs 500]
+The hook by message size (400 B, 16 KB and `redact_on_hook_max_bytes`): its p99 against a same-run
+baseline, the same probe around an empty hook, the two timed in turn. `synchronous` says whether the
+message was redacted and journaled before the hook returned (up to `redact_on_hook_max_bytes`) or
+handed to the writer in memory. The limit is right when, at that size, the p99 stays within 2 ms of
+the baseline's; `--hook-only --hook-limit B --hook-sizes ...` times other sizes redacted on the hook.
+
+    python bench/capture.py [--runs 2000] [--sync-runs 500] [--hook-runs 1000]
+    python bench/capture.py --hook-only [--hook-limit BYTES] [--hook-sizes 400,8192,16384]
 """
 
 from __future__ import annotations
@@ -25,7 +32,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
-from honcho_hub.capture.service import CaptureRequest, CaptureService, Role  # noqa: E402
+from honcho_hub.capture.service import (  # noqa: E402
+    REDACT_ON_HOOK_MAX_BYTES,
+    CaptureRequest,
+    CaptureService,
+    Role,
+)
 from honcho_hub.settings.config import build_settings  # noqa: E402
 
 MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
@@ -64,28 +76,64 @@ def time_captures(folder: str, synchronous: str, runs: int) -> list[float]:
     return samples
 
 
-def time_hook(runs: int) -> list[float]:
-    """The capture hook as Agent Zero calls it on its event loop (stub host: cached settings, the
-    skip rules, the journal write and its sync, the wake-ups), with the writer thread running."""
-    import importlib
-    import types
+def paste(size: int) -> str:
+    """`size` bytes (ASCII) of what people paste: prose, a log line with a URL, an assignment, code, a
+    key, so that redaction meets the shapes it looks for."""
+    block = (f"{MESSAGE}\n2025-05-01 12:00:01 GET https://api.example.com/v1/items?page=2 200 in 35 ms\n"
+             "export DATABASE_URL=postgres://app:s3cr3t-pass@db.internal:5432/app\n"
+             "def total(items):\n    return sum(item.price for item in items)\n"
+             f"token ghp_{'a1B2c3D4e5' * 4}\n")
+    return (block * (size // len(block) + 1))[:size]
 
-    from hub_testkit import StubAgent, StubHistoryMessage, stub_agent_zero
+
+def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dict]:
+    """The capture hook as Agent Zero calls it on its event loop (stub host: cached settings, the skip
+    rules, redaction, the journal write and its sync, the wake-ups), with the writer thread running, and
+    the same probe around an empty hook, in turn; the writer finishes between messages (they come
+    seconds apart in a chat)."""
+    import importlib
+
+    from hub_testkit import StubAgent, stub_agent_zero
 
     with stub_agent_zero() as host:
         host.config.update(recall_enabled=False)  # the capture path alone (recall has bench/recall.py)
         capture = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.capture")
+        service = importlib.import_module("usr.plugins.honcho.honcho_hub.capture.service")
+        runtime = importlib.import_module("usr.plugins.honcho.honcho_hub.runtime")
+        if limit is not None:
+            service.REDACT_ON_HOOK_MAX_BYTES = limit
         agent = StubAgent(0)
-        samples = []
-        for i in range(50 + runs):
-            message = types.SimpleNamespace(message=MESSAGE, attachments=[], system_message=[], id="")
-            data = {"args": (agent, message), "kwargs": {}, "result": StubHistoryMessage(False, f"h{i}"),
-                    "exception": None}
-            start = time.perf_counter_ns()
-            capture.capture_user_message(agent, data)
-            if i >= 50:  # after a warm-up: the first message builds the settings and opens the journal
-                samples.append((time.perf_counter_ns() - start) / 1000)
-        return samples
+        probe(capture.capture_user_message, agent, MESSAGE, "warm")  # builds settings, opens the journal
+        results = []
+        for size in sizes:
+            text, hook, empty = paste(size), [], []
+            for i in range(runs):
+                hook.append(probe(capture.capture_user_message, agent, text, f"{size}-{i}"))
+                runtime.process_state().journal.wait_empty(60)
+                empty.append(probe(lambda agent, data: None, agent, text, f"{size}-{i}"))
+            results.append(hook_figures(size, service.fits_on_hook(text), hook, empty))
+        return results
+
+
+def probe(hook, agent, text: str, source: str) -> float:
+    """Microseconds one call of `hook` takes on the data Agent Zero passes after a typed message."""
+    import types
+
+    from hub_testkit import StubHistoryMessage
+
+    message = types.SimpleNamespace(message=text, attachments=[], system_message=[], id="")
+    data = {"args": (agent, message), "kwargs": {}, "result": StubHistoryMessage(False, source),
+            "exception": None}
+    start = time.perf_counter_ns()
+    hook(agent, data)
+    return (time.perf_counter_ns() - start) / 1000
+
+
+def hook_figures(size: int, synchronous: bool, hook: list[float], empty: list[float]) -> dict:
+    p99, base = percentile(hook, .99), percentile(empty, .99)
+    return {"message_bytes": size, "synchronous": synchronous, "runs": len(hook),
+            "hook_us_p50": round(percentile(hook, .5), 1), "hook_us_p99": round(p99, 1),
+            "hook_us_p99_baseline": round(base, 1), "hook_us_p99_over_baseline": round(p99 - base, 1)}
 
 
 def time_bare_inserts(folder: str, synchronous: str, runs: int) -> list[float]:
@@ -163,10 +211,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--sync-runs", type=int, default=500)
+    parser.add_argument("--hook-runs", type=int, default=1000)
+    parser.add_argument("--hook-limit", type=int, help="redact on the hook up to this many bytes (a search)")
+    parser.add_argument("--hook-sizes", help="comma-separated message sizes in bytes")
+    parser.add_argument("--hook-only", action="store_true")
     parser.add_argument("--worker", nargs=2)
     args = parser.parse_args()
     if args.worker:
         return capture_worker(args.worker[0], args.worker[1], threads=4, per_thread=1250)
+    limit = REDACT_ON_HOOK_MAX_BYTES if args.hook_limit is None else args.hook_limit
+    sizes = [int(n) for n in args.hook_sizes.split(",")] if args.hook_sizes else [400, 16 * 1024, limit]
+    if args.hook_only:
+        return print(json.dumps(hook_line(time_hook(sizes, args.hook_runs, args.hook_limit), limit)))
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
         rss_before = rss_mb()
         full = time_captures(folder, "FULL", args.runs)
@@ -176,7 +232,7 @@ def main() -> None:
         bare_normal = time_bare_inserts(folder, "NORMAL", args.runs)
         sync = time_sync_calls(args.sync_runs)
         expected, found, reports = concurrent_rows(folder)
-        hook = time_hook(args.runs)
+        hook = time_hook(sizes, args.hook_runs, args.hook_limit)
     p50, p99, bare50, sync50 = percentile(full, .5), percentile(full, .99), percentile(bare_full, .5), percentile(sync, .5)
     print(json.dumps({
         "bench": "capture", "runs": args.runs, "message_chars": len(MESSAGE), "synchronous": "FULL",
@@ -190,10 +246,14 @@ def main() -> None:
         "normal_p50_ratio_to_bare_insert": round(percentile(normal, .5) / percentile(bare_normal, .5), 3),
         "rows_expected": expected, "rows_found": found,
         "concurrent_journal_left": sum(r["left_in_journal"] for r in reports),
-        "hook_runs": len(hook), "hook_p50_us": round(percentile(hook, .5), 1),
-        "hook_p99_us": round(percentile(hook, .99), 1), "hook_max_us": round(max(hook), 1),
-        "rss_growth_mb": round(rss_growth, 2),
+        "rss_growth_mb": round(rss_growth, 2), **hook_line(hook, limit),
     }))
+
+
+def hook_line(by_size: list[dict], limit: int) -> dict:
+    """The hook's figures: the limit, the budget it is measured against and each size's p99s."""
+    return {"redact_on_hook_max_bytes": limit, "hook_p99_budget_over_baseline_us": 2000,
+            "outbox_synchronous": "FULL", "hook_by_message_size": by_size}
 
 
 if __name__ == "__main__":

@@ -396,6 +396,13 @@ class JournalPrivacyTest(CaptureTestCase):
         records, damaged = decode_all(self.journal_bytes())
         self.assertEqual(([header["source_id"] for header, _ in records], damaged), (["1", "2"], 0))
 
+    def test_a_journal_folder_an_earlier_version_left_beside_another_programs_database_is_not_used(self):
+        self.put_another_programs_database_at_the_outbox_path()
+        os.mkdir(os.path.join(os.path.dirname(self.path), "journal"), 0o700)
+        self.assertEqual(self.capture("kept for later"), Outcome.HANDED_OFF)
+        self.assertTrue(self.service.journal.path.startswith(self.fallback))
+        self.assertEqual(os.listdir(os.path.join(os.path.dirname(self.path), "journal")), [])
+
     def test_the_journal_folder_beside_the_outbox_appears_once_the_outbox_is_known_to_be_ours(self):
         self.assertEqual(self.capture("first"), Outcome.QUEUED)
         self.assertTrue(self.service.journal.path.startswith(self.fallback))  # before: nothing beside it

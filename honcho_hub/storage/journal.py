@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 FOLDER = "journal"  # beside the outbox file, once the plugin opened it as its own
 PREFIX = "capture-"
+MARK = ".beside-our-outbox"  # in a journal folder beside an outbox the plugin opened as its own
 MAGIC = b"HJ1"
 # A record up to this size is synced before `append` returns. A larger one (a paste) is written before
 # it returns — it survives the process being killed — and synced by the writer thread at once: syncing
@@ -322,20 +323,26 @@ def journal_folders(outbox_path: str, fallback_folder: str) -> tuple[str, ...]:
 
 
 def make_folder_beside(outbox_path: str) -> None:
-    """The journal folder beside an outbox the plugin has opened as its own (best effort)."""
+    """The journal folder beside an outbox the plugin has opened as its own, with its mark (best effort).
+
+    The mark tells it from a folder an earlier version made beside whatever file the setting named."""
+    folder = os.path.join(os.path.dirname(outbox_path), FOLDER)
     try:
-        os.mkdir(os.path.join(os.path.dirname(outbox_path), FOLDER), 0o700)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        os.close(os.open(os.path.join(folder, MARK), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW
+                         | getattr(os, "O_CLOEXEC", 0), 0o600))
     except OSError:
-        pass  # there already, or the folder cannot take it: journals stay in the state folder
+        pass  # the folder cannot take it: journals stay in the state folder
 
 
 def _is_ours(folder: str) -> bool:
-    """A real folder of this user that no one else can enter: as `make_folder_beside` makes it."""
+    """A real folder of this user that no one else can enter, with the mark `make_folder_beside` leaves."""
     try:
-        st = os.lstat(folder)
+        st, mark = os.lstat(folder), os.lstat(os.path.join(folder, MARK))
     except OSError:
         return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077
+            and stat.S_ISREG(mark.st_mode))
 
 
 def default_fallback_folder() -> str:
