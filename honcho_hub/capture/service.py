@@ -184,10 +184,12 @@ class CaptureService:
 
     def accept(self, request: CaptureRequest, settings: Settings, secrets: Mapping[str, str] | None = None,
                mask: Callable[[str], str] | None = None) -> Outcome:
-        """Journal one message (durable when this returns ACCEPTED). Never raises, never waits on SQLite.
+        """Redact and journal one message (durable when this returns ACCEPTED), or hold a large one in
+        memory for the writer (ACCEPTED_IN_MEMORY). Never raises, never waits on SQLite.
 
-        `secrets` and `mask` (the host's masker) are used by the writer in this process; a replay after
-        a crash redacts with the secrets `replay_secrets` gives for the record's project."""
+        `secrets` and `mask` (the host's masker) redact here up to `REDACT_ON_HOOK_MAX_BYTES`, in the
+        writer above it; a journal record of an older version, replayed after a crash, is redacted with
+        the secrets `replay_secrets` gives for its project."""
         return self._accept(request, settings, secrets, mask)[0]
 
     def _accept(self, request: CaptureRequest, settings: Settings, secrets: Mapping[str, str] | None,
