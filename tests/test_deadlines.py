@@ -23,12 +23,12 @@ from trickle import Trickling
 from honcho_hub import runtime
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.ops import inspector
-from honcho_hub.ops import verbs as operations
+from honcho_hub.ops import operator as operations
 from honcho_hub.ops.inspector import Inspector
 from honcho_hub.ops.status import gather_parts
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
-from honcho_hub.tool.verbs import ActionContext, card_view, run_action
+from honcho_hub.tool.actions import ActionContext, card_view, run_action
 
 KEY = "hch-deadline-key-97531"
 SESSION = "chat-T0000001"

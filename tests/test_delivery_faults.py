@@ -11,10 +11,10 @@ from outbox_helpers import enqueue, hold_write_lock, release_lock
 
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.gateway.registrar import ScopeRegistrar
-from honcho_hub.ops import verbs as operations
+from honcho_hub.ops import operator as operations
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.storage.outbox import NewEvent, Outbox
-from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.tool.actions import ActionContext, run_action
 
 TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
 

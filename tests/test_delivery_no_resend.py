@@ -15,7 +15,7 @@ from outbox_helpers import enqueue, event, lease, settle
 from honcho_hub import hub
 from honcho_hub.delivery.batches import as_message
 from honcho_hub.delivery.retry import RECONCILE_LIMIT
-from honcho_hub.ops import verbs as operations
+from honcho_hub.ops import operator as operations
 from honcho_hub.ops.status import build_status
 from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 

@@ -22,7 +22,7 @@ from honcho_hub.errors import ForgetRefused
 from honcho_hub.ops import cli
 from honcho_hub.ops.forget_chat import DONE, HONCHO_FAILED, SENDING, forget_chat
 from honcho_hub.storage.outbox import MIGRATIONS, Outbox, Retry, Settlement
-from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.tool.actions import ActionContext, run_action
 
 WAIT_S = 10.0  # a test's bound on what a real thread does; never reached when the code is right
 

@@ -23,7 +23,7 @@ from honcho_hub.ops import cli
 from honcho_hub.ops.forget_chat import DONE, forget_chat
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
-from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-forgotten-chat-key-24680"
 WAIT_S = 10.0  # a test's bound on what a background thread does; never reached when the code is right

@@ -26,7 +26,7 @@ from honcho_hub.safety.untrusted import UNTRUSTED
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import Outbox
-from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-inspector-key-13579"
 LEAKED = "ghp_" + "Q1w2E3r4T5" * 4  # a real-looking GitHub token

@@ -17,7 +17,7 @@ from mcp_fake import SERVER_TEXT, McpFake
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.ops import cli, mcp_probe
-from honcho_hub.ops import verbs as operations
+from honcho_hub.ops import operator as operations
 from honcho_hub.settings.config import build_settings
 
 KEY = "hch-mcp-key-86420864208642"

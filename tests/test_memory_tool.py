@@ -20,7 +20,7 @@ from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.safety.untrusted import UNTRUSTED
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage import memory_log
-from honcho_hub.tool.verbs import ActionContext, ActionResult, run_action
+from honcho_hub.tool.actions import ActionContext, ActionResult, run_action
 
 KEY = "hch-tool-key-24680"
 LEAKED = "ghp_" + "Z9y8X7w6V5" * 4  # a real-looking GitHub token a user might paste
@@ -584,7 +584,7 @@ class ToolContractTest(unittest.TestCase):
             asyncio.run(tool_class(agent, "honcho_memory", None, {"action": "status"}, "", None).execute())
         debug_lines = [r for r in records.records if r.levelno == logging.DEBUG]
         self.assertTrue(any(r.name == "honcho_hub.adapters" for r in debug_lines), "capture logged at debug")
-        self.assertTrue(any(r.name.endswith("honcho_hub.tool.verbs") for r in debug_lines), "the tool logged at debug")
+        self.assertTrue(any(r.name.endswith("honcho_hub.tool.actions") for r in debug_lines), "the tool logged at debug")
         for record in records.records:
             line = logging.Formatter("%(name)s %(message)s").format(record)
             for forbidden in (KEY, LEAKED, "jasmine", host.config["outbox_path"]):

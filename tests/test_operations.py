@@ -20,7 +20,7 @@ from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, 
 from honcho_hub.delivery import lifecycle
 from honcho_hub.delivery.worker import DeliveryWorker
 from honcho_hub.ops import cli
-from honcho_hub.ops import verbs as operations
+from honcho_hub.ops import operator as operations
 from honcho_hub.ops.status import build_status
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings

@@ -16,7 +16,7 @@ from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
-from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-paths-key-97531"
 CASES = secret_cases()

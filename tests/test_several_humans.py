@@ -131,10 +131,10 @@ class SeveralHumansAdapterTest(unittest.TestCase):
 
     def deliver(self):
         from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
-        from usr.plugins.honcho.honcho_hub.ops import verbs
+        from usr.plugins.honcho.honcho_hub.ops import operator
 
         self.queued()
-        result = verbs.drain(global_settings(), 10)
+        result = operator.drain(global_settings(), 10)
         self.assertEqual(result.get("pending"), 0, result)
 
     def recall(self, agent, text):

@@ -24,7 +24,7 @@ from honcho_hub import hub
 from honcho_hub.delivery import lifecycle
 from honcho_hub.hub import Hub
 from honcho_hub.ops import cli
-from honcho_hub.ops import verbs as operations
+from honcho_hub.ops import operator as operations
 from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
 from honcho_hub.runtime import process_state
 from honcho_hub.settings.config import build_settings

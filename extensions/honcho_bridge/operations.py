@@ -11,12 +11,12 @@ from typing import Any
 from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import forget_chat, inspector
-from usr.plugins.honcho.honcho_hub.ops import verbs as operations
+from usr.plugins.honcho.honcho_hub.ops import operator as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.storage import memory_log
-from usr.plugins.honcho.honcho_hub.tool.verbs import ActionContext, card_view
+from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, card_view
 
 from . import host
 from .recall import template

@@ -10,7 +10,7 @@ from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.storage import memory_log
-from usr.plugins.honcho.honcho_hub.tool.verbs import ActionContext, run_action
+from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, run_action
 
 from . import host
 from .recall import template

@@ -27,7 +27,7 @@ from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
 from . import backfill, forget_chat, knobs
-from . import verbs as operations
+from . import operator as operations
 from .status import build_status, status_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3

@@ -1,6 +1,6 @@
 """The memory inspector: what Honcho holds about the user, shown to the user, and what they may do about it.
 
-Composed from the memory tool's requests and verbs (`tool/calls.py`, `tool/verbs.py`), the local record of
+Composed from the memory tool's requests and verbs (`tool/calls.py`, `tool/actions.py`), the local record of
 memory writes (`storage/memory_log.py`) and recall's base pack (`recall/recaller.py`). Shown: the agent's
 card of the user; the agent's conclusions about the user, newest first, PAGE_SIZE a page (or the nearest
 to a search), each with the Honcho session it came from where Honcho names one and the chats this install
@@ -42,7 +42,7 @@ from ..storage import memory_log
 from ..storage.memory_log import KeptWrite, MemoryWrite, WriteKind
 from ..storage.outbox import with_existing_outbox
 from ..tool import calls
-from ..tool.verbs import MAX_FACT_CHARS, MAX_FACTS, MAX_QUERY, ActionContext, error_line, run_verb
+from ..tool.actions import MAX_FACT_CHARS, MAX_FACTS, MAX_QUERY, ActionContext, error_line, run_verb
 
 PAGE_SIZE = 50  # conclusions a page (and at most this many answer a search)
 MAX_PAGE = 1_000

@@ -1,7 +1,7 @@
 """Text recalled from Honcho, made inert and labelled before an agent reads it.
 
 Recalled text is data another party (the memory server, earlier chats, Honcho's own derivations) wrote,
-so it is never trusted: the recall block (`recall/pack.py`) and the memory tool's answers (`tool/verbs.py`)
+so it is never trusted: the recall block (`recall/pack.py`) and the memory tool's answers (`tool/actions.py`)
 both pass it through `neutralize`, and the tool labels its answers with `untrusted`.
 """
 

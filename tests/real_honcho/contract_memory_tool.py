@@ -6,7 +6,7 @@ import unittest
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
 from honcho_hub.tool import calls
-from honcho_hub.tool.verbs import ActionContext, run_action
+from honcho_hub.tool.actions import ActionContext, run_action
 
 TEA, VIOLIN = "I drink green tea every morning", "I play the violin on Saturdays"
 

@@ -19,7 +19,7 @@ from fake_honcho import FakeHoncho  # after real_kit, which puts tests/ on sys.p
 from honcho_hub.errors import DeliveryError
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.tool import calls
-from honcho_hub.tool.verbs import MAX_FACT_CHARS, MAX_FACTS, ActionContext, run_action
+from honcho_hub.tool.actions import MAX_FACT_CHARS, MAX_FACTS, ActionContext, run_action
 
 LEAKED = "ghp_" + "Q1w2E3r4T5" * 4  # a real-looking GitHub token
 
