@@ -84,7 +84,7 @@ from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_z
 from turn import GAP_S, MESSAGES, percentile, start_up  # noqa: E402
 
 from honcho_hub.capture.service import event_id  # noqa: E402
-from honcho_hub.gateway.limits import MAX_CONTENT_CHARS, session_for  # noqa: E402
+from honcho_hub.names import MAX_CONTENT_CHARS, session_for  # noqa: E402
 from honcho_hub.storage.outbox import Outbox  # noqa: E402
 
 LATENCY_SHARE = 0.05

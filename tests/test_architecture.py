@@ -33,14 +33,12 @@ KNOWN_UPWARD = {
     ("runtime", "capture/service"),
     ("runtime", "capture/writer"),
     ("runtime", "storage/journal"),
-    ("settings/values", "gateway/limits"),
     ("tool/actions", "ops/forget_chat"),
 }
 # Imports inside a floor that close a cycle, likewise to be removed.
 KNOWN_CYCLE_EDGES = {
     ("storage/memory_log", "storage/outbox"),
     ("honcho_bridge/host", "honcho_bridge/worker"),
-    ("storage/outbox", "gateway/limits"),
 }
 
 

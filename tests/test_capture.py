@@ -24,7 +24,7 @@ from honcho_hub.capture.service import (
     event_id,
 )
 from honcho_hub.capture.writer import CaptureWriter
-from honcho_hub.gateway.limits import MAX_CONTENT_CHARS, session_id_for
+from honcho_hub.names import MAX_CONTENT_CHARS, session_id_for
 from honcho_hub.ops.status import StatusParts, build_status
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.journal import decode_all

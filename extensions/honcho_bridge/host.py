@@ -8,7 +8,7 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts, HumanFacts, chat_view, human_peer
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
-from usr.plugins.honcho.honcho_hub.gateway.limits import session_for
+from usr.plugins.honcho.honcho_hub.names import session_for
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 from usr.plugins.honcho.honcho_hub.settings.files import SettingsCache

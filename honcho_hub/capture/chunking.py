@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..gateway.limits import MAX_CONTENT_CHARS
+from ..names import MAX_CONTENT_CHARS
 
 MARKER_ROOM = 40  # "[continued, part 12 of 40]\n" and friends fit in this
 # Control characters but tab, line feed and carriage return. A regex, not str.translate: translating

@@ -28,7 +28,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import JournalError, JournalFull, OutboxBusy, OutboxError
-from ..gateway.limits import session_for
+from ..names import session_for
 from ..safety.redact import redact_long
 from ..settings.config import Settings
 from ..storage import journal as journal_file

@@ -19,9 +19,9 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+from ..names import ID_RE, MAX_CONTENT_CHARS, MAX_MESSAGES_PER_CALL
 from ..settings.config import Settings
 from . import deadline, scopes
-from .limits import ID_RE, MAX_CONTENT_CHARS, MAX_MESSAGES_PER_CALL
 
 T = TypeVar("T")
 MAX_CACHED = 10_000  # entries of each per-client cache (sessions, readers, peers, scopes, memberships)

@@ -15,7 +15,7 @@ import uuid
 
 from ..capture.service import CaptureRequest, CaptureService, Role
 from ..delivery.worker import DeliveryWorker
-from ..gateway.limits import session_id_for
+from ..names import session_id_for
 from ..recall.recaller import Recaller
 from ..settings.config import Settings
 from ..storage.outbox import Outbox

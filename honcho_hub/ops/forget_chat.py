@@ -6,7 +6,7 @@ The order matters, because a worker of any process may be sending the chat's row
 1. One outbox transaction (Outbox.begin_forget) marks the chat's own sessions forgotten, so no worker leases
    their rows again (the lease skips them) and nothing is queued into them again; it deletes their rows but
    those a worker holds leased, and moves the chat to its next generation: capture's next message of the
-   chat goes to `chat<generation>-<id>` (gateway/limits.session_id_for), never to a deleted session.
+   chat goes to `chat<generation>-<id>` (names.session_id_for), never to a deleted session.
 2. Wait, bounded, until no live lease holds a row of those sessions: a worker renews its leases while its
    send is on the wire, so a held lease means a send may still reach Honcho; its rows are deleted once the
    send was recorded (or its holder died: the lease ran out). Deleting the session before that would let
@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import DeliveryError, ForgetRefused, OutboxError
 from ..gateway.gateway import HonchoGateway
-from ..gateway.limits import session_id_for
+from ..names import session_id_for
 from ..recall.recaller import bump_epoch
 from ..settings.config import Settings
 from ..storage.outbox import Outbox

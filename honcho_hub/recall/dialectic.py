@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway.gateway import HonchoGateway
-from ..gateway.limits import MAX_DIALECTIC_QUERY
+from ..names import MAX_DIALECTIC_QUERY
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
 from ..tool import calls

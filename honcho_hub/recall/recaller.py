@@ -52,8 +52,8 @@ from dataclasses import dataclass, replace
 from ..errors import AuthError, DeliveryError, OutboxError, PermanentError
 from ..gateway import deadline
 from ..gateway.gateway import Context, HonchoGateway
-from ..gateway.limits import session_for, session_id_for
 from ..keyed import Keyed, KeyedMany, fields
+from ..names import session_for, session_id_for
 from ..safety.redact import redact
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS

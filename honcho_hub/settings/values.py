@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InvalidValue
-from ..gateway.limits import ID_RE
+from ..names import ID_RE
 from .hosts import normal_host
 from .spec import MAX_PASS_LEVELS, REASONING_LEVELS, Field
 

@@ -39,7 +39,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
-from ..gateway.limits import chat_generation_of, session_id_for
+from ..names import chat_generation_of, session_id_for
 from ..settings.config import Settings
 from . import memory_log, processes
 from .journal import FOLDER as JOURNAL_FOLDER
@@ -167,7 +167,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     (
         # Chats the user asked to forget (ops/forget_chat.py): the chat's later messages go to a session of the
-        # next generation (gateway/limits.session_id_for), and messages captured up to `forgotten_at` (still in
+        # next generation (names.session_id_for), and messages captured up to `forgotten_at` (still in
         # a capture journal then) are not queued. At most MAX_CHAT_SESSIONS rows, the oldest forgets go first.
         """CREATE TABLE forgotten_chats (
             destination  TEXT NOT NULL,        -- API URL + workspace, never the key

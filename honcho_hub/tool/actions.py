@@ -30,8 +30,8 @@ from ..errors import (
 )
 from ..gateway import deadline
 from ..gateway.gateway import HonchoGateway
-from ..gateway.limits import MAX_DIALECTIC_QUERY
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
+from ..names import MAX_DIALECTIC_QUERY
 from ..ops import forget_chat
 from ..safety.redact import redact
 from ..safety.untrusted import neutralize, untrusted

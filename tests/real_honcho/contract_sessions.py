@@ -7,7 +7,7 @@ import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, turns
 
-from honcho_hub.gateway.limits import ID_MAX, session_for
+from honcho_hub.names import ID_MAX, session_for
 from honcho_hub.ops.status import build_status, gather_parts, status_text
 from honcho_hub.runtime import process_state
 

@@ -1,6 +1,7 @@
-"""What Honcho accepts, and the session ids of Agent Zero's chats (by session strategy) made to fit it.
-A leaf with no imports of ours: settings validation, capture's splitting and the session names of capture, recall, the tool and
-status use it without loading the SDK boundary (or httpx, which may be missing)."""
+"""Ids and names Honcho accepts: its id rule and size limits, and the session a chat names
+(by session strategy, after forgets) made to fit them. On the bottom floor, importing nothing of
+ours, so settings validation, capture's splitting and every floor that names a session use it
+without loading the SDK boundary (or httpx, which may be missing)."""
 
 from __future__ import annotations
 
