@@ -29,7 +29,6 @@ FLOORS = (
 KNOWN_UPWARD = {
     ("ops/cli", "hub"),
     ("ops/operator", "hub"),
-    ("recall/dialectic", "tool/calls"),
     ("runtime", "capture/service"),
     ("runtime", "capture/writer"),
     ("runtime", "storage/journal"),

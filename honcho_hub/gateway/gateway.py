@@ -245,7 +245,7 @@ class HonchoGateway:
             self._ensure_membership(client, session_id, scope_id)
 
     def call(self, request: Callable[[Any], T]) -> T:
-        """Run `request(client)` with SDK errors translated: for callers composing other SDK calls."""
+        """Run `request(client)` with SDK errors translated: how gateway/queries.py composes its requests."""
         with _translated(), self._using() as client:
             return request(client.sdk)
 

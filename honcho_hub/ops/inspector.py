@@ -1,13 +1,13 @@
 """The memory inspector: what Honcho holds about the user, shown to the user, and what they may do about it.
 
-Composed from the memory tool's requests and verbs (`tool/calls.py`, `tool/actions.py`), the local record of
-memory writes (`storage/memory_log.py`) and recall's base pack (`recall/recaller.py`). Shown: the agent's
-card of the user; the agent's conclusions about the user, newest first, PAGE_SIZE a page (or the nearest
-to a search), each with the Honcho session it came from where Honcho names one and the chats this install
-captured into that session; the newest writes kept in the local record (the memory tool's and this
-inspector's); and the base pack a turn of the chat receives when no query-aware pack is ready, rendered as
-its block. Every text is recalled data: masked, redacted and made inert before it leaves this module, and
-cut to a bound after that.
+Composed from the requests to Honcho (`gateway/queries.py`), the memory tool's actions (`tool/actions.py`),
+the local record of memory writes (`storage/memory_log.py`) and recall's base pack
+(`recall/recaller.py`). Shown: the agent's card of the user; the agent's conclusions about the user,
+newest first, PAGE_SIZE a page (or the nearest to a search), each with the Honcho session it came from
+where Honcho names one and the chats this install captured into that session; the newest writes kept in
+the local record (the memory tool's and this inspector's); and the base pack a turn of the chat receives
+when no query-aware pack is ready, rendered as its block. Every text is recalled data: masked, redacted
+and made inert before it leaves this module, and cut to a bound after that.
 
 Done here: forget a conclusion — only with `confirmed` set, which the inspector's UI sends after its
 confirm step (it shows a confirm click happened in the UI, not who clicked: with Agent Zero's login off any
@@ -34,14 +34,13 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ..errors import DeliveryError, OutboxError
-from ..gateway import deadline
+from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..safety.redact import redact
 from ..safety.untrusted import UNTRUSTED, neutralize
 from ..storage import memory_log
 from ..storage.memory_log import KeptWrite, MemoryWrite, WriteKind
 from ..storage.outbox import with_existing_outbox
-from ..tool import calls
 from ..tool.actions import MAX_FACT_CHARS, MAX_FACTS, MAX_QUERY, ActionContext, error_line, run_verb
 
 PAGE_SIZE = 50  # conclusions a page (and at most this many answer a search)
@@ -110,14 +109,13 @@ def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
     s, gw = ins.actions.settings, ins.gateway
     try:
         with ins.within_deadline():
-            listing = gw.call(lambda client: gw.reader_peer(s.agent_peer_id).conclusions_of(s.user_peer_id)
-                              .list(page=number, size=PAGE_SIZE))
+            listing = queries.list_conclusions(gw, s.agent_peer_id, s.user_peer_id, number, PAGE_SIZE)
     except DeliveryError as exc:
         return {"error": exc.code}
     chats = _chats(ins)
     return {"items": [_conclusion(ins, c.id, c.content, c.session_id, c.created_at, chats)
-                      for c in listing.items[:PAGE_SIZE]],
-            "page": number, "pages": listing.pages or 0, "total": listing.total or 0}
+                      for c in listing.items],
+            "page": number, "pages": listing.pages, "total": listing.total}
 
 
 def search(ins: Inspector, query: Any) -> dict[str, Any]:
@@ -131,7 +129,7 @@ def search(ins: Inspector, query: Any) -> dict[str, Any]:
     try:
         sent = redact(a.mask(query.strip()), a.secrets)
         with ins.within_deadline():
-            found = calls.query_conclusions(ins.gateway, s.agent_peer_id, s.user_peer_id, sent, PAGE_SIZE)
+            found = queries.query_conclusions(ins.gateway, s.agent_peer_id, s.user_peer_id, sent, PAGE_SIZE)
     except DeliveryError as exc:
         return {"ok": False, "error": exc.code, "message": error_line("search", exc)}
     except Exception:  # RedactionError, or the host's masker failing: nothing is sent
@@ -198,7 +196,7 @@ def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
         return {"ok": False, "error": "no_text",
                 "message": "Its text was not kept (it could not be made safe), so it cannot be created again."}
     try:
-        made = calls.create_conclusion(ins.gateway, s.agent_peer_id, s.user_peer_id, text, None)
+        made = queries.create_conclusion(ins.gateway, s.agent_peer_id, s.user_peer_id, text, None)
     except DeliveryError as exc:
         return {"ok": False, "error": exc.code, "message": error_line("undo", exc)}
     note = _record(ins, MemoryWrite(made.id, WriteKind.RESTORE, json.dumps({"text": text, "restores": conclusion_id},
@@ -214,7 +212,7 @@ def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
 def _card(ins: Inspector) -> dict[str, Any]:
     s = ins.actions.settings
     try:
-        card = calls.read_card(ins.gateway, s.agent_peer_id, s.user_peer_id)
+        card = queries.read_card(ins.gateway, s.agent_peer_id, s.user_peer_id)
     except DeliveryError as exc:
         return {"error": exc.code}
     return {"facts": [_shown(ins, fact, MAX_FACT_CHARS) for fact in card[:MAX_FACTS]], "total": len(card)}

@@ -16,7 +16,7 @@ from .. import hub, runtime
 from ..delivery import lifecycle
 from ..delivery.worker import DeliveryWorker, pause_reason
 from ..errors import AuthError, DeliveryError, OutboxError
-from ..gateway import deadline
+from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
@@ -39,7 +39,7 @@ def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] =
     gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s, http_client_factory=http_client_factory)
     try:
         with deadline.within(settings.check_timeout_s, monotonic):  # the whole request, however it trickles
-            api, failure = _timed(lambda: gateway.call(lambda client: client.get_metadata()), monotonic)
+            api, failure = _timed(lambda: queries.workspace_metadata(gateway), monotonic)
     finally:
         gateway.close()
     runtime.record_api_check(settings.destination(), failure is None, api["error"], isinstance(failure, AuthError),

@@ -30,11 +30,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from ..errors import AuthError, DeliveryError, PermanentError
+from ..gateway import queries
 from ..gateway.gateway import HonchoGateway
 from ..names import MAX_DIALECTIC_QUERY
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
-from ..tool import calls
 from .cache import Submit, remember
 
 QUERY_MAX_CHARS = MAX_DIALECTIC_QUERY
@@ -296,7 +296,7 @@ class Dialectic:
 
 def _ask(gateway: HonchoGateway, settings: Settings, session_id: str, scope: str | None, query: str,
          level: str) -> str:
-    return calls.ask(gateway, settings.agent_peer_id, settings.user_peer_id, query, session_id=session_id,
+    return queries.ask(gateway, settings.agent_peer_id, settings.user_peer_id, query, session_id=session_id,
                      scope=scope, reasoning_level=level, timeout_s=settings.ask_timeout_s)
 
 

@@ -50,7 +50,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
 from ..errors import AuthError, DeliveryError, OutboxError, PermanentError
-from ..gateway import deadline
+from ..gateway import deadline, queries
 from ..gateway.gateway import Context, HonchoGateway
 from ..keyed import Keyed, KeyedMany, fields
 from ..names import session_for, session_id_for
@@ -428,8 +428,7 @@ class Recaller:
 
     def _poll_derivation(self, settings: Settings, key: tuple[str, str], scope_id: str | None) -> None:
         try:
-            status = self._parts(settings)[0].call(lambda client: client.queue_status(session=key[1]))
-            pending = status.pending_work_units + status.in_progress_work_units
+            pending: int | None = queries.pending_work(self._parts(settings)[0], key[1])
         except DeliveryError:
             pending = None  # asked again at the next interval
         with self._lock:
@@ -530,13 +529,14 @@ class Recaller:
         data: ContextData | None = None
         if scope_id and gateway.supports_scopes():
             try:
-                data = gateway.call(lambda client: _scoped_base(gateway, settings, scope_id))
+                data = _base_data_of(queries.scoped_peer_view(
+                    gateway, settings.agent_peer_id, settings.user_peer_id, scope_id))
             except (AuthError, PermanentError) as exc:
                 if exc.code == "http_404":
                     raise  # the scope (or peer) does not exist yet: nothing known there, not refused
                 self.scope_problem = f"scope unavailable: {exc.code}"
         if data is None:
-            data = gateway.call(lambda client: _base(gateway, settings))
+            data = _base_data_of(queries.peer_view(gateway, settings.agent_peer_id, settings.user_peer_id))
         if settings.include_agent_representation:
             data = _with_self_model(gateway, settings, scope_id if gateway.supports_scopes() else None, data)
         return data
@@ -575,15 +575,8 @@ def _pack_input(context: Context) -> ContextData:
                        messages=list(context.messages))
 
 
-def _base(gateway: HonchoGateway, settings: Settings) -> ContextData:
-    context = gateway.reader_peer(settings.agent_peer_id).context(target=settings.user_peer_id)
-    return ContextData(representation=context.representation, card=list(context.peer_card or []))
-
-
-def _scoped_base(gateway: HonchoGateway, settings: Settings, scope_id: str) -> ContextData:
-    peer = gateway.reader_peer(settings.agent_peer_id)
-    return ContextData(representation=peer.representation(target=settings.user_peer_id, scope=scope_id),
-                       card=list(peer.get_card(target=settings.user_peer_id) or []))
+def _base_data_of(view: queries.PeerView) -> ContextData:
+    return ContextData(representation=view.representation, card=list(view.card))
 
 
 def _with_self_model(gateway: HonchoGateway, settings: Settings, scope_id: str | None,
@@ -591,19 +584,13 @@ def _with_self_model(gateway: HonchoGateway, settings: Settings, scope_id: str |
     """`data` with the agent's representation and card of itself (a scope confines the representation).
     Honcho derives nothing about a peer whose observe_me is false (the seed and unified presets): then only
     a dream or an explicitly set card gives it one. Missing (404) is an empty self-model, not a failure."""
-    peer = gateway.reader_peer(settings.agent_peer_id)
     try:
-        if scope_id:
-            representation = gateway.call(lambda client: peer.representation(scope=scope_id))
-            card = gateway.call(lambda client: peer.get_card())
-        else:
-            own = gateway.call(lambda client: peer.context())
-            representation, card = own.representation, own.peer_card
+        own = queries.self_view(gateway, settings.agent_peer_id, scope_id)
     except PermanentError as exc:
         if exc.code != "http_404":
             raise
         return data
-    return replace(data, agent_representation=representation or None, agent_card=list(card or []))
+    return replace(data, agent_representation=own.representation or None, agent_card=list(own.card))
 
 
 def _base_ttl(data: ContextData, settings: Settings) -> float:

@@ -28,7 +28,7 @@ from ..errors import (
     TransientError,
     UnreachableError,
 )
-from ..gateway import deadline
+from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
 from ..names import MAX_DIALECTIC_QUERY
@@ -38,7 +38,6 @@ from ..safety.untrusted import neutralize, untrusted
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
 from ..storage.memory_log import CARD_ID, MemoryWrite, WriteKind
-from . import calls
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile", "forget_chat")
 FORGET_CHAT_WAIT_S = 30.0  # the longest the tool waits for the chat's sends on the wire; forgetting again finishes
@@ -140,13 +139,13 @@ def _search(args, ctx) -> str:
                        "\"workspace\" to search a scope's chats.")
     query, limit, s = _text(args, "query", ctx, MAX_QUERY), _limit(args), ctx.settings
     if target == "conclusions":
-        found = calls.query_conclusions(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, limit)
+        found = queries.query_conclusions(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, limit)
     elif target == "session":
         if not ctx.session_id:
             raise BadInput("there is no current chat session to search; use target \"workspace\".")
-        found = calls.search_session(ctx.gateway, ctx.session_id, query, limit)
+        found = queries.search_session(ctx.gateway, ctx.session_id, query, limit)
     else:
-        found = calls.search_workspace(ctx.gateway, query, limit, _scope(args, ctx))
+        found = queries.search_workspace(ctx.gateway, query, limit, _scope(args, ctx))
     if not found:
         return f"No {target} matched the query."
     return untrusted("\n".join(f"- [{f.id}]{' ' + f.where + ':' if f.where else ''} {_item(f.content)}"
@@ -157,14 +156,14 @@ def _ask(args, ctx) -> str:
     query, s = _text(args, "query", ctx, MAX_ASK_QUERY), ctx.settings
     level = args.get("reasoning_level")
     level = _choice(level, REASONING_LEVELS, "reasoning_level") if level not in (None, "") else None
-    answer = calls.ask(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, session_id=ctx.session_id,
+    answer = queries.ask(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, session_id=ctx.session_id,
                        scope=_scope(args, ctx), reasoning_level=level, timeout_s=s.ask_timeout_s)
     return untrusted(_item(answer, MAX_OUTPUT - 200)) if answer else "Honcho has no answer to that yet."
 
 
 def _remember(args, ctx) -> str:
     content, s = _text(args, "content", ctx, MAX_CONTENT), ctx.settings
-    made = calls.create_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, content, ctx.session_id)
+    made = queries.create_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, content, ctx.session_id)
     return f"Remembered as conclusion {made.id}." + _kept(ctx, made.id, WriteKind.REMEMBER, content)
 
 
@@ -175,10 +174,10 @@ def _forget(args, ctx) -> str:
     if not _confirmed(args):
         return (f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}; only after they "
                 "agree, call forget again with \"confirm\": true.")
-    found = calls.find_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
+    found = queries.find_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
     if found is None:
         return f"Conclusion {conclusion_id} is not one of the agent's conclusions about the user; nothing deleted."
-    calls.delete_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
+    queries.delete_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
     return f"Forgot conclusion {conclusion_id}." + _kept(ctx, conclusion_id, WriteKind.FORGET, _safe(found.content, ctx))
 
 
@@ -208,10 +207,10 @@ def _profile(args, ctx) -> str:
     """No `facts`: the agent's card of the user. With `facts`: that card replaced by them, whole."""
     s = ctx.settings
     if args.get("facts") in (None, ""):
-        return _card_text(calls.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id))
+        return _card_text(queries.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id))
     facts = _facts(args, ctx)  # every fact checked and made safe before any request
-    before = calls.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id)  # kept for an undo
-    calls.set_card(ctx.gateway, s.agent_peer_id, s.user_peer_id, facts)
+    before = queries.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id)  # kept for an undo
+    queries.set_card(ctx.gateway, s.agent_peer_id, s.user_peer_id, facts)
     record = json.dumps({"card": facts, "replaced": [_safe(fact, ctx) for fact in before]}, ensure_ascii=False)
     return (f"Replaced the agent's card of the user: {_count(len(facts), 'fact')} (it had {len(before)})."
             + _kept(ctx, CARD_ID, WriteKind.PROFILE, record))
@@ -236,7 +235,7 @@ def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS,
     (`timed_out` past two SDK timeouts). Never raises on Honcho trouble."""
     try:
         with deadline.within(settings.operation_deadline_s, monotonic):
-            card = calls.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
+            card = queries.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
     except DeliveryError as exc:
         return {"ok": False, "error": exc.code}
     shown = (_item(fact, MAX_FACT_CHARS) for fact in card[:limit])
@@ -299,7 +298,7 @@ def _status(args, ctx) -> str:
 
 def _dream(args, ctx) -> str:
     s = ctx.settings
-    calls.schedule_dream(ctx.gateway, s.agent_peer_id, s.user_peer_id, ctx.session_id)
+    queries.schedule_dream(ctx.gateway, s.agent_peer_id, s.user_peer_id, ctx.session_id)
     return "Consolidation (a dream) was requested; Honcho runs it in the background."
 
 

@@ -1,7 +1,6 @@
 """The fake Honcho of the unit tests (tests/fake_honcho.py) against the real server: every behaviour the fake
 encodes, run through the same plugin gateway on both, must give the same observable answer."""
 
-import types
 import unittest
 from collections.abc import Callable
 from typing import Any
@@ -13,9 +12,8 @@ from real_kit import AGENT, USER, RealHonchoCase, await_derivation, real_setting
 from fake_honcho import FakeHoncho  # after real_kit, which puts tests/ on sys.path
 
 from honcho_hub.errors import DeliveryError
+from honcho_hub.gateway import queries
 from honcho_hub.gateway.gateway import HonchoGateway
-from honcho_hub.recall.recaller import _base as recall_base
-from honcho_hub.recall.recaller import _scoped_base as recall_scoped_base
 
 
 def outcome(scenario: Callable[[HonchoGateway, str], Any], gateway: HonchoGateway, ws: str) -> Any:
@@ -85,30 +83,26 @@ def context_window(gw, ws):
     return gw.context("p-window", query=None, tokens=500, target=USER, perspective=AGENT)
 
 
-PEERS = types.SimpleNamespace(agent_peer_id=AGENT, user_peer_id=USER)
-
-
 def base_pack_of_a_known_user(gw, ws):
     """Recall's base pack: what the agent knows about the user across chats (no derivation here)."""
     gw.send(turns("p-base", ["hello", "hi"]))
-    data = gw.call(lambda c: recall_base(gw, PEERS))
+    data = queries.peer_view(gw, AGENT, USER)
     return (data.representation or "", data.card)
 
 
 def base_pack_of_an_unseen_user(gw, ws):
-    return outcome(lambda g, w: gw.call(lambda c: recall_base(gw, types.SimpleNamespace(
-        agent_peer_id="p-nobody-asks", user_peer_id="p-nobody-known"))), gw, ws)
+    return outcome(lambda g, w: queries.peer_view(gw, "p-nobody-asks", "p-nobody-known"), gw, ws)
 
 
 def scoped_base_pack(gw, ws):
     gw.send(user_turns("p-base-scoped", ["in a scope"], scope_id="p-base-scope"))
-    data = gw.call(lambda c: recall_scoped_base(gw, PEERS, "p-base-scope"))
+    data = queries.scoped_peer_view(gw, AGENT, USER, "p-base-scope")
     return (data.representation or "", data.card)
 
 
 def scoped_base_pack_of_an_unseen_scope(gw, ws):
     gw.send(user_turns("p-base-noscope", ["hello"]))
-    return outcome(lambda g, w: gw.call(lambda c: recall_scoped_base(gw, PEERS, "p-never-a-scope")), gw, ws)
+    return outcome(lambda g, w: queries.scoped_peer_view(gw, AGENT, USER, "p-never-a-scope"), gw, ws)
 
 
 def scope_backfill(gw, ws):

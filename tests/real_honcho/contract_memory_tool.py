@@ -1,11 +1,11 @@
-"""The honcho_memory verbs against a real Honcho, through run_action and memory_calls: every search
+"""The honcho_memory verbs against a real Honcho, through run_action and gateway/queries: every search
 target, conclusions with the ownership check, the dialectic, dreams, and verbs in a brand-new chat."""
 
 import unittest
 
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
 
-from honcho_hub.tool import calls
+from honcho_hub.gateway import queries
 from honcho_hub.tool.actions import ActionContext, run_action
 
 TEA, VIOLIN = "I drink green tea every morning", "I play the violin on Saturdays"
@@ -43,7 +43,7 @@ class SearchAndConclusionsTest(MemoryToolCase):
                 self.assertIn(first, result.text.splitlines()[1])
 
     def test_a_scoped_workspace_search_never_returns_other_sessions(self):
-        found = calls.search_workspace(self.gateway(), "tea", 20, "band")
+        found = queries.search_workspace(self.gateway(), "tea", 20, "band")
         self.assertEqual({f.where for f in found}, {f"chat-other/{USER}"})
 
     def test_search_limits_are_honoured(self):
@@ -56,7 +56,7 @@ class SearchAndConclusionsTest(MemoryToolCase):
         self.assertTrue(made.ok, made.text)
         ours = made.text.removeprefix("Remembered as conclusion ").rstrip(".")
         gateway = self.gateway()
-        theirs = calls.create_conclusion(gateway, USER, USER, "a conclusion of the user about itself", None).id
+        theirs = queries.create_conclusion(gateway, USER, USER, "a conclusion of the user about itself", None).id
         self.assertIn(ours, {c.id for c in conclusions_about(gateway, AGENT, USER)})
         refused = self.act("forget", id=theirs, confirm=True)
         self.assertIn("not one of the agent's conclusions", refused.text)
@@ -70,8 +70,8 @@ class SearchAndConclusionsTest(MemoryToolCase):
         ours = conclusions_about(gateway, AGENT, USER)[0].id
         view = gateway.call(lambda c: gateway.reader_peer(AGENT).conclusions_of(USER))
         self.assertEqual([c.id for c in gateway.call(lambda c: view.get_many([ours, "no-such-id"]))], [ours])
-        self.assertEqual(calls.find_conclusion(gateway, AGENT, USER, ours).id, ours)
-        self.assertIsNone(calls.find_conclusion(gateway, USER, AGENT, ours))
+        self.assertEqual(queries.find_conclusion(gateway, AGENT, USER, ours).id, ours)
+        self.assertIsNone(queries.find_conclusion(gateway, USER, AGENT, ours))
 
     def test_ask_is_answered_by_the_dialectic_with_what_honcho_knows(self):
         result = self.act("ask", query="What does the user drink?", reasoning_level="low")
@@ -80,7 +80,7 @@ class SearchAndConclusionsTest(MemoryToolCase):
         self.assertIn(TEA, result.text)
 
     def test_a_scoped_ask_sees_only_the_scopes_sessions(self):
-        answer = calls.ask(self.gateway(), AGENT, USER, "What does the user like?", session_id="chat-tool",
+        answer = queries.ask(self.gateway(), AGENT, USER, "What does the user like?", session_id="chat-tool",
                            scope="band", reasoning_level=None, timeout_s=60)
         self.assertIn(VIOLIN, answer)
         self.assertNotIn("Miso", answer)

@@ -2,7 +2,7 @@
 none, replaced, read back; and the fake's card routes (tests/fake_honcho.py) answering like the real server.
 
 One difference is known and harmless: for an observer the server has never seen, the real server answers the
-card read with 404 and the fake with a null card; `calls.read_card` reads both as "no card", which is what
+card read with 404 and the fake with a null card; `queries.read_card` reads both as "no card", which is what
 is compared here.
 """
 
@@ -17,8 +17,8 @@ from real_kit import AGENT, USER, RealHonchoCase, real_settings
 from fake_honcho import FakeHoncho  # after real_kit, which puts tests/ on sys.path
 
 from honcho_hub.errors import DeliveryError
+from honcho_hub.gateway import queries
 from honcho_hub.gateway.gateway import HonchoGateway
-from honcho_hub.tool import calls
 from honcho_hub.tool.actions import MAX_FACT_CHARS, MAX_FACTS, ActionContext, run_action
 
 LEAKED = "ghp_" + "Q1w2E3r4T5" * 4  # a real-looking GitHub token
@@ -43,18 +43,18 @@ class ProfileTest(RealHonchoCase):
         self.assertTrue(ok, text)
         self.assertEqual(text.splitlines()[1:], ["The agent's card of the user (2 facts):",
                                                  "- IDENTITY: Name: Ada", "- ATTRIBUTE: Tea: green"])
-        self.assertEqual(calls.read_card(gateway, AGENT, USER), ["IDENTITY: Name: Ada", "ATTRIBUTE: Tea: green"])
+        self.assertEqual(queries.read_card(gateway, AGENT, USER), ["IDENTITY: Name: Ada", "ATTRIBUTE: Tea: green"])
         self.assertEqual(act(gateway, settings, "profile", facts="ATTRIBUTE: Tea: oolong"),
                          (True, "Replaced the agent's card of the user: 1 fact (it had 2)."))
-        self.assertEqual(calls.read_card(gateway, AGENT, USER), ["ATTRIBUTE: Tea: oolong"])
-        self.assertEqual(calls.read_card(gateway, USER, USER), [])  # the user's card of itself is another card
+        self.assertEqual(queries.read_card(gateway, AGENT, USER), ["ATTRIBUTE: Tea: oolong"])
+        self.assertEqual(queries.read_card(gateway, USER, USER), [])  # the user's card of itself is another card
 
     def test_the_server_takes_a_full_card_at_the_bounds_and_a_redacted_fact(self):
         gateway, settings = self.gateway(), self.settings()
         facts = [f"ATTRIBUTE: {i:02d} " + "x" * (MAX_FACT_CHARS - 14) for i in range(MAX_FACTS - 1)]
         ok, text = act(gateway, settings, "profile", facts=[*facts, f"ATTRIBUTE: deploy token {LEAKED}"])
         self.assertTrue(ok, text)
-        stored = calls.read_card(gateway, AGENT, USER)
+        stored = queries.read_card(gateway, AGENT, USER)
         self.assertEqual(stored, [*facts, "ATTRIBUTE: deploy token [REDACTED:github_token]"])
         self.assertNotIn("output cut", act(gateway, settings, "profile")[1])
 
@@ -80,28 +80,28 @@ def known_observer_without_a_card(gw):
 
 
 def set_answers_the_card_and_strips_nul(gw):
-    stored = calls.set_card(gw, "pc-setter", "pc-nobody-yet", ["IDENTITY: a\x00b", "ATTRIBUTE: c"])
+    stored = queries.set_card(gw, "pc-setter", "pc-nobody-yet", ["IDENTITY: a\x00b", "ATTRIBUTE: c"])
     return stored, peer_card(gw, "pc-setter", "pc-nobody-yet")
 
 
 def set_to_no_facts(gw):
-    calls.set_card(gw, "pc-empty", USER, ["IDENTITY: x"])
-    calls.set_card(gw, "pc-empty", USER, [])
+    queries.set_card(gw, "pc-empty", USER, ["IDENTITY: x"])
+    queries.set_card(gw, "pc-empty", USER, [])
     return peer_card(gw, "pc-empty", USER)
 
 
 def a_card_about_a_scope_is_refused(gw):
-    return calls.set_card(gw, "pc-scoper", "scope.pc", ["IDENTITY: x"])
+    return queries.set_card(gw, "pc-scoper", "scope.pc", ["IDENTITY: x"])
 
 
 def read_card_of_an_unseen_observer(gw):
-    return calls.read_card(gw, "pc-never-seen", USER)
+    return queries.read_card(gw, "pc-never-seen", USER)
 
 
 def cards_are_per_observer_and_target(gw):
-    calls.set_card(gw, "pc-a", "pc-b", ["IDENTITY: b as a sees it"])
-    calls.set_card(gw, "pc-a", "pc-a", ["IDENTITY: a itself"])
-    return peer_card(gw, "pc-a", "pc-b"), peer_card(gw, "pc-a", "pc-a"), calls.read_card(gw, "pc-b", "pc-b")
+    queries.set_card(gw, "pc-a", "pc-b", ["IDENTITY: b as a sees it"])
+    queries.set_card(gw, "pc-a", "pc-a", ["IDENTITY: a itself"])
+    return peer_card(gw, "pc-a", "pc-b"), peer_card(gw, "pc-a", "pc-a"), queries.read_card(gw, "pc-b", "pc-b")
 
 
 SCENARIOS = {f.__name__: f for f in (
