@@ -55,7 +55,7 @@ def settle(box: Outbox, owner: str, settlement: Settlement) -> None:
 def stub_host_events(test, host) -> list[tuple]:
     """(session, peer, role, content) of every event the plugin in a stub Agent Zero (hub_testkit) queued, in
     capture order, once its capture journal is written (the writer thread may not have run yet)."""
-    from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings, hub
+    from usr.plugins.honcho.extensions.honcho_bridge.process_hub import global_settings, hub
 
     service = hub().capture(global_settings())
     service.write_pending()

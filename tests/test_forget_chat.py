@@ -253,7 +253,7 @@ class ChatDeleteOfferTest(unittest.TestCase):
         module = import_by_path(os.path.join(self.host.plugin_dir, OFFER_EXT))
         self.extension = module.HonchoForgetOffer
         from usr.plugins.honcho.extensions.honcho_bridge import operations
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import global_settings
         from usr.plugins.honcho.honcho_hub import hub
         from usr.plugins.honcho.honcho_hub.storage.outbox import Outbox as HostOutbox
 

@@ -154,7 +154,7 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
     def setUp(self):
         self.fake, self.server, self.host = api_world(self, KEY)
         self.host.config.update(recall_timeout_s=10)
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         self.hub = hub
         self.turns = 0
 

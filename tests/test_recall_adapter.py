@@ -106,7 +106,7 @@ class RecallAdapterTest(unittest.TestCase):
                 created = datetime.now(UTC) - timedelta(seconds=age)
                 agent = StubAgent(0, StubContext(id=f"New{age}{dialectic}", created_at=created))
                 self.load(INIT_EXT)(agent=agent).execute()
-                from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+                from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
                 from usr.plugins.honcho.honcho_hub import runtime
 
                 self.assertTrue(runtime.join_background(10))
@@ -114,8 +114,8 @@ class RecallAdapterTest(unittest.TestCase):
                 self.assertEqual(len(self.fake.chat_requests) > before, prewarmed)
 
     def test_a_card_the_agent_replaced_reaches_the_next_turns_pack_before_the_ttl(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
 
         self.host.config.update(cache_ttl_s=3600, recall_wait_ms=0)
         self.fake.fail(r"/sessions/[^/]+/context$", kind="status", status=500, times=10_000)  # base packs only
@@ -157,7 +157,7 @@ class RecallAdapterTest(unittest.TestCase):
                 "result": StubHistoryMessage(False, "h1"), "exception": None}
         self.load(USER_EXT)(agent=agent).execute(data=data)
         from usr.plugins.honcho.extensions.honcho_bridge import host
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         hub().capture(host.settings_for(agent)).write_pending()  # the writer thread may not have run yet
         conn = sqlite3.connect(self.host.config["outbox_path"])
         self.assertEqual(conn.execute("SELECT scope_id FROM events").fetchall(), [("a0-alpha",)])
@@ -183,7 +183,7 @@ class RecallAdapterTest(unittest.TestCase):
     def test_chat_start_in_a_project_registers_the_scope_in_the_background(self):
         agent = StubAgent(0, StubContext(id="Proj0002", project="Alpha"))
         self.load(INIT_EXT)(agent=agent).execute()
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         from usr.plugins.honcho.honcho_hub import runtime
         self.assertTrue(runtime.join_background(10))  # the hook returned at once; a thread queues it
         self.assertTrue(hub().registrar().stop(10))  # finishes the queued registration

@@ -169,7 +169,7 @@ class AdapterTest(unittest.TestCase):
         self.load("extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py")(
             agent=self.agent).execute(data=data)
         from usr.plugins.honcho.extensions.honcho_bridge import host
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         from usr.plugins.honcho.honcho_hub import runtime
         hub().capture(host.settings_for(self.agent)).write_pending()  # the writer thread may not have run yet
         self.assertTrue(runtime.process_state().journal.wait_empty(10))  # nor finished, if it had

@@ -130,7 +130,7 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         return stub_host_events(self, self.host)
 
     def deliver(self):
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import global_settings
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import global_settings
         from usr.plugins.honcho.honcho_hub.ops import operator
 
         self.queued()
@@ -269,7 +269,7 @@ class SeveralHumansAdapterTest(unittest.TestCase):
     def test_the_dialectic_asks_about_the_chats_human(self):
         self.host.config.update(dialectic_enabled=True, dialectic_cadence=1)
         self.typed(self.chat("ChatAlph", "Alpha"), "Which hive needs a new queen?")
-        from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         from usr.plugins.honcho.honcho_hub import runtime
 
         self.assertTrue(runtime.join_background(10))  # the recall modules load, then the prefetch starts

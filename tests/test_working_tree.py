@@ -39,7 +39,7 @@ class WorkingTreeTest(unittest.TestCase):
             extension = import_by_path(os.path.join(host.plugin_dir, USER_EXT))
             next(v for k, v in vars(extension).items() if k.startswith("Honcho"))(agent=agent).execute(data=data)
             from usr.plugins.honcho.extensions.honcho_bridge.operations import run_operation
-            from usr.plugins.honcho.extensions.honcho_bridge.worker import hub
+            from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
             # Captured messages reach the outbox on the writer's thread; the cache marker is only written
             # beside an outbox that exists, so let this message create it first.
             hub().flush_capture()

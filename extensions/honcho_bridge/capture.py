@@ -21,7 +21,7 @@ from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcom
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
-from .worker import hub
+from .process_hub import hub
 
 log = logging.getLogger("honcho_hub.adapters")
 NUDGE_PROMPT = "fw.msg_nudge.md"

@@ -159,7 +159,7 @@ def session_of(chat_id: str, settings: Settings, project: str | None, wait_s: fl
     process's recall knows it (Recaller.chat_session). On Agent Zero's event loop `wait_s` stays 0: memory
     only, and before recall is built (its first use imports the SDK) nothing is known yet: the chat's first
     session. Other threads pass a bound: recall is built, and the chat's generation read within it."""
-    from .worker import hub  # the worker module imports this one
+    from .process_hub import hub  # the process_hub module imports this one
 
     the_hub = hub()
     recaller = the_hub.ready_recaller() if wait_s <= 0 else _recaller(the_hub)

@@ -19,9 +19,9 @@ from usr.plugins.honcho.honcho_hub.storage import memory_log
 from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, card_view
 
 from . import host
+from .process_hub import global_settings, hub, plugin_enabled
 from .recall import template
 from .tool import action_context
-from .worker import global_settings, hub, plugin_enabled
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card")

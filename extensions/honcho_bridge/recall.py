@@ -13,7 +13,7 @@ from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
 from . import host
-from .worker import hub
+from .process_hub import hub
 
 EXTRAS_KEY = "honcho_memory"
 TEMPLATE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

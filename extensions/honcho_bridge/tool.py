@@ -13,8 +13,8 @@ from usr.plugins.honcho.honcho_hub.storage import memory_log
 from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, run_action
 
 from . import host
+from .process_hub import hub
 from .recall import template
-from .worker import hub
 
 # Agent Zero renders every `agent.system.tool.*.md` with the kwargs an extension leaves under this key of the
 # agent's data (its tools prompt runs at _11, after ours); our prompt file keeps its section only when told.

@@ -31,7 +31,7 @@ def module(name: str):
 
 def queue_directly(ctx, text: str, source_id: str) -> str:
     """Queue one event through the plugin's capture service, as a second process would."""
-    bridge, capture = module("extensions.honcho_bridge.worker"), module("honcho_hub.capture.service")
+    bridge, capture = module("extensions.honcho_bridge.process_hub"), module("honcho_hub.capture.service")
     settings = bridge.global_settings()
     request = capture.CaptureRequest(chat_id=ctx.id, role=capture.Role.USER, source_id=source_id, text=text)
     return bridge.hub().capture(settings).capture(request, settings, {}).value
@@ -46,7 +46,7 @@ class ToggleTest(unittest.TestCase):
         cls.session_id = f"chat-{ctx.id}"
         host.turn(ctx, "Typed before the switch-off.")
         host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 2), 30, "the first turn delivered")
-        cls.worker = module("extensions.honcho_bridge.worker").hub().worker()
+        cls.worker = module("extensions.honcho_bridge.process_hub").hub().worker()
 
         host.toggle("honcho", False)
         cls.enabled_while_off = "honcho" in host.enabled_plugins()

@@ -11,8 +11,8 @@ class HonchoStartWorker(Extension):
     def execute(self, **kwargs):
         try:
             if getattr(self.agent, "number", None) == 0:
+                from usr.plugins.honcho.extensions.honcho_bridge.process_hub import ensure_worker
                 from usr.plugins.honcho.extensions.honcho_bridge.recall import register_chat
-                from usr.plugins.honcho.extensions.honcho_bridge.worker import ensure_worker
 
                 ensure_worker()
                 register_chat(self.agent)

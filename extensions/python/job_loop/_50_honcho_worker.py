@@ -10,7 +10,7 @@ log = logging.getLogger("honcho_hub.adapters")
 class HonchoKeepWorker(Extension):
     def execute(self, **kwargs):
         try:
-            from usr.plugins.honcho.extensions.honcho_bridge.worker import ensure_worker
+            from usr.plugins.honcho.extensions.honcho_bridge.process_hub import ensure_worker
 
             ensure_worker()
         except Exception:

@@ -1,4 +1,6 @@
-"""The process's Hub as Agent Zero sees it: global settings, Agent Zero's enabled state, project secrets."""
+"""The process's Hub as Agent Zero sees it: global settings, Agent Zero's enabled state, project secrets.
+
+The other bridge modules ask this one for the Hub; it configures it from `host` on every ask."""
 
 from __future__ import annotations
 
