@@ -37,7 +37,6 @@ KNOWN_UPWARD = {
 # Imports inside a floor that close a cycle, likewise to be removed.
 KNOWN_CYCLE_EDGES = {
     ("storage/memory_log", "storage/outbox"),
-    ("honcho_bridge/host", "honcho_bridge/process_hub"),
 }
 
 

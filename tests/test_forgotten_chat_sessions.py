@@ -207,13 +207,14 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
         self.assertEqual(set(self.turn(agent, "which cups go with it?")), {f"chat1-{CHAT}"})
 
     def test_after_the_sidebar_forgot_the_chat_the_event_loop_names_its_new_session_at_once(self):
-        from usr.plugins.honcho.extensions.honcho_bridge import host, operations
+        from usr.plugins.honcho.extensions.honcho_bridge import chat_sessions, host, operations
 
         agent = StubAgent(0, StubContext(id=CHAT))
         self.turn(agent, "which tea do I like?")
         done = operations.forget_document({"action": "forget_chat", "chat": CHAT, "confirmed": True})
         self.assertEqual(done["result"]["next_session"], f"chat1-{CHAT}")
-        on_the_loop = host.chat_session(agent, host.settings_for(agent), None)  # memory only, as the hooks ask
+        # memory only, as the hooks ask
+        on_the_loop = chat_sessions.chat_session(agent, host.settings_for(agent), None)
         self.assertEqual(on_the_loop, f"chat1-{CHAT}")
         self.settle()
 

@@ -219,14 +219,14 @@ class SeveralHumansAdapterTest(unittest.TestCase):
                             ("ChatGRsc", "Gamma", "research", "chat-ChatGRsc"),
                             ("ChatPlan", None, "agent0", "chat-ChatPlan")],
         }
-        from usr.plugins.honcho.extensions.honcho_bridge import host
+        from usr.plugins.honcho.extensions.honcho_bridge import chat_sessions, host
 
         for strategy, chats in cases.items():
             self.host.config["session_strategy"] = strategy
             for chat_id, project, profile, session in chats:
                 with self.subTest(strategy=strategy, chat=chat_id):
                     agent = self.chat(chat_id, project, profile)
-                    self.assertEqual(host.chat_session(agent, host.settings_for(agent), project), session)
+                    self.assertEqual(chat_sessions.chat_session(agent, host.settings_for(agent), project), session)
 
     def test_under_the_global_strategy_one_projects_recall_never_reads_the_others_messages(self):
         self.host.config["session_strategy"] = "global"

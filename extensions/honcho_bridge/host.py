@@ -8,7 +8,6 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts, HumanFacts, chat_view, human_peer
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
-from usr.plugins.honcho.honcho_hub.names import session_for
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 from usr.plugins.honcho.honcho_hub.settings.files import SettingsCache
@@ -20,9 +19,6 @@ DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
 GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
 SECRETS_FILE = "usr/secrets.env"
 NEW_CHAT_S = 30.0  # a chat whose agent 0 starts within this of its creation was just opened
-# Off the event loop and off a turn's recall (status, the tool, chat start): the longest a chat's generation
-# (how often it was forgotten) is waited for; local SQLite, so a read takes milliseconds unless it is locked.
-CHAT_READ_WAIT_S = 2.0
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing YAML
 # and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per project, then
@@ -146,33 +142,6 @@ def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:
     facts = chat_facts(agent)
     age_s = ((now or datetime.now(UTC)) - created).total_seconds()
     return not facts.background and not facts.scheduler_run and 0 <= age_s <= NEW_CHAT_S
-
-
-def chat_session(agent: Any, settings: Settings, project: str | None, wait_s: float = 0.0) -> str:
-    """The Honcho session of this agent's chat in `project` under the settings' session strategy, after the
-    chat's forgets (see session_of)."""
-    return session_of(str(agent.context.id), settings, project, wait_s)
-
-
-def session_of(chat_id: str, settings: Settings, project: str | None, wait_s: float = 0.0) -> str:
-    """The Honcho session chat `chat_id` names now: its current generation's once it was forgotten, as the
-    process's recall knows it (Recaller.chat_session). On Agent Zero's event loop `wait_s` stays 0: memory
-    only, and before recall is built (its first use imports the SDK) nothing is known yet: the chat's first
-    session. Other threads pass a bound: recall is built, and the chat's generation read within it."""
-    from .process_hub import hub  # the process_hub module imports this one
-
-    the_hub = hub()
-    recaller = the_hub.ready_recaller() if wait_s <= 0 else _recaller(the_hub)
-    if recaller is None:
-        return session_for(settings.session_strategy, chat_id, project)
-    return recaller.chat_session(settings, chat_id, project, wait_s)
-
-
-def _recaller(the_hub: Any) -> Any:
-    try:
-        return the_hub.recaller()
-    except ImportError:  # running degraded (no SDK): no recall, nothing known of forgets either
-        return None
 
 
 def project_name(agent: Any) -> str | None:

@@ -19,6 +19,7 @@ from usr.plugins.honcho.honcho_hub.storage import memory_log
 from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, card_view
 
 from . import host
+from .chat_sessions import CHAT_READ_WAIT_S, chat_session, session_of
 from .process_hub import global_settings, hub, plugin_enabled
 from .recall import template
 from .tool import action_context
@@ -127,12 +128,13 @@ def _chat(body: Any) -> tuple[Settings, str | None, str | None]:
         return settings, None, None
     agent = _chat_agent(body)
     if agent is None:  # an unknown chat or an older host: status without the chat part
-        return settings, host.session_of(context_id, settings, None, host.CHAT_READ_WAIT_S), None
+        session = session_of(context_id, settings, None, CHAT_READ_WAIT_S)
+        return settings, session, None
     chat_settings = host.settings_for(agent)
     if host.chat_human(agent, chat_settings) is None:  # unmapped_chats no-capture: no memory of its own
         return settings, None, None
     project = host.project_name(agent)
-    session = host.chat_session(agent, chat_settings, project, host.CHAT_READ_WAIT_S)
+    session = chat_session(agent, chat_settings, project, CHAT_READ_WAIT_S)
     return chat_settings, session, resolve_scope(chat_settings, project)
 
 

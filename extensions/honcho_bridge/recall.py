@@ -13,6 +13,7 @@ from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
 from . import host
+from .chat_sessions import CHAT_READ_WAIT_S
 from .process_hub import hub
 
 EXTRAS_KEY = "honcho_memory"
@@ -84,7 +85,7 @@ def register_chat(agent: Any) -> bool:
         # (which may wait for the outbox), so the chat's first turns are not left without it.
         recaller.warm(settings, scope)
         # Read here, at chat start, the chat's forgets are known before its first turn (chats loaded at startup).
-        session = recaller.chat_session(settings, chat, project, host.CHAT_READ_WAIT_S)
+        session = recaller.chat_session(settings, chat, project, CHAT_READ_WAIT_S)
         if new_chat:
             recaller.prewarm(settings, session, scope)
         registrar = the_hub.registrar() if scope else None

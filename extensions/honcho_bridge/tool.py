@@ -13,6 +13,7 @@ from usr.plugins.honcho.honcho_hub.storage import memory_log
 from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, run_action
 
 from . import host
+from .chat_sessions import CHAT_READ_WAIT_S, chat_session
 from .process_hub import hub
 from .recall import template
 
@@ -41,7 +42,7 @@ def action_context(agent: Any) -> ActionContext:
     settings = host.settings_for(agent)
     log_level.follow(settings)
     project = host.project_name(agent)
-    session = host.chat_session(agent, settings, project, host.CHAT_READ_WAIT_S)
+    session = chat_session(agent, settings, project, CHAT_READ_WAIT_S)
     chat_scope = resolve_scope(settings, project)
     the_hub = hub()
     gateway = the_hub.tool_gateway(settings)
