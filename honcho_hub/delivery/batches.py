@@ -67,7 +67,8 @@ class BatchResult:
         return self.error is not None and (self.reconcile_failed or self.error.ambiguous)
 
 
-def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent], monotonic=time.monotonic,
+def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent],
+               monotonic: Callable[[], float] = time.monotonic,
                boarding: Boarding | None = None) -> BatchResult:
     """Deliver `batch` (one session, in order) and report each event's fate, unless `boarding` withdraws it
     before its messages leave."""

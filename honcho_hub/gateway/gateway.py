@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import ModuleType, TracebackType
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -63,7 +64,7 @@ class Context:
     messages: tuple[tuple[str, str], ...] = ()  # (peer id, content), oldest first
 
 
-def sdk():
+def sdk() -> ModuleType:
     """The honcho module, or SdkMissingError when it is not installed."""
     try:
         import honcho
@@ -439,7 +440,9 @@ class _translated:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows: passes or translates
+    # Never swallows: passes the exception on or raises its translation.
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         if exc is None or isinstance(exc, DeliveryError) or not isinstance(exc, Exception):
             return False
         raise translate(exc) from exc

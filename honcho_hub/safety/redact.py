@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 
 from ..errors import RedactionError
@@ -95,7 +95,7 @@ def _neutral_alias(match: re.Match) -> str:
     return f"[secret-ref:{name}]"
 
 
-def _replacer(kind: str):
+def _replacer(kind: str) -> Callable[[re.Match], str]:
     def replace(match: re.Match) -> str:
         keep = match.groupdict().get("keep") or ""
         return keep + placeholder(kind)
@@ -207,7 +207,7 @@ def _keep_key_body_whole(text: str, start: int, end: int, limit: int) -> int:
     return line if line > start else (text.find("\n", closed) + 1 or len(text))
 
 
-def _slices(text: str, limit: int):
+def _slices(text: str, limit: int) -> Iterator[tuple[int, int]]:
     start, size = 0, len(text)
     while start < size:
         end = min(size, start + limit)

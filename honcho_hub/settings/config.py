@@ -23,6 +23,7 @@ from .spec import (
     MODE_MCP_URLS,
     OBSERVATION_PRESETS,
     PROJECT_GROUPS,
+    Field,
     defaults,
 )
 from .values import coerce
@@ -350,7 +351,8 @@ def _honcho_vars(source: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _candidates(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def _candidates(spec: Field, plugin: Mapping[str, Any],
+                overrides: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """(source name, raw value) of every place the field is given, strongest first."""
     candidates = [(var, overrides[var]) for var in spec.env if var in overrides]
     if spec.name in plugin:
@@ -358,7 +360,8 @@ def _candidates(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any]) -
     return candidates
 
 
-def _resolve(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any], warnings: list[str]) -> Any:
+def _resolve(spec: Field, plugin: Mapping[str, Any], overrides: Mapping[str, Any],
+             warnings: list[str]) -> Any:
     """First valid value of: the field's variables, the plugin setting, the default."""
     for source, raw in _candidates(spec, plugin, overrides):
         try:
@@ -368,7 +371,7 @@ def _resolve(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any], warn
     return spec.default
 
 
-def _resolve_url(spec, plugin: Mapping[str, Any], overrides: Mapping[str, Any],
+def _resolve_url(spec: Field, plugin: Mapping[str, Any], overrides: Mapping[str, Any],
                  warnings: list[str]) -> tuple[str, str | None]:
     """The strongest URL given ('' for none: the mode's default), else UNUSABLE_URL and why.
 

@@ -16,9 +16,9 @@ import logging
 import sys
 import threading
 from collections.abc import Callable
-from typing import TypeVar
 
-S = TypeVar("S")
+from .config import Settings
+
 # The core package's name (this module is in its `settings` subpackage); one name outside Agent Zero.
 LOGGER_NAMES = tuple(dict.fromkeys((__package__.rpartition(".")[0], "honcho_hub")))
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -27,7 +27,7 @@ _lock = threading.Lock()
 _applied: bool | None = None  # what this module generation applied last (None: nothing yet)
 
 
-def follow(settings) -> None:
+def follow(settings: Settings) -> None:
     """Apply `settings.debug` to the plugin's loggers; cheap when it has not changed."""
     global _applied
     debug = bool(settings.debug)
@@ -52,9 +52,9 @@ def follow(settings) -> None:
         _applied = debug
 
 
-def following(provider: Callable[[], S]) -> Callable[[], S]:
+def following(provider: Callable[[], Settings]) -> Callable[[], Settings]:
     """`provider` (of settings) that also applies the debug setting of whatever it returns."""
-    def provide() -> S:
+    def provide() -> Settings:
         settings = provider()
         follow(settings)
         return settings
