@@ -372,16 +372,17 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
             if proxy:
                 proxy.calm()
             from usr.plugins.honcho.honcho_hub import runtime
+            from usr.plugins.honcho.honcho_hub.capture import kept
 
             the_hub = bridge["worker"].hub()
-            drained = drain(the_hub, runtime.process_state().journal, outbox_path, args.drain_s)
+            drained = drain(the_hub, kept.JOURNAL.of(runtime.process_state()), outbox_path, args.drain_s)
             rss_end = rss_mb()
             with open("/proc/self/status") as handle:
                 rss_peak = next(int(line.split()[1]) / 1024 for line in handle if line.startswith("VmHWM:"))
             settings = bridge["worker"].global_settings()
             worker = the_hub.worker()
             metrics = worker_metrics(worker) if worker is not None else {}
-            capture_counters = runtime.process_state().capture_counters.snapshot()
+            capture_counters = kept.COUNTERS.of(runtime.process_state()).snapshot()
         traffic = proxy.finish() if proxy else None
     finally:
         if proxy:

@@ -283,10 +283,11 @@ def main() -> None:
             run = asyncio.run(drive(bridge, args.turns, outbox_path))
             gc.callbacks.remove(pauses)
             from usr.plugins.honcho.honcho_hub import runtime
+            from usr.plugins.honcho.honcho_hub.capture import kept
 
             settings = bridge["worker"].global_settings()
             recall_timeout_ms = settings.recall_timeout_s * 1000
-            runtime.process_state().journal.wait_empty(60)
+            kept.JOURNAL.of(runtime.process_state()).wait_empty(60)
             killed = kills(os.path.join(folder, "kills", "outbox.sqlite3"), os.path.join(folder, "kills-state"),
                            args.kills, seed=1)
     finally:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .capture import kept
 from .capture.service import CaptureService, journal_for
 from .capture.writer import CaptureWriter
 from .delivery import lifecycle
@@ -64,7 +65,7 @@ class Hub:
                  replay_secrets: Callable[[str | None], dict] | None = None) -> None:
         self.settings, self.enabled = settings, enabled
         if replay_secrets is not None:
-            process_state().replay_secrets = replay_secrets
+            kept.REPLAY_SECRETS.put(process_state(), replay_secrets)
         self._capture: Keyed[Settings, CaptureService] = Keyed(CAPTURE_KEY, self._build_capture)
         self._tool_gateways: KeyedMany[Settings, Any] = KeyedMany(TOOL_GATEWAY_KEY, _build_gateway,
                                                                   MAX_TOOL_GATEWAYS)
@@ -87,7 +88,7 @@ class Hub:
         if enabled is not None:
             self.enabled = enabled
         if replay_secrets is not None:
-            process_state().replay_secrets = replay_secrets
+            kept.REPLAY_SECRETS.put(process_state(), replay_secrets)
         return self
 
     def start(self) -> None:
@@ -116,8 +117,9 @@ class Hub:
     def _build_capture(self, settings: Settings) -> CaptureService:
         state = process_state()
         with state.lock:
-            state.journal = journal_for(settings, state.journal)
-        return CaptureService(settings, journal=state.journal, counters=state.capture_counters,
+            journal = journal_for(settings, kept.JOURNAL.of(state))
+            kept.JOURNAL.put(state, journal)
+        return CaptureService(settings, journal=journal, counters=kept.COUNTERS.of(state),
                               replay_secrets=_replay_secrets)
 
     def flush_capture(self) -> None:
@@ -132,12 +134,13 @@ class Hub:
         replaced (both share the journal's write lock, so their passes never overlap)."""
         state = process_state()
         with state.lock:
-            writer = state.writer
+            writer = kept.WRITER.of(state)
             if writer is not None and writer.is_alive() and type(writer) is CaptureWriter:
                 return writer
             if writer is not None:
                 writer.stop(0)
-            writer = state.writer = CaptureWriter(lambda: self.capture(self.settings()), lambda: self.settings())
+            writer = CaptureWriter(lambda: self.capture(self.settings()), lambda: self.settings())
+            kept.WRITER.put(state, writer)
             writer.start()
             return writer
 
@@ -306,7 +309,7 @@ def _build_gateway(settings: Settings):
 
 
 def _replay_secrets(project: str | None) -> dict:
-    provider = process_state().replay_secrets
+    provider = kept.REPLAY_SECRETS.of(process_state())
     return dict(provider(project) or {}) if provider is not None else {}
 
 

@@ -1,11 +1,9 @@
 """Process-wide state that must outlive a re-import of the plugin's modules, and the background starts.
 
 Agent Zero purges `usr.plugins.*` from `sys.modules` when plugin files change and imports them anew,
-so a module global would silently start over. What must survive — the capture journal (its file lock
-and the messages not yet in the outbox), counters, the capture writer, the endpoint checks, what was
-warned — lives in one `ProcessState`, kept by a module object registered under a name outside that
-namespace. The services are rebuilt by the new generation's `hub.Hub` around it; a worker thread of an
-older generation is found by its marker among the live threads and asked to stop.
+so a module global would silently start over. What must survive lives in one `ProcessState`, kept by a
+module object registered under a name outside that namespace; a floor above keeps its own values on it
+through a `Kept` (capture/kept.py: the journal, the writer, counters). Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -15,19 +13,15 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, TypedDict
-
-from .capture.service import Counters
-
-if TYPE_CHECKING:
-    from .capture.writer import CaptureWriter
-    from .storage.journal import Journal
+from typing import Any, Generic, TypedDict, TypeVar, cast
 
 log = logging.getLogger(__name__)
 
 STATE_MODULE = "_honcho_hub_process_state"
+
+T = TypeVar("T")
 
 
 class ApiCheck(TypedDict):
@@ -51,13 +45,10 @@ class ProcessState:
 
     Plain data on purpose: the instance in the registry may have been made by an older generation's
     class, which a newer generation uses as it is (after `process_state` has added the fields that class
-    lacked), so behaviour belongs in this generation's functions, never in methods here."""
+    lacked), so behaviour belongs in this generation's functions, never in methods here. The floors
+    above keep their own values on it, each through a `Kept`."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     api_checks: dict[str, ApiCheck] = field(default_factory=dict)
-    capture_counters: Counters = field(default_factory=Counters)
-    journal: Journal | None = None
-    writer: CaptureWriter | None = None
-    replay_secrets: Callable[[str | None], Mapping[str, str]] | None = None
     warned: set[str] = field(default_factory=set)
     restart_hold: RestartHold | None = None
     # logger name -> (its level before debug, the handler debug added or None)
@@ -73,16 +64,40 @@ def process_state() -> ProcessState:
     kept = vars(registry)
     state = kept.get("state")
     if state is None:
-        # Generations before ProcessState kept these values as attributes of the registry module: adopt
+        # Generations before ProcessState kept their values as attributes of the registry module: adopt
         # them (the journal holds the file lock; a second one for the same file could not take it).
-        adopted = {f.name: kept[f.name] for f in fields(ProcessState) if f.name in kept}
-        state = kept.setdefault("state", ProcessState(**adopted))  # dict.setdefault: one winner per race
+        own = {f.name for f in fields(ProcessState)}
+        made = ProcessState(**{name: kept[name] for name in own if name in kept})
+        for name, value in kept.items():
+            if name not in own and name != "state" and not name.startswith("_"):
+                setattr(made, name, value)  # one of a floor above's values: read through its Kept
+        state = kept.setdefault("state", made)  # dict.setdefault: one winner per race
     if type(state) is not ProcessState:  # made by an older generation: it may lack what this one keeps
         with state.lock:
             for f in fields(ProcessState):
                 if not hasattr(state, f.name):
                     setattr(state, f.name, f.default if f.default_factory is MISSING else f.default_factory())
     return state
+
+
+class Kept(Generic[T]):
+    """A value a floor above keeps on the process state, as its attribute `name` (so every module
+    generation finds it where an older one left it); `make` gives its value where none is kept yet."""
+
+    def __init__(self, name: str, make: Callable[[], T]) -> None:
+        self.name, self._make = name, make
+
+    def of(self, state: ProcessState) -> T:
+        """The value kept on `state`, made on first use."""
+        with state.lock:
+            if not hasattr(state, self.name):
+                setattr(state, self.name, self._make())
+            return cast(T, getattr(state, self.name))
+
+    def put(self, state: ProcessState, value: T) -> None:
+        """Keep `value` on `state` in place of the one it had."""
+        with state.lock:
+            setattr(state, self.name, value)
 
 
 def record_api_check(destination: str, ok: bool, code: str | None, auth: bool, now: float) -> None:

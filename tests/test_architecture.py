@@ -29,9 +29,6 @@ FLOORS = (
 KNOWN_UPWARD = {
     ("ops/cli", "hub"),
     ("ops/operator", "hub"),
-    ("runtime", "capture/service"),
-    ("runtime", "capture/writer"),
-    ("runtime", "storage/journal"),
     ("tool/actions", "ops/forget_chat"),
 }
 # Imports inside a floor that close a cycle, likewise to be removed.

@@ -9,6 +9,8 @@ import unittest
 from dataclasses import dataclass, field
 
 from honcho_hub import runtime
+from honcho_hub.capture import kept
+from honcho_hub.capture.service import Counters
 
 
 @dataclass(eq=False)
@@ -44,10 +46,10 @@ class ProcessStateTest(unittest.TestCase):
         sys.modules[runtime.STATE_MODULE] = registry
         state = runtime.process_state()
         self.assertIs(state, older)
-        self.assertIs(state.journal, journal)
+        self.assertIs(kept.JOURNAL.of(state), journal)
         self.assertEqual((state.warned, state.api_checks, state.debug_saved_levels), (set(), {}, {}))
         self.assertIsNone(state.restart_hold)
-        self.assertIsInstance(state.capture_counters, runtime.Counters)
+        self.assertIsInstance(kept.COUNTERS.of(state), Counters)
 
     def test_the_module_attributes_of_a_generation_before_process_state_are_adopted(self) -> None:
         lock, journal = threading.RLock(), object()
@@ -56,9 +58,18 @@ class ProcessStateTest(unittest.TestCase):
         sys.modules[runtime.STATE_MODULE] = registry
         state = runtime.process_state()
         self.assertIs(state.lock, lock)
-        self.assertIs(state.journal, journal)  # the journal holds the file lock: never a second one
+        self.assertIs(kept.JOURNAL.of(state), journal)  # the journal holds the file lock: never a second one
         self.assertEqual(state.warned, {"sdk_missing"})
-        self.assertIsNone(state.writer)
+        self.assertIsNone(kept.WRITER.of(state))
+
+    def test_a_kept_value_is_made_once_and_found_by_a_later_generations_kept_of_its_name(self) -> None:
+        made = []
+        first = runtime.Kept("journal", lambda: made.append(1) or len(made))
+        state = runtime.process_state()
+        self.assertEqual((first.of(state), first.of(state)), (1, 1))
+        first.put(state, 7)
+        later = runtime.Kept("journal", lambda: made.append(1) or len(made))  # a newer module generation's
+        self.assertEqual((later.of(runtime.process_state()), made), (7, [1]))
 
 
 if __name__ == "__main__":

@@ -171,8 +171,9 @@ class AdapterTest(unittest.TestCase):
         from usr.plugins.honcho.extensions.honcho_bridge import host
         from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         from usr.plugins.honcho.honcho_hub import runtime
+        from usr.plugins.honcho.honcho_hub.capture import kept
         hub().capture(host.settings_for(self.agent)).write_pending()  # the writer thread may not have run yet
-        self.assertTrue(runtime.process_state().journal.wait_empty(10))  # nor finished, if it had
+        self.assertTrue(kept.JOURNAL.of(runtime.process_state()).wait_empty(10))  # nor finished, if it had
         conn = sqlite3.connect(self.host.config["outbox_path"])
         self.addCleanup(conn.close)
         self.assertEqual(conn.execute("SELECT session_id FROM events").fetchall(), [("project-Alpha",)])

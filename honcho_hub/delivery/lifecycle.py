@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeGuard
 
+from ..runtime import process_state
+
 log = logging.getLogger(__name__)
 
 WORKER_MARKER = "honcho_hub_worker"
@@ -104,8 +106,6 @@ def plugin_workers() -> list[PluginThread]:
 def hold_restart(seconds: float, reason: str, monotonic: Callable[[], float] = time.monotonic) -> None:
     """Keep this module generation from starting workers for `seconds` (math.inf: while it is loaded).
     A hold of the same generation is only ever lengthened (pre_update after uninstall keeps it)."""
-    from ..runtime import process_state  # imported here: runtime imports this module
-
     state = process_state()
     with state.lock:
         until = monotonic() + max(0.0, seconds)
@@ -119,17 +119,13 @@ def hold_restart(seconds: float, reason: str, monotonic: Callable[[], float] = t
 
 def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
     """Whether a worker must not start now: a hold by this module generation that has not run out.
-    runtime.ensure_worker asks before starting one; cheap (no I/O)."""
-    from ..runtime import process_state
-
+    Hub.ensure_worker asks before starting one; cheap (no I/O)."""
     hold = process_state().restart_hold
     return hold is not None and hold["generation"] is _GENERATION and monotonic() < hold["until"]
 
 
 def release_restart() -> None:
     """Lift any hold (a test's cleanup, or an explicit restart by the operator)."""
-    from ..runtime import process_state
-
     state = process_state()
     with state.lock:
         state.restart_hold = None

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..capture import kept
 from ..errors import DeliveryError, OutboxError
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
@@ -79,9 +80,10 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
     raises."""
     with state.lock:
         api_check = dict(state.api_checks.get(settings.destination(), {}))
-        waiting = len(state.journal) if state.journal is not None else 0
+        journal = kept.JOURNAL.of(state)
+        waiting = len(journal) if journal is not None else 0
     parts = StatusParts(session_id=session_id, scope_id=scope_id, handoff=waiting, api_check=api_check,
-                        capture_counters=state.capture_counters.snapshot(), outbox_problem=outbox_problem)
+                        capture_counters=kept.COUNTERS.of(state).snapshot(), outbox_problem=outbox_problem)
     def read(box: Outbox) -> tuple:
         return box.stats(), box.memory_writes(), box.processes(), box.shared_circuit(settings.destination())
 

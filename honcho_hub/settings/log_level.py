@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+from ..runtime import process_state
 from .config import Settings
 
 # The core package's name (this module is in its `settings` subpackage); one name outside Agent Zero.
@@ -64,8 +65,6 @@ def following(provider: Callable[[], Settings]) -> Callable[[], Settings]:
 def _saved_levels() -> dict[str, tuple[int, logging.Handler | None]]:
     # The levels to restore live with the process, not this module: after Agent Zero re-imports the
     # plugin, the new generation must restore what the loggers had before debug, not its own DEBUG.
-    from ..runtime import process_state  # imported here: runtime imports this module
-
     return process_state().debug_saved_levels
 
 
