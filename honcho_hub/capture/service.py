@@ -28,6 +28,7 @@ from enum import Enum
 from typing import Any
 
 from ..errors import JournalError, JournalFull, OutboxBusy, OutboxError
+from ..keyed import Keyed, fields
 from ..names import session_for
 from ..safety.redact import redact_long
 from ..settings.config import Settings
@@ -174,8 +175,8 @@ class CaptureService:
         self._fallback = fallback_journal_folder or default_fallback_folder()
         self._replay_secrets = replay_secrets
         self._open_lock = threading.Lock()
-        self._outbox: Outbox | None = None
-        self._outbox_path: str | None = None
+        # The writer's outbox connection: waiting records go to a new outbox when the setting changes.
+        self._outbox: Keyed[Settings, Outbox] = Keyed(fields("outbox_path"), self._open_outbox)
         self._reopen_at = 0.0
         self._replay_at = 0.0  # when to look for dead processes' journals again
         self.unavailable: str | None = None  # error code while the outbox cannot be used
@@ -281,9 +282,7 @@ class CaptureService:
     def close(self) -> None:
         """Close the outbox connection (the journal stays: it belongs to the process)."""
         with self.journal.writing if self.journal is not None else self._open_lock:
-            if self._outbox is not None:
-                self._outbox.close()
-                self._outbox = None
+            self._outbox.reset()
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -417,11 +416,9 @@ class CaptureService:
         return True
 
     def _open(self, settings: Settings) -> Outbox:
-        if self._outbox is not None and self._outbox_path == settings.outbox_path:
-            return self._outbox
-        if self._outbox is not None:  # the setting changed: waiting records go to the new outbox
-            self._outbox.close()
-            self._outbox = None
+        return self._outbox.get(settings)
+
+    def _open_outbox(self, settings: Settings) -> Outbox:
         if self._monotonic() < self._reopen_at:
             cooling = OutboxError("outbox unusable; reopening later")
             cooling.code = self.unavailable or "outbox_unavailable"
@@ -429,16 +426,15 @@ class CaptureService:
         try:
             # Capture's short busy wait (the default): a locked outbox leaves records in the journal, and
             # the writer retries.
-            self._outbox = Outbox.for_settings(settings, clock=self._clock)
+            outbox = Outbox.for_settings(settings, clock=self._clock)
         except OutboxError as exc:
             if not isinstance(exc, OutboxBusy):  # busy is momentary (another process migrating): no cooldown
                 self._reopen_at = self._monotonic() + REOPEN_AFTER_S
             raise
-        self._outbox_path = settings.outbox_path
         journal_file.make_folder_beside(settings.outbox_path)  # ours: later processes journal beside it
         self._replay_at = 0.0  # a new outbox folder may hold journals of its own
         self.unavailable = None
-        return self._outbox
+        return outbox
 
     def _note_unavailable(self, exc: OutboxError) -> None:
         code = getattr(exc, "code", "outbox_error")
@@ -446,9 +442,8 @@ class CaptureService:
             if self.unavailable != code:
                 log.error("honcho capture: outbox unusable (%s); messages wait in the journal", code)
             self.unavailable = code
-            if self._outbox is not None:
-                self._outbox.close()
-                self._outbox = None
+            if self._outbox.peek() is not None:
+                self._outbox.reset()
                 self._reopen_at = self._monotonic() + REOPEN_AFTER_S
 
     def _count(self, outcome: Outcome) -> Outcome:
