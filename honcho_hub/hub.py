@@ -10,8 +10,9 @@ What must outlive a re-import of the plugin's modules (the capture journal and i
 capture writer, a worker thread of an older generation found by its marker) lives in `runtime`'s
 process state, not here: a new generation's Hub is rebuilt around it.
 
-Capture works without httpx, tenacity and the SDK: the delivery and recall modules are imported lazily,
-and never on the caller's thread when that may be Agent Zero's event loop (`ensure_worker`,
+Capture works without httpx and the SDK (of the plugin's requirements it needs tenacity alone, which
+Agent Zero's own langchain-core requires): the delivery and recall modules are imported lazily, and
+never on the caller's thread when that may be Agent Zero's event loop (`ensure_worker`,
 `ready_recaller`, `runtime.in_background`).
 """
 
@@ -163,7 +164,7 @@ class Hub:
     def load_delivery(self) -> bool:
         """Import the delivery modules (the SDK) now, on this thread; False when the plugin's requirements
         are missing (logged once). For threads that may wait: never Agent Zero's event loop."""
-        try:  # imported here, not at the top: capture must work without httpx, tenacity and the SDK
+        try:  # imported here, not at the top: capture must work without httpx and the SDK
             importlib.import_module(f"{__package__}.delivery.worker")
         except ImportError as exc:
             warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"

@@ -12,6 +12,7 @@ import hub_testkit
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child, temp_outbox_path
 from test_outbox_files import other_program, snapshot
 
+from honcho_hub.backoff import wait_s
 from honcho_hub.capture.chunking import clean_text, split_message
 from honcho_hub.capture.service import (
     REDACT_ON_HOOK_MAX_BYTES,
@@ -429,6 +430,12 @@ sys.stdin.readline()  # killed here, before any writer pass could run
 """
 
 
+class WriterScheduleTest(unittest.TestCase):
+    def test_the_writers_timer_grows_to_its_longest_in_four_tries(self):
+        waits = [wait_s(CaptureWriter.RETRY_WAIT, n) for n in range(1, 7)]
+        self.assertEqual(waits, [CaptureWriter.SHORTEST_S, 0.25, 1.25] + [CaptureWriter.LONGEST_S] * 3)
+
+
 class WriterTimerTest(CaptureTestCase):
     """The hook's path: `accept` (never the outbox), then a wake of the writer thread, whose passes the
     tests run one step at a time on the injected clock."""
@@ -463,7 +470,7 @@ class WriterTimerTest(CaptureTestCase):
         finally:
             release_lock(child)
         self.assertEqual(outcomes, [Outcome.ACCEPTED] * 16 + [Outcome.REFUSED_HANDOFF_FULL])  # refused, clearly
-        self.mono.advance(CaptureWriter.RETRY_S[0])
+        self.mono.advance(CaptureWriter.SHORTEST_S)
         self.writer.step()  # the writer's timer: no message has woken it since the lock was released
         self.assertEqual(self.hook("right after the lock", "after"), Outcome.ACCEPTED)
         self.assertEqual([r[4] for r in self.rows()], ["first", *(f"m{i}" for i in range(16)), "right after the lock"])
@@ -474,7 +481,7 @@ class WriterTimerTest(CaptureTestCase):
         outcomes = [self.hook(f"more {i}", f"y{i}") for i in range(17)]
         self.assertEqual(outcomes[-1], Outcome.REFUSED_FULL)
         # Room in a full outbox comes from deliveries, not from a lock let go: no transaction 20 times a second.
-        self.assertEqual(self.timer_steps(5)[-2:], [CaptureWriter.RETRY_S[-1]] * 2)
+        self.assertEqual(self.timer_steps(5)[-2:], [CaptureWriter.LONGEST_S] * 2)
 
     def test_a_dead_processs_journal_the_locked_outbox_refused_is_read_again_on_its_own_timer(self):
         self.capture("first", source="first")

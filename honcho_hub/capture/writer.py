@@ -14,6 +14,9 @@ import threading
 import time
 from collections.abc import Callable
 
+import tenacity
+
+from ..backoff import wait_s
 from ..settings.config import Settings
 from .service import CaptureService
 
@@ -24,9 +27,9 @@ class CaptureWriter(threading.Thread):
     """The process's writer: moves journal records into the outbox whenever woken, and retries on a timer
     while records wait (a locked, full or unusable outbox)."""
 
-    # Written out rather than tenacity's wait strategies: capture must work where only the standard
-    # library and PyYAML are installed (a failed install runs degraded).
-    RETRY_S = (0.05, 0.2, 1.0, 5.0)
+    SHORTEST_S, LONGEST_S = 0.05, 5.0
+    # Short, growing, capped: 0.05, 0.25, 1.25 s, then every 5 s.
+    RETRY_WAIT = tenacity.wait_exponential(multiplier=SHORTEST_S, exp_base=5, max=LONGEST_S)
 
     def __init__(self, service: Callable[[], CaptureService], settings: Callable[[], Settings], *,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -78,4 +81,4 @@ class CaptureWriter(threading.Thread):
         # lock was let go: ask again after the shortest wait (each try itself waits up to capture_wait_ms for
         # the lock). A full or unusable outbox frees up over seconds (deliveries, the reopen cooldown), and
         # a try costs a transaction there: the growing timer.
-        return self.RETRY_S[0] if urgent else self.RETRY_S[min(self._failures, len(self.RETRY_S)) - 1]
+        return self.SHORTEST_S if urgent else wait_s(self.RETRY_WAIT, self._failures)

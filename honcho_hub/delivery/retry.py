@@ -25,6 +25,7 @@ from enum import Enum
 
 import tenacity
 
+from ..backoff import wait_s
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
 from ..settings.config import Settings
 
@@ -68,9 +69,7 @@ class Decision:
 
 def backoff_ceiling_s(attempt_number: int, base_s: float, max_s: float) -> float:
     """tenacity's exponential wait: base · 2^(n-1), capped at max_s."""
-    state = tenacity.RetryCallState(None, None, (), {})  # type: ignore[arg-type]  # the wait reads attempt_number only
-    state.attempt_number = max(1, attempt_number)
-    return float(tenacity.wait_exponential(multiplier=base_s, max=max_s)(state))
+    return wait_s(tenacity.wait_exponential(multiplier=base_s, max=max_s), attempt_number)
 
 
 def decide(error: DeliveryError, attempts: int, now: float, policy: RetryPolicy, rng: random.Random,

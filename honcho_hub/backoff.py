@@ -1,0 +1,18 @@
+"""How long to wait before trying again: tenacity's wait strategies, the one way in this package.
+
+`tenacity.Retrying` sleeps by a strategy; code that schedules its next try instead of sleeping (a retry
+time persisted with an event, the capture writer's timer) reads the same kind of strategy at an attempt
+number with `wait_s`.
+"""
+
+from __future__ import annotations
+
+import tenacity
+
+
+def wait_s(strategy: tenacity.wait.wait_base, attempt_number: int) -> float:
+    """Seconds `strategy` waits after try number `attempt_number` (the first is 1), as tenacity reads it."""
+    # The strategies used here read only the attempt number, so the call state needs no retrying object.
+    state = tenacity.RetryCallState(None, None, (), {})  # type: ignore[arg-type]
+    state.attempt_number = max(1, attempt_number)
+    return float(strategy(state))
