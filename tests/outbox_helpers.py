@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from unittest import mock
 
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
@@ -90,6 +93,49 @@ def on_disk(path: str) -> tuple[dict[str, int], dict[str, bytes]]:
             texts[suffix] = b""
         sizes[suffix] = len(texts[suffix])
     return sizes, texts
+
+
+def read_outbox(path: str, sql: str, params: tuple = ()) -> list[tuple]:
+    """The rows `sql` reads from the outbox FILE through a connection of the test's own: what is on disk
+    (committed rows, the header's pragmas such as user_version), as any other reader of the file sees it.
+    Never creates the file."""
+    conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def schema_version(path: str) -> int:
+    """The schema version the outbox file's header holds."""
+    return read_outbox(path, "PRAGMA user_version")[0][0]
+
+
+@contextlib.contextmanager
+def connections_to(path: str) -> Iterator[list[sqlite3.Connection]]:
+    """The SQLite connections this process opens to `path` inside the block, caught where the standard
+    library makes them (sqlite3.connect), as an httpx.MockTransport catches HTTP requests.
+
+    For what lives in a connection and not in the file: its settings (synchronous, busy_timeout,
+    secure_delete, journal_size_limit) and the statements it runs (`set_trace_callback`)."""
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def catching(database, *args, **kwargs):
+        conn = connect(database, *args, **kwargs)
+        if database == path:
+            opened.append(conn)
+        return conn
+
+    with mock.patch.object(sqlite3, "connect", catching):
+        yield opened
+
+
+def open_with_connection(path: str, open_outbox: Callable[[], Outbox]) -> tuple[Outbox, sqlite3.Connection]:
+    """An outbox `open_outbox` opens on `path`, and the connection to the file it keeps (its last one)."""
+    with connections_to(path) as opened:
+        box = open_outbox()
+    return box, opened[-1]
 
 
 def put_row(path: str, table: str, values: dict) -> None:

@@ -9,7 +9,7 @@ import threading
 import unittest
 
 import hub_testkit
-from outbox_helpers import ManualClock, hold_write_lock, release_lock, run_child, temp_outbox_path
+from outbox_helpers import ManualClock, hold_write_lock, read_outbox, release_lock, run_child, temp_outbox_path
 from test_outbox_files import other_program, snapshot
 
 from honcho_hub.backoff import wait_s
@@ -29,7 +29,6 @@ from honcho_hub.names import MAX_CONTENT_CHARS, session_id_for
 from honcho_hub.ops.status import StatusParts, build_status
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.journal import decode_all
-from honcho_hub.storage.outbox import Outbox
 
 KEY = "ghp_" + "a1B2c3D4e5" * 4
 _MARKER = re.compile(r"^\[continued, part \d+ of \d+\]\n")
@@ -61,12 +60,8 @@ class CaptureTestCase(unittest.TestCase):
         return self.service.capture(CaptureRequest(chat, role, source, text), self.settings, secrets)
 
     def rows(self):
-        box = Outbox(self.path, clock=self.clock)
-        try:
-            return box._conn.execute(
-                "SELECT id, session_id, peer_id, role, content, captured_at FROM events ORDER BY seq").fetchall()
-        finally:
-            box.close()
+        return read_outbox(self.path, "SELECT id, session_id, peer_id, role, content, captured_at FROM events"
+                                      " ORDER BY seq")
 
     def accept_in_a_process_then_kill_it(self) -> None:
         """Another process accepts 20 messages into its journal (the outbox may be locked), then is SIGKILLed."""
@@ -303,11 +298,7 @@ class JournalTest(CaptureTestCase):
         finally:
             release_lock(child)
         self.assertEqual(self.service.write_pending(), 20)
-        box = Outbox(self.path, clock=self.clock)
-        try:
-            rows = box._conn.execute("SELECT content, ambiguous FROM events ORDER BY seq").fetchall()
-        finally:
-            box.close()
+        rows = read_outbox(self.path, "SELECT content, ambiguous FROM events ORDER BY seq")
         self.assertEqual(rows[0], ("first", 0))
         self.assertEqual(sorted(content for content, _ in rows[1:]), sorted(f"kept {i}" for i in range(20)))
         self.assertTrue(all(ambiguous == 1 for _, ambiguous in rows[1:]))

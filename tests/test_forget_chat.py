@@ -15,7 +15,7 @@ from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
 from hub_testkit import import_by_path, stub_agent_zero
 from loopback import serve
-from outbox_helpers import event, lease, legacy_outbox, on_disk, settle, temp_outbox_path
+from outbox_helpers import event, lease, legacy_outbox, on_disk, schema_version, settle, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.errors import ForgetRefused
@@ -338,7 +338,7 @@ class ForgetMigrationTest(unittest.TestCase):
         legacy_outbox(path, 6, {"queued-at-v6": ("pending", None)})
         box = Outbox(path)
         self.addCleanup(box.close)
-        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], 7)
+        self.assertEqual(schema_version(path), 7)
         self.assertEqual(box.stats()["counts"]["pending"], 1)
         self.assertEqual(box.begin_forget("d", "s").deleted, 0)  # the legacy row's session is `s`, not a chat's
         self.assertEqual((box.chat_generation("d", "s"), box.stats()["counts"]["pending"]), (1, 1))

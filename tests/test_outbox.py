@@ -18,8 +18,11 @@ from outbox_helpers import (
     hold_write_lock,
     lease,
     legacy_outbox,
+    open_with_connection,
+    read_outbox,
     release_lock,
     run_child,
+    schema_version,
     settle,
     temp_outbox_path,
 )
@@ -47,12 +50,12 @@ class FileTest(OutboxTestCase):
         for sync, level in (("FULL", 2), ("NORMAL", 1)):
             with self.subTest(sync=sync):
                 path = temp_outbox_path(self)
-                box = self.open(path, synchronous=sync)
+                _, conn = open_with_connection(path, lambda path=path, sync=sync: self.open(path, synchronous=sync))
                 self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
                 self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode), 0o700)
-                self.assertEqual(box._conn.execute("PRAGMA journal_mode").fetchone()[0], "wal")
-                self.assertEqual(box._conn.execute("PRAGMA synchronous").fetchone()[0], level)
-                self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+                self.assertEqual(read_outbox(path, "PRAGMA journal_mode"), [("wal",)])
+                self.assertEqual(conn.execute("PRAGMA synchronous").fetchone()[0], level)
+                self.assertEqual(schema_version(path), SCHEMA_VERSION)
 
     def test_opened_from_settings_with_their_durability_wait_row_bound_and_dead_retention(self):
         settings = build_settings({"outbox_path": self.path, "outbox_synchronous": "NORMAL", "capture_wait_ms": 400,
@@ -60,10 +63,11 @@ class FileTest(OutboxTestCase):
         self.clock = ManualClock()
         for overrides, sync_level, wait_ms in (({}, 1, 400), ({"synchronous": "FULL", "busy_timeout_s": 3.0}, 2, 3000)):
             with self.subTest(overrides=overrides):
-                box = Outbox.for_settings(settings, clock=self.clock, **overrides)
+                box, conn = open_with_connection(
+                    self.path, lambda overrides=overrides: Outbox.for_settings(settings, clock=self.clock, **overrides))
                 self.addCleanup(box.close)
-                self.assertEqual(box._conn.execute("PRAGMA synchronous").fetchone()[0], sync_level)
-                self.assertEqual(box._conn.execute("PRAGMA busy_timeout").fetchone()[0], wait_ms)
+                self.assertEqual(conn.execute("PRAGMA synchronous").fetchone()[0], sync_level)
+                self.assertEqual(conn.execute("PRAGMA busy_timeout").fetchone()[0], wait_ms)
         box = Outbox.for_settings(settings, clock=self.clock)
         self.addCleanup(box.close)
         self.assertEqual(enqueue(box, [event(n) for n in range(101)]).refused, 101)  # the settings' row bound
@@ -83,11 +87,11 @@ class FileTest(OutboxTestCase):
         legacy_outbox(self.path, 1, {"leased-by-old-worker": ("leased", None), "after-timeout": ("pending", "timeout"),
                                      "after-503": ("pending", "http_503"), "after-429": ("pending", "http_429"),
                                      "never-tried": ("pending", None), "refused": ("dead", "http_422")})
-        box = self.open()
-        marked = dict(box._conn.execute("SELECT id, ambiguous FROM events").fetchall())
+        self.open()
+        marked = dict(read_outbox(self.path, "SELECT id, ambiguous FROM events"))
         self.assertEqual(marked, {"leased-by-old-worker": 1, "after-timeout": 1, "after-503": 1, "after-429": 0,
                                   "never-tried": 0, "refused": 0})
-        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
 
     def test_an_unusable_folder_or_a_relative_path_is_a_clear_error(self):
         # A regular file where the folder should be fails for every user, root included (root ignores modes).
@@ -186,8 +190,7 @@ class CrashRecoveryTest(OutboxTestCase):
         crashed = self.open()
         enqueue(crashed, [event(1), event(2)])
         self.assertEqual(len(lease(crashed, "dead-process", 10, 60)), 2)
-        crashed._conn.close()  # the process dies without releasing anything
-        crashed.closed = True
+        crashed.close()  # the process dies: closing releases nothing, the leases stay in the file
         survivor = self.open()
         self.assertEqual(lease(survivor, "next", 10, 60), [])
         self.clock.advance(61)
@@ -275,7 +278,7 @@ class MemoryWritesTest(OutboxTestCase):
         self.assertIn("CREATE TABLE memory_writes", MIGRATIONS[3][0])  # schema 3 is the one before them
         legacy_outbox(self.path, 3, {"queued-at-v3": ("pending", None), "gone-at-v3": ("dead", "http_422")})
         box = self.open()
-        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
         self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["dead"]), (1, 1))
         self.assertEqual(box.memory_writes(), {"remembered": 0, "forgotten": 0, "latest": []})
         box.record_memory_write(self.write(1))
@@ -284,8 +287,8 @@ class MemoryWritesTest(OutboxTestCase):
     def test_every_field_an_inspector_needs_to_show_or_undo_a_write_is_kept(self):
         box = self.open()
         box.record_memory_write(self.write(7, WriteKind.FORGET, "The user drinks green tea"))
-        row = box._conn.execute("SELECT conclusion_id, kind, made_at, destination, observer_id, observed_id,"
-                                " session_id, scope_id, content FROM memory_writes").fetchall()
+        row = read_outbox(self.path, "SELECT conclusion_id, kind, made_at, destination, observer_id, observed_id,"
+                                     " session_id, scope_id, content FROM memory_writes")
         self.assertEqual(row, [("c0007", "forget", self.clock(), DEST, "agent-zero", "user", "chat-a", "a0-alpha",
                                 "The user drinks green tea")])
 
@@ -296,7 +299,7 @@ class MemoryWritesTest(OutboxTestCase):
             made_at[n] = self.clock()
             box.record_memory_write(self.write(n, WriteKind.FORGET if n % 4 == 0 else WriteKind.REMEMBER))
             self.clock.advance(1)
-        kept = [r[0] for r in box._conn.execute("SELECT conclusion_id FROM memory_writes ORDER BY seq")]
+        kept = [r[0] for r in read_outbox(self.path, "SELECT conclusion_id FROM memory_writes ORDER BY seq")]
         self.assertEqual(kept, [f"c{n:04d}" for n in range(6, MAX_RECORDS + 6)])
         summary = box.memory_writes(latest=3)
         forgotten = sum(1 for n in range(6, MAX_RECORDS + 6) if n % 4 == 0)
@@ -322,7 +325,7 @@ class ChatSessionsTest(OutboxTestCase):
         self.assertIn("CREATE TABLE chat_sessions", MIGRATIONS[4][0])  # schema 4 is the one before them
         legacy_outbox(self.path, 4, {"queued-at-v4": ("pending", None), "sent-at-v4": ("delivered", None)})
         box = self.open()
-        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
         self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
         self.assertEqual(box.chat_sessions(), [])
         box.enqueue_batches([self.message(1)])
@@ -367,7 +370,7 @@ class ChatSessionsTest(OutboxTestCase):
         box.enqueue_batches(batches[:MAX_CHAT_SESSIONS])
         box.enqueue_batches([self.message(MAX_CHAT_SESSIONS + 9, "c0", "chat-c0")])  # c0 is active again
         box.enqueue_batches(batches[MAX_CHAT_SESSIONS:])
-        count = box._conn.execute("SELECT count(*) FROM chat_sessions").fetchone()[0]
+        count = read_outbox(self.path, "SELECT count(*) FROM chat_sessions")[0][0]
         self.assertEqual(count, MAX_CHAT_SESSIONS)
         kept = {m["chat_id"] for m in box.chat_sessions(MAX_CHAT_SESSIONS)}
         self.assertEqual(kept, {"c0"} | {f"c{n}" for n in range(6, MAX_CHAT_SESSIONS + 5)})
@@ -393,7 +396,7 @@ class ProcessTablesMigrationTest(OutboxTestCase):
             conn.execute("INSERT INTO chat_sessions VALUES (?, 'c1', 'chat-c1', NULL, 1.0, 2.0)", (DEST,))
         conn.close()
         box = self.open()
-        self.assertEqual(box._conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
+        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
         self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
         self.assertEqual([m["session_id"] for m in box.chat_sessions()], ["chat-c1"])
         self.assertEqual((box.processes(), box.shared_circuit(DEST)), ([], None))

@@ -17,6 +17,7 @@ from outbox_helpers import (
     lease,
     legacy_outbox,
     on_disk,
+    open_with_connection,
     run_child,
     settle,
     temp_outbox_path,
@@ -244,9 +245,9 @@ class DiskTest(FileTestCase):
                     self.assertNotIn(b"PRUNED-PASTE-", data, f"pruned text found in {suffix or 'main file'}")
 
     def test_every_connection_overwrites_deleted_content_and_limits_its_journal(self):
-        box = self.open()
-        self.assertEqual(box._conn.execute("PRAGMA secure_delete").fetchone()[0], 1)
-        self.assertEqual(box._conn.execute("PRAGMA journal_size_limit").fetchone()[0], JOURNAL_SIZE_LIMIT)
+        _, conn = open_with_connection(self.path, self.open)
+        self.assertEqual(conn.execute("PRAGMA secure_delete").fetchone()[0], 1)
+        self.assertEqual(conn.execute("PRAGMA journal_size_limit").fetchone()[0], JOURNAL_SIZE_LIMIT)
 
     def test_the_one_time_vacuum_waits_for_an_idle_queue(self):
         legacy_outbox(self.path, 2, {})
@@ -262,7 +263,7 @@ class DiskTest(FileTestCase):
 
     def test_a_vacuum_that_meets_a_lock_is_left_for_a_later_prune(self):
         legacy_outbox(self.path, 2, {})
-        box = self.open(busy_timeout_s=0.05)
+        box, conn = open_with_connection(self.path, lambda: self.open(busy_timeout_s=0.05))
         self.deliver_pastes(box, 2)
         other = self.sqlite()
 
@@ -270,9 +271,9 @@ class DiskTest(FileTestCase):
             if statement.strip().upper() == "VACUUM" and not other.in_transaction:
                 other.execute("BEGIN IMMEDIATE")  # another writer takes the lock just as VACUUM starts
 
-        box._conn.set_trace_callback(lock_before_vacuum)
+        conn.set_trace_callback(lock_before_vacuum)
         self.assertEqual(box.prune(delivered_retention_s=0), 2)  # the rows are gone; no error escapes
-        box._conn.set_trace_callback(None)
+        conn.set_trace_callback(None)
         self.assertTrue(other.in_transaction)
         other.execute("ROLLBACK")
         self.assertEqual(auto_vacuum(self.path), 0)
@@ -285,7 +286,7 @@ class DiskTest(FileTestCase):
 
 class SnapshotTest(FileTestCase):
     def test_stats_reads_one_snapshot_while_another_connection_commits(self):
-        box = self.open()
+        box, conn = open_with_connection(self.path, self.open)
         enqueue(box, [event(1)])
         other = self.sqlite()
         selects = []
@@ -296,9 +297,9 @@ class SnapshotTest(FileTestCase):
                 if len(selects) == 2:  # stats' first read is done: another process delivers the row
                     other.execute("UPDATE events SET state = 'delivered'")
 
-        box._conn.set_trace_callback(commit_after_first_read)
+        conn.set_trace_callback(commit_after_first_read)
         stats = box.stats()
-        box._conn.set_trace_callback(None)
+        conn.set_trace_callback(None)
         self.assertGreaterEqual(len(selects), 2)  # the commit did land between two of stats' reads
         self.assertEqual((stats["counts"]["pending"], stats["counts"]["delivered"]), (1, 0))
         self.assertEqual(stats["oldest_pending_captured_at"], 1_700_000_001.0)

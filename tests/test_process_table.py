@@ -14,6 +14,7 @@ from outbox_helpers import (
     ManualClock,
     circuit_row,
     hold_write_lock,
+    open_with_connection,
     process_row,
     put_row,
     release_lock,
@@ -103,9 +104,9 @@ class StorageTest(unittest.TestCase):
         self.assertEqual(kept, list(range(2, MAX_SHARED_CIRCUITS + 2)))
 
     def test_a_beat_waits_only_briefly_for_a_lock_another_process_holds_and_the_wait_is_restored_after(self):
-        box = self.open(busy_timeout_s=5.0)
+        box, conn = open_with_connection(self.path, lambda: self.open(busy_timeout_s=5.0))
         statements = []
-        box._conn.set_trace_callback(statements.append)
+        conn.set_trace_callback(statements.append)
         holder = hold_write_lock(self.path)
         try:
             for write in (lambda: box.beat(Beat("w1", 5.0, "idle")),
@@ -114,10 +115,10 @@ class StorageTest(unittest.TestCase):
                     write()
         finally:
             release_lock(holder)
-        box._conn.set_trace_callback(None)
+        conn.set_trace_callback(None)
         waits = [s for s in statements if re.fullmatch(r"PRAGMA busy_timeout = \d+", s)]
         self.assertEqual(waits, ["PRAGMA busy_timeout = 250", "PRAGMA busy_timeout = 5000"] * 2)
-        self.assertEqual(box._conn.execute("PRAGMA busy_timeout").fetchone()[0], 5000)
+        self.assertEqual(conn.execute("PRAGMA busy_timeout").fetchone()[0], 5000)
         box.beat(Beat("w1", 5.0, "idle"))
         self.assertEqual([r["owner"] for r in box.processes()], ["w1"])
 

@@ -8,14 +8,13 @@ import unittest
 import httpx
 import hub_testkit
 from fake_honcho import FakeHoncho
-from outbox_helpers import ManualClock, temp_outbox_path
+from outbox_helpers import ManualClock, read_outbox, temp_outbox_path
 from redact_corpus import secret_cases
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import Outbox
 from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-paths-key-97531"
@@ -56,11 +55,7 @@ class CapturePathTest(unittest.TestCase):
         for i, case in enumerate(CASES):
             self.assertEqual(service.capture(CaptureRequest("Ab3dE6gH", Role.USER, f"m{i}", case.text), settings,
                                              case.host), Outcome.QUEUED)
-        box = Outbox(path, clock=clock)
-        try:
-            stored = [row[0] for row in box._conn.execute("SELECT content FROM events ORDER BY seq")]
-        finally:
-            box.close()
+        stored = [row[0] for row in read_outbox(path, "SELECT content FROM events ORDER BY seq")]
         self.assertEqual(len(stored), len(CASES))
         survivors = [(case.kind, case.text) for case, text in zip(CASES, stored, strict=True) if leaked(case, text)]
         self.assertEqual(survivors, [])
