@@ -29,7 +29,8 @@ def with_api_url_problem(settings, problem: str):
 class Bench:
     """One process's view: settings, capture, worker, fake server and the clocks the test moves.
 
-    Every request a client built here sends is kept in `sent` (URL, headers and body as they left).
+    Every request a client built here sends is kept in `sent` (URL, headers and body as they left); every
+    gateway built here is kept in `gateways`, and every HTTP client is closed when the test ends.
     `supports_scopes` injects the SDK capability check (False: an SDK without scopes)."""
 
     def __init__(self, test, supports_scopes: bool | None = None, worker_options: dict | None = None,
@@ -38,6 +39,9 @@ class Bench:
         self.path = temp_outbox_path(test)
         self.fake = FakeHoncho(api_key=KEY)
         self.sent: list[httpx.Request] = []
+        self.gateways: list[HonchoGateway] = []
+        self.clients: list[httpx.Client] = []
+        test.addCleanup(self._close_clients)  # registered first: runs after the worker and capture stopped
         self.on_request: Callable[[httpx.Request], None] | None = None  # runs before the fake answers
         self._fake_transport = self.fake.transport()
         self.transport = httpx.MockTransport(self._record)
@@ -72,20 +76,34 @@ class Bench:
 
     def http_client(self, **kwargs) -> httpx.Client:
         """An httpx client whose requests reach the fake and are kept in `sent`."""
-        return httpx.Client(transport=self.transport, **kwargs)
+        client = httpx.Client(transport=self.transport, **kwargs)
+        self.clients.append(client)
+        return client
+
+    def open_clients(self) -> list[httpx.Client]:
+        """The HTTP clients built here that are still open: what the code under test holds on to."""
+        return [client for client in self.clients if not client.is_closed]
+
+    def _close_clients(self) -> None:
+        for client in self.clients:
+            client.close()
 
     def gateway(self, settings, timeout_s: float | None = None) -> HonchoGateway:
-        return HonchoGateway.for_settings(settings, timeout_s, http_client_factory=self.http_client,
-                                          supports_scopes=self.supports_scopes)
+        gateway = HonchoGateway.for_settings(settings, timeout_s, http_client_factory=self.http_client,
+                                             supports_scopes=self.supports_scopes)
+        self.gateways.append(gateway)
+        return gateway
 
-    def say(self, chat: str, n: int, role: Role = Role.USER, text: str = "message") -> list[str]:
-        """Capture n messages in one chat through the real capture path; returns their texts."""
+    def say(self, chat: str, n: int, role: Role = Role.USER, text: str = "message",
+            scope: str | None = None) -> list[str]:
+        """Capture n messages in one chat (of the project whose scope is `scope`) through the real capture
+        path; returns their texts."""
         texts = []
         for i in range(n):
             content = f"{text} {chat} {i}"
             self._said += 1
-            outcome = self.capture_service.capture(CaptureRequest(chat, role, f"source-{self._said}", content),
-                                                   self.settings)
+            outcome = self.capture_service.capture(
+                CaptureRequest(chat, role, f"source-{self._said}", content, scope), self.settings)
             self.test.assertEqual(outcome.value, "queued")
             texts.append(content)
         return texts

@@ -189,7 +189,7 @@ class FakeHoncho:
         if not _ID.match(body.get("id", "")):
             return 422, {"detail": "invalid peer id"}
         created = (ws, body["id"]) not in self.peers
-        return 201 if created else 200, self._ensure_peer(ws, body["id"])
+        return 201 if created else 200, self.ensure_peer(ws, body["id"])
 
     def _session(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         sid = body.get("id", "")
@@ -237,7 +237,7 @@ class FakeHoncho:
         session = self._ensure_session(ws, sid)
         stored = []
         for message in batch:
-            self._ensure_peer(ws, message["peer_id"])
+            self.ensure_peer(ws, message["peer_id"])
             session["peers"].setdefault(message["peer_id"], {})
             record = {"id": f"msg{len(self.messages) + 1}", "content": message["content"].replace("\x00", ""),
                       "peer_id": message["peer_id"], "session_id": sid, "workspace_id": ws,
@@ -305,7 +305,7 @@ class FakeHoncho:
             return 422, {"detail": "peer_card must be a list of strings"}
         if target.startswith("scope."):
             return 422, {"detail": "no peer card is ever formed about a scope"}
-        self._ensure_peer(ws, peer)
+        self.ensure_peer(ws, peer)
         self.cards[(peer, target)] = [fact.replace("\x00", "") for fact in card]
         return 200, {"peer_card": self.cards[(peer, target)]}
 
@@ -347,7 +347,7 @@ class FakeHoncho:
 
     def _chat(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
         self.chat_requests.append({"peer": peer, **body})
-        self._ensure_peer(ws, peer)  # like Honcho: the asking peer is get-or-created, the others must exist
+        self.ensure_peer(ws, peer)  # like Honcho: the asking peer is get-or-created, the others must exist
         missing = self._missing(ws, [body.get("target")], body.get("session_id"))
         if missing:
             return 404, {"detail": f"{missing} not found"}
@@ -456,10 +456,13 @@ class FakeHoncho:
             return f"session {session_id}"
         return None
 
-    def _ensure_peer(self, ws: str, peer_id: str) -> dict:
-        self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
-        return self.peers.setdefault((ws, peer_id), {"id": peer_id, "workspace_id": ws, "created_at": _now(),
-                                                      "metadata": {}, "configuration": {}})
+    def ensure_peer(self, ws: str, peer_id: str) -> dict:
+        """Get or create a peer, as the server does on a peer's first message: tests call it to set up
+        peers Honcho already knows (after a first delivery)."""
+        with self.lock:
+            self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
+            return self.peers.setdefault((ws, peer_id), {"id": peer_id, "workspace_id": ws, "created_at": _now(),
+                                                          "metadata": {}, "configuration": {}})
 
     def _ensure_session(self, ws: str, sid: str) -> dict:
         self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
@@ -469,7 +472,7 @@ class FakeHoncho:
     def _apply_peers(self, ws: str, sid: str, session: dict, peers: dict) -> None:
         has_messages = bool(self.session_messages(sid, ws))
         for peer_id, config in peers.items():
-            self._ensure_peer(ws, peer_id)
+            self.ensure_peer(ws, peer_id)
             if peer_id in session["peers"]:
                 continue  # as the real server: a peer already in the session keeps its configuration
             session["peers"][peer_id] = dict(config or {})

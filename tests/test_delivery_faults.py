@@ -256,7 +256,6 @@ class HandoffTest(unittest.TestCase):
         child = hold_write_lock(bench.path)  # another process holds the outbox: capture hands off
         try:
             for n in range(3):
-                bench._said += 1
                 outcome = bench.capture_service.capture(
                     CaptureRequest("h1", Role.USER, f"late-{n}", f"late {n}"), bench.settings)
                 self.assertEqual(outcome.value, "handed_off")

@@ -1,6 +1,5 @@
 """The worker as a thread and as processes: drain, stop, restarts, leaks, kill -9, four drainers."""
 
-import functools
 import json
 import os
 import random
@@ -15,12 +14,11 @@ import unittest
 import httpx
 from delivery_helpers import Bench
 from hub_testkit import ROOT
+from loopback import serve
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.delivery import lifecycle
 from honcho_hub.delivery.worker import DeliveryWorker
-from honcho_hub.gateway.gateway import HonchoGateway
-from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.hub import Hub
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import NewEvent, Outbox
@@ -118,27 +116,21 @@ class EnsureWorkerTest(unittest.TestCase):
 
 class RegistrarAndWorkerTest(unittest.TestCase):
     def test_this_generations_busy_scope_registrar_neither_stops_nor_delays_the_worker(self):
-        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
-        release = threading.Event()
-
-        def held(request):  # the registrar's first request waits until the test is done with it
-            release.wait(10)
-            return httpx.Response(503)
-
-        client = functools.partial(httpx.Client, transport=httpx.MockTransport(held))
-        registrar = ScopeRegistrar(lambda s: HonchoGateway.for_settings(s, http_client_factory=client))
-        registrar.start()
-        self.addCleanup(registrar.stop, 10)
-        self.addCleanup(release.set)  # runs before the stop above
-        self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers() if w is not registrar])
+        server = serve()
+        server.fake.fail(r".", kind="timeout")  # the registrar's first request is held until the server closes
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": server.url}, {}, {})
+        self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
         the_hub = Hub(lambda: settings, lambda: False)
-        the_hub._registrar = registrar  # this generation's registrar, busy with a registration
+        registrar = the_hub.registrar()  # this generation's registrar, ...
+        self.addCleanup(registrar.stop, 10)
+        self.addCleanup(server.close)  # runs before the stop above: the held request ends
         self.assertTrue(the_hub.load_delivery())
         self.assertTrue(registrar.submit(settings, "chat-busy", "a0-busy"))
+        self.assertEqual(server.fake.await_request(r".", 1, 10), 1)  # ... busy with a registration
 
         worker = the_hub.ensure_worker()
         self.assertIsInstance(worker, DeliveryWorker, "started at once, not after the registrar ended")
-        release.set()
+        server.close()
         self.assertTrue(registrar.submit(settings, "chat-next", "a0-busy"), "the registrar still takes work")
         self.assertIs(the_hub.registrar(), registrar, "and is the same, running thread")
 

@@ -145,10 +145,12 @@ class FailedSettlementTest(unittest.TestCase):
         other = lock_while_answering(self, bench, "l2")
 
         def stop_now(seconds: float) -> bool:
-            bench.worker._stop_event.set()  # what stop() does first, from the settling thread itself
+            bench.worker.stop()  # asked to stop while its settlement waits (on its own thread: no join)
             return True
 
-        bench.worker.step()  # returns: the settlement is given up because a stop was requested
+        bench.worker.start()
+        bench.worker.join(30)  # the step ends: the settlement is given up because a stop was requested
+        self.assertFalse(bench.worker.is_alive())
         other.execute("ROLLBACK")
         bench.on_request = None
         self.assertEqual(bench.states(), {"leased": 3})

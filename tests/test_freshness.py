@@ -28,7 +28,7 @@ class FreshnessTest(unittest.TestCase):
     def setUp(self):
         self.fake = FakeHoncho()
         for peer in ("agent-zero", "user"):
-            self.fake._ensure_peer("agent-zero", peer)
+            self.fake.ensure_peer("agent-zero", peer)
         self.fake.representations[("agent-zero", "user")] = "The user drinks green tea."
         self.clock = ManualClock(1000.0)
         self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self),

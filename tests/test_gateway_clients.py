@@ -1,8 +1,11 @@
 """The gateway's SDK clients: retired only when no call uses them, refused for an unusable API URL, and
 its per-client caches bounded. Real honcho.Honcho over the fake; real threads where senders overlap."""
 
+import gc
+import re
 import threading
 import unittest
+import weakref
 
 import httpx
 from delivery_helpers import KEY, with_api_url_problem
@@ -118,15 +121,37 @@ class CacheBoundsTest(unittest.TestCase):
                                 http_client_factory=lambda: httpx.Client(transport=fake.transport()),
                                 supports_scopes=lambda: True, peer_roles={"user": "user", "agent": "agent"})
         self.addCleanup(gateway.close)
+        # The objects the gateway keeps, weakly: alive only while it keeps them. A session it created to
+        # send is the one it reads through.
+        objects: dict[str, list[weakref.ref]] = {"sessions": [], "readers": [], "peers": []}
         for n in range(10):
             gateway.send([message(1, f"chat-s{n}")])
             gateway.ensure_session_in_scope(f"chat-s{n}", f"scope-{n}")
-            gateway.reader_session(f"chat-r{n}")
-            gateway.reader_peer(f"peer-{n}")
-        client = gateway._current
-        sizes = {name: len(getattr(client, name))
-                 for name in ("sessions", "session_peers", "readers", "peers", "scopes", "memberships")}
-        self.assertTrue(all(0 < size <= 3 for size in sizes.values()), sizes)
+            objects["sessions"].append(weakref.ref(gateway.reader_session(f"chat-s{n}")))
+            objects["readers"].append(weakref.ref(gateway.reader_session(f"chat-r{n}")))
+            objects["peers"].append(weakref.ref(gateway.reader_peer(f"peer-{n}")))
+        gc.collect()
+        kept = {name: sum(ref() is not None for ref in refs) for name, refs in objects.items()}
+        self.assertTrue(all(0 < count <= 3 for count in kept.values()), kept)
+
+        # Sessions with their peers, scopes and memberships cost a request when not known: the newest is
+        # known, and of the newest four at least one was forgotten.
+        made = {"sessions": r"/sessions$", "scopes": r"/scopes$", "memberships": r"/scopes/[^/]+/sessions$"}
+
+        def requests() -> dict[str, int]:
+            return {name: sum(1 for method, path in fake.requests if method == "POST" and re.search(pattern, path))
+                    for name, pattern in made.items()}
+
+        def use(n: int) -> None:
+            gateway.send([message(3, f"chat-s{n}")])
+            gateway.ensure_session_in_scope(f"chat-s{n}", f"scope-{n}")
+        before = requests()
+        use(9)
+        self.assertEqual(requests(), before, "the newest of each is known")
+        for n in range(6, 10):
+            use(n)
+        after = requests()
+        self.assertTrue(all(after[name] > before[name] for name in made), (before, after))
         gateway.send([message(2, "chat-s0")])  # forgotten long ago: ensured again, then delivered
         gateway.ensure_session_in_scope("chat-s0", "scope-0")
         self.assertEqual([m["content"] for m in fake.session_messages("chat-s0")], ["message 1", "message 2"])

@@ -78,7 +78,7 @@ class InspectorBench:
 
     def peers_seen(self):
         for peer in ("agent-zero", "user"):
-            self.fake._ensure_peer("agent-zero", peer)
+            self.fake.ensure_peer("agent-zero", peer)
 
     def conclusion(self, content, session_id=None, observer="agent-zero"):
         cid = f"c{len(self.fake.conclusions) + 1:04d}"
@@ -451,7 +451,7 @@ class InspectorApiTest(unittest.TestCase):
 
     def test_view_then_forget_only_when_confirmed_then_undo(self):
         for peer in ("agent-zero", "user"):
-            self.fake._ensure_peer("agent-zero", peer)
+            self.fake.ensure_peer("agent-zero", peer)
         self.fake.conclusions["c0001"] = {"id": "c0001", "content": f"The user's token is {LEAKED}",
                                           "observer_id": "agent-zero", "observed_id": "user", "session_id": None,
                                           "created_at": "2026-01-01T00:00:00Z", "workspace_id": "agent-zero"}

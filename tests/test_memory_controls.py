@@ -66,7 +66,7 @@ def session_context_calls(conversation: Conversation) -> int:
 def know_the_user(conversation: Conversation, agent_self: str | None = None, agent_card=()) -> None:
     fake, ws = conversation.bench.fake, conversation.settings.workspace_id
     for peer in ("agent-zero", "user"):
-        fake._ensure_peer(ws, peer)
+        fake.ensure_peer(ws, peer)
     fake.representations[("agent-zero", "user")] = "The user drinks green tea."
     fake.cards[("agent-zero", "user")] = ["Name: Ada"]
     if agent_self:

@@ -209,10 +209,10 @@ class WakeTest(unittest.TestCase):
         self.settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://127.0.0.1:9"},
                                        {}, {})
         self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
-        self.addCleanup(setattr, self.hub, "_worker", self.hub._worker)
         self.addCleanup(self.hub.reconfigure, self.hub.settings, self.hub.enabled)
         self.addCleanup(lifecycle.release_restart)
-        self.hub._worker = None
+        [w.stop(10) for w in lifecycle.plugin_workers()]  # no worker runs: the Hub has none
+        self.assertIsNone(self.hub.worker())
 
     def test_wake_starts_a_worker_when_none_runs_and_says_whether_it_is_paused(self):
         unusable = with_api_url_problem(self.settings, "HONCHO_API_URL: the port is not a number")

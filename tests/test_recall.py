@@ -50,7 +50,7 @@ class RecallBench:
 
     def remember(self, representation="The user prefers tea.", card=("Name: Ada",), summary=None, scope=None):
         for peer in ("agent-zero", "user"):  # the server has seen both peers (their messages were delivered)
-            self.fake._ensure_peer(self.settings.workspace_id, peer)
+            self.fake.ensure_peer(self.settings.workspace_id, peer)
         observer = f"scope:{scope}" if scope else "agent-zero"
         self.fake.representations[(observer, "user")] = representation
         self.fake.cards[(observer, "user")] = list(card)

@@ -120,7 +120,7 @@ class RecallAdapterTest(unittest.TestCase):
         self.host.config.update(cache_ttl_s=3600, recall_wait_ms=0)
         self.fake.fail(r"/sessions/[^/]+/context$", kind="status", status=500, times=10_000)  # base packs only
         for peer in ("agent-zero", "user"):
-            self.fake._ensure_peer("agent-zero", peer)  # known to Honcho, as after a first delivery
+            self.fake.ensure_peer("agent-zero", peer)  # known to Honcho, as after a first delivery
         agent = StubAgent(0)
         self.run_recall(agent, loop_data("first question"))
         self.assertTrue(hub().recaller().wait_idle(30))

@@ -5,7 +5,6 @@ import unittest
 
 from delivery_helpers import Bench
 
-from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.gateway.scopes import MAX_SCOPE_ID, resolve_scope, scope_id, sdk_supports_scopes, slug
 from honcho_hub.settings.config import build_settings
@@ -85,10 +84,7 @@ class StrategyTest(unittest.TestCase):
 
 class DeliveryInScopeTest(unittest.TestCase):
     def capture(self, bench, chat, scope, n=1):
-        for i in range(n):
-            bench._said += 1
-            bench.capture_service.capture(CaptureRequest(chat, Role.USER, f"s{bench._said}", f"text {i}", scope),
-                                          bench.settings)
+        bench.say(chat, n, scope=scope)
 
     def test_the_worker_puts_a_session_in_its_scope_before_its_first_batch(self):
         bench = Bench(self)
@@ -115,7 +111,7 @@ class DeliveryInScopeTest(unittest.TestCase):
         self.capture(bench, "p3", "a0-gamma", 2)
         bench.run_until_idle()
         self.assertEqual(len(bench.server_texts("p3")), 2)
-        self.assertEqual(bench.worker._gateways.peek().scope_problem, "auth_403")
+        self.assertEqual([gateway.scope_problem for gateway in bench.gateways], ["auth_403"])
 
     def test_an_old_sdk_skips_scopes_entirely(self):
         bench = Bench(self, supports_scopes=False)  # the capability check injected, nothing patched

@@ -187,18 +187,20 @@ class CircuitBoundTest(unittest.TestCase):
 class RegistrarBoundsTest(unittest.TestCase):
     def test_the_registrar_remembers_a_bounded_number_of_chats_and_gateways(self):
         bench = Bench(self)
-        registrar = ScopeRegistrar(bench.gateway, remember=3)
-        self.addCleanup(registrar._gateways.reset)
+        registrar = ScopeRegistrar(bench.gateway, capacity=1_000, remember=3)  # its thread never runs here
         for n in range(10):
             self.assertTrue(registrar.register(bench.settings, f"chat-r{n}", f"scope-{n}"))
-            self.assertLessEqual(len(registrar._done), 3)
+            # A registration it remembers is not queued again; a forgotten one is.
+            remembered = [k for k in range(n + 1) if not registrar.submit(bench.settings, f"chat-r{k}", f"scope-{k}")]
+            self.assertIn(n, remembered)
+            self.assertLessEqual(len(remembered), 3)
         for n in range(10):  # every registration reached Honcho, forgotten or not
             self.assertEqual(bench.fake.scopes[(bench.settings.workspace_id, f"scope-{n}")], {f"chat-r{n}"})
         self.assertTrue(registrar.submit(bench.settings, "chat-r0", "scope-0"), "forgotten: registered again")
         for n in range(scope_registrar.MAX_GATEWAYS * 3):
             other = dataclasses.replace(bench.settings, workspace_id=f"ws-{n}")
             self.assertTrue(registrar.register(other, "chat-w", "scope-w"))
-            self.assertLessEqual(len(registrar._gateways), scope_registrar.MAX_GATEWAYS)
+            self.assertLessEqual(len(bench.open_clients()), scope_registrar.MAX_GATEWAYS)
         self.assertEqual(bench.fake.scopes[(f"ws-{scope_registrar.MAX_GATEWAYS * 3 - 1}", "scope-w")], {"chat-w"})
 
 
