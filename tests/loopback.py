@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_honcho import FakeHoncho, Fault  # noqa: E402
 
 STALL_S = 30.0  # a "timeout" fault holds the answer this long; clients give up well before
+POLL_S = 0.05  # how often the serving loop looks for a shutdown
 
 
 def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list, trickle_s: float | None) -> type:
@@ -115,7 +116,10 @@ class LoopbackServer:
                                                                                  trickle_s))
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-honcho", daemon=True)
+        # A short poll: close() waits for the serving loop to see the shutdown (half a second at the default,
+        # paid by every test that serves a fake).
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(POLL_S,), name="fake-honcho",
+                                        daemon=True)
         self._thread.start()
 
     def close(self) -> None:
