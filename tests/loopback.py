@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
@@ -132,6 +134,30 @@ class LoopbackServer:
 def serve(fake: FakeHoncho | None = None, trickle_s: float | None = None) -> LoopbackServer:
     """A loopback server for `fake`; with `trickle_s`, each answer's body comes a byte every `trickle_s`."""
     return LoopbackServer(fake or FakeHoncho(), trickle_s)
+
+
+class ServerProcess:
+    """A fake Honcho serving from a process of its own (this file run as a script): one state for
+    several worker processes, and no thread or socket of the fake in the test's process. `close()`
+    stops it."""
+
+    def __init__(self, api_key: str | None = None) -> None:
+        env = dict(os.environ, FAKE_HONCHO_KEY=api_key or "")
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        env=env, cwd=tempfile.gettempdir())
+        self.url = self.process.stdout.readline().strip()
+
+    def control(self, path: str, body=None, timeout: float = 60):
+        """POST to one of the fake's control routes (/_fake/...); its JSON answer."""
+        import httpx  # here: the server itself needs only the standard library
+
+        return httpx.post(self.url + path, json=body, timeout=timeout).json()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.stdout.close()
+        self.process.wait(30)
 
 
 if __name__ == "__main__":

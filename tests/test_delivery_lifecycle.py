@@ -11,10 +11,9 @@ import threading
 import time
 import unittest
 
-import httpx
 from delivery_helpers import Bench
 from hub_testkit import ROOT
-from loopback import serve
+from loopback import ServerProcess, serve
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.delivery import lifecycle
@@ -24,7 +23,6 @@ from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import NewEvent, Outbox
 
 CHILD = os.path.join(ROOT, "tests", "worker_child.py")
-LOOPBACK = os.path.join(ROOT, "tests", "loopback.py")
 CHILD_KEY = "loopback-test-key"
 
 
@@ -135,24 +133,6 @@ class RegistrarAndWorkerTest(unittest.TestCase):
         self.assertIs(the_hub.registrar(), registrar, "and is the same, running thread")
 
 
-class LoopbackServerProcess:
-    """The fake Honcho in its own process: one state for every worker process."""
-
-    def __init__(self, test) -> None:
-        env = dict(os.environ, FAKE_HONCHO_KEY=CHILD_KEY)
-        self.process = subprocess.Popen([sys.executable, LOOPBACK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True, env=env, cwd=tempfile.gettempdir())
-        self.url = self.process.stdout.readline().strip()
-        test.addCleanup(self.close)
-
-    def control(self, path: str, body=None, timeout: float = 60):
-        return httpx.post(self.url + path, json=body, timeout=timeout).json()
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(30)
-
-
 def seed(path: str, api_url: str, sessions: int, per_session: int) -> None:
     """Queue per_session messages in each of `sessions` chats, interleaved in capture order."""
     box = Outbox(path, max_rows=100_000)
@@ -163,6 +143,12 @@ def seed(path: str, api_url: str, sessions: int, per_session: int) -> None:
 
 
 class ProcessesTest(unittest.TestCase):
+    def fake_honcho(self) -> ServerProcess:
+        """The fake Honcho in a process of its own: one state for every worker process."""
+        server = ServerProcess(CHILD_KEY)
+        self.addCleanup(server.close)
+        return server
+
     def test_a_step_that_begins_while_the_process_exits_ends_the_worker_quietly(self):
         path = temp_outbox_path(self)
         seed(path, "http://127.0.0.1:9", 1, 2)  # ready events: the step leases and would send them
@@ -177,7 +163,7 @@ class ProcessesTest(unittest.TestCase):
         # answer never came): either way the survivor delivers every event once.
         for stored_first in (False, True):
             with self.subTest(server_stored_the_batch=stored_first):
-                server, path = LoopbackServerProcess(self), temp_outbox_path(self)
+                server, path = self.fake_honcho(), temp_outbox_path(self)
                 seed(path, server.url, 1, 5)
                 server.control("/_fake/fail", {"match": "/messages$", "kind": "timeout", "after_store": stored_first})
                 child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url], cwd=tempfile.gettempdir())
@@ -197,7 +183,7 @@ class ProcessesTest(unittest.TestCase):
                 self.assertEqual(stored, [f"0:{i}" for i in range(5)])
 
     def test_four_processes_drain_one_outbox_exactly_once_in_order(self):
-        server, path = LoopbackServerProcess(self), temp_outbox_path(self)
+        server, path = self.fake_honcho(), temp_outbox_path(self)
         seed(path, server.url, 20, 20)
         children = [subprocess.Popen([sys.executable, CHILD, "drain", path, server.url, "120"],
                                      stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir()) for _ in range(4)]
