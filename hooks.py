@@ -66,7 +66,7 @@ def uninstall():
     """Stop workers for good (the next message or job-loop tick must not start one); remote memory,
     the outbox file and shared packages are kept."""
     report = _stop_workers(drain_s=0.0, hold_s=math.inf, reason="uninstall")
-    _close_clients()
+    _stop_hub()
     log.info("honcho uninstall: remote memory, the outbox file and installed packages were kept")
     return report
 
@@ -81,14 +81,14 @@ def _stop_workers(drain_s, hold_s, reason):
         return {"workers": 0, "drained": 0, "stopped": 0}
 
 
-def _close_clients():
-    """Recall's and the tool's connections to Honcho, and the capture service's outbox connection."""
+def _stop_hub():
+    """Every other thread the Hub started (the capture writer, recall's pools), its connections."""
     try:
         from usr.plugins.honcho.honcho_hub import hub
 
         hub.shutdown()
     except Exception:
-        log.exception("honcho: clients not closed")
+        log.exception("honcho: the Hub's threads not stopped")
 
 
 def _global_settings():

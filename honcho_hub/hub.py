@@ -30,7 +30,7 @@ from .capture.service import CaptureService, journal_for
 from .capture.writer import CaptureWriter
 from .delivery import lifecycle
 from .keyed import Keyed, KeyedMany, fields
-from .runtime import in_background, process_state, warn_once
+from .runtime import in_background, join_background, process_state, warn_once
 from .settings import log_level
 from .settings.config import Settings
 from .settings.spec import GATEWAY_FIELDS
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RESTART_WAIT_S = 60.0
+STOP_S = 10.0  # Hub.stop waits this long in all for its threads to end
 MAX_TOOL_GATEWAYS = 8  # one per destination and timeout; settings changed that often drop the old clients
 # What a capture service is built from: a change of any of these rebuilds it (the journal follows).
 CAPTURE_KEY = fields("outbox_path", "outbox_synchronous", "max_queued_rows", "handoff_capacity",
@@ -97,15 +98,39 @@ class Hub:
         self.ensure_worker()
         self.ensure_writer()
 
-    def stop(self) -> None:
-        """Close this generation's capture service (the journal and counters stay with the process),
-        recall cache and tool clients. Workers are stopped by `lifecycle.stop_workers`."""
-        self._capture.reset()
+    def stop(self, timeout_s: float = STOP_S) -> bool:
+        """Stop every thread this Hub started, within `timeout_s` in all, and close what it opened;
+        True when every thread has ended (one whose request still hangs ends with it). The next use
+        starts them again.
+
+        In this order: the background starts under way (each would start a thread after the stop),
+        the delivery worker and its senders (they report deliveries to recall), the scope registrar,
+        the capture writer (its passes use the capture service), the recall pools; then the capture
+        service and the tool's clients. The journal and counters stay with the process."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+
+        def left() -> float:
+            return max(0.0, deadline - time.monotonic())
+
+        ended = join_background(left())
+        successor = self._successor
+        if successor is not None:
+            successor.join(left())  # it would start a worker once the older ones have gone
+            ended = ended and not successor.is_alive()
+        with self._worker_lock:
+            worker, self._worker = self._worker, None
         with self._parts_lock:
-            if self._recaller is not None:
-                self._recaller.close()
-                self._recaller = None
+            registrar, self._registrar = self._registrar, None
+            recaller, self._recaller = self._recaller, None
+        for thread in (worker, registrar, _take_writer()):
+            if thread is not None:
+                thread.stop(left())
+                ended = ended and not thread.is_alive()
+        if recaller is not None:
+            recaller.close(wait=True)  # each load ends within its own deadline
+        self._capture.reset()
         self._tool_gateways.reset()
+        return ended
 
     # -- capture ---------------------------------------------------------------------------------
 
@@ -309,6 +334,15 @@ def _build_gateway(settings: Settings):
     return HonchoGateway.for_settings(settings)
 
 
+def _take_writer() -> CaptureWriter | None:
+    """The process's capture writer, which its next use replaces (one of any module generation)."""
+    state = process_state()
+    with state.lock:
+        writer = kept.WRITER.of(state)
+        kept.WRITER.put(state, None)
+    return writer
+
+
 def _replay_secrets(project: str | None) -> dict:
     provider = kept.REPLAY_SECRETS.of(process_state())
     return dict(provider(project) or {}) if provider is not None else {}
@@ -331,8 +365,8 @@ def current() -> Hub:
     return hub
 
 
-def shutdown() -> None:
-    """Stop this generation's Hub, if one was built (uninstall, the command line's exit, tests)."""
+def shutdown() -> bool:
+    """Stop this generation's Hub, if one was built (uninstall, the command line's exit, tests);
+    True when every thread it started has ended."""
     hub = _hub
-    if hub is not None:
-        hub.stop()
+    return hub.stop() if hub is not None else True

@@ -17,6 +17,7 @@ import os
 import socket
 import sys
 import tempfile
+import threading
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -252,20 +253,22 @@ def _forget_host_modules(saved: dict) -> None:
             sys.modules[name] = saved[name]
 
 
+def hub_threads() -> list[threading.Thread]:
+    """The plugin's live threads, of any module generation: each one is named honcho-hub-..."""
+    return [t for t in threading.enumerate() if t.name.startswith("honcho-hub-") and t.is_alive()]
+
+
 def _stop_plugin_workers() -> None:
     """Threads a test started through the adapters must not outlive the stub host."""
     from honcho_hub.delivery import lifecycle
 
-    for worker in lifecycle.plugin_workers():
+    for worker in lifecycle.plugin_workers():  # of any module generation
         worker.stop(10)
-    hooked = sys.modules.get("usr.plugins.honcho.honcho_hub.runtime")
-    if hooked is not None:
-        hooked.join_background(10)
     hooked_hub = sys.modules.get("usr.plugins.honcho.honcho_hub.hub")
     if hooked_hub is not None:
-        hooked_hub.shutdown()
+        hooked_hub.shutdown()  # every thread its Hub started (the process's capture writer too)
     state = getattr(sys.modules.get(STATE_MODULE), "state", None)  # runtime.ProcessState, of any generation
-    if getattr(state, "writer", None) is not None:  # the capture writer outlives module generations
+    if getattr(state, "writer", None) is not None:  # started through another generation's Hub
         state.writer.stop(10)
     if getattr(state, "journal", None) is not None:
         state.journal.close()

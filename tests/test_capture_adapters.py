@@ -13,6 +13,7 @@ from hub_testkit import (
     StubAgent,
     StubContext,
     StubHistoryMessage,
+    hub_threads,
     import_by_path,
     stub_agent_zero,
 )
@@ -21,6 +22,7 @@ from outbox_helpers import stub_host_events
 USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
+INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
 
 
 class UserMessage:
@@ -217,6 +219,31 @@ class EventLoopTest(AdapterTestCase):
         self.assertTrue(runtime.join_background(10))
         self.assertEqual(lifecycle.plugin_workers(), [])
         self.assertEqual([row[3] for row in self.stored()], ["before", "after"])  # capture goes on
+
+    def test_uninstall_leaves_no_thread_of_ours(self):
+        from usr.plugins.honcho.honcho_hub import runtime
+
+        baseline = set(hub_threads())
+        agent = StubAgent(0, StubContext(id="Proj0003", project="Alpha"))
+        self.load(INIT_EXT)(agent=agent).execute()  # the worker; at chat start recall and the scope
+        self.typed(agent, "a turn before uninstall")  # the capture writer
+        asyncio.run(self.load(RECALL_EXT)(agent=agent).execute(loop_data=types.SimpleNamespace(
+            iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
+                content={"user_message": "a turn before uninstall"}))))
+        self.assertTrue(runtime.join_background(10))
+        running = {t.name.rstrip("_0123456789") for t in set(hub_threads()) - baseline}
+        self.assertLessEqual({"honcho-hub-capture-writer", "honcho-hub-delivery",
+                              "honcho-hub-scopes", "honcho-hub-recall", "honcho-hub-recall-chats"},
+                             running)
+        self.addCleanup(lifecycle_of_this_host().release_restart)
+        import_by_path(os.path.join(self.host.plugin_dir, "hooks.py")).uninstall()
+        self.assertEqual([t.name for t in set(hub_threads()) - baseline], [])
+
+
+def lifecycle_of_this_host():
+    from usr.plugins.honcho.honcho_hub.delivery import lifecycle
+
+    return lifecycle
 
 
 if __name__ == "__main__":

@@ -289,9 +289,11 @@ class Recaller:
         name the new session from now on, without waiting for a read. Reads the marker (a `stat`)."""
         self._learn_generation(_chat_key(settings, chat_id), generation, read_epoch(settings))
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._reader.shutdown(wait=False, cancel_futures=True)
+    def close(self, wait: bool = False) -> None:
+        """Cancel the loads not started and close the clients; with `wait`, once the running loads
+        (each within its deadline) and the pools' threads have ended."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)
+        self._reader.shutdown(wait=wait, cancel_futures=True)
         self._gateway.reset()
         self._ask_gateway.reset()
         self._cache.reset()

@@ -1,0 +1,86 @@
+"""The composition root: `Hub.stop` ends every thread the Hub started, once or fifty times over."""
+
+import os
+import threading
+import unittest
+
+from hub_testkit import hub_threads
+from loopback import ServerProcess
+from outbox_helpers import temp_outbox_path
+
+from honcho_hub.capture.service import CaptureRequest, Outcome, Role
+from honcho_hub.hub import Hub
+from honcho_hub.settings.config import build_settings
+
+KEY = "hch-hub-key-2468024680"
+CHAT = "Ab3dE6gH"
+# What a started Hub runs, by the start of each thread's name (every one of ours: honcho-hub-...).
+KINDS = ("honcho-hub-capture-writer", "honcho-hub-delivery", "honcho-hub-sender",
+         "honcho-hub-scopes", "honcho-hub-recall_", "honcho-hub-recall-chats")
+
+
+class HubStopTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # In a process of its own: the fake's threads and sockets are not counted as the Hub's.
+        cls.honcho = ServerProcess(KEY)
+        cls.addClassCleanup(cls.honcho.close)
+
+    def setUp(self):
+        plugin = {"outbox_path": temp_outbox_path(self), "api_url": self.honcho.url}
+        self.settings = build_settings(plugin, {"HONCHO_API_KEY": KEY}, {})
+        self.baseline = set(hub_threads())
+        self.hub = Hub(lambda: self.settings)
+        self.assertTrue(self.hub.load_delivery())  # the SDK imported: the worker starts on this thread
+        self.addCleanup(self.hub.stop)
+
+    def run_everything(self, n: int = 0) -> set[str]:
+        """Start the Hub and give each of its threads work: a typed message (the writer, then the
+        worker and a sender), a project chat's scope (the registrar), a turn's recall and the chat's
+        session (the recall pools). Returns the kinds of thread running then."""
+        self.hub.start()
+        service = self.hub.capture(self.settings)
+        typed = CaptureRequest(CHAT, Role.USER, f"h-{n}", f"message {n}")
+        self.assertEqual(service.accept(typed, self.settings), Outcome.ACCEPTED)
+        self.hub.ensure_writer().wake()
+        self.hub.flush_capture()  # in the outbox now, whatever the writer's thread has done yet
+        worker = self.hub.worker()
+        self.assertIsNotNone(worker)
+        self.assertEqual(worker.drain(10)["delivered"], 1)  # by a sender
+        self.assertTrue(self.hub.registrar().submit(self.settings, f"chat-{CHAT}", "a0-alpha"))
+        recaller = self.hub.recaller()
+        self.assertTrue(recaller.prefetch(self.settings, f"chat-{CHAT}", f"message {n}"))
+        recaller.chat_session(self.settings, CHAT, wait_s=10)
+        return {kind for kind in KINDS for thread in hub_threads() if thread.name.startswith(kind)}
+
+    def started_since_setup(self) -> list[str]:
+        return sorted(t.name for t in set(hub_threads()) - self.baseline)
+
+    def test_stop_ends_the_capture_writer(self):
+        writer = self.hub.ensure_writer()
+        self.assertTrue(self.hub.stop())
+        self.assertFalse(writer.is_alive())
+
+    def test_stop_ends_every_thread_the_hub_started(self):
+        self.assertEqual(self.run_everything(), set(KINDS))
+        self.assertTrue(self.hub.stop())
+        self.assertEqual(self.started_since_setup(), [])
+
+    def test_a_stopped_hub_starts_again_on_its_next_use(self):
+        self.run_everything()
+        self.hub.stop()
+        self.assertEqual(self.run_everything(1), set(KINDS))
+
+    def test_start_and_stop_50_times_leaves_threads_and_file_descriptors_at_baseline(self):
+        self.run_everything()  # imports, the process's journal (a stop keeps it) and the first clients
+        self.assertTrue(self.hub.stop())
+        threads, descriptors = set(threading.enumerate()), len(os.listdir("/proc/self/fd"))
+        for n in range(1, 51):
+            self.assertEqual(self.run_everything(n), set(KINDS))
+            self.assertTrue(self.hub.stop())
+        self.assertEqual([t.name for t in set(threading.enumerate()) - threads], [])
+        self.assertEqual(len(os.listdir("/proc/self/fd")), descriptors)
+
+
+if __name__ == "__main__":
+    unittest.main()
