@@ -75,6 +75,13 @@ class ActionContext:
     forgotten: Callable[[str, int], None] | None = None
     monotonic: Callable[[], float] = time.monotonic  # the clock of the verb's deadline
 
+    def honcho(self) -> HonchoGateway:
+        """The gateway of the verb's requests. Every host gives one; a context without it (a test's) serves
+        only the verbs that need no request, and a verb that needs one fails loudly, as a bug."""
+        if self.gateway is None:
+            raise RuntimeError("this ActionContext has no gateway for a verb that sends requests")
+        return self.gateway
+
 
 @dataclass(frozen=True)
 class ActionResult:
@@ -124,13 +131,13 @@ def deadline_s(action: str, settings: Settings) -> float:
     return settings.operation_deadline_s
 
 
-def _recall(args, ctx) -> str:
+def _recall(args: Mapping[str, Any], ctx: ActionContext) -> str:
     query = _text(args, "query", ctx, MAX_QUERY)
     block = ctx.recall(query, _scope(args, ctx)) if ctx.recall else ""
     return block or "Honcho returned nothing relevant for this query (memory may still be processing)."
 
 
-def _search(args, ctx) -> str:
+def _search(args: Mapping[str, Any], ctx: ActionContext) -> str:
     target = _choice(args.get("target", "conclusions"), SEARCH_TARGETS, "target")
     if target != "workspace" and args.get("scope") not in (None, ""):
         # Honcho's conclusion query and session search take no scope: an explicit one is refused, never
@@ -139,45 +146,45 @@ def _search(args, ctx) -> str:
                        "\"workspace\" to search a scope's chats.")
     query, limit, s = _text(args, "query", ctx, MAX_QUERY), _limit(args), ctx.settings
     if target == "conclusions":
-        found = queries.query_conclusions(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, limit)
+        found = queries.query_conclusions(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query, limit)
     elif target == "session":
         if not ctx.session_id:
             raise BadInput("there is no current chat session to search; use target \"workspace\".")
-        found = queries.search_session(ctx.gateway, ctx.session_id, query, limit)
+        found = queries.search_session(ctx.honcho(), ctx.session_id, query, limit)
     else:
-        found = queries.search_workspace(ctx.gateway, query, limit, _scope(args, ctx))
+        found = queries.search_workspace(ctx.honcho(), query, limit, _scope(args, ctx))
     if not found:
         return f"No {target} matched the query."
     return untrusted("\n".join(f"- [{f.id}]{' ' + f.where + ':' if f.where else ''} {_item(f.content)}"
                                for f in found))
 
 
-def _ask(args, ctx) -> str:
+def _ask(args: Mapping[str, Any], ctx: ActionContext) -> str:
     query, s = _text(args, "query", ctx, MAX_ASK_QUERY), ctx.settings
     level = args.get("reasoning_level")
     level = _choice(level, REASONING_LEVELS, "reasoning_level") if level not in (None, "") else None
-    answer = queries.ask(ctx.gateway, s.agent_peer_id, s.user_peer_id, query, session_id=ctx.session_id,
+    answer = queries.ask(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query, session_id=ctx.session_id,
                        scope=_scope(args, ctx), reasoning_level=level, timeout_s=s.ask_timeout_s)
     return untrusted(_item(answer, MAX_OUTPUT - 200)) if answer else "Honcho has no answer to that yet."
 
 
-def _remember(args, ctx) -> str:
+def _remember(args: Mapping[str, Any], ctx: ActionContext) -> str:
     content, s = _text(args, "content", ctx, MAX_CONTENT), ctx.settings
-    made = queries.create_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, content, ctx.session_id)
+    made = queries.create_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, content, ctx.session_id)
     return f"Remembered as conclusion {made.id}." + _kept(ctx, made.id, WriteKind.REMEMBER, content)
 
 
-def _forget(args, ctx) -> str:
+def _forget(args: Mapping[str, Any], ctx: ActionContext) -> str:
     conclusion_id, s = str(args.get("id") or "").strip(), ctx.settings
     if not _ID.match(conclusion_id):
         raise BadInput("`id` must be a conclusion id (letters, digits, _ or -), as shown by search.")
     if not _confirmed(args):
         return (f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}; only after they "
                 "agree, call forget again with \"confirm\": true.")
-    found = queries.find_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
+    found = queries.find_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, conclusion_id)
     if found is None:
         return f"Conclusion {conclusion_id} is not one of the agent's conclusions about the user; nothing deleted."
-    queries.delete_conclusion(ctx.gateway, s.agent_peer_id, s.user_peer_id, conclusion_id)
+    queries.delete_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, conclusion_id)
     return f"Forgot conclusion {conclusion_id}." + _kept(ctx, conclusion_id, WriteKind.FORGET, _safe(found.content, ctx))
 
 
@@ -185,7 +192,7 @@ def _confirmed(args: Mapping[str, Any]) -> bool:
     return str(args.get("confirm", "")).strip().lower() in ("true", "1", "yes")
 
 
-def _forget_chat(args, ctx) -> str:
+def _forget_chat(args: Mapping[str, Any], ctx: ActionContext) -> str:
     """This chat's queued messages and its Honcho session deleted, its later messages in a new session
     (ops/forget_chat.py); only with "confirm": true, after the user agreed."""
     if not ctx.chat_id:
@@ -203,14 +210,14 @@ def _forget_chat(args, ctx) -> str:
     return forget_chat.report_text(report)
 
 
-def _profile(args, ctx) -> str:
+def _profile(args: Mapping[str, Any], ctx: ActionContext) -> str:
     """No `facts`: the agent's card of the user. With `facts`: that card replaced by them, whole."""
     s = ctx.settings
     if args.get("facts") in (None, ""):
-        return _card_text(queries.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id))
+        return _card_text(queries.read_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id))
     facts = _facts(args, ctx)  # every fact checked and made safe before any request
-    before = queries.read_card(ctx.gateway, s.agent_peer_id, s.user_peer_id)  # kept for an undo
-    queries.set_card(ctx.gateway, s.agent_peer_id, s.user_peer_id, facts)
+    before = queries.read_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id)  # kept for an undo
+    queries.set_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id, facts)
     record = json.dumps({"card": facts, "replaced": [_safe(fact, ctx) for fact in before]}, ensure_ascii=False)
     return (f"Replaced the agent's card of the user: {_count(len(facts), 'fact')} (it had {len(before)})."
             + _kept(ctx, CARD_ID, WriteKind.PROFILE, record))
@@ -292,13 +299,13 @@ def _safe(text: str, ctx: ActionContext) -> str | None:
         return None
 
 
-def _status(args, ctx) -> str:
+def _status(args: Mapping[str, Any], ctx: ActionContext) -> str:
     return ctx.status() if ctx.status else "Status is not available here."
 
 
-def _dream(args, ctx) -> str:
+def _dream(args: Mapping[str, Any], ctx: ActionContext) -> str:
     s = ctx.settings
-    queries.schedule_dream(ctx.gateway, s.agent_peer_id, s.user_peer_id, ctx.session_id)
+    queries.schedule_dream(ctx.honcho(), s.agent_peer_id, s.user_peer_id, ctx.session_id)
     return "Consolidation (a dream) was requested; Honcho runs it in the background."
 
 
