@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from ..bounded import BoundedMap
 from .pack import ContextData
 
 Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could take it
@@ -29,8 +29,8 @@ class RecallCache:
         self.ttl_s, self.max_entries = ttl_s, max_entries
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._fresh: OrderedDict[Hashable, tuple[float, ContextData]] = OrderedDict()  # key -> (stored at, data)
-        self._last: OrderedDict[Hashable, ContextData] = OrderedDict()  # session key -> newest load
+        self._fresh: BoundedMap[Hashable, tuple[float, ContextData]] = BoundedMap(max_entries)  # key -> (at, data)
+        self._last: BoundedMap[Hashable, ContextData] = BoundedMap(max_entries)  # session key -> newest load
         self._inflight: dict[Hashable, Future] = {}
         self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0, "reused": 0}
 
@@ -112,8 +112,8 @@ class RecallCache:
             return
         with self._lock:
             self._inflight.pop(key, None)
-            remember(self._fresh, key, (self._monotonic(), data), self.max_entries)
-            remember(self._last, session_key, data, self.max_entries)
+            self._fresh.put(key, (self._monotonic(), data))
+            self._last.put(session_key, data)
         future.set_result(data)
 
     def _fallback(self, session_key: Hashable, source: str) -> tuple[ContextData | None, str]:
@@ -124,14 +124,6 @@ class RecallCache:
                 self.counters["stale_served"] += 1
                 return stale, "stale"
         return None, source
-
-
-def remember(entries: OrderedDict, key: Hashable, value, limit: int) -> None:
-    """Keep `value` as the newest entry, dropping the least recently used ones past `limit`."""
-    entries[key] = value
-    entries.move_to_end(key)
-    while len(entries) > max(1, limit):
-        entries.popitem(last=False)
 
 
 def _kind(exc: BaseException) -> str:

@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
+from ..bounded import BoundedMap
 from ..errors import AuthError, DeliveryError, PermanentError
 from ..gateway import queries
 from ..gateway.gateway import HonchoGateway
 from ..names import MAX_DIALECTIC_QUERY
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
-from .cache import Submit, remember
+from .cache import Submit
 
 QUERY_MAX_CHARS = MAX_DIALECTIC_QUERY
 LEVEL_STEPS = ((400, 2), (120, 1))  # (characters of the redacted user message, levels raised), longest first
@@ -138,7 +138,7 @@ class Dialectic:
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self._gateway_for, self._monotonic = gateway_for, monotonic
         self._lock = threading.Lock()
-        self._sessions: OrderedDict[Hashable, _Session] = OrderedDict()  # bounded by cache_max_entries
+        self._sessions: BoundedMap[Hashable, _Session] = BoundedMap()  # cache_max_entries at each put
         self._running = 0
         self._last_prewarm: float | None = None  # when the newest prewarm started
         self._counters = {"started": 0, "done": 0, "failed": 0, "prewarms": 0, "busy": 0, "unscoped": 0}
@@ -224,7 +224,7 @@ class Dialectic:
     def _entry(self, key: Hashable, settings: Settings) -> _Session:
         """The chat's state (call under the lock), kept as the most recently used."""
         entry = self._sessions.get(key) or _Session()
-        remember(self._sessions, key, entry, settings.cache_max_entries)
+        self._sessions.put(key, entry, settings.cache_max_entries)
         return entry
 
     def _claim(self, entry: _Session) -> bool:

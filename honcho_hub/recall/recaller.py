@@ -42,13 +42,13 @@ import math
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_until_done
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
+from ..bounded import BoundedMap
 from ..errors import AuthError, DeliveryError, OutboxError, PermanentError
 from ..gateway import deadline, queries
 from ..gateway.gateway import Context, HonchoGateway
@@ -58,7 +58,7 @@ from ..safety.redact import redact
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
 from ..storage.outbox import Outbox, with_existing_outbox
-from .cache import RecallCache, remember
+from .cache import RecallCache
 from .dialectic import Dialectic
 from .pack import ContextData, MemoryPack, build_pack, render_block
 
@@ -122,13 +122,15 @@ class Recaller:
         self._queued = 0  # submitted, not started
         self._unfinished = 0  # submitted, not finished
         self._idle = threading.Condition(self._lock)
-        self._bases: OrderedDict[tuple, tuple[float, ContextData]] = OrderedDict()  # (peers, scope) -> base
+        # Bounded by cache_max_entries, given at each put (a setting that may change).
+        self._bases: BoundedMap[tuple, tuple[float, ContextData]] = BoundedMap()  # (peers, scope) -> base
         self._bases_loading: set[Hashable] = set()
-        self._summaries: OrderedDict[Hashable, str] = OrderedDict()  # session key -> newest summary
-        self._turns: OrderedDict[Hashable, int] = OrderedDict()  # session key -> user turns prefetched
-        self._deriving: OrderedDict[tuple[str, str], _Deriving] = OrderedDict()  # (destination, session) ->
+        self._summaries: BoundedMap[Hashable, str] = BoundedMap()  # session key -> newest summary
+        self._turns: BoundedMap[Hashable, int] = BoundedMap()  # session key -> user turns prefetched
+        # (destination, session) -> its derivation, followed since delivery
+        self._deriving: BoundedMap[tuple[str, str], _Deriving] = BoundedMap(MAX_DERIVING)
         # (outbox, destination, chat) -> (how often the chat was forgotten, the marker when that was learned)
-        self._generations: OrderedDict[tuple[str, str, str], tuple[int, int]] = OrderedDict()
+        self._generations: BoundedMap[tuple[str, str, str], tuple[int, int]] = BoundedMap(MAX_CHATS)
         self._generation_reads: dict[tuple[str, str, str], Future] = {}
         # Reads of the outbox on a thread of their own: a hung Honcho holding every pool thread delays no read.
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="honcho-hub-recall-chats")
@@ -246,7 +248,7 @@ class Recaller:
         """The worker delivered (or found delivered) messages of this session: Honcho's derivation of them
         is about to change what it knows. Cheap; any thread."""
         with self._lock:
-            remember(self._deriving, (destination, session_id), _Deriving(self._monotonic()), MAX_DERIVING)
+            self._deriving.put((destination, session_id), _Deriving(self._monotonic()))
 
     def freshness(self, settings: Settings, session_id: str) -> dict[str, object]:
         """For status: `fresh`, or `deriving` with the pending work units of the last poll (None: not
@@ -375,7 +377,7 @@ class Recaller:
                 return
             if known is not None and known[1] == epoch:
                 generation = max(generation, known[0])
-            remember(self._generations, key, (generation, epoch), MAX_CHATS)
+            self._generations.put(key, (generation, epoch))
 
     def _count_turn(self, settings: Settings, session_id: str) -> bool:
         """Count a user turn of the session; True when it is one that makes the context call (the first,
@@ -383,7 +385,7 @@ class Recaller:
         session_key = (settings.destination(), session_id)
         with self._lock:
             turn = self._turns.get(session_key, 0) + 1
-            remember(self._turns, session_key, turn, settings.cache_max_entries)
+            self._turns.put(session_key, turn, settings.cache_max_entries)
         return (turn - 1) % settings.context_cadence == 0
 
     def _context_turn(self, settings: Settings, session_key: Hashable) -> bool:
@@ -502,11 +504,10 @@ class Recaller:
                 context = fetch(None)
         data = _pack_input(context)
         if data.summary:
-            remember(self._summaries, (settings.destination(), session_id), data.summary,
-                           settings.cache_max_entries)
+            self._summaries.put((settings.destination(), session_id), data.summary, settings.cache_max_entries)
         return data
 
-    def _load_base(self, settings: Settings, scope_id: str | None, key: Hashable) -> None:
+    def _load_base(self, settings: Settings, scope_id: str | None, key: tuple) -> None:
         """What the agent knows about the user across chats: representation and card (no query)."""
         data: ContextData | None
         try:
@@ -519,7 +520,7 @@ class Recaller:
         with self._lock:
             self._bases_loading.discard(key)
             if data is not None:
-                remember(self._bases, key, (self._monotonic(), data), settings.cache_max_entries)
+                self._bases.put(key, (self._monotonic(), data), settings.cache_max_entries)
 
     def _load_deadline(self, settings: Settings) -> AbstractContextManager:
         """A background load's deadline: the turn waits recall_timeout_s at most, and the load goes on filling
