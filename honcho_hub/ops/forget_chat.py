@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from ..bounded import BoundedMap
 from ..errors import DeliveryError, ForgetRefused, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..names import session_id_for
@@ -146,15 +146,11 @@ class Offers:
 
     def __init__(self, limit: int = MAX_OFFERS) -> None:
         self._lock = threading.Lock()
-        self._offers: OrderedDict[str, float] = OrderedDict()
-        self._limit = limit
+        self._offers: BoundedMap[str, float] = BoundedMap(limit)
 
     def offer(self, chat_id: str, at: float) -> None:
         with self._lock:
-            self._offers.pop(chat_id, None)
-            self._offers[chat_id] = at
-            while len(self._offers) > self._limit:
-                self._offers.popitem(last=False)
+            self._offers.put(chat_id, at)
 
     def withdraw(self, chat_id: str) -> bool:
         with self._lock:

@@ -18,12 +18,12 @@ import logging
 import os
 import stat
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import yaml
 
+from ..bounded import BoundedMap
 from ..errors import ConfigFileError, FileRefused, InvalidValue
 from .config import apply_project_settings, log_once, relation_problems
 from .spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
@@ -125,10 +125,9 @@ class SettingsCache:
 
     def __init__(self, max_entries: int = 64, stat: Callable[[str], Any] = os.stat,
                  environ: Mapping[str, str] = os.environ) -> None:
-        self._max_entries = max(1, int(max_entries))
         self._stat, self._environ = stat, environ
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Hashable, tuple[tuple, Any]] = OrderedDict()
+        self._entries: BoundedMap[Hashable, tuple[tuple, Any]] = BoundedMap(int(max_entries))
 
     def get(self, key: Hashable, files: tuple[str, ...], build: Callable[[], T]) -> T:
         """The value built for `key`, built again first if a file or HONCHO_* variable changed."""
@@ -140,10 +139,7 @@ class SettingsCache:
                 return entry[1]
         value = build()
         with self._lock:
-            self._entries[key] = (signature, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            self._entries.put(key, (signature, value))
         return value
 
     def _file_state(self, path: str) -> tuple:
