@@ -12,6 +12,7 @@ import logging
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.bounded import BoundedMap
 from usr.plugins.honcho.honcho_hub.capture.rules import (
     UserMessageFacts,
     skip_reason_for_tool_result,
@@ -97,7 +98,8 @@ def _is_nudge(agent: Any, text: Any) -> bool:
     return isinstance(text, str) and text == _nudge_text(agent)
 
 
-_nudges: dict[str, tuple[float, str]] = {}  # agent profile -> (read at, the nudge prompt's text)
+# agent profile -> (read at, the nudge prompt's text); profiles come and go: a small map
+_nudges: BoundedMap[str, tuple[float, str]] = BoundedMap(64)
 
 
 def _nudge_text(agent: Any) -> str:
@@ -106,9 +108,8 @@ def _nudge_text(agent: Any) -> str:
     profile = str(getattr(getattr(agent, "config", None), "profile", "") or "")
     known = _nudges.get(profile)
     if known is None or time.monotonic() - known[0] > NUDGE_REREAD_S:
-        if len(_nudges) > 64:  # profiles come and go: a small map
-            _nudges.clear()
-        known = _nudges[profile] = (time.monotonic(), agent.read_prompt(NUDGE_PROMPT))
+        known = (time.monotonic(), agent.read_prompt(NUDGE_PROMPT))
+        _nudges.put(profile, known)
     return known[1]
 
 

@@ -6,6 +6,7 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.bounded import BoundedMap
 from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts, HumanFacts, chat_view, human_peer
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
@@ -29,8 +30,8 @@ _settings_cache = SettingsCache()
 _last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is caught mid-save
 # (project, human facts) -> (the project's settings, the chat's): the chat's are made again only when the
 # project's were rebuilt (a file or variable changed), never on a call that finds them.
-_chat_views: dict[tuple, tuple[Settings, Settings]] = {}
-MAX_CHAT_VIEWS = 256  # projects × agent profiles in use: a full map starts over
+MAX_CHAT_VIEWS = 256  # projects × agent profiles in use
+_chat_views: BoundedMap[tuple, tuple[Settings, Settings]] = BoundedMap(MAX_CHAT_VIEWS)
 
 
 def settings_for(agent: Any) -> Settings:
@@ -48,9 +49,7 @@ def chat_settings(project: str | None, facts: HumanFacts) -> Settings:
     if known is not None and known[0] is base:
         return known[1]
     view = chat_view(base, facts, project, project_settings(None) if project else base)
-    if len(_chat_views) >= MAX_CHAT_VIEWS:
-        _chat_views.clear()
-    _chat_views[key] = (base, view)
+    _chat_views.put(key, (base, view))
     return view
 
 

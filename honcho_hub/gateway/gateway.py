@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 
 import httpx
 
+from ..bounded import BoundedMap
 from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
 from ..names import ID_RE, MAX_CONTENT_CHARS, MAX_MESSAGES_PER_CALL
 from ..settings.config import Settings
@@ -78,17 +79,21 @@ class _Client:
     request, sessions and peers known to exist). Retired when the key changes or on close(); its HTTP
     client is closed once no call of any thread uses it any more, never under a request in flight."""
 
-    def __init__(self, sdk_client: Any, http: httpx.Client, key: str) -> None:
+    def __init__(self, sdk_client: Any, http: httpx.Client, key: str, cache_limit: int) -> None:
         self.sdk, self.http, self.key = sdk_client, http, key
         self.users = 0  # calls using it now (guarded by the gateway's lock)
         self.retired = False
-        self.sessions: dict[str, Any] = {}  # session id -> Session created with its peers' settings
-        self.session_peers: dict[str, set[str]] = {}  # session id -> peers added with their settings
-        self.readers: dict[str, Any] = {}  # session id -> Session object used only to read
-        self.peers: dict[str, Any] = {}  # peer id -> Peer object, built without a request
-        self.scopes: dict[str, Any] = {}  # scope id -> Scope object, get-or-created once
+        # Each bounded by cache_limit (a long uptime, many chats): forgetting an entry costs a
+        # request later, as every object here is rebuilt or re-ensured on its next use.
+        # session id -> Session created with its peers' settings; -> the peers added with theirs
+        self.sessions: BoundedMap[str, Any] = BoundedMap(cache_limit)
+        self.session_peers: BoundedMap[str, set[str]] = BoundedMap(cache_limit)
+        self.readers: BoundedMap[str, Any] = BoundedMap(cache_limit)  # session id -> Session to read
+        self.peers: BoundedMap[str, Any] = BoundedMap(cache_limit)  # peer id -> Peer, no request
+        self.scopes: BoundedMap[str, Any] = BoundedMap(cache_limit)  # scope id -> Scope, made once
         self.known_peers: set[str] = set()  # configured peers known to exist on the server
-        self.memberships: set[tuple[str, str]] = set()  # (scope id, session id) known to be set
+        # (scope id, session id) known to be set
+        self.memberships: BoundedMap[tuple[str, str], bool] = BoundedMap(cache_limit)
 
     def close_http(self) -> None:
         # The SDK leaves an HTTP client it was given open, so its connections would linger until garbage
@@ -97,13 +102,6 @@ class _Client:
             self.http.close()
         except Exception:
             pass  # closing is best effort
-
-
-def _remember(cache: dict | set, limit: int) -> None:
-    """Make room for one more entry: a full cache starts over (long uptime, many chats). Forgetting only
-    costs a request later: every object here is rebuilt or re-ensured on its next use."""
-    if len(cache) >= limit:
-        cache.clear()
 
 
 class HonchoGateway:
@@ -282,7 +280,8 @@ class HonchoGateway:
                     with self._lock:
                         for cache in (client.sessions, client.session_peers, client.readers):
                             cache.pop(session_id, None)
-                        client.memberships = {m for m in client.memberships if m[1] != session_id}
+                        for membership in [m for m in client.memberships if m[1] == session_id]:
+                            del client.memberships[membership]
         except PermanentError as exc:
             if exc.code == "http_404":
                 return "gone"
@@ -343,7 +342,7 @@ class HonchoGateway:
         except BaseException:
             http.close()
             raise
-        return _Client(sdk_client, http, key)
+        return _Client(sdk_client, http, key, self._cache_limit)
 
     def _retire(self) -> _Client | None:
         """Forget the current client (call under the lock); returns it when no call uses it: close it."""
@@ -367,12 +366,10 @@ class HonchoGateway:
             session = client.sdk.session(session_id, peers=pairs) if session is None else session
             if known is not None:
                 session.add_peers(pairs)
-            with self._lock:
-                if session_id not in client.sessions:
-                    _remember(client.sessions, self._cache_limit)
-                    _remember(client.session_peers, self._cache_limit)
-                client.sessions[session_id] = session
-                client.session_peers.setdefault(session_id, set()).update(missing)
+            with self._lock:  # put together, so the two forget the same sessions
+                client.sessions.put(session_id, session)
+                added = client.session_peers.get(session_id, set()) | set(missing)
+                client.session_peers.put(session_id, added)
         return session
 
     def _ensure_membership(self, client: _Client, session_id: str, scope_id: str | None) -> None:
@@ -388,8 +385,7 @@ class HonchoGateway:
             self.scope_problem = error.code  # e.g. a key that is not workspace-level: deliver unscoped
             return
         with self._lock:
-            _remember(client.memberships, self._cache_limit)
-            client.memberships.add((scope_id, session_id))
+            client.memberships.put((scope_id, session_id), True)
         self.scope_problem = None
 
     def _scope(self, client: _Client, scope_id: str) -> Any:
@@ -398,8 +394,7 @@ class HonchoGateway:
         if scope is None:
             scope = client.sdk.scope(scope_id)  # get-or-create, once per client
             with self._lock:
-                _remember(client.scopes, self._cache_limit)
-                client.scopes[scope_id] = scope
+                client.scopes.put(scope_id, scope)
         return scope
 
     def _cached_session(self, client: _Client, session_id: str) -> Any:
@@ -408,15 +403,15 @@ class HonchoGateway:
 
         return self._reader(client.readers, (client.sessions,), session_id, lambda: Session(session_id, client.sdk))
 
-    def _reader(self, cache: dict, also: tuple[dict, ...], key: str, build: Callable[[], Any]) -> Any:
+    def _reader(self, cache: BoundedMap, also: tuple[BoundedMap, ...], key: str,
+                build: Callable[[], Any]) -> Any:
         """The object cached under `key` (in `cache` or one of `also`), else built (no request) and kept."""
         with self._lock:
             found = next((known[key] for known in (*also, cache) if key in known), None)
         if found is None:
             found = build()
             with self._lock:
-                _remember(cache, self._cache_limit)
-                cache[key] = found
+                cache.put(key, found)
         return found
 
 

@@ -12,6 +12,7 @@ import queue
 import threading
 from collections.abc import Callable
 
+from ..bounded import BoundedMap
 from ..errors import DeliveryError
 from ..keyed import KeyedMany, fields
 from ..settings.config import Settings
@@ -31,8 +32,7 @@ class ScopeRegistrar(threading.Thread):
                  remember: int = MAX_REMEMBERED) -> None:
         super().__init__(name="honcho-hub-scopes", daemon=True)
         self._queue: queue.Queue = queue.Queue(maxsize=capacity)
-        self._done: set[tuple[str, str, str]] = set()
-        self._remember = max(1, remember)
+        self._done: BoundedMap[tuple[str, str, str], bool] = BoundedMap(remember)
         # Only this thread uses them, so none is mid-request when the bound closes them all.
         self._gateways: KeyedMany[Settings, HonchoGateway] = KeyedMany(
             fields(*GATEWAY_FIELDS), gateway_factory, MAX_GATEWAYS)
@@ -64,9 +64,7 @@ class ScopeRegistrar(threading.Thread):
             log.warning("honcho: chat not registered in its scope (%s); delivery will retry", exc.code)
             return False
         if gateway.scope_problem is None:
-            if len(self._done) >= self._remember:  # a long uptime's chats: start over
-                self._done.clear()
-            self._done.add((settings.destination(), session_id, scope_id))
+            self._done.put((settings.destination(), session_id, scope_id), True)
         return True
 
     def drain(self, timeout_s: float) -> int:
