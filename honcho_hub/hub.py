@@ -3,8 +3,8 @@
 Built once (by `current()`) around the global settings source the host gives it (`reconfigure`); the
 effective per-chat or per-project settings are passed into each call. It owns the capture service and
 the capture writer, the delivery worker, the recaller, the scope registrar and the memory tool's
-gateways. Every caller — the Agent Zero adapters (through the bridge), hooks.py, the API handlers, the
-tool, the operator verbs and the command line — gets it from `current()`.
+gateways. The adapters — the Agent Zero bridge (for hooks.py, the API handlers and the tool) and the
+command line — get it from `current()` and pass its parts down; nothing below asks for it.
 
 What must outlive a re-import of the plugin's modules (the capture journal and its lock, counters, the
 capture writer, a worker thread of an older generation found by its marker) lives in `runtime`'s
@@ -197,6 +197,12 @@ class Hub:
             return False
         _delivery_loaded.set()
         return True
+
+    def start_worker_now(self) -> DeliveryWorker | None:
+        """`ensure_worker` for a thread that may wait (the sidebar's wake, never Agent Zero's event loop):
+        the delivery modules are imported on it, so a worker starts at once unless something holds it."""
+        self.load_delivery()
+        return self.ensure_worker()
 
     def _start_worker(self) -> DeliveryWorker | None:
         """Start the worker unless one of this module generation runs.

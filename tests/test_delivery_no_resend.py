@@ -257,7 +257,7 @@ class UnreconcilableTest(unittest.TestCase):
         self.assertEqual(bench.adds("u1"), 1)
         self.assertEqual(bench.fake.count("/sessions/chat-u1/messages/list"), 3)
         bench.fake.faults.clear()
-        self.assertEqual(operations.retry_dead(bench.settings)["requeued"], 3)
+        self.assertEqual(operations.retry_dead(bench.settings, hub.current().worker())["requeued"], 3)
         bench.run_until_idle()
         bench.assert_exactly_once("u1", texts)
         self.assertEqual(bench.adds("u1"), 1)

@@ -114,7 +114,7 @@ class DrainAndDeadTest(CliCase):
         self.assertEqual(service.accept(CaptureRequest("ops3", Role.USER, "j-1", "typed just before"), settings),
                          Outcome.ACCEPTED)
         self.assertEqual(len(service.journal), 1)
-        result = operations.drain(settings, 10, worker=None)
+        result = operations.drain(settings, 10, worker=None, flush_capture=hub.current().flush_capture)
         self.assertEqual((result["delivered"], result["pending"]), (1, 0), result)
         self.assertEqual([m["content"] for m in self.fake.session_messages("chat-ops3")], ["typed just before"])
 
@@ -149,7 +149,7 @@ class DrainAndDeadTest(CliCase):
         self.queue(2)
         self.fake.fail(kind="timeout")  # the server holds the add-messages request without answering
         settings = build_settings({"sdk_timeout_s": 5}, {}, self.env)
-        result = operations.drain(settings, 0.5, worker=None)
+        result = operations.drain(settings, 0.5, worker=None, flush_capture=hub.current().flush_capture)
         self.assertEqual((result["delivered"], result["pending"]), (0, 0))
         box = Outbox(self.path)
         self.assertEqual(box.stats()["counts"]["leased"], 2, "not waited for: it goes out again after its lease")
@@ -168,7 +168,8 @@ class DrainAndDeadTest(CliCase):
             with self.subTest(name):
                 settings = self.settings() if reason != "api_url_invalid" else with_api_url_problem(self.settings(),
                                                                                                     problem)
-                result = operations.drain(settings, 5, worker=worker, **options)
+                result = operations.drain(settings, 5, worker=worker, flush_capture=hub.current().flush_capture,
+                                          **options)
                 self.assertEqual(result, {"delivered": 0, "dead": 0, "retried": 0, "paused": reason, "pending": 2})
                 self.assertEqual(self.fake.messages, [])
 
@@ -214,6 +215,10 @@ class WakeTest(unittest.TestCase):
         [w.stop(10) for w in lifecycle.plugin_workers()]  # no worker runs: the Hub has none
         self.assertIsNone(self.hub.worker())
 
+    def wake(self) -> dict:
+        """The wake verb on the Hub's parts, as the sidebar's handler passes them."""
+        return operations.wake(self.hub.settings(), self.hub.worker(), self.hub.start_worker_now, self.hub.enabled)
+
     def test_wake_starts_a_worker_when_none_runs_and_says_whether_it_is_paused(self):
         unusable = with_api_url_problem(self.settings, "HONCHO_API_URL: the port is not a number")
         cases = (("plugin on", self.settings, lambda: True, None),
@@ -223,19 +228,19 @@ class WakeTest(unittest.TestCase):
             with self.subTest(name):
                 [w.stop(10) for w in lifecycle.plugin_workers()]
                 self.hub.reconfigure(settings=lambda settings=settings: settings, enabled=enabled)  # outlives the iteration
-                result = operations.wake()
+                result = self.wake()
                 self.assertEqual(result, {"woken": False, "started": True, "held": False, "paused": paused})
                 worker = self.hub.worker()
                 self.assertIsNotNone(worker)
                 self.assertEqual(lifecycle.plugin_workers(), [worker])
-                again = operations.wake()
+                again = self.wake()
                 self.assertEqual(again, {"woken": True, "started": False, "held": False, "paused": paused})
                 self.assertIs(self.hub.worker(), worker, "the running worker is woken, not replaced")
 
     def test_wake_starts_nothing_while_an_update_or_uninstall_holds_the_workers(self):
         lifecycle.hold_restart(120.0, "pre_update")
         self.hub.reconfigure(settings=lambda: self.settings, enabled=lambda: True)
-        result = operations.wake()
+        result = self.wake()
         self.assertEqual(result, {"woken": False, "started": False, "held": True, "paused": None})
         self.assertEqual(lifecycle.plugin_workers(), [])
 

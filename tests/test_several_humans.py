@@ -130,11 +130,12 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         return stub_host_events(self, self.host)
 
     def deliver(self):
-        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import global_settings
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import global_settings, hub
         from usr.plugins.honcho.honcho_hub.ops import operator
 
         self.queued()
-        result = operator.drain(global_settings(), 10)
+        the_hub = hub()
+        result = operator.drain(global_settings(), 10, worker=the_hub.worker(), flush_capture=the_hub.flush_capture)
         self.assertEqual(result.get("pending"), 0, result)
 
     def recall(self, agent, text):

@@ -54,15 +54,16 @@ def run_operation(body: Any) -> dict:
     action = body.get("action") if isinstance(body, dict) else None
     if action not in ACTIONS:
         return {"ok": False, "error": f"unknown action; use one of: {', '.join(ACTIONS)}"}
-    hub()  # the operator verbs reach the worker through it
+    the_hub = hub()  # the operator verbs act on its worker, capture journal and recaller
     settings = global_settings()
     log_level.follow(settings)
     result = {
         "check": lambda: operations.check(settings),
-        "wake": operations.wake,
-        "drain": lambda: operations.drain(settings, operations.DRAIN_S, enabled=plugin_enabled),
-        "retry_dead": lambda: operations.retry_dead(settings, operations.MAX_REQUEUE),
-        "clear_cache": lambda: operations.clear_cache(settings),
+        "wake": lambda: operations.wake(settings, the_hub.worker(), the_hub.start_worker_now, plugin_enabled),
+        "drain": lambda: operations.drain(settings, operations.DRAIN_S, worker=the_hub.worker(),
+                                          flush_capture=the_hub.flush_capture, enabled=plugin_enabled),
+        "retry_dead": lambda: operations.retry_dead(settings, the_hub.worker(), operations.MAX_REQUEUE),
+        "clear_cache": lambda: operations.clear_cache(settings, the_hub.recaller()),
     }[action]()
     return {"ok": "error" not in result, "action": action, "result": result}
 

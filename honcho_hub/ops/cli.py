@@ -86,7 +86,8 @@ def _check(settings: Settings, args, out) -> int:
 
 
 def _drain(settings: Settings, args, out) -> int:
-    result = operations.drain(settings, args.timeout)
+    the_hub = hub.current()
+    result = operations.drain(settings, args.timeout, worker=the_hub.worker(), flush_capture=the_hub.flush_capture)
     _print(out, result, args.json, lambda r: r.get("error") and f"drain failed: {r['error']}" or
            f"delivered {r['delivered']}, dead-lettered {r['dead']}, {r['pending']} still pending")
     if "error" in result:
@@ -95,7 +96,7 @@ def _drain(settings: Settings, args, out) -> int:
 
 
 def _retry_dead(settings: Settings, args, out) -> int:
-    result = operations.retry_dead(settings, args.limit)
+    result = operations.retry_dead(settings, hub.current().worker(), args.limit)
     _print(out, result, args.json, lambda r: r.get("error") and f"retry failed: {r['error']}" or
            f"requeued {r['requeued']} dead letters")
     return EXIT_FAILED if "error" in result else EXIT_OK
@@ -110,7 +111,7 @@ def _dead(settings: Settings, args, out) -> int:
 
 
 def _clear_cache(settings: Settings, args, out) -> int:
-    result = operations.clear_cache(settings)
+    result = operations.clear_cache(settings, hub.current().recaller())
     _print(out, result, args.json, lambda r: "recall caches cleared (Agent Zero drops its cache at its next recall)")
     return EXIT_OK
 
@@ -279,8 +280,9 @@ def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str],
         scheduled, profile = backfill.scheduled_chat_ids(args.chats_dir), backfill.agent_profile(args.chats_dir)
     except BackfillError as exc:
         return _failed("backfill", str(exc), EXIT_USAGE if exc.code == "bad_chats" else EXIT_FAILED)
-    hub.current().reconfigure(settings=lambda: settings)
-    deliver = (lambda seconds: operations.drain(settings, seconds)) if args.drain else None
+    the_hub = hub.current().reconfigure(settings=lambda: settings)
+    deliver = (lambda seconds: operations.drain(settings, seconds, worker=the_hub.worker(),
+                                                flush_capture=the_hub.flush_capture)) if args.drain else None
     try:
         report = backfill.Backfill(settings, backfill.project_settings(global_layer, environ, args.chats_dir),
                                    dry_run=args.dry_run, scheduled=scheduled, profile=profile, make_room=deliver,

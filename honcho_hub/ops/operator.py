@@ -1,18 +1,19 @@
 """Operator verbs shared by the sidebar API and the command line: check (the API, and the MCP handshake
 of mcp_probe), wake, drain, retry dead, dead letters, clear cache. Each returns a JSON-safe dict and
-never raises on Honcho or disk trouble.
+never raises on Honcho or disk trouble. The process's parts they act on (its worker, capture journal,
+recaller) are passed in by the caller, which has them from the Hub.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from .. import hub, runtime
+from .. import runtime
 from ..delivery import lifecycle
 from ..delivery.worker import DeliveryWorker, pause_reason
 from ..errors import AuthError, DeliveryError, OutboxError
@@ -23,6 +24,9 @@ from ..settings.hosts import in_hosted_domain, url_host
 from ..settings.spec import MODE_API_URLS, MODE_MCP_URLS
 from ..storage.outbox import with_existing_outbox
 from . import mcp_probe
+
+if TYPE_CHECKING:
+    from ..recall.recaller import Recaller
 
 MAX_REQUEUE = 100
 DRAIN_S = 5.0
@@ -75,29 +79,29 @@ def mcp_key_decision(settings: Settings) -> tuple[bool, str]:
     return True, "same_host"
 
 
-def wake() -> dict[str, Any]:
-    """Nudge the Hub's worker, or start it when none runs, as the capture hooks do: not while an
-    update or uninstall holds the plugin's workers stopped; a worker started while the plugin is switched
-    off or the API URL is unusable runs paused (`paused` says why) and sends once that is fixed.
+def wake(settings: Settings, worker: DeliveryWorker | None, start_worker: Callable[[], DeliveryWorker | None],
+         enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
+    """Nudge the process's running `worker`, or start one with `start_worker` when none runs, as the capture
+    hooks do: not while an update or uninstall holds the plugin's workers stopped; a worker started while
+    the plugin is switched off or the API URL is unusable runs paused (`paused` says why) and sends once
+    that is fixed.
 
     All false: an older module generation's worker is still stopping; the new one starts when it ends."""
-    the_hub = hub.current()
-    worker = the_hub.worker()
     woken = False
     if worker is not None and not worker.stopping:
         woken = True
         worker.wake()
     elif not lifecycle.restart_held():
-        the_hub.load_delivery()  # this thread may wait for the import: ensure_worker then starts at once
-        worker = the_hub.ensure_worker()
-    reason = pause_reason(the_hub.settings(), the_hub.enabled)
+        worker = start_worker()
+    reason = pause_reason(settings, enabled)
     return {"woken": woken, "started": not woken and worker is not None and worker.is_alive(),
             "held": not woken and lifecycle.restart_held(), "paused": reason[0] if reason else None}
 
 
-def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker | None = None,
-          enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
-    """Deliver for at most `timeout_s`: through the running worker, else with one made for the occasion.
+def drain(settings: Settings, timeout_s: float = DRAIN_S, *, worker: DeliveryWorker | None,
+          flush_capture: Callable[[], None], enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
+    """Deliver for at most `timeout_s`: through the process's running `worker`, else with one made for the
+    occasion, after `flush_capture` moved what the capture journal holds into the outbox.
 
     Nothing is sent while `enabled()` says the plugin is switched off in Agent Zero (the command line,
     outside it, has no switch: hence the default) or the configured API URL cannot be used; the answer
@@ -106,8 +110,7 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker
     if paused is not None:
         return {"delivered": 0, "dead": 0, "retried": 0, "paused": paused[0],
                 "pending": queue_counts(settings).get("pending", 0)}
-    hub.current().flush_capture()
-    worker = worker or hub.current().worker()
+    flush_capture()
     own = worker is None
     if worker is None:
         worker = DeliveryWorker(lambda: settings, enabled=enabled)
@@ -121,14 +124,13 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, worker: DeliveryWorker
     return {**moved, "pending": queue_counts(settings).get("pending", 0)}
 
 
-def retry_dead(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]:
-    """Requeue at most 100 dead letters and let auth circuits probe again now."""
+def retry_dead(settings: Settings, worker: DeliveryWorker | None, limit: int = MAX_REQUEUE) -> dict[str, Any]:
+    """Requeue at most 100 dead letters and let the process's running `worker` probe its auth circuits now."""
     try:
         requeued = with_existing_outbox(
             settings, lambda box: box.requeue_dead(max(0, min(int(limit), MAX_REQUEUE))), 0)
     except OutboxError as exc:
         return {"error": exc.code}
-    worker = hub.current().worker()
     reset = worker.state.reset_auth_circuits() if worker is not None else 0
     if worker is not None:
         worker.wake()
@@ -143,9 +145,10 @@ def dead_letters(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]
         return {"error": exc.code}
 
 
-def clear_cache(settings: Settings) -> dict[str, Any]:
-    """Drop recall packs here and, through the shared marker, in every process using this outbox folder."""
-    return {"cleared": hub.current().recaller().clear_cache(settings)}
+def clear_cache(settings: Settings, recaller: Recaller) -> dict[str, Any]:
+    """Drop the packs of the process's `recaller` and, through the shared marker, of every process using
+    this outbox folder."""
+    return {"cleared": recaller.clear_cache(settings)}
 
 
 def queue_counts(settings: Settings) -> dict[str, int]:
