@@ -1,7 +1,7 @@
-"""`python -m honcho_hub`: the operator command line (see cli.py)."""
+"""`python -m honcho_hub`: the operator command line (see cli/main.py)."""
 
 import sys
 
-from .ops.cli import main
+from .cli.main import main
 
 sys.exit(main())

@@ -157,7 +157,7 @@ class ForgetRefused(HubError, ValueError):
 
 
 class BackfillError(HubError):
-    """A backfill cannot start (ops/backfill.py): `code` says why — `bad_chats`, a chats folder or chat id
+    """A backfill cannot start (cli/backfill.py): `code` says why — `bad_chats`, a chats folder or chat id
     the caller can fix, or Agent Zero's scheduler list or settings cannot be read."""
 
     def __init__(self, message: str, code: str = "bad_chats") -> None:

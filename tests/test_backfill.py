@@ -27,8 +27,9 @@ from hub_testkit import ROOT
 from outbox_helpers import ManualClock, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role, event_id
+from honcho_hub.cli import backfill
+from honcho_hub.cli import main as cli
 from honcho_hub.errors import BackfillError
-from honcho_hub.ops import backfill, cli
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 

@@ -14,7 +14,7 @@ from loopback import serve
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
-from honcho_hub.ops import cli
+from honcho_hub.cli import main as cli
 from honcho_hub.settings import log_level
 from honcho_hub.settings.config import build_settings
 from honcho_hub.settings.files import MAX_CONFIG_BYTES

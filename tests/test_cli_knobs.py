@@ -18,8 +18,8 @@ import unittest
 from hub_testkit import ROOT
 from outbox_helpers import DEST, temp_outbox_path
 
+from honcho_hub.cli import main as cli
 from honcho_hub.errors import ConfigFileError
-from honcho_hub.ops import cli
 from honcho_hub.settings.effective import effective_settings, read_layers
 from honcho_hub.settings.files import merged_config, write_config_file
 from honcho_hub.storage.outbox import NewEvent, Outbox
@@ -314,7 +314,7 @@ class KeepTest(KnobCase):
 # argv[1], which the parent holds exclusively until every writer is waiting, so they start at once.
 CHILD_WRITER = r"""
 import fcntl, runpy, sys
-import honcho_hub.ops.cli  # noqa: F401 - imported before the barrier: the writers race on the file
+import honcho_hub.cli.main  # noqa: F401 - imported before the barrier: the writers race on the file
 with open(sys.argv[1], "rb") as barrier:
     print("ready", flush=True)
     fcntl.flock(barrier, fcntl.LOCK_SH)

@@ -18,8 +18,8 @@ from loopback import serve
 from outbox_helpers import event, lease, legacy_outbox, on_disk, schema_version, settle, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Role
+from honcho_hub.cli import main as cli
 from honcho_hub.errors import ForgetRefused
-from honcho_hub.ops import cli
 from honcho_hub.ops.forget_chat import DONE, HONCHO_FAILED, SENDING, forget_chat
 from honcho_hub.storage.outbox import MIGRATIONS, Outbox, Retry, Settlement
 from honcho_hub.tool.actions import ActionContext, run_action

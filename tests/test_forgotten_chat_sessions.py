@@ -19,7 +19,7 @@ from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_pa
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub.ops import cli
+from honcho_hub.cli import main as cli
 from honcho_hub.ops.forget_chat import DONE, forget_chat
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings

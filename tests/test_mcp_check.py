@@ -16,7 +16,8 @@ from loopback import serve
 from mcp_fake import SERVER_TEXT, McpFake
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub.ops import cli, mcp_probe
+from honcho_hub.cli import main as cli
+from honcho_hub.ops import mcp_probe
 from honcho_hub.ops import operator as operations
 from honcho_hub.settings.config import build_settings
 

@@ -17,9 +17,9 @@ from outbox_helpers import circuit_row, enqueue, lease, process_row, put_row, se
 
 from honcho_hub import hub
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role
+from honcho_hub.cli import main as cli
 from honcho_hub.delivery import lifecycle
 from honcho_hub.delivery.worker import DeliveryWorker
-from honcho_hub.ops import cli
 from honcho_hub.ops import operator as operations
 from honcho_hub.ops.status import build_status
 from honcho_hub.recall.recaller import Recaller

@@ -21,8 +21,8 @@ from loopback import serve
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Role
+from honcho_hub.cli import demo
 from honcho_hub.names import GLOBAL_SESSION, ID_MAX, ID_RE, session_for, session_id_for
-from honcho_hub.ops import demo
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 

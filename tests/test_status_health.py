@@ -21,9 +21,9 @@ from hub_testkit import StubAgent, StubContext
 from outbox_helpers import enqueue, temp_outbox_path
 
 from honcho_hub import hub
+from honcho_hub.cli import main as cli
 from honcho_hub.delivery import lifecycle
 from honcho_hub.hub import Hub
-from honcho_hub.ops import cli
 from honcho_hub.ops import operator as operations
 from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
 from honcho_hub.runtime import process_state

@@ -115,7 +115,7 @@ def event_id(chat_id: str, role: str, source_id: str, part: int) -> str:
 def message_header(request: CaptureRequest, role: str, settings: Settings, captured_at: float) -> dict[str, Any]:
     """What every event of a captured message carries besides its text: where it goes and who said it.
 
-    Capture fixes it when it accepts a message; the backfill of saved chats (ops/backfill.py) builds it the
+    Capture fixes it when it accepts a message; the backfill of saved chats (cli/backfill.py) builds it the
     same way, so a message imported from a saved chat and the same message captured live are one event."""
     return {
         "chat_id": str(request.chat_id), "role": role,

@@ -22,13 +22,14 @@ from typing import Any
 
 from .. import hub
 from ..errors import BackfillError, ConfigFileError, ForgetRefused, InvalidValue, OutboxError
+from ..ops import forget_chat
+from ..ops import operator as operations
+from ..ops.status import build_status, status_text
 from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
-from . import backfill, forget_chat, knobs
-from . import operator as operations
-from .status import build_status, status_text
+from . import backfill, knobs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
 
@@ -263,7 +264,7 @@ def _knob_parsers(sub) -> None:
 
 
 def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str], out) -> int:
-    """Import saved Agent Zero chats through the outbox (ops/backfill.py): the report on `out`, a progress
+    """Import saved Agent Zero chats through the outbox (cli/backfill.py): the report on `out`, a progress
     bar on stderr. 0 done, 1 the outbox or Agent Zero's scheduler list or settings unusable, 2 usage, 3 stopped
     for want of room."""
     if args.limit is not None and args.limit < 1 or not 0 <= args.wait <= backfill.MAX_WAIT_S:
