@@ -13,7 +13,8 @@ from unittest import mock
 
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
-from honcho_hub.storage.outbox import MIGRATIONS, EnqueueResult, LeasedEvent, NewEvent, Outbox, Settlement
+from honcho_hub.storage.db import MIGRATIONS
+from honcho_hub.storage.outbox import EnqueueResult, LeasedEvent, NewEvent, Outbox, Settlement
 from honcho_hub.storage.processes import COLUMNS
 
 DEST = "https://api.honcho.dev#agent-zero"

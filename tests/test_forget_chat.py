@@ -21,7 +21,8 @@ from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.cli import main as cli
 from honcho_hub.errors import ForgetRefused
 from honcho_hub.ops.forget_chat import DONE, HONCHO_FAILED, SENDING, forget_chat
-from honcho_hub.storage.outbox import MIGRATIONS, Outbox, Retry, Settlement
+from honcho_hub.storage.db import MIGRATIONS
+from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 from honcho_hub.tool.actions import ActionContext, run_action
 
 WAIT_S = 10.0  # a test's bound on what a real thread does; never reached when the code is right

@@ -15,7 +15,8 @@ from outbox_helpers import ManualClock, enqueue
 
 from honcho_hub.delivery import lifecycle
 from honcho_hub.settings.spec import defaults
-from honcho_hub.storage.outbox import SCHEMA_VERSION, NewEvent, Outbox
+from honcho_hub.storage.db import SCHEMA_VERSION
+from honcho_hub.storage.outbox import NewEvent, Outbox
 
 HOOKED = "usr.plugins.honcho.honcho_hub."  # the core's logger names when hooks.py imports it
 SECRET = "hch-v2-0123456789abcdefSECRET"

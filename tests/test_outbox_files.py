@@ -26,7 +26,8 @@ from outbox_helpers import (
 from honcho_hub.errors import OutboxCorrupt, OutboxForeign, OutboxUnavailable
 from honcho_hub.recall.recaller import epoch_path
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import APPLICATION_ID, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION, Outbox, Settlement
+from honcho_hub.storage.db import APPLICATION_ID, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION
+from honcho_hub.storage.outbox import Outbox, Settlement
 
 MB = 1024 * 1024
 OTHER_APP_ID = 0x47504B47  # GeoPackage's id: a well-known SQLite application
