@@ -27,7 +27,7 @@ from hub_testkit import ROOT
 from outbox_helpers import ManualClock, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Outcome, Role, event_id
-from honcho_hub.cli import backfill
+from honcho_hub.cli import agent_zero_files, backfill
 from honcho_hub.cli import main as cli
 from honcho_hub.errors import BackfillError
 from honcho_hub.settings.config import build_settings
@@ -97,7 +97,7 @@ class SavedChat:
 
     def nudge(self) -> str:
         """AgentContext.nudge (agent.py:237): prompts/fw.msg_nudge.md sent to agent 0 as if typed."""
-        return self._add(0, False, {"user_message": backfill.NUDGE_TEXT}, new_topic=True)
+        return self._add(0, False, {"user_message": agent_zero_files.NUDGE_TEXT}, new_topic=True)
 
     def answer(self, text: str, *, agent: int = 0, logged: bool = True, message_id: str | None = None) -> str:
         """The model calls the `response` tool; its log items share the AI message's id."""
@@ -145,7 +145,7 @@ class SavedChat:
     def write(self, chats_dir: str) -> str:
         folder = os.path.join(chats_dir, self.id)
         os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, backfill.CHAT_FILE), "w", encoding="utf-8") as handle:
+        with open(os.path.join(folder, agent_zero_files.CHAT_FILE), "w", encoding="utf-8") as handle:
             json.dump(self.document(), handle, ensure_ascii=False)  # persist_chat: ensure_ascii=False
         return folder
 
@@ -233,7 +233,7 @@ class BackfillCase(unittest.TestCase):
         settings = settings or self.settings
         run = backfill.Backfill(settings, settings_for or (lambda project: settings), clock=self.clock,
                                 monotonic=self.mono, pause=self.mono.advance, **options)
-        return run.run(backfill.saved_chats(self.chats))
+        return run.run(agent_zero_files.saved_chats(self.chats))
 
     def cli(self, *argv, config: dict | None = None) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -359,11 +359,11 @@ class WhatIsKeptTest(BackfillCase):
             json.dump({"capture_enabled": False}, handle)
         broken = os.path.join(self.chats, "broken01")
         os.makedirs(broken)
-        with open(os.path.join(broken, backfill.CHAT_FILE), "w") as handle:
+        with open(os.path.join(broken, agent_zero_files.CHAT_FILE), "w") as handle:
             handle.write('{"id": "broken01", "agents": [')
         report = backfill.Backfill(self.settings, backfill.project_settings({}, {}, self.chats), dry_run=True,
-                                   scheduled=backfill.scheduled_chat_ids(self.chats)).run(
-            backfill.saved_chats(self.chats))
+                                   scheduled=agent_zero_files.scheduled_chat_ids(self.chats)).run(
+            agent_zero_files.saved_chats(self.chats))
         self.assertEqual(report["chats"], {"found": 4, "imported": 0, "skipped": {
             "background_chat": 1, "capture_disabled": 1, "scheduler_chat": 1, "unreadable": 1}})
 
@@ -372,7 +372,7 @@ class WhatIsKeptTest(BackfillCase):
         with open(os.path.join(self.usr, "scheduler", "tasks.json"), "w") as handle:
             handle.write("{not json")
         with self.assertRaises(BackfillError) as raised:
-            backfill.scheduled_chat_ids(self.chats)
+            agent_zero_files.scheduled_chat_ids(self.chats)
         self.assertEqual(raised.exception.code, "scheduler_unreadable")
 
 
@@ -485,7 +485,7 @@ class HumanPeerTest(BackfillCase):
         conversation(project="boats")[0].write(self.chats)
         layer = {"outbox_path": self.path, "session_strategy": "global"}
         backfill.Backfill(self.make_settings(session_strategy="global"), backfill.project_settings(layer, {}, self.chats),
-                          clock=self.clock, profile=backfill.agent_profile(self.chats)).run(backfill.saved_chats(self.chats))
+                          clock=self.clock, profile=agent_zero_files.agent_profile(self.chats)).run(agent_zero_files.saved_chats(self.chats))
         self.assertEqual({(r[2], r[3]) for r in self.rows() if r[1] == "user"}, {("chat-Ab3dE6gH", "alice")})
 
     def test_user_messages_go_to_the_chats_human_and_answers_to_the_agent(self):
@@ -512,7 +512,7 @@ class HumanPeerTest(BackfillCase):
                 layer = {"outbox_path": self.path, **values}
                 report = backfill.Backfill(
                     self.make_settings(**values), backfill.project_settings(layer, {}, self.chats), clock=self.clock,
-                    profile=backfill.agent_profile(self.chats)).run(backfill.saved_chats(self.chats))
+                    profile=agent_zero_files.agent_profile(self.chats)).run(agent_zero_files.saved_chats(self.chats))
                 if expected == "unmapped_chat":
                     self.assertEqual(report["chats"]["skipped"], {"unmapped_chat": 1})
                     self.assertFalse(self.rows())
@@ -523,7 +523,7 @@ class HumanPeerTest(BackfillCase):
         with open(os.path.join(self.usr, "settings.json"), "w") as handle:
             handle.write("{not json")
         with self.assertRaises(BackfillError) as raised:
-            backfill.agent_profile(self.chats)
+            agent_zero_files.agent_profile(self.chats)
         self.assertEqual(raised.exception.code, "settings_unreadable")
 
 
@@ -607,7 +607,7 @@ class DeliveryTest(unittest.TestCase):
     def backfill(self, bench: Bench, **options) -> dict:
         run = backfill.Backfill(bench.settings, lambda project: bench.settings, clock=bench.clock, monotonic=bench.mono,
                                 pause=bench.mono.advance, **options)
-        return run.run(backfill.saved_chats(self.chats))
+        return run.run(agent_zero_files.saved_chats(self.chats))
 
     def test_delivered_exactly_once_when_honcho_already_holds_some_and_the_outbox_forgot_them(self):
         bench = Bench(self)
@@ -690,7 +690,7 @@ class CommandLineTest(BackfillCase):
     def test_chat_limit_and_dry_run_choose_what_is_read_and_queued(self):
         for i, chat_id in enumerate(["chat0001", "chat0002", "chat0003"]):
             folder = conversation(chat_id)[0].write(self.chats)
-            os.utime(os.path.join(folder, backfill.CHAT_FILE), (IMPORT_AT + i, IMPORT_AT + i))
+            os.utime(os.path.join(folder, agent_zero_files.CHAT_FILE), (IMPORT_AT + i, IMPORT_AT + i))
         cases = {
             # name: (arguments, chats imported)
             "--chat": (["--chat", "chat0001", "chat0003"], 2),
@@ -837,14 +837,14 @@ class HostileChatFilesTest(BackfillCase):
         os.makedirs(self.hostile)
 
     def test_a_chat_file_that_is_a_fifo_is_skipped_without_waiting_for_a_writer(self):
-        os.mkfifo(os.path.join(self.hostile, backfill.CHAT_FILE))
+        os.mkfifo(os.path.join(self.hostile, agent_zero_files.CHAT_FILE))
         child = backfill_child(self.chats, self.path)
         self.assertEqual(child.returncode, 0, child.stderr)
         report = json.loads(child.stdout)
         self.assertEqual(report["chats"], {"found": 2, "imported": 1, "skipped": {"not_a_file": 1}})
 
     def test_a_chat_file_linked_to_a_device_is_not_read(self):
-        os.symlink("/dev/zero", os.path.join(self.hostile, backfill.CHAT_FILE))
+        os.symlink("/dev/zero", os.path.join(self.hostile, agent_zero_files.CHAT_FILE))
         child = backfill_child(self.chats, self.path)
         self.assertEqual(child.returncode, 0, child.stderr)
         report = json.loads(child.stdout)

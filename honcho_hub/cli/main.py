@@ -29,7 +29,7 @@ from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
-from . import backfill, knobs
+from . import agent_zero_files, backfill, knobs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
 
@@ -277,8 +277,9 @@ def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str],
     except ConfigFileError as exc:
         parser.error(f"--config: {exc}")
     try:
-        folders = backfill.saved_chats(args.chats_dir, args.chat, args.limit)
-        scheduled, profile = backfill.scheduled_chat_ids(args.chats_dir), backfill.agent_profile(args.chats_dir)
+        folders = agent_zero_files.saved_chats(args.chats_dir, args.chat, args.limit)
+        scheduled = agent_zero_files.scheduled_chat_ids(args.chats_dir)
+        profile = agent_zero_files.agent_profile(args.chats_dir)
     except BackfillError as exc:
         return _failed("backfill", str(exc), EXIT_USAGE if exc.code == "bad_chats" else EXIT_FAILED)
     the_hub = hub.current().reconfigure(settings=lambda: settings)

@@ -13,7 +13,7 @@ from real_kit import RealHonchoCase
 import test_backfill  # after real_kit, which puts tests/ on sys.path; a module import collects none of its tests
 
 from honcho_hub.capture.service import event_id
-from honcho_hub.cli import backfill
+from honcho_hub.cli import agent_zero_files, backfill
 from honcho_hub.delivery.worker import DeliveryWorker
 from honcho_hub.ops.forget_chat import DONE, forget_chat
 from honcho_hub.storage.outbox import Outbox
@@ -38,7 +38,7 @@ class BackfillDeliveryTest(RealHonchoCase):
 
         def run() -> dict:
             return backfill.Backfill(settings, lambda project: settings, clock=lambda: clock[0]).run(
-                backfill.saved_chats(chats))
+                agent_zero_files.saved_chats(chats))
 
         self.assertEqual(run()["events"], {"already_queued": 0, "queued": 12})
         self.assertEqual(worker.drain(60)["delivered"], 12)
@@ -69,7 +69,7 @@ class BackfillDeliveryTest(RealHonchoCase):
         self.addCleanup(worker.stop, 10)
 
         def run() -> dict:
-            return backfill.Backfill(settings, lambda project: settings).run(backfill.saved_chats(chats))
+            return backfill.Backfill(settings, lambda project: settings).run(agent_zero_files.saved_chats(chats))
 
         self.assertEqual(run()["events"], {"already_queued": 0, "queued": 14})
         self.assertEqual(worker.drain(60)["delivered"], 14)
