@@ -29,9 +29,10 @@ from outbox_helpers import (
 
 from honcho_hub.errors import OutboxBusy, OutboxUnavailable
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.chats import MAX_CHAT_SESSIONS
 from honcho_hub.storage.db import MIGRATIONS, SCHEMA_VERSION
 from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
-from honcho_hub.storage.outbox import MAX_CHAT_SESSIONS, Outbox, Retry, Settlement
+from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 from honcho_hub.storage.processes import Beat, SharedCircuit
 
 

@@ -93,7 +93,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
     ),
     (
-        # Known chat -> Honcho session mappings (the `sessions` command), recorded with each captured
+        # Known chat -> Honcho session mappings (chats.py; the `sessions` command), recorded with each captured
         # message's events from this step on: a chat has several under a changed strategy or a project
         # attached after its first message. Bounded to the MAX_CHAT_SESSIONS most recently captured.
         """CREATE TABLE chat_sessions (

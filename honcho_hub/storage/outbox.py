@@ -33,9 +33,9 @@ from enum import Enum
 from typing import Any
 
 from ..errors import OutboxBusy
-from ..names import chat_generation_of, session_id_for
+from ..names import session_id_for
 from ..settings.config import Settings
-from . import memory_log, processes
+from . import chats, memory_log, processes
 from .db import AUTOCOMMIT, READ, WRITE, Database, reclaim_space
 from .memory_log import KeptWrite, MemoryWrite
 from .processes import Beat, SharedCircuit
@@ -128,7 +128,6 @@ class ForgetRows:
 _LIVE = "('pending', 'leased')"
 _COLUMNS = "id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id"
 MAX_IDS_PER_STATEMENT = 500  # well under SQLite's variable limit
-MAX_CHAT_SESSIONS = 10_000  # chat -> session mappings kept; the least recently captured go first
 
 
 class Outbox:
@@ -194,8 +193,10 @@ class Outbox:
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (e.id, e.destination, e.workspace_id, e.session_id, e.peer_id, e.role, e.content,
                          e.captured_at, e.scope_id, now, now, int(e.ambiguous))).rowcount
-                if inserted and events[0].chat_id is not None:
-                    _record_chat_session(conn, events[0], max(e.captured_at for e in events))
+                chat_id = events[0].chat_id
+                if inserted and chat_id is not None:
+                    chats.record_session(conn, events[0].destination, chat_id, events[0].session_id,
+                                         events[0].project, max(e.captured_at for e in events))
                 results.append(EnqueueResult(inserted, len(events) - inserted, 0))
         return results
 
@@ -292,12 +293,7 @@ class Outbox:
     def chat_sessions(self, limit: int = 100) -> list[dict]:
         """Known chat -> Honcho session mappings, most recently captured first: chat id, project, session id,
         first and last capture times; never content."""
-        with self.db.transaction(READ) as (conn, now):
-            rows = conn.execute(
-                "SELECT chat_id, project, session_id, first_captured_at, last_captured_at FROM chat_sessions"
-                " ORDER BY last_captured_at DESC, rowid DESC LIMIT ?", (max(0, min(int(limit), MAX_CHAT_SESSIONS)),))
-            return [{"chat_id": r[0], "project": r[1], "session_id": r[2], "first_captured_at": r[3],
-                     "last_captured_at": r[4]} for r in rows]
+        return chats.known_sessions(self.db, limit)
 
     # -- forgetting a chat (ops/forget_chat.py runs the whole forget) ------------------------------------
 
@@ -307,28 +303,9 @@ class Outbox:
         and its current generation's) are marked, so no row of theirs is leased or queued again; their rows
         are deleted but those a worker holds leased, and the chat's mappings go."""
         with self.db.transaction(WRITE) as (conn, now):
-            found = _forgotten_chat(conn, destination, chat_id)
-            current = found[0] if found else 0
-            mapped = [r[0] for r in conn.execute(
-                "SELECT session_id FROM chat_sessions WHERE destination = ? AND chat_id = ?", (destination, chat_id))]
-            unconfirmed = [r[0] for r in conn.execute(
-                "SELECT session_id FROM forgotten_sessions WHERE destination = ? AND chat_id = ? AND deleted_at IS NULL",
-                (destination, chat_id))]
-            own = list(dict.fromkeys([session_id_for(chat_id, current), *unconfirmed,
-                                      *(s for s in mapped if chat_generation_of(chat_id, s) is not None)]))
-            shared = tuple(s for s in mapped if chat_generation_of(chat_id, s) is None)
-            conn.execute("INSERT INTO forgotten_chats (destination, chat_id, generation, forgotten_at) VALUES"
-                         " (?, ?, ?, ?) ON CONFLICT (destination, chat_id) DO UPDATE SET generation = excluded.generation,"
-                         " forgotten_at = excluded.forgotten_at", (destination, chat_id, current + 1, now))
-            for session_id in own:
-                conn.execute("INSERT INTO forgotten_sessions (destination, session_id, chat_id, forgotten_at) VALUES"
-                             " (?, ?, ?, ?) ON CONFLICT (destination, session_id) DO UPDATE SET deleted_at = NULL,"
-                             " forgotten_at = excluded.forgotten_at", (destination, session_id, chat_id, now))
-                conn.execute("DELETE FROM chat_sessions WHERE destination = ? AND chat_id = ? AND session_id = ?",
-                             (destination, chat_id, session_id))
-            deleted, leased = _drop_rows(conn, destination, own, now)
-            _bound_forgotten(conn)
-            return ForgetRows(current + 1, tuple(own), shared, deleted, leased)
+            forgotten = chats.mark_forgotten(conn, destination, chat_id, now)
+            deleted, leased = _drop_rows(conn, destination, list(forgotten.sessions), now)
+            return ForgetRows(forgotten.generation, forgotten.sessions, forgotten.shared, deleted, leased)
 
     def drop_forgotten_rows(self, destination: str, sessions: Sequence[str]) -> tuple[int, int]:
         """Delete the rows of these (forgotten) sessions that no live lease holds: (deleted, still leased).
@@ -338,15 +315,11 @@ class Outbox:
 
     def forgotten_session_deleted(self, destination: str, session_id: str) -> None:
         """Record that Honcho accepted the session's deletion (or held no such session)."""
-        with self.db.transaction(WRITE) as (conn, now):
-            conn.execute("UPDATE forgotten_sessions SET deleted_at = ? WHERE destination = ? AND session_id = ?",
-                         (now, destination, session_id))
+        chats.session_deleted(self.db, destination, session_id)
 
     def chat_generation(self, destination: str, chat_id: str) -> int:
         """How often `chat_id` was forgotten (0: never): its messages go to that generation's session."""
-        with self.db.transaction(READ) as (conn, now):
-            found = _forgotten_chat(conn, destination, chat_id)
-        return found[0] if found else 0
+        return chats.generation(self.db, destination, chat_id)
 
     # -- the memory tool's record (memory_log owns the table's rows) -----------------------------------
 
@@ -523,32 +496,6 @@ def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> An
         box.close()
 
 
-def _record_chat_session(conn: sqlite3.Connection, event: NewEvent, captured_at: float) -> None:
-    """Record that `event`'s chat was captured into its session at `captured_at` (inside the enqueue's
-    transaction). The project is the one of the latest capture. A new mapping beyond MAX_CHAT_SESSIONS
-    drops the least recently captured: new mappings are rare (a chat's first message, a new strategy), so
-    the count is taken only then."""
-    key = (event.destination, event.chat_id, event.session_id)
-    updated = conn.execute(
-        "UPDATE chat_sessions SET project = CASE WHEN ? >= last_captured_at THEN ? ELSE project END,"
-        " first_captured_at = min(first_captured_at, ?), last_captured_at = max(last_captured_at, ?)"
-        " WHERE destination = ? AND chat_id = ? AND session_id = ?",
-        (captured_at, event.project, captured_at, captured_at, *key)).rowcount
-    if updated:
-        return
-    conn.execute("INSERT INTO chat_sessions (destination, chat_id, session_id, project, first_captured_at,"
-                 " last_captured_at) VALUES (?, ?, ?, ?, ?, ?)", (*key, event.project, captured_at, captured_at))
-    conn.execute("DELETE FROM chat_sessions WHERE rowid IN (SELECT rowid FROM chat_sessions"
-                 " ORDER BY last_captured_at, rowid LIMIT max(0, (SELECT count(*) FROM chat_sessions) - ?))",
-                 (MAX_CHAT_SESSIONS,))
-
-
-def _forgotten_chat(conn: sqlite3.Connection, destination: str, chat_id: str) -> tuple[int, float] | None:
-    """(its generation, when it was last forgotten) of a chat forgotten here, None for one never forgotten."""
-    return conn.execute("SELECT generation, forgotten_at FROM forgotten_chats WHERE destination = ? AND chat_id = ?",
-                        (destination, chat_id)).fetchone()
-
-
 def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent],
                   asked_again: Collection[str] = ()) -> Sequence[NewEvent]:
     """One message's events as they may be queued after a forget (inside the enqueue's transaction): none
@@ -560,7 +507,7 @@ def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent],
         return events
     first = events[0]
     if first.chat_id is not None:
-        forgotten = _forgotten_chat(conn, first.destination, first.chat_id)
+        forgotten = chats.last_forget(conn, first.destination, first.chat_id)
         if forgotten is not None:
             generation, forgotten_at = forgotten
             if max(e.captured_at for e in events) <= forgotten_at and first.chat_id not in asked_again:
@@ -568,8 +515,7 @@ def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent],
             if first.session_id == session_id_for(first.chat_id, 0):
                 renamed = session_id_for(first.chat_id, generation)
                 events = [dataclasses.replace(e, session_id=renamed) for e in events]
-    if conn.execute("SELECT 1 FROM forgotten_sessions WHERE destination = ? AND session_id = ?",
-                    (events[0].destination, events[0].session_id)).fetchone() is not None:
+    if chats.is_forgotten_session(conn, events[0].destination, events[0].session_id):
         return []
     return events
 
@@ -588,23 +534,6 @@ def _drop_rows(conn: sqlite3.Connection, destination: str, sessions: list[str], 
     return deleted, leased
 
 
-def _bound_forgotten(conn: sqlite3.Connection) -> None:
-    """At most MAX_CHAT_SESSIONS forgotten chats: the oldest forgets go, with their sessions' marks (such a
-    chat's next messages start over at its first session id, which Honcho creates again, empty)."""
-    old = conn.execute("SELECT destination, chat_id FROM forgotten_chats ORDER BY forgotten_at, rowid LIMIT"
-                       " max(0, (SELECT count(*) FROM forgotten_chats) - ?)", (MAX_CHAT_SESSIONS,)).fetchall()
-    for destination, chat_id in old:
-        conn.execute("DELETE FROM forgotten_sessions WHERE destination = ? AND chat_id = ? AND deleted_at IS NOT NULL",
-                     (destination, chat_id))
-        conn.execute("DELETE FROM forgotten_chats WHERE destination = ? AND chat_id = ?", (destination, chat_id))
-
-
-# A forgotten session's rows are never leased again: a send of its rows that was on the wire when the chat was
-# forgotten may come back as a retry, and a dead holder's lease returns its rows to pending; ops/forget_chat.py
-# deletes them once no live lease holds any.
-_NOT_FORGOTTEN = """NOT EXISTS (SELECT 1 FROM forgotten_sessions f
-    WHERE f.destination = e.destination AND f.session_id = e.session_id)"""
-
 # How many of the oldest pending rows the lease looks at before walking session heads instead.
 NEAR_FRONT_ROWS = 32
 
@@ -615,7 +544,7 @@ _READY_HEAD_NEAR_FRONT = f"""SELECT destination, session_id FROM (
     ORDER BY seq LIMIT {NEAR_FRONT_ROWS}) e
 WHERE e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND NOT EXISTS (SELECT 1 FROM events p
     WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE} AND p.seq < e.seq)
-    AND {_NOT_FORGOTTEN}
+    AND {chats.NOT_FORGOTTEN}
 ORDER BY e.seq LIMIT 1"""
 
 # Otherwise (the front is blocked: heads in flight or backing off with their backlogs behind them) the
@@ -632,5 +561,5 @@ _READY_HEAD = f"""WITH RECURSIVE heads(seq) AS (
     FROM heads JOIN events h ON h.seq = heads.seq
 )
 SELECT e.destination, e.session_id FROM heads JOIN events e ON e.seq = heads.seq
-WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND {_NOT_FORGOTTEN}
+WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND {chats.NOT_FORGOTTEN}
 ORDER BY e.seq LIMIT 1"""
