@@ -59,8 +59,7 @@ class Bench:
     def new_worker(self, **options) -> DeliveryWorker:
         """A worker of this process on the bench's outbox, fake and clocks (another owner each time)."""
         worker = DeliveryWorker(lambda: self.settings, enabled=lambda: self.enabled, clock=self.clock,
-                                monotonic=self.mono, rng=random.Random(7), gateway_factory=self.gateway,
-                                handoff_flush=lambda s: self.capture_service.write_pending(s), **options)
+                                monotonic=self.mono, rng=random.Random(7), gateway_factory=self.gateway, **options)
         self.test.addCleanup(worker.stop, 10)
         return worker
 

@@ -10,6 +10,7 @@ from hub_testkit import ROOT
 from outbox_helpers import enqueue, hold_write_lock, release_lock
 
 from honcho_hub.capture.service import CaptureRequest, Role
+from honcho_hub.capture.writer import CaptureWriter
 from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.ops import operator as operations
 from honcho_hub.recall.recaller import Recaller
@@ -250,8 +251,9 @@ class PermanentTest(unittest.TestCase):
 
 
 class HandoffTest(unittest.TestCase):
-    def test_the_worker_persists_the_hand_off_first_then_delivers_in_order(self):
+    def test_what_was_handed_off_reaches_the_outbox_by_the_writer_then_honcho_in_order(self):
         bench = Bench(self)
+        writer = CaptureWriter(lambda: bench.capture_service, lambda: bench.settings, monotonic=bench.mono)
         texts = bench.say("h1", 1)
         child = hold_write_lock(bench.path)  # another process holds the outbox: capture hands off
         try:
@@ -260,10 +262,16 @@ class HandoffTest(unittest.TestCase):
                     CaptureRequest("h1", Role.USER, f"late-{n}", f"late {n}"), bench.settings)
                 self.assertEqual(outcome.value, "handed_off")
                 texts.append(f"late {n}")
+            retry_s = writer.step(woken=True)  # woken by the capture: the outbox is still held
+            self.assertIsNotNone(retry_s)
+            self.assertEqual(bench.capture_service.backlog(), 3)
         finally:
             release_lock(child)
-        report = bench.worker.step()
-        self.assertEqual(report.handoff_flushed, 3)
+        bench.run_until_idle()
+        self.assertEqual(bench.server_texts("h1"), texts[:1])  # the worker sends what the outbox holds
+        bench.mono.advance(retry_s)
+        self.assertIsNone(writer.step())  # the retry is due: it moves all three, nothing waits
+        self.assertEqual(bench.capture_service.backlog(), 0)
         bench.run_until_idle()
         bench.assert_exactly_once("h1", texts)
 

@@ -74,7 +74,6 @@ class StepReport:
     delivered: int = 0
     dead: int = 0
     retried: int = 0
-    handoff_flushed: int = 0
     state: str = "idle"
     reason: str | None = None  # why nothing is delivered: plugin_disabled, api_url_invalid, an error code
     detail: str | None = None  # which setting is at fault (its name, never its value)
@@ -88,8 +87,7 @@ class DeliveryWorker(threading.Thread):
     def __init__(self, settings: Callable[[], Settings], *, enabled: Callable[[], bool] = lambda: True,
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
                  rng: random.Random | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
-                 handoff_flush: Callable[[Settings], int] | None = None, busy_timeout_s: float = 5.0,
-                 settle_sleep: Callable[[float], Any] | None = None,
+                 busy_timeout_s: float = 5.0, settle_sleep: Callable[[float], Any] | None = None,
                  on_delivered: Callable[[str, str], None] | None = None) -> None:
         """`on_delivered(destination, session_id)` is called on this worker's thread once per batch of a
         session that Honcho took or was found to hold already: it must be quick, and what it raises is
@@ -100,7 +98,6 @@ class DeliveryWorker(threading.Thread):
         self._clock, self._monotonic = clock, monotonic
         self._rng = rng or random.Random()
         self._gateway_factory = gateway_factory or _default_gateway
-        self._handoff_flush = handoff_flush or (lambda s: 0)
         self.owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.state = WorkerState()
         self._wake, self._stop_event, self._stepped = threading.Event(), threading.Event(), threading.Condition()
@@ -209,7 +206,7 @@ class DeliveryWorker(threading.Thread):
         paused = pause_reason(settings, self._enabled)
         if paused is not None:
             return self._report(StepReport(state="paused", reason=paused[0], detail=paused[1]))
-        report = StepReport(handoff_flushed=self._handoff_flush(settings), state="idle")
+        report = StepReport(state="idle")
         outbox = self._outbox.get(settings)
         destination = self._beat_destination = settings.destination()
         if destination != self._adopted_for:  # captured while the URL was unusable: theirs from now on
