@@ -94,13 +94,13 @@ def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dic
     import importlib
 
     from hub_testkit import StubAgent, stub_agent_zero
+    from outbox_helpers import write_journal
 
     with stub_agent_zero() as host:
         host.config.update(recall_enabled=False)  # the capture path alone (recall has bench/recall.py)
         capture = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.capture")
         service = importlib.import_module("usr.plugins.honcho.honcho_hub.capture.service")
-        runtime = importlib.import_module("usr.plugins.honcho.honcho_hub.runtime")
-        kept = importlib.import_module("usr.plugins.honcho.honcho_hub.capture.kept")
+        process_hub = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.process_hub")
         if limit is not None:
             service.REDACT_ON_HOOK_MAX_BYTES = limit
         agent = StubAgent(0)
@@ -111,7 +111,7 @@ def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dic
         for i in range(runs):  # the sizes in turn: a noisy moment of the machine falls on all of them
             for size, text in texts.items():
                 hook[size].append(probe(capture.capture_user_message, agent, text, f"{size}-{i}"))
-                kept.JOURNAL.of(runtime.process_state()).wait_empty(60)
+                write_journal(process_hub.hub().capture(process_hub.global_settings()))
                 empty[size].append(probe(lambda agent, data: None, agent, text, f"{size}-{i}"))
         return [hook_figures(size, service.fits_on_hook(text), hook[size], empty[size])
                 for size, text in texts.items()]

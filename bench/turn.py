@@ -48,7 +48,7 @@ import httpx  # noqa: E402
 from delivery import client, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
-from outbox_helpers import hold_write_lock, release_lock, run_child  # noqa: E402
+from outbox_helpers import hold_write_lock, release_lock, run_child, write_journal  # noqa: E402
 
 from honcho_hub.recall.pack import NOTE_TITLE  # noqa: E402
 
@@ -282,12 +282,9 @@ def main() -> None:
             gc.callbacks.append(pauses)
             run = asyncio.run(drive(bridge, args.turns, outbox_path))
             gc.callbacks.remove(pauses)
-            from usr.plugins.honcho.honcho_hub import runtime
-            from usr.plugins.honcho.honcho_hub.capture import kept
-
             settings = bridge["worker"].global_settings()
             recall_timeout_ms = settings.recall_timeout_s * 1000
-            kept.JOURNAL.of(runtime.process_state()).wait_empty(60)
+            write_journal(bridge["worker"].hub().capture(settings))
             killed = kills(os.path.join(folder, "kills", "outbox.sqlite3"), os.path.join(folder, "kills-state"),
                            args.kills, seed=1)
     finally:

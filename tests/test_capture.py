@@ -39,6 +39,20 @@ def strip_marker(part):
     return _MARKER.sub("", part, count=1)
 
 
+class PassCountingWriter(CaptureWriter):
+    """The writer thread as capture starts it, releasing `passes` at the end of each of its passes."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.passes = threading.Semaphore(0)
+
+    def step(self, woken: bool = False) -> float | None:
+        try:
+            return super().step(woken)
+        finally:
+            self.passes.release()
+
+
 class CaptureTestCase(unittest.TestCase):
     def setUp(self):
         self.path = temp_outbox_path(self)
@@ -280,14 +294,12 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(self.service.counters["refused_full"], 1)
 
     def test_the_writer_thread_moves_accepted_messages_without_any_delivery_worker(self):
-        from honcho_hub.capture.writer import CaptureWriter
-
-        writer = CaptureWriter(lambda: self.service, lambda: self.settings)
-        writer.start()
-        self.addCleanup(writer.stop)
+        writer = PassCountingWriter(lambda: self.service, lambda: self.settings)
         self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "1", "hello"), self.settings)
-        writer.wake()
-        self.assertTrue(self.service.journal.wait_empty(10))
+        writer.start()  # its first pass is at once
+        self.addCleanup(writer.stop)
+        self.assertTrue(writer.passes.acquire(timeout=10))
+        self.assertEqual(len(self.service.journal), 0)
         self.assertEqual([r[4] for r in self.rows()], ["hello"])
 
     def test_messages_accepted_by_a_process_killed_while_the_database_was_locked_are_replayed_as_ambiguous(self):

@@ -18,7 +18,7 @@ from delivery_helpers import KEY, Bench
 from fake_honcho import FakeHoncho
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
 from loopback import serve
-from outbox_helpers import temp_outbox_path
+from outbox_helpers import temp_outbox_path, write_journal
 
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.cli import demo
@@ -170,10 +170,8 @@ class AdapterTest(unittest.TestCase):
             agent=self.agent).execute(data=data)
         from usr.plugins.honcho.extensions.honcho_bridge import host
         from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
-        from usr.plugins.honcho.honcho_hub import runtime
-        from usr.plugins.honcho.honcho_hub.capture import kept
-        hub().capture(host.settings_for(self.agent)).write_pending()  # the writer thread may not have run yet
-        self.assertTrue(kept.JOURNAL.of(runtime.process_state()).wait_empty(10))  # nor finished, if it had
+        # The writer thread may not have run yet, nor finished, if it had.
+        self.assertTrue(write_journal(hub().capture(host.settings_for(self.agent))))
         conn = sqlite3.connect(self.host.config["outbox_path"])
         self.addCleanup(conn.close)
         self.assertEqual(conn.execute("SELECT session_id FROM events").fetchall(), [("project-Alpha",)])

@@ -112,7 +112,6 @@ class Journal:
         self.max_entries, self.max_bytes, self.durable = max_entries, max_bytes, durable
         self._lock = threading.Lock()
         self.writing = threading.Lock()  # held by the one writer pass moving entries into the outbox
-        self._emptied = threading.Condition(self._lock)
         self._entries: deque[Entry] = deque()
         self._bytes = 0
         self._unsynced = False  # a large record was appended without a sync
@@ -223,19 +222,12 @@ class Journal:
         with self._lock:
             for _ in range(min(count, len(self._entries))):
                 self._bytes -= self._entries.popleft().size
-            if not self._entries:
-                self._emptied.notify_all()
             if not self._entries and self.is_open:
                 try:
                     os.ftruncate(self._fd, 0)  # O_APPEND: the next record starts at offset 0 again
                     self._end = 0
                 except OSError:
                     log.warning("honcho capture: journal could not be emptied; it is replayed if this process dies")
-
-    def wait_empty(self, timeout_s: float) -> bool:
-        """Wait until every accepted entry is in the outbox (shutdown, tests); False on timeout."""
-        with self._emptied:
-            return self._emptied.wait_for(lambda: not self._entries, timeout_s)
 
     def is_full(self) -> bool:
         with self._lock:
