@@ -253,6 +253,16 @@ def _forget_host_modules(saved: dict) -> None:
             sys.modules[name] = saved[name]
 
 
+def release_restart() -> None:
+    """Lift the hold on starting workers that an uninstall or pre_update left in the process state the
+    test runs in (the stub host's, inside `stub_agent_zero`): the next test starts them again."""
+    from honcho_hub.runtime import process_state
+
+    state = process_state()
+    with state.lock:
+        state.restart_hold = None
+
+
 def hub_threads() -> list[threading.Thread]:
     """The plugin's live threads, of any module generation: each one is named honcho-hub-..."""
     return [t for t in threading.enumerate() if t.name.startswith("honcho-hub-") and t.is_alive()]

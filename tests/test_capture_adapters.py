@@ -15,6 +15,7 @@ from hub_testkit import (
     StubHistoryMessage,
     hub_threads,
     import_by_path,
+    release_restart,
     stub_agent_zero,
 )
 from outbox_helpers import stub_host_events
@@ -213,7 +214,7 @@ class EventLoopTest(AdapterTestCase):
         self.typed(agent, "before", history_id="h-1")
         self.assertTrue(runtime.join_background(10))
         self.assertEqual(len(lifecycle.plugin_workers()), 1)
-        self.addCleanup(lifecycle.release_restart)
+        self.addCleanup(release_restart)
         import_by_path(os.path.join(self.host.plugin_dir, "hooks.py")).uninstall()
         self.typed(agent, "after", history_id="h-2")
         self.assertTrue(runtime.join_background(10))
@@ -235,15 +236,9 @@ class EventLoopTest(AdapterTestCase):
         self.assertLessEqual({"honcho-hub-capture-writer", "honcho-hub-delivery",
                               "honcho-hub-scopes", "honcho-hub-recall", "honcho-hub-recall-chats"},
                              running)
-        self.addCleanup(lifecycle_of_this_host().release_restart)
+        self.addCleanup(release_restart)
         import_by_path(os.path.join(self.host.plugin_dir, "hooks.py")).uninstall()
         self.assertEqual([t.name for t in set(hub_threads()) - baseline], [])
-
-
-def lifecycle_of_this_host():
-    from usr.plugins.honcho.honcho_hub.delivery import lifecycle
-
-    return lifecycle
 
 
 if __name__ == "__main__":

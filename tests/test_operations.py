@@ -11,6 +11,7 @@ import unittest
 from api_world import api_handler, api_world
 from delivery_helpers import with_api_url_problem
 from fake_honcho import FakeHoncho
+from hub_testkit import release_restart
 from loopback import serve
 from mcp_fake import McpFake
 from outbox_helpers import circuit_row, enqueue, lease, process_row, put_row, settle, temp_outbox_path
@@ -211,7 +212,7 @@ class WakeTest(unittest.TestCase):
                                        {}, {})
         self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
         self.addCleanup(self.hub.reconfigure, self.hub.settings, self.hub.enabled)
-        self.addCleanup(lifecycle.release_restart)
+        self.addCleanup(release_restart)
         [w.stop(10) for w in lifecycle.plugin_workers()]  # no worker runs: the Hub has none
         self.assertIsNone(self.hub.worker())
 

@@ -124,13 +124,6 @@ def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
     return hold is not None and hold["generation"] is _GENERATION and monotonic() < hold["until"]
 
 
-def release_restart() -> None:
-    """Lift any hold (a test's cleanup, or an explicit restart by the operator)."""
-    state = process_state()
-    with state.lock:
-        state.restart_hold = None
-
-
 def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0, monotonic: Callable[[], float] = time.monotonic,
                  hold_s: float = 0.0, reason: str = "stop") -> dict[str, Any]:
     """Drain each worker for at most `drain_s` in total (≤ 5 s), then stop them; never raises.

@@ -106,11 +106,18 @@ class ProxiedHostCase(unittest.TestCase):
         cls.proxy.close()
 
     def setUp(self) -> None:
-        from usr.plugins.honcho.honcho_hub.delivery.lifecycle import release_restart
-
         # pre_update and uninstall keep the plugin's threads stopped in this process; in Agent Zero the
         # update or removal follows, here the next test reuses the plugin as a reinstall would.
         self.addCleanup(release_restart)
+
+
+def release_restart() -> None:
+    """Lift the hold on starting the plugin's workers that pre_update or uninstall left here."""
+    from usr.plugins.honcho.honcho_hub.runtime import process_state
+
+    state = process_state()
+    with state.lock:
+        state.restart_hold = None
 
 
 def staged_plugin(tmp: str) -> str:
