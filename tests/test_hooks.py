@@ -196,7 +196,7 @@ class _FakeWorker(threading.Thread):
 
     def drain(self, timeout_s):
         self.drains.append(timeout_s)
-        return 3
+        return {"delivered": 3, "dead": 0, "retried": 0}
 
     def stop(self, timeout_s):
         if self.held_when_stopped is None:  # whether a new worker could have started meanwhile

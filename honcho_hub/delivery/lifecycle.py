@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeGuard
 
 from ..runtime import process_state
@@ -89,7 +89,7 @@ class PluginThread(Protocol):
 
     def join(self, timeout: float | None = None, /) -> None: ...
 
-    def drain(self, timeout_s: float, /) -> Any: ...  # a dict (worker) or a count (registrar)
+    def drain(self, timeout_s: float, /) -> Mapping[str, int]: ...  # what moved, by outcome
 
     def stop(self, timeout_s: float, /) -> Any: ...
 
@@ -140,7 +140,7 @@ def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0, monotonic: Callable[
             remaining = deadline - monotonic()
             if remaining > 0:
                 moved = worker.drain(remaining)
-                report["drained"] += moved.get("delivered", 0) if isinstance(moved, dict) else int(moved or 0)
+                report["drained"] += moved.get("delivered", 0)  # a registrar delivers nothing
             worker.stop(stop_s)
             if worker.is_alive():  # a request still hangs; the stop is signalled and it ends with it
                 log.warning("honcho: a worker is still finishing a request; it stops when that ends")

@@ -67,8 +67,9 @@ class ScopeRegistrar(threading.Thread):
             self._done.put((settings.destination(), session_id, scope_id), True)
         return True
 
-    def drain(self, timeout_s: float) -> int:
-        return 0  # registrations are best effort: nothing to wait for at shutdown
+    def drain(self, timeout_s: float) -> dict[str, int]:
+        """What moved (nothing: registrations are best effort, there is nothing to wait for)."""
+        return {}
 
     def stop(self, timeout_s: float = 5.0) -> bool:
         """Finish queued registrations, then end; idempotent. True when the thread has ended."""
