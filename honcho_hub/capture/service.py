@@ -437,7 +437,7 @@ class CaptureService:
         return outbox
 
     def _note_unavailable(self, exc: OutboxError) -> None:
-        code = getattr(exc, "code", "outbox_error")
+        code = exc.code
         if code != "outbox_busy":
             if self.unavailable != code:
                 log.error("honcho capture: outbox unusable (%s); messages wait in the journal", code)

@@ -462,7 +462,7 @@ def pause_reason(settings: Settings, enabled: Callable[[], bool]) -> tuple[str, 
     the user configured cannot be used (the key must go nowhere else). Captured events wait meanwhile."""
     if not enabled():
         return "plugin_disabled", None
-    problem = getattr(settings, "api_url_problem", None)
+    problem = settings.api_url_problem
     return (API_URL_INVALID, problem) if problem else None
 
 
@@ -483,7 +483,7 @@ def _log_settle_retry(attempt: tenacity.RetryCallState) -> None:
     if attempt.attempt_number == 1:  # once per settlement: the busy spell may last a while
         error = attempt.outcome.exception() if attempt.outcome is not None else None
         log.warning("honcho worker: outbox %s; keeping the results in memory and retrying",
-                    getattr(error, "code", "unavailable"))
+                    error.code if isinstance(error, OutboxError) else "unavailable")
 
 
 def _close_quietly(resource: Outbox | HonchoGateway) -> None:

@@ -146,7 +146,7 @@ class HonchoGateway:
                    peer_roles={**({settings.user_peer_id: "user"} if with_human else {}),
                                settings.agent_peer_id: "agent"},
                    observation={role: settings.observation_of(role) for role in ("user", "agent")},
-                   refusal=API_URL_INVALID if getattr(settings, "api_url_problem", None) else None, **kwargs)
+                   refusal=API_URL_INVALID if settings.api_url_problem else None, **kwargs)
 
     def send(self, messages: Sequence[Message], boarding: Callable[[], bool] | None = None) -> bool:
         """Add one session's messages in order, at most 100 per request; raises DeliveryError. The session
@@ -446,7 +446,7 @@ class _translated:
 def translate(exc: Exception) -> DeliveryError:
     """Map one SDK/httpx/validation error to a DeliveryError with a sanitized code."""
     honcho = sdk()
-    status = getattr(exc, "status", 0) if isinstance(exc, honcho.HonchoError) else 0
+    status = exc.status if isinstance(exc, honcho.HonchoError) else 0
     if isinstance(exc, honcho.RateLimitError):
         return TransientError("http_429", retry_after=exc.retry_after)
     if isinstance(exc, (honcho.AuthenticationError, honcho.PermissionDeniedError)):
