@@ -112,14 +112,15 @@ def record_api_check(destination: str, ok: bool, code: str | None, auth: bool, n
             known["failed_at"], known["code"], known["auth"] = now, code, auth
 
 
-def warn_once(key: str, message: str, *args: Any) -> None:
-    """Log a condition once per process (a missing dependency would otherwise log on every message)."""
+def warn_once(key: str, message: str, *args: Any, logger: logging.Logger = log) -> None:
+    """Log a condition once per process, on `logger` (a missing dependency would otherwise log on every
+    message, a settings problem on every turn)."""
     state = process_state()
     with state.lock:
         if key in state.warned:
             return
         state.warned.add(key)
-    log.warning(message, *args)
+    logger.warning(message, *args)
 
 
 _starters: dict[Any, threading.Thread] = {}

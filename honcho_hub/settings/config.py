@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..errors import InvalidValue
+from ..runtime import warn_once
 from .spec import (
     DEFAULT_OUTBOX_PATH,
     FIELDS,
@@ -42,7 +43,6 @@ UNUSABLE_URL = "unusable://configured-url"
 # What each unusable URL stops, for its warning.
 _UNUSABLE_EFFECT = {"api_url": "nothing is sent to or recalled from Honcho until it is fixed",
                     "mcp_url": "no MCP URL is shown and its check fails until it is fixed"}
-_logged_warnings: set[str] = set()
 
 
 class KeyProvider:
@@ -403,9 +403,7 @@ def unknown_setting_warnings(plugin: Mapping[str, Any]) -> list[str]:
 def log_once(warnings: list[str]) -> None:
     """Log each distinct settings warning once per process (settings are rebuilt on every turn)."""
     for text in warnings:
-        if text not in _logged_warnings:
-            _logged_warnings.add(text)
-            log.warning("honcho settings: %s", text)
+        warn_once(f"settings: {text}", "honcho settings: %s", text, logger=log)
 
 
 __all__ = [
