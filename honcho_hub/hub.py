@@ -47,7 +47,7 @@ RESTART_WAIT_S = 60.0
 STOP_S = 10.0  # Hub.stop waits this long in all for its threads to end
 MAX_TOOL_GATEWAYS = 8  # one per destination and timeout; settings changed that often drop the old clients
 # What a capture service is built from: a change of any of these rebuilds it (the journal follows).
-CAPTURE_KEY = fields("outbox_path", "outbox_synchronous", "max_queued_rows", "handoff_capacity",
+CAPTURE_KEY = fields("outbox_path", "outbox_synchronous", "max_queued_rows", "journal_capacity",
                      "dead_retention_days")
 TOOL_GATEWAY_KEY = fields(*GATEWAY_FIELDS, "sdk_timeout_s")
 

@@ -224,7 +224,7 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(os.path.getsize(self.service.journal.path), 0)  # emptied once committed
 
     def test_a_full_journal_refuses_and_counts(self):
-        self.settings = self.make_settings(handoff_capacity=16, capture_wait_ms=10)
+        self.settings = self.make_settings(journal_capacity=16, capture_wait_ms=10)
         self.service = self.new_service()
         self.capture("first", source="first")
         child = hold_write_lock(self.path)
@@ -237,7 +237,7 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(self.service.counters["refused_handoff_full"], 1)
 
     def test_when_the_journal_is_full_and_the_database_frees_up_the_next_message_is_taken(self):
-        self.settings = self.make_settings(handoff_capacity=16, capture_wait_ms=10)
+        self.settings = self.make_settings(journal_capacity=16, capture_wait_ms=10)
         self.service = self.new_service()
         self.capture("first", source="first")
         child = hold_write_lock(self.path)
@@ -284,7 +284,7 @@ class JournalTest(CaptureTestCase):
         self.assertIn(self.service.unavailable, ("outbox_corrupt", "outbox_foreign"))
 
     def test_a_full_outbox_keeps_new_messages_in_the_journal_then_refuses_once_that_is_full(self):
-        self.settings = self.make_settings(max_queued_rows=100, handoff_capacity=16)
+        self.settings = self.make_settings(max_queued_rows=100, journal_capacity=16)
         self.service = self.new_service()
         for i in range(100):
             self.capture(f"m{i}", source=str(i))
@@ -445,7 +445,7 @@ class WriterTimerTest(CaptureTestCase):
 
     def setUp(self):
         super().setUp()
-        self.settings = self.make_settings(handoff_capacity=16, capture_wait_ms=10, max_queued_rows=100)
+        self.settings = self.make_settings(journal_capacity=16, capture_wait_ms=10, max_queued_rows=100)
         self.service = self.new_service()
         self.writer = CaptureWriter(lambda: self.service, lambda: self.settings, monotonic=self.mono)
 

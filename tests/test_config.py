@@ -1,5 +1,6 @@
 """Settings precedence, bounds and secrecy: every variable and every setting, table-driven."""
 
+import json
 import math
 import os
 import tempfile
@@ -15,7 +16,14 @@ from fake_honcho import FakeHoncho
 from honcho_hub.errors import DeliveryError
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.settings.config import KeyProvider, Settings, build_settings
-from honcho_hub.settings.files import SettingsCache, read_config_file
+from honcho_hub.settings.effective import effective_settings, read_layers
+from honcho_hub.settings.files import (
+    SettingsCache,
+    config_to_save,
+    load_config_file,
+    merged_config,
+    read_config_file,
+)
 from honcho_hub.settings.spec import FIELDS, FIELDS_BY_NAME, defaults
 
 SECRET = "sk-live-REALKEY-0123456789abcdef"
@@ -29,7 +37,7 @@ VALID = {
     "unmapped_chats": "no-capture",
     "agent_peer_id": "helper-bot", "capture_enabled": False, "capture_scheduler_chats": True,
     "outbox_path": "/var/tmp/hub/outbox.db", "outbox_synchronous": "NORMAL", "max_queued_rows": 500,
-    "capture_wait_ms": 100, "handoff_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
+    "capture_wait_ms": 100, "journal_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
     "batch_size": 100, "concurrency": 8, "max_attempts": 3, "retry_base_s": 0.5, "retry_max_s": 60,
     "retry_after_cap_s": 120, "circuit_base_s": 2, "circuit_max_s": 60, "auth_probe_interval_s": 30,
     "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "recall_mode": "tools", "context_cadence": 5,
@@ -409,6 +417,37 @@ class ProjectSettingsTest(unittest.TestCase):
     def test_environment_still_wins_over_a_project_setting(self):
         settings = build({}, environ={"HONCHO_SCOPE_STRATEGY": "custom"}, project_settings={"scope_strategy": "off"})
         self.assertEqual(settings.scope_strategy, "custom")
+
+
+class FormerNamesTest(unittest.TestCase):
+    """A setting renamed since a user saved their config: handoff_capacity is journal_capacity now."""
+
+    def saved_config(self, settings):
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        path = os.path.join(folder.name, "config.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(settings, handle)
+        return path
+
+    def test_a_saved_config_under_the_former_name_still_loads_without_a_warning(self):
+        path = self.saved_config({"handoff_capacity": 500})
+        settings = effective_settings(read_layers(os.devnull, path), secrets={}, environ={})
+        self.assertEqual((settings.journal_capacity, settings.warnings), (500, ()))
+        self.assertEqual(build_settings({"handoff_capacity": 64}, {}, {}).journal_capacity, 64)
+
+    def test_the_current_name_wins_where_a_config_gives_both(self):
+        path = self.saved_config({"journal_capacity": 300, "handoff_capacity": 500})
+        self.assertEqual(load_config_file(path), {"journal_capacity": 300})
+        self.assertEqual(build_settings({"handoff_capacity": 500, "journal_capacity": 300}, {}, {})
+                         .journal_capacity, 300)
+
+    def test_the_settings_page_shows_and_saves_it_under_the_current_name(self):
+        layers = read_layers(os.devnull, self.saved_config({"handoff_capacity": 500}))
+        shown = merged_config(defaults(), layers.global_config)
+        self.assertEqual(shown["journal_capacity"], 500)
+        self.assertNotIn("handoff_capacity", shown)
+        self.assertEqual(config_to_save({"handoff_capacity": 500}, is_project=False), {"journal_capacity": 500})
 
 
 class FakeFiles:

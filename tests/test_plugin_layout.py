@@ -73,6 +73,8 @@ class SettingsSurfacesTest(unittest.TestCase):
                 row = next((line for line in readme.splitlines() if line.startswith(f"| `{spec.name}` |")), None)
                 self.assertIsNotNone(row)
                 self.assertIn(spec.bounds_text(), row)
+                for former in spec.formerly:  # a user's saved config may still use it
+                    self.assertIn(f"`{former}`", row)
 
     def test_readme_documents_every_variable(self):
         readme = read("README.md")

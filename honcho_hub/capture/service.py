@@ -156,8 +156,8 @@ def message_events(header: Mapping[str, Any], redacted: str, *, ambiguous: bool)
 def journal_for(settings: Settings, journal: Journal | None = None) -> Journal:
     """`journal` (a new one, not yet open, if None) with the limits and durability `settings` ask for."""
     if journal is None:  # not `journal or …`: an empty journal is falsy (it has a length)
-        journal = Journal("", max_entries=settings.handoff_capacity, max_bytes=JOURNAL_MAX_BYTES)
-    journal.max_entries, journal.durable = settings.handoff_capacity, settings.outbox_synchronous == "FULL"
+        journal = Journal("", max_entries=settings.journal_capacity, max_bytes=JOURNAL_MAX_BYTES)
+    journal.max_entries, journal.durable = settings.journal_capacity, settings.outbox_synchronous == "FULL"
     return journal
 
 

@@ -26,6 +26,7 @@ from .spec import (
     PROJECT_GROUPS,
     Field,
     defaults,
+    with_current_names,
 )
 from .values import coerce
 
@@ -99,7 +100,7 @@ class Settings:
     outbox_synchronous: str
     max_queued_rows: int
     capture_wait_ms: int
-    handoff_capacity: int
+    journal_capacity: int
     delivered_retention_h: float
     dead_retention_days: float
     batch_size: int
@@ -233,7 +234,7 @@ def build_settings(
     """Build the effective Settings; never raises on bad input, warns once per problem instead."""
     warnings: list[str] = []
     env = _mapping(environ, "environment", warnings)
-    plugin = _mapping(plugin_settings, "plugin settings", warnings)
+    plugin = with_current_names(_mapping(plugin_settings, "plugin settings", warnings))
     warnings.extend(unknown_setting_warnings(plugin))
     plugin = apply_project_settings(plugin, project_settings, warnings)
     overrides = _honcho_vars(env)
@@ -272,7 +273,7 @@ def apply_project_settings(
     merged = dict(plugin)
     if not isinstance(project, Mapping):
         return merged
-    for name, value in project.items():
+    for name, value in with_current_names(project).items():
         spec = FIELDS_BY_NAME.get(name)
         if spec is not None and spec.group in PROJECT_GROUPS:
             merged[name] = value

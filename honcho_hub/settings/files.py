@@ -26,7 +26,7 @@ import yaml
 from ..bounded import BoundedMap
 from ..errors import ConfigFileError, FileRefused, InvalidValue
 from .config import apply_project_settings, log_once, relation_problems
-from .spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults
+from .spec import FIELDS_BY_NAME, PROJECT_GROUPS, defaults, with_current_names
 from .values import coerce
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,8 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY
 def load_config_file(path: str) -> dict[str, Any]:
     """A YAML or JSON (by the `.json` suffix) file of settings as a dict; raises ConfigFileError.
 
-    An empty file holds no settings. Read by `read_regular_file`: a regular file only, bounded.
+    An empty file holds no settings; a setting saved under a former name is read under its name. Read
+    by `read_regular_file`: a regular file only, bounded.
     """
     try:
         raw = read_regular_file(path, MAX_CONFIG_BYTES)
@@ -61,7 +62,7 @@ def load_config_file(path: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, Mapping):
         raise ConfigFileError("not a mapping of settings")
-    return dict(data)
+    return with_current_names(data)
 
 
 def read_regular_file(path: str, max_bytes: int, within: str | None = None) -> bytes:
@@ -271,4 +272,4 @@ def _valid_or_default(name: str, raw: Any) -> Any:
 def _known(layer: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(layer, Mapping):
         return {}
-    return {k: v for k, v in layer.items() if k in FIELDS_BY_NAME}
+    return {k: v for k, v in with_current_names(layer).items() if k in FIELDS_BY_NAME}

@@ -6,6 +6,7 @@ checked against this table by the tests, so a setting is added here first.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,7 @@ class Field:
     choices: tuple[str, ...] = ()
     env: tuple[str, ...] = ()  # environment variables, strongest first
     doc: str = ""
+    formerly: tuple[str, ...] = ()  # names it had: a saved config that uses one still sets it
 
     def bounds_text(self) -> str:
         """The accepted values in words, for warnings and the README."""
@@ -124,9 +126,9 @@ FIELDS: tuple[Field, ...] = (
     _f("capture_wait_ms", "int", 250, "outbox",
        "Longest wait of the capture writer for the database lock before it retries later.",
        lo=10, hi=2_000),
-    _f("handoff_capacity", "int", 256, "outbox",
+    _f("journal_capacity", "int", 256, "outbox",
        "Messages the capture journal keeps while the outbox cannot take them.",
-       lo=16, hi=10_000),
+       lo=16, hi=10_000, formerly=("handoff_capacity",)),
     _f("delivered_retention_h", "float", 24.0, "outbox", "Hours delivered rows are kept.", lo=0, hi=8_760),
     _f("dead_retention_days", "float", 30.0, "outbox", "Days dead letters are kept.", lo=1, hi=3_650),
     # delivery
@@ -219,6 +221,15 @@ FIELDS: tuple[Field, ...] = (
 )
 
 FIELDS_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+RENAMED: dict[str, str] = {old: f.name for f in FIELDS for old in f.formerly}  # former name -> name
+
+
+def with_current_names(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """`layer` (settings by name) with each former name of a setting replaced by its name; where a layer
+    gives both, the current name wins."""
+    current = {RENAMED[name]: value for name, value in layer.items() if name in RENAMED}
+    current.update((name, value) for name, value in layer.items() if name not in RENAMED)
+    return current
 
 
 def defaults() -> dict[str, Any]:
