@@ -233,8 +233,8 @@ class JournalTest(CaptureTestCase):
         finally:
             release_lock(child)
         self.assertEqual(outcomes.count(Outcome.HANDED_OFF), 16)
-        self.assertEqual(outcomes[-1], Outcome.REFUSED_HANDOFF_FULL)
-        self.assertEqual(self.service.counters["refused_handoff_full"], 1)
+        self.assertEqual(outcomes[-1], Outcome.REFUSED_JOURNAL_FULL)
+        self.assertEqual(self.service.counters["refused_journal_full"], 1)
 
     def test_when_the_journal_is_full_and_the_database_frees_up_the_next_message_is_taken(self):
         self.settings = self.make_settings(journal_capacity=16, capture_wait_ms=10)
@@ -472,7 +472,7 @@ class WriterTimerTest(CaptureTestCase):
             outcomes.append(self.hook("while full and locked", "refused"))
         finally:
             release_lock(child)
-        self.assertEqual(outcomes, [Outcome.ACCEPTED] * 16 + [Outcome.REFUSED_HANDOFF_FULL])  # refused, clearly
+        self.assertEqual(outcomes, [Outcome.ACCEPTED] * 16 + [Outcome.REFUSED_JOURNAL_FULL])  # refused, clearly
         self.mono.advance(CaptureWriter.SHORTEST_S)
         self.writer.step()  # the writer's timer: no message has woken it since the lock was released
         self.assertEqual(self.hook("right after the lock", "after"), Outcome.ACCEPTED)

@@ -68,7 +68,7 @@ class Outcome(str, Enum):
     HANDED_OFF = "handed_off"  # in the journal, waiting for the outbox (locked, full or unusable)
     SKIPPED_EMPTY = "skipped_empty"
     REFUSED_FULL = "refused_full"  # the journal is full because the outbox is full
-    REFUSED_HANDOFF_FULL = "refused_handoff_full"  # the journal is full because the outbox is unusable
+    REFUSED_JOURNAL_FULL = "refused_journal_full"  # the journal is full because the outbox is unusable
     JOURNAL_UNAVAILABLE = "journal_unavailable"
     REDACTION_FAILED = "redaction_failed"
     INVALID = "invalid"
@@ -225,7 +225,7 @@ class CaptureService:
         except JournalFull:
             log.warning("honcho capture: %s; message refused",
                         "outbox full and journal full" if self.outbox_full else "journal full")
-            return self._count(Outcome.REFUSED_FULL if self.outbox_full else Outcome.REFUSED_HANDOFF_FULL), None
+            return self._count(Outcome.REFUSED_FULL if self.outbox_full else Outcome.REFUSED_JOURNAL_FULL), None
         except JournalError as exc:
             log.error("honcho capture: journal unusable (%s); message refused", exc.code)
             return self._count(Outcome.JOURNAL_UNAVAILABLE), None

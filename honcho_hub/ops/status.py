@@ -47,7 +47,7 @@ class StatusParts:
     oldest_pending_captured_at: float | None = None
     next_attempt_at: float | None = None
     outbox_problem: str | None = None  # outbox_corrupt, outbox_unavailable…
-    handoff: int = 0
+    in_journal: int = 0  # accepted messages the capture journal holds, not yet in the outbox
     capture_counters: dict[str, int] = field(default_factory=dict)
     worker: dict[str, Any] = field(default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
     cache_entries: int = 0
@@ -82,7 +82,7 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
         api_check = dict(state.api_checks.get(settings.destination(), {}))
         journal = kept.JOURNAL.of(state)
         waiting = len(journal) if journal is not None else 0
-    parts = StatusParts(session_id=session_id, scope_id=scope_id, handoff=waiting, api_check=api_check,
+    parts = StatusParts(session_id=session_id, scope_id=scope_id, in_journal=waiting, api_check=api_check,
                         capture_counters=kept.COUNTERS.of(state).snapshot(), outbox_problem=outbox_problem)
     def read(box: Outbox) -> tuple:
         return box.stats(), box.memory_writes(), box.processes(), box.shared_circuit(settings.destination())
@@ -168,7 +168,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                                     for name in ("started", "done", "failed", "busy", "running")}}},
         "scope": {"strategy": settings.scope_strategy, "current": parts.scope_id,
                   "backfill": _backfill(parts.scope_backfill), "problem": parts.scope_problem},
-        "queue": {**counts, "dead_by_code": dict(parts.dead_by_code), "in_memory": parts.handoff,
+        "queue": {**counts, "dead_by_code": dict(parts.dead_by_code), "in_journal": parts.in_journal,
                   "oldest_pending_age_s": _age(now, parts.oldest_pending_captured_at),
                   "next_attempt_in_s": _until(now, parts.next_attempt_at)},
         "worker": {"state": parts.worker.get("state", "stopped"),
@@ -188,7 +188,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                           "latest": [{"id": w["id"], "kind": w["kind"], "age_s": _age(now, w["at"])}
                                      for w in parts.memory_writes.get("latest", [])]},
         "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
-                     "handoff_full": parts.capture_counters.get("refused_handoff_full", 0),
+                     "journal_full": parts.capture_counters.get("refused_journal_full", 0),
                      "redaction_failed": parts.capture_counters.get("redaction_failed", 0),
                      "journal_unavailable": parts.capture_counters.get("journal_unavailable", 0),
                      "handed_off": parts.capture_counters.get("handed_off", 0)},
@@ -211,7 +211,8 @@ def status_text(status: dict[str, Any]) -> str:
         _memory_line(status["recall"]["memory"]),
         *_dialectic_lines(status["recall"]["dialectic"]),
         *_sessions_lines(i),
-        f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead, {q['in_memory']} in memory"
+        f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead,"
+        f" {q['in_journal']} in the journal"
         + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
         f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
         + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
@@ -380,7 +381,7 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
         amber.append("queue is not draining")
     if s["refusals"]["journal_unavailable"]:
         red.append("messages refused: no folder for the capture journal")
-    if any(s["refusals"][k] for k in ("queue_full", "handoff_full", "redaction_failed")):
+    if any(s["refusals"][k] for k in ("queue_full", "journal_full", "redaction_failed")):
         amber.append("messages were refused")
     if s["scope"]["problem"]:
         amber.append(s["scope"]["problem"])
