@@ -24,6 +24,8 @@ from honcho_hub.ops.inspector import PAGE_SIZE, UNDO_WINDOW_S, Inspector
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.safety.untrusted import UNTRUSTED
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage import memory_log
+from honcho_hub.storage.db import Database
 from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import Outbox
 from honcho_hub.tool.actions import ActionContext, run_action
@@ -70,11 +72,11 @@ class InspectorBench:
 
     def keep(self, write):
         """The bridge's record (memory_log.keep), at the bench's clock."""
-        box = Outbox.for_settings(self.settings, clock=self.clock)
+        db = Database.for_settings(self.settings, clock=self.clock)
         try:
-            box.record_memory_write(write)
+            memory_log.record(db, write)
         finally:
-            box.close()
+            db.close()
 
     def peers_seen(self):
         for peer in ("agent-zero", "user"):

@@ -29,6 +29,7 @@ from outbox_helpers import (
 
 from honcho_hub.errors import OutboxBusy, OutboxUnavailable
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage import memory_log
 from honcho_hub.storage.chats import MAX_CHAT_SESSIONS
 from honcho_hub.storage.db import MIGRATIONS, SCHEMA_VERSION
 from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
@@ -282,13 +283,13 @@ class MemoryWritesTest(OutboxTestCase):
         box = self.open()
         self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
         self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["dead"]), (1, 1))
-        self.assertEqual(box.memory_writes(), {"remembered": 0, "forgotten": 0, "latest": []})
-        box.record_memory_write(self.write(1))
-        self.assertEqual(box.memory_writes()["remembered"], 1)
+        self.assertEqual(memory_log.summary(box.db), {"remembered": 0, "forgotten": 0, "latest": []})
+        memory_log.record(box.db, self.write(1))
+        self.assertEqual(memory_log.summary(box.db)["remembered"], 1)
 
     def test_every_field_an_inspector_needs_to_show_or_undo_a_write_is_kept(self):
         box = self.open()
-        box.record_memory_write(self.write(7, WriteKind.FORGET, "The user drinks green tea"))
+        memory_log.record(box.db, self.write(7, WriteKind.FORGET, "The user drinks green tea"))
         row = read_outbox(self.path, "SELECT conclusion_id, kind, made_at, destination, observer_id, observed_id,"
                                      " session_id, scope_id, content FROM memory_writes")
         self.assertEqual(row, [("c0007", "forget", self.clock(), DEST, "agent-zero", "user", "chat-a", "a0-alpha",
@@ -299,11 +300,11 @@ class MemoryWritesTest(OutboxTestCase):
         made_at = {}
         for n in range(1, MAX_RECORDS + 6):
             made_at[n] = self.clock()
-            box.record_memory_write(self.write(n, WriteKind.FORGET if n % 4 == 0 else WriteKind.REMEMBER))
+            memory_log.record(box.db, self.write(n, WriteKind.FORGET if n % 4 == 0 else WriteKind.REMEMBER))
             self.clock.advance(1)
         kept = [r[0] for r in read_outbox(self.path, "SELECT conclusion_id FROM memory_writes ORDER BY seq")]
         self.assertEqual(kept, [f"c{n:04d}" for n in range(6, MAX_RECORDS + 6)])
-        summary = box.memory_writes(latest=3)
+        summary = memory_log.summary(box.db, latest=3)
         forgotten = sum(1 for n in range(6, MAX_RECORDS + 6) if n % 4 == 0)
         self.assertEqual((summary["remembered"], summary["forgotten"]), (MAX_RECORDS - forgotten, forgotten))
         self.assertEqual(summary["latest"], [{"id": f"c{n:04d}", "kind": "forget" if n % 4 == 0 else "remember",

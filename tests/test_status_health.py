@@ -28,6 +28,7 @@ from honcho_hub.ops import operator as operations
 from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
 from honcho_hub.runtime import process_state
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage import memory_log
 from honcho_hub.storage.memory_log import MemoryWrite, WriteKind
 from honcho_hub.storage.outbox import NewEvent, Outbox
 
@@ -152,7 +153,7 @@ class MemoryWritesStatusTest(unittest.TestCase):
         self.assertFalse(os.path.exists(path), "reading status creates no outbox")
         for cid, kind, at in (("c0001", WriteKind.REMEMBER, NOW - 30), ("c0002", WriteKind.FORGET, NOW - 10)):
             box = Outbox(path, clock=lambda at=at: at)
-            box.record_memory_write(MemoryWrite(cid, kind, "Password Hunter2-Very-Secret, likes tea", "d",
+            memory_log.record(box.db, MemoryWrite(cid, kind, "Password Hunter2-Very-Secret, likes tea", "d",
                                                 "agent-zero", "user", "chat-1", None))
             box.close()
         status = build_status(settings, hub.current().status_parts(settings), NOW)

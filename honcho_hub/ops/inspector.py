@@ -178,8 +178,8 @@ def undo(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
 def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
     a, s = ins.actions, ins.actions.settings
     try:
-        kept = with_existing_outbox(s, lambda box: box.memory_records(
-            s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS,
+        kept = with_existing_outbox(s, lambda box: memory_log.records(
+            box.db, s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS,
             since=ins.clock() - UNDO_WINDOW_S), [])
     except OutboxError as exc:
         return {"ok": False, "error": exc.code, "message": f"The local record could not be read ({exc.code})."}
@@ -222,8 +222,8 @@ def _writes(ins: Inspector) -> dict[str, Any]:
     """The newest writes kept locally, each an undo offer while its forget is in the window and not undone."""
     s, now = ins.actions.settings, ins.clock()
     try:
-        kept = with_existing_outbox(s, lambda box: box.memory_records(
-            s.destination(), s.agent_peer_id, s.user_peer_id, RECENT_WRITES), [])
+        kept = with_existing_outbox(s, lambda box: memory_log.records(
+            box.db, s.destination(), s.agent_peer_id, s.user_peer_id, RECENT_WRITES), [])
     except OutboxError as exc:
         return {"error": exc.code}
     restored = {_restores(k) for k in kept}  # a restore is newer than its forget: both are in the list

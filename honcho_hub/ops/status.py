@@ -23,7 +23,7 @@ from ..capture import kept
 from ..errors import DeliveryError, OutboxError
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
-from ..storage import processes
+from ..storage import memory_log, processes
 from ..storage.outbox import Outbox, with_existing_outbox
 from ..storage.processes import SharedCircuit
 
@@ -85,7 +85,7 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
     parts = StatusParts(session_id=session_id, scope_id=scope_id, in_journal=waiting, api_check=api_check,
                         capture_counters=kept.COUNTERS.of(state).snapshot(), outbox_problem=outbox_problem)
     def read(box: Outbox) -> tuple:
-        return box.stats(), box.memory_writes(), box.processes(), box.shared_circuit(settings.destination())
+        return box.stats(), memory_log.summary(box.db), box.processes(), box.shared_circuit(settings.destination())
 
     try:
         stats, parts.memory_writes, rows, parts.shared_circuit = with_existing_outbox(settings, read,

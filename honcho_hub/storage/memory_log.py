@@ -12,17 +12,17 @@ id CARD_ID (its observer and observed say whose card), with JSON text `{"card": 
 that the earlier card can be set again. The memory inspector's undo of a forget is kept as a `restore`
 write under the new conclusion's id, with JSON text `{"text": the text created again, "restores": the
 forgotten id}`. Status reads only counts, ids and times; the text never leaves the file through status or
-logs: only the memory inspector reads it (`recent`).
+logs: only the memory inspector reads it (`records`).
 """
 
 from __future__ import annotations
 
 import math
-import sqlite3
 from dataclasses import dataclass
 from enum import Enum
 
 from ..settings.config import Settings
+from .db import READ, WRITE, Database
 
 MAX_RECORDS = 1_000
 KEEP_WAIT_S = 1.0  # how long keeping a record waits for the outbox's write lock; the write itself is done
@@ -63,42 +63,43 @@ class KeptWrite:
 
 def keep(settings: Settings, write: MemoryWrite) -> None:
     """Add `write` to the record in the outbox file (created if absent); raises OutboxError."""
-    from .outbox import Outbox  # imported here: the outbox reads and writes this module's table
-
-    box = Outbox.for_settings(settings, busy_timeout_s=KEEP_WAIT_S)
+    db = Database.for_settings(settings, busy_timeout_s=KEEP_WAIT_S)
     try:
-        box.record_memory_write(write)
+        record(db, write)
     finally:
-        box.close()
+        db.close()
 
 
-def insert(conn: sqlite3.Connection, write: MemoryWrite, now: float, limit: int = MAX_RECORDS) -> None:
-    """Add one record and drop what is older than the newest `limit` (inside the caller's transaction)."""
-    conn.execute("INSERT INTO memory_writes (conclusion_id, kind, made_at, destination, observer_id, observed_id,"
-                 " session_id, scope_id, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (write.conclusion_id, WriteKind(write.kind).value, now, write.destination, write.observer_id,
-                  write.observed_id, write.session_id, write.scope_id, write.content))
-    conn.execute("DELETE FROM memory_writes WHERE seq <= (SELECT max(seq) FROM memory_writes) - ?", (limit,))
+def record(db: Database, write: MemoryWrite, limit: int = MAX_RECORDS) -> None:
+    """Add one record and drop what is older than the newest `limit`."""
+    with db.transaction(WRITE) as (conn, now):
+        conn.execute("INSERT INTO memory_writes (conclusion_id, kind, made_at, destination, observer_id,"
+                     " observed_id, session_id, scope_id, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (write.conclusion_id, WriteKind(write.kind).value, now, write.destination, write.observer_id,
+                      write.observed_id, write.session_id, write.scope_id, write.content))
+        conn.execute("DELETE FROM memory_writes WHERE seq <= (SELECT max(seq) FROM memory_writes) - ?", (limit,))
 
 
-def summary(conn: sqlite3.Connection, latest: int) -> dict:
-    """Counts by kind and the newest `latest` writes' ids, kinds and times: never their text."""
-    counts = dict(conn.execute("SELECT kind, count(*) FROM memory_writes GROUP BY kind").fetchall())
-    rows = conn.execute("SELECT conclusion_id, kind, made_at FROM memory_writes ORDER BY seq DESC LIMIT ?",
-                        (max(0, int(latest)),)).fetchall()
+def summary(db: Database, latest: int = 3) -> dict:
+    """Counts by kind and the newest `latest` writes' ids, kinds and times: never their text (status)."""
+    with db.transaction(READ) as (conn, now):
+        counts = dict(conn.execute("SELECT kind, count(*) FROM memory_writes GROUP BY kind").fetchall())
+        rows = conn.execute("SELECT conclusion_id, kind, made_at FROM memory_writes ORDER BY seq DESC LIMIT ?",
+                            (max(0, int(latest)),)).fetchall()
     return {"remembered": counts.get(WriteKind.REMEMBER.value, 0), "forgotten": counts.get(WriteKind.FORGET.value, 0),
             "latest": [{"id": r[0], "kind": r[1], "at": r[2]} for r in rows]}
 
 
-def records(conn: sqlite3.Connection, destination: str, observer_id: str, observed_id: str, limit: int,
+def records(db: Database, destination: str, observer_id: str, observed_id: str, limit: int,
             since: float | None = None) -> list[KeptWrite]:
     """The newest `limit` records of `destination` about these peers (kept at `since` or later, when given),
-    newest first (inside the caller's transaction)."""
-    rows = conn.execute("SELECT seq, made_at, conclusion_id, kind, content, destination, observer_id, observed_id,"
-                        " session_id, scope_id FROM memory_writes WHERE destination = ? AND observer_id = ?"
-                        " AND observed_id = ? AND made_at >= ? ORDER BY seq DESC LIMIT ?",
-                        (destination, observer_id, observed_id, -math.inf if since is None else since,
-                         max(0, min(int(limit), MAX_RECORDS)))).fetchall()
+    newest first, with their text: for the memory inspector only (status reads `summary`)."""
+    with db.transaction(READ) as (conn, now):
+        rows = conn.execute("SELECT seq, made_at, conclusion_id, kind, content, destination, observer_id,"
+                            " observed_id, session_id, scope_id FROM memory_writes WHERE destination = ?"
+                            " AND observer_id = ? AND observed_id = ? AND made_at >= ? ORDER BY seq DESC LIMIT ?",
+                            (destination, observer_id, observed_id, -math.inf if since is None else since,
+                             max(0, min(int(limit), MAX_RECORDS)))).fetchall()
     known = {kind.value for kind in WriteKind}  # a kind a newer version keeps is left out, not an error
     return [KeptWrite(r[0], r[1], MemoryWrite(r[2], WriteKind(r[3]), r[4], r[5], r[6], r[7], r[8], r[9]))
             for r in rows if r[3] in known]

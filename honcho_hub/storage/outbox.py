@@ -35,9 +35,8 @@ from typing import Any
 from ..errors import OutboxBusy
 from ..names import session_id_for
 from ..settings.config import Settings
-from . import chats, memory_log, processes
+from . import chats, processes
 from .db import AUTOCOMMIT, READ, WRITE, Database, reclaim_space
-from .memory_log import KeptWrite, MemoryWrite
 from .processes import Beat, SharedCircuit
 
 # -- records -----------------------------------------------------------------------------------------
@@ -320,26 +319,6 @@ class Outbox:
     def chat_generation(self, destination: str, chat_id: str) -> int:
         """How often `chat_id` was forgotten (0: never): its messages go to that generation's session."""
         return chats.generation(self.db, destination, chat_id)
-
-    # -- the memory tool's record (memory_log owns the table's rows) -----------------------------------
-
-    def record_memory_write(self, write: MemoryWrite) -> None:
-        """Keep one record of the memory tool's writes; only the newest memory_log.MAX_RECORDS stay."""
-        with self.db.transaction(WRITE) as (conn, now):
-            memory_log.insert(conn, write, now)
-
-    def memory_writes(self, latest: int = 3) -> dict:
-        """Counts of the kept memory-tool writes and the newest ids, kinds and times; never their text."""
-        with self.db.transaction(READ) as (conn, now):
-            return memory_log.summary(conn, latest)
-
-    def memory_records(self, destination: str, observer_id: str, observed_id: str, limit: int,
-                       since: float | None = None) -> list[KeptWrite]:
-        """The newest `limit` kept writes of `destination` about these peers (those kept at `since` or later,
-        when given), newest first, with their text: for the memory inspector only (status reads
-        `memory_writes`, which holds none)."""
-        with self.db.transaction(READ) as (conn, now):
-            return memory_log.records(conn, destination, observer_id, observed_id, limit, since)
 
     # -- the processes that drain this outbox (processes owns the tables' rows) ---------------------------
     # Writes wait at most processes.BEAT_WAIT_S for the lock (then OutboxBusy: the caller skips them).
