@@ -150,7 +150,7 @@ class BadInput(HubError, ValueError):
 
 
 class ForgetRefused(HubError, ValueError):
-    """A chat id that cannot name a chat (ops/forget_chat.py): nothing was forgotten; the message says
+    """A chat id that cannot name a chat (chats/forget.py): nothing was forgotten; the message says
     what a chat id is, never the value given."""
 
     code = "forget_refused"

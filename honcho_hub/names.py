@@ -23,7 +23,7 @@ GLOBAL_SESSION = "global"  # the one session of the `global` strategy; no chat o
 
 def session_id_for(chat_id: str, generation: int = 0) -> str:
     """Honcho session of an Agent Zero chat: `chat-<id>` within Honcho's id alphabet and length; after the
-    chat was forgotten `generation` times (ops/forget_chat.py), `chat<generation>-<id>`.
+    chat was forgotten `generation` times (chats/forget.py), `chat<generation>-<id>`.
 
     The generation goes before the id, not after it: chat ids may hold any character of Honcho's alphabet,
     so `chat-<id>-2` could be another chat's first session, while `chat<digits>-` never starts `chat-` and

@@ -1,4 +1,4 @@
-"""Forgetting a chat (ops/forget_chat.py): its rows leave the outbox and other chats' stay, a send on the wire
+"""Forgetting a chat (chats/forget.py): its rows leave the outbox and other chats' stay, a send on the wire
 is waited for and nothing of the chat goes out after, its Honcho session is deleted, its later messages go
 to a new session; the command line refuses without --yes."""
 
@@ -18,9 +18,9 @@ from loopback import serve
 from outbox_helpers import event, lease, legacy_outbox, on_disk, schema_version, settle, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Role
+from honcho_hub.chats.forget import DONE, HONCHO_FAILED, SENDING, forget_chat
 from honcho_hub.cli import main as cli
 from honcho_hub.errors import ForgetRefused
-from honcho_hub.ops.forget_chat import DONE, HONCHO_FAILED, SENDING, forget_chat
 from honcho_hub.storage.db import MIGRATIONS
 from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 from honcho_hub.tool.actions import ActionContext, run_action

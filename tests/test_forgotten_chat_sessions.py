@@ -1,4 +1,4 @@
-"""After a chat is forgotten (ops/forget_chat.py), its turns name its new Honcho session `chat<N>-<id>`:
+"""After a chat is forgotten (chats/forget.py), its turns name its new Honcho session `chat<N>-<id>`:
 recall and the query-aware load started at capture, the memory tool's actions, status's session line and the
 scope registration at chat start; whether this process forgot it or another one sharing the outbox did (the
 command line while Agent Zero runs). On Agent Zero's event loop the session comes from memory only."""
@@ -19,8 +19,8 @@ from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_pa
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
+from honcho_hub.chats.forget import DONE, forget_chat
 from honcho_hub.cli import main as cli
-from honcho_hub.ops.forget_chat import DONE, forget_chat
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
 from honcho_hub.tool.actions import ActionContext, run_action

@@ -8,9 +8,10 @@ import sys
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.chats import forget
 from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.ops import forget_chat, inspector
+from usr.plugins.honcho.honcho_hub.ops import inspector
 from usr.plugins.honcho.honcho_hub.ops import operator as operations
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
@@ -152,7 +153,7 @@ def offer_forget_after_chat_delete(data: Any) -> bool:
     chat_id = args[0] if args else kwargs.get("id")
     if not isinstance(chat_id, str) or not chat_id or not _called_by_chat_delete():
         return False
-    forget_chat.OFFERS.offer(chat_id, time.time())
+    forget.OFFERS.offer(chat_id, time.time())
     return True
 
 
@@ -173,26 +174,26 @@ def _called_by_chat_delete() -> bool:
 def forget_document(body: Any) -> dict:
     """One of FORGET_ACTIONS: `offers` (chats deleted in Agent Zero that may be forgotten, newest first),
     `forget_chat` (`chat`, and `confirmed: true` from the UI's confirm step: the chat's queued messages and its
-    Honcho session deleted, see ops/forget_chat.py), `dismiss` (`chat`: drop its offer). A structured error
+    Honcho session deleted, see chats/forget.py), `dismiss` (`chat`: drop its offer). A structured error
     for anything else."""
     body = body if isinstance(body, dict) else {}
     action = body.get("action")
     if action not in FORGET_ACTIONS:
         return {"ok": False, "error": f"unknown action; use one of: {', '.join(FORGET_ACTIONS)}"}
     if action == "offers":
-        return {"ok": True, "offers": forget_chat.OFFERS.pending()}
+        return {"ok": True, "offers": forget.OFFERS.pending()}
     try:
-        chat_id = forget_chat.checked_chat_id(body.get("chat"))
+        chat_id = forget.checked_chat_id(body.get("chat"))
     except ForgetRefused as exc:
         return {"ok": False, "error": str(exc)}
     if action == "dismiss":
-        return {"ok": True, "dismissed": forget_chat.OFFERS.withdraw(chat_id)}
+        return {"ok": True, "dismissed": forget.OFFERS.withdraw(chat_id)}
     if body.get("confirmed") is not True:
         return {"ok": False, "error": "forgetting a chat deletes its Honcho session for good; confirm first"}
     settings = global_settings()
     log_level.follow(settings)
-    report = forget_chat.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
+    report = forget.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
     recaller = hub().ready_recaller()  # none built: nothing known here to correct, the chat is read when named
     if recaller is not None and "generation" in report:
         recaller.chat_forgotten(settings, chat_id, report["generation"])  # its next turn names the new session
-    return {"ok": report.get("state") == forget_chat.DONE, "result": report, "text": forget_chat.report_text(report)}
+    return {"ok": report.get("state") == forget.DONE, "result": report, "text": forget.report_text(report)}

@@ -31,7 +31,7 @@ The outbox keeps room for live capture: a backfill queues only while fewer than 
 and polls, and stops with a clear message after `wait_s` without room. Queued messages are not queued
 twice when the backfill runs again.
 
-A chat forgotten here (ops/forget_chat.py: the outbox's forgotten chats) is skipped whole, counted and
+A chat forgotten here (chats/forget.py: the outbox's forgotten chats) is skipped whole, counted and
 named: the user asked for it to be gone, and its saved file outlives the forget. Only a chat the user
 names with `include_forgotten` is imported again, into its current session. Chat files are read by the
 config loader's guards (settings/files.read_regular_file, through agent_zero_files.read_chat): regular

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import hub
+from ..chats import forget
 from ..errors import BackfillError, ConfigFileError, ForgetRefused, InvalidValue, OutboxError
-from ..ops import forget_chat
 from ..ops import operator as operations
 from ..ops.status import build_status, status_text
 from ..settings import log_level
@@ -124,21 +124,21 @@ def _demo(settings: Settings, args, out) -> int:
 
 
 def _forget_chat(settings: Settings, args, out) -> int:
-    """Forget one chat (ops/forget_chat.py), only with --yes: 0 done, 1 the outbox unusable, 2 no --yes or a
+    """Forget one chat (chats/forget.py), only with --yes: 0 done, 1 the outbox unusable, 2 no --yes or a
     bad chat id, 3 still sending or a Honcho session not deleted (forgetting again finishes it)."""
     if not args.yes:
         return _failed("forget-chat", "this deletes the chat's queued messages and its Honcho session for good;"
                        " add --yes to go ahead", EXIT_USAGE)
-    if args.wait is not None and not 0 <= args.wait <= forget_chat.MAX_WAIT_S:
-        return _failed("forget-chat", f"--wait is 0 to {forget_chat.MAX_WAIT_S:.0f} seconds", EXIT_USAGE)
+    if args.wait is not None and not 0 <= args.wait <= forget.MAX_WAIT_S:
+        return _failed("forget-chat", f"--wait is 0 to {forget.MAX_WAIT_S:.0f} seconds", EXIT_USAGE)
     try:
-        report = forget_chat.forget_chat(settings, args.chat_id, wait_s=args.wait)
+        report = forget.forget_chat(settings, args.chat_id, wait_s=args.wait)
     except ForgetRefused as exc:
         return _failed("forget-chat", str(exc), EXIT_USAGE)
-    _print(out, report, args.json, forget_chat.report_text)
+    _print(out, report, args.json, forget.report_text)
     if "error" in report:
         return EXIT_FAILED
-    return EXIT_OK if report["state"] == forget_chat.DONE else EXIT_DEGRADED
+    return EXIT_OK if report["state"] == forget.DONE else EXIT_DEGRADED
 
 
 COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _retry_dead, "dead": _dead,

@@ -142,7 +142,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
     ),
     (
-        # Chats the user asked to forget (ops/forget_chat.py): the chat's later messages go to a session of the
+        # Chats the user asked to forget (chats/forget.py): the chat's later messages go to a session of the
         # next generation (names.session_id_for), and messages captured up to `forgotten_at` (still in
         # a capture journal then) are not queued. At most MAX_CHAT_SESSIONS rows, the oldest forgets go first.
         """CREATE TABLE forgotten_chats (

@@ -294,7 +294,7 @@ class Outbox:
         first and last capture times; never content."""
         return chats.known_sessions(self.db, limit)
 
-    # -- forgetting a chat (ops/forget_chat.py runs the whole forget) ------------------------------------
+    # -- forgetting a chat (chats/forget.py runs the whole forget) ------------------------------------
 
     def begin_forget(self, destination: str, chat_id: str) -> ForgetRows:
         """Forget `chat_id` here, in one transaction: its next messages go to the next generation's session;

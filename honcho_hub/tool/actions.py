@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..chats import forget
 from ..errors import (
     AuthError,
     BadInput,
@@ -32,7 +33,6 @@ from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
 from ..names import MAX_DIALECTIC_QUERY
-from ..ops import forget_chat
 from ..safety.redact import redact
 from ..safety.untrusted import neutralize, untrusted
 from ..settings.config import Settings
@@ -194,7 +194,7 @@ def _confirmed(args: Mapping[str, Any]) -> bool:
 
 def _forget_chat(args: Mapping[str, Any], ctx: ActionContext) -> str:
     """This chat's queued messages and its Honcho session deleted, its later messages in a new session
-    (ops/forget_chat.py); only with "confirm": true, after the user agreed."""
+    (chats/forget.py); only with "confirm": true, after the user agreed."""
     if not ctx.chat_id:
         raise BadInput("forget_chat works inside a chat; this call has none.")
     if not _confirmed(args):
@@ -202,12 +202,12 @@ def _forget_chat(args: Mapping[str, Any], ctx: ActionContext) -> str:
                 "Honcho session are deleted for good); only after they agree, call forget_chat again with "
                 "\"confirm\": true.")
     try:
-        report = forget_chat.forget_chat(ctx.settings, ctx.chat_id, wait_s=FORGET_CHAT_WAIT_S, gateway=ctx.gateway)
+        report = forget.forget_chat(ctx.settings, ctx.chat_id, wait_s=FORGET_CHAT_WAIT_S, gateway=ctx.gateway)
     except ForgetRefused as exc:
         raise BadInput(str(exc)) from exc
     if ctx.forgotten is not None and "generation" in report:  # moved, even if Honcho's deletion is to be finished
         ctx.forgotten(report["chat_id"], report["generation"])
-    return forget_chat.report_text(report)
+    return forget.report_text(report)
 
 
 def _profile(args: Mapping[str, Any], ctx: ActionContext) -> str:

@@ -13,9 +13,9 @@ from real_kit import RealHonchoCase
 import test_backfill  # after real_kit, which puts tests/ on sys.path; a module import collects none of its tests
 
 from honcho_hub.capture.service import event_id
+from honcho_hub.chats.forget import DONE, forget_chat
 from honcho_hub.cli import agent_zero_files, backfill
 from honcho_hub.delivery.worker import DeliveryWorker
-from honcho_hub.ops.forget_chat import DONE, forget_chat
 from honcho_hub.storage.outbox import Outbox
 
 

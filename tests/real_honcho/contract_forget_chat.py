@@ -9,8 +9,8 @@ import httpx
 from real_kit import RealHonchoCase, turns
 
 from honcho_hub.capture.service import CaptureRequest, CaptureService, Role
+from honcho_hub.chats.forget import DONE, forget_chat
 from honcho_hub.delivery.worker import DeliveryWorker
-from honcho_hub.ops.forget_chat import DONE, forget_chat
 
 GONE_WITHIN_S = 30.0  # measured: the messages were gone about a second after the 202
 
