@@ -24,9 +24,9 @@ from outbox_helpers import (
 )
 
 from honcho_hub.errors import OutboxCorrupt, OutboxForeign, OutboxUnavailable
-from honcho_hub.recall.recaller import epoch_path
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.db import APPLICATION_ID, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION
+from honcho_hub.storage.marker import marker_path
 from honcho_hub.storage.outbox import Outbox, Settlement
 
 MB = 1024 * 1024
@@ -366,7 +366,7 @@ class PermissionTest(FileTestCase):
         def with_the_plugins_other_files():
             self.open().close()
             os.mkdir(os.path.join(self.folder, "journal"))
-            open(epoch_path(build_settings({"outbox_path": self.path}, {}, {})), "w").close()
+            open(marker_path(build_settings({"outbox_path": self.path}, {}, {})), "w").close()
 
         for name, prepare in (("empty", lambda: None), ("with an outbox", lambda: self.open().close()),
                               ("with the plugin's journal folder and cache marker", with_the_plugins_other_files)):

@@ -398,7 +398,7 @@ class CacheMarkerTest(unittest.TestCase):
                 bench.remember()
                 self.assertEqual(bench.recall().source, "fresh")
                 before = test_outbox_files.snapshot(folder)
-                with self.assertLogs("honcho_hub.recall.recaller", "WARNING") as logged:
+                with self.assertLogs("honcho_hub.storage.marker", "WARNING") as logged:
                     self.assertEqual(bench.recaller.clear_cache(bench.settings), 1)
                     self.assertEqual(test_outbox_files.snapshot(folder), before)  # no marker; the file untouched
                 self.assertEqual(bench.recall().source, "fresh")

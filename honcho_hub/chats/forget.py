@@ -30,8 +30,8 @@ from ..bounded import BoundedMap
 from ..errors import DeliveryError, ForgetRefused, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..names import session_id_for
-from ..recall.recaller import bump_epoch
 from ..settings.config import Settings
+from ..storage.marker import move_marker
 from ..storage.outbox import Outbox
 
 MAX_CHAT_ID = 256  # characters; Agent Zero's chat ids have 8
@@ -71,7 +71,7 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
         return {"chat_id": chat_id, "error": exc.code}
     try:
         rows = outbox.begin_forget(destination, chat_id)
-        bump_epoch(settings)  # every process sharing the outbox: the chat's turns name its next session
+        move_marker(settings)  # every process sharing the outbox: the chat's turns name its next session
         deleted, leased = rows.deleted, rows.leased
         if leased and on_waiting is not None:
             on_waiting(leased)

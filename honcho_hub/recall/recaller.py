@@ -25,7 +25,7 @@ the base pack instead of waiting for `cache_ttl_s`. Derivation is queued after t
 so "done" needs work seen pending and then drained, or FRESH_MIN_AGE_S without any work seen; after
 FRESHNESS_MAX_S the TTL is the fallback. Nothing is polled for a session nothing was delivered to.
 
-A chat's session after a forget: ops/forget_chat.py moves the chat to its next generation, kept in the
+A chat's session after a forget: chats/forget.py moves the chat to its next generation, kept in the
 outbox, and moves the marker beside the outbox (the one clearing the cache moves), so that every process
 sharing the outbox hears of it. `chat_session` names the chat's current session from memory: what a forget
 in this process told it (`chat_forgotten`), or what it read from the outbox, on a reader thread of its own,
@@ -37,9 +37,7 @@ threads that serve a turn, the tool and status wait a bounded time for the read.
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
@@ -57,12 +55,11 @@ from ..names import session_for, session_id_for
 from ..safety.redact import redact
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
-from ..storage.outbox import Outbox, with_existing_outbox
+from ..storage.marker import move_marker, read_marker
+from ..storage.outbox import with_existing_outbox
 from .cache import RecallCache
 from .dialectic import Dialectic
 from .pack import ContextData, MemoryPack, build_pack, render_block
-
-log = logging.getLogger(__name__)
 
 RECALL_THREADS = 6
 MAX_QUEUED_LOADS = 32  # beyond this, a load is not started: the turn gets the base pack
@@ -211,13 +208,13 @@ class Recaller:
         """Forget every cached pack; returns how many there were. With settings, other processes sharing
         the outbox folder (Agent Zero, the command line) forget theirs at their next recall too."""
         if settings is not None:
-            bump_epoch(settings)
+            move_marker(settings)
         self._forget_loaded()
         cache = self._cache.peek()
         return cache.clear() if cache is not None else 0
 
     def _follow_epoch(self, settings: Settings, cache: RecallCache) -> None:
-        epoch = read_epoch(settings)
+        epoch = read_marker(settings)
         if self._epoch_seen is not None and epoch != self._epoch_seen:
             cache.clear()
             self._forget_loaded()
@@ -287,9 +284,9 @@ class Recaller:
         return session_id_for(chat_id, known[0]) if known is not None else session
 
     def chat_forgotten(self, settings: Settings, chat_id: str, generation: int) -> None:
-        """This process forgot the chat (ops/forget_chat.py moved it to `generation` and the marker): its turns
+        """This process forgot the chat (chats/forget.py moved it to `generation` and the marker): its turns
         name the new session from now on, without waiting for a read. Reads the marker (a `stat`)."""
-        self._learn_generation(_chat_key(settings, chat_id), generation, read_epoch(settings))
+        self._learn_generation(_chat_key(settings, chat_id), generation, read_marker(settings))
 
     def close(self, wait: bool = False) -> None:
         """Cancel the loads not started and close the clients; with `wait`, once the running loads
@@ -356,7 +353,7 @@ class Recaller:
         try:
             # The marker first: a forget committed after this read moves the marker after this look at it,
             # so the value read is followed up at the next turn.
-            epoch = read_epoch(settings)
+            epoch = read_marker(settings)
             try:
                 generation = with_existing_outbox(settings, lambda box: box.chat_generation(key[1], key[2]), 0)
             except OutboxError:
@@ -609,47 +606,6 @@ def _chat_key(settings: Settings, chat_id: str) -> tuple[str, str, str]:
 def _base_key(settings: Settings, scope_id: str | None) -> tuple:
     return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, scope_id,
             settings.include_agent_representation)
-
-
-def epoch_path(settings: Settings) -> str:
-    """A marker beside the outbox file (named after it) whose change tells every process sharing the
-    outbox to drop its recall cache."""
-    return settings.outbox_path + ".recall-epoch"
-
-
-def read_epoch(settings: Settings) -> int:
-    try:
-        return os.stat(epoch_path(settings)).st_mtime_ns
-    except OSError:
-        return 0
-
-
-def bump_epoch(settings: Settings) -> bool:
-    """Touch the marker, never through a symbolic link; True when the other processes were told. Only
-    beside an outbox of ours: the setting may name anyone's folder or file. Never raises."""
-    if not os.path.isfile(settings.outbox_path):
-        return False  # no outbox: no other process shares a cache through it
-    try:
-        # Opening is how the plugin judges a file (by its header, before writing anything): another
-        # program's database, or a file no process of ours can use, is refused untouched — and then
-        # nothing is written beside it either. No process of ours shares a cache through such a file.
-        Outbox.for_settings(settings).close()
-    except OutboxError as exc:
-        log.warning("honcho recall: the outbox could not be opened (%s); only this process's"
-                    " recall cache was cleared", exc.code)
-        return False
-    try:
-        handle = os.open(epoch_path(settings), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(handle, str(time.time_ns()).encode())
-        finally:
-            os.close(handle)
-        os.utime(epoch_path(settings), ns=(time.time_ns(), time.time_ns()), follow_symlinks=False)
-    except OSError:
-        log.warning("honcho recall: the cache marker could not be written; only this process's recall cache"
-                    " was cleared")
-        return False
-    return True
 
 
 def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | None) -> tuple:

@@ -1,0 +1,59 @@
+"""The marker beside the outbox: a file whose every move tells each process sharing the outbox to drop
+what it holds in memory (recall's cache and base packs, the chats' generations). A cache clear and a
+chat's forget move it; each process looks at it before it uses what it holds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from ..errors import OutboxError
+from ..settings.config import Settings
+from .outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+
+def marker_path(settings: Settings) -> str:
+    """Beside the outbox file, named after it."""
+    return settings.outbox_path + ".recall-epoch"
+
+
+def read_marker(settings: Settings) -> int:
+    """When the marker last moved (ns); 0 when there is none."""
+    try:
+        return os.stat(marker_path(settings)).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def move_marker(settings: Settings) -> bool:
+    """Touch the marker, never through a symbolic link; True when the other processes were told. Only
+    beside an outbox of ours: the setting may name anyone's folder or file. Never raises."""
+    if not os.path.isfile(settings.outbox_path):
+        return False  # no outbox: no other process shares a cache through it
+    try:
+        # Opening is how the plugin judges a file (by its header, before writing anything): another
+        # program's database, or a file no process of ours can use, is refused untouched — and then
+        # nothing is written beside it either. No process of ours shares a cache through such a file.
+        Outbox.for_settings(settings).close()
+    except OutboxError as exc:
+        log.warning("honcho recall: the outbox could not be opened (%s); only this process's"
+                    " recall cache was cleared", exc.code)
+        return False
+    path = marker_path(settings)
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(handle, str(time.time_ns()).encode())
+        finally:
+            os.close(handle)
+        os.utime(path, ns=(time.time_ns(), time.time_ns()), follow_symlinks=False)
+    except OSError:
+        log.warning("honcho recall: the cache marker could not be written; only this process's recall"
+                    " cache was cleared")
+        return False
+    return True
+
