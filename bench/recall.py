@@ -24,6 +24,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 import httpx  # noqa: E402
 from delivery import start_loopback, stop_loopback  # noqa: E402
+from idle import wait_idle  # noqa: E402
 
 from honcho_hub.recall.recaller import Recaller  # noqa: E402
 from honcho_hub.settings.config import build_settings  # noqa: E402
@@ -107,7 +108,7 @@ def refused_then_slow(url: str) -> tuple[str, float]:
     recaller = Recaller()
     try:
         recaller.recall(slow, "chat-first", QUERY, TEMPLATE)  # its client exists and knows the workspace
-        recaller.wait_idle(30)
+        wait_idle(30, recaller)
         result, wait_ms = waited(lambda: recaller.recall(slow, "chat-scoped", QUERY, TEMPLATE, "a0-bench"))
     finally:
         recaller.close()

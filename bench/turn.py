@@ -48,6 +48,7 @@ import httpx  # noqa: E402
 from delivery import client, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
+from idle import wait_idle  # noqa: E402
 from outbox_helpers import hold_write_lock, release_lock, run_child, write_journal  # noqa: E402
 
 from honcho_hub.recall.pack import NOTE_TITLE  # noqa: E402
@@ -182,7 +183,7 @@ async def start_up(worker, recall) -> None:
     while (the_hub.ready_recaller() is None or the_hub.worker() is None) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     if the_hub.ready_recaller() is not None:
-        await asyncio.to_thread(the_hub.ready_recaller().wait_idle, 60)  # the base pack's first load
+        await asyncio.to_thread(wait_idle, 60, the_hub.ready_recaller())  # the base pack's first load
 
 
 CHILD_LOCK_ON_REQUEST = r"""

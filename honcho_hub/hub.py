@@ -2,9 +2,9 @@
 
 Built once (by `current()`) around the global settings source the host gives it (`reconfigure`); the
 effective per-chat or per-project settings are passed into each call. It owns the capture service and
-the capture writer, the delivery worker, the recaller, the scope registrar and the memory tool's
-gateways. The adapters — the Agent Zero bridge (for hooks.py, the API handlers and the tool) and the
-command line — get it from `current()` and pass its parts down; nothing below asks for it.
+the capture writer, the delivery worker, the recaller, the chats' sessions, the scope registrar and the
+memory tool's gateways. The adapters — the Agent Zero bridge (for hooks.py, the API handlers and the
+tool) and the command line — get it from `current()` and pass its parts down; nothing below asks for it.
 
 What must outlive a re-import of the plugin's modules (the capture journal and its lock, counters, the
 capture writer, a worker thread of an older generation found by its marker) lives in `runtime`'s
@@ -28,12 +28,14 @@ from typing import TYPE_CHECKING, Any
 from .capture import kept
 from .capture.service import CaptureService, journal_for
 from .capture.writer import CaptureWriter
+from .chats.sessions import ChatSessions
 from .delivery import lifecycle
 from .keyed import Keyed, KeyedMany, fields
 from .runtime import in_background, join_background, process_state, warn_once
 from .settings import log_level
 from .settings.config import Settings
 from .settings.spec import GATEWAY_FIELDS
+from .storage.marker import MarkerWatch
 
 if TYPE_CHECKING:
     from .delivery.worker import DeliveryWorker
@@ -75,6 +77,10 @@ class Hub:
         self._worker_lock = threading.Lock()
         self._successor: threading.Thread | None = None
         self._recaller: Recaller | None = None
+        # The marker beside the outbox, followed by recall and the chats' sessions together: whichever
+        # sees it move first makes the other drop what it holds.
+        self._marker = MarkerWatch()
+        self._chats: ChatSessions | None = None
         self._registrar: ScopeRegistrar | None = None
         self._parts_lock = threading.Lock()
 
@@ -105,8 +111,9 @@ class Hub:
 
         In this order: the background starts under way (each would start a thread after the stop),
         the delivery worker and its senders (they report deliveries to recall), the scope registrar,
-        the capture writer (its passes use the capture service), the recall pools; then the capture
-        service and the tool's clients. The journal and counters stay with the process."""
+        the capture writer (its passes use the capture service), the recall pools and the chats'
+        reader; then the capture service and the tool's clients. The journal and counters stay with
+        the process."""
         deadline = time.monotonic() + max(0.0, timeout_s)
 
         def left() -> float:
@@ -122,12 +129,15 @@ class Hub:
         with self._parts_lock:
             registrar, self._registrar = self._registrar, None
             recaller, self._recaller = self._recaller, None
+            chats, self._chats = self._chats, None
         for thread in (worker, registrar, _take_writer()):
             if thread is not None:
                 thread.stop(left())
                 ended = ended and not thread.is_alive()
         if recaller is not None:
             recaller.close(wait=True)  # each load ends within its own deadline
+        if chats is not None:
+            chats.close(wait=True)  # a read of the local outbox: milliseconds
         self._capture.reset()
         self._tool_gateways.reset()
         return ended
@@ -280,8 +290,16 @@ class Hub:
 
         with self._parts_lock:
             if self._recaller is None:
-                self._recaller = Recaller()
+                self._recaller = Recaller(marker=self._marker)
             return self._recaller
+
+    def chats(self) -> ChatSessions:
+        """Which Honcho session each chat names now (chats/sessions.py). Cheap and safe on the event loop:
+        it needs no SDK, and its reads run on a thread of its own."""
+        with self._parts_lock:
+            if self._chats is None:
+                self._chats = ChatSessions(self._marker)
+            return self._chats
 
     def ready_recaller(self, then: Callable[[Any], Any] | None = None):
         """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`, builds

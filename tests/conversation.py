@@ -14,6 +14,7 @@ import unittest
 
 import hub_testkit
 from delivery_helpers import Bench
+from idle import wait_idle
 
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.recall.recaller import Recaller, RecallResult
@@ -42,9 +43,9 @@ class Conversation:
         self.recaller.prefetch(bench.settings, session, text, scope)
         bench.capture_service.capture(CaptureRequest(chat, Role.USER, f"u{turn}", text, scope_id=scope),
                                       bench.settings)
-        self.test.assertTrue(self.recaller.wait_idle(30))
+        self.test.assertTrue(wait_idle(30, self.recaller))
         result = self.recaller.recall(bench.settings, session, text, TEMPLATE, scope)
-        self.test.assertTrue(self.recaller.wait_idle(30))
+        self.test.assertTrue(wait_idle(30, self.recaller))
         bench.capture_service.capture(CaptureRequest(chat, Role.AGENT, f"a{turn}", f"answer {turn}: {result.source}",
                                                      scope_id=scope), bench.settings)
         bench.run_until_idle()

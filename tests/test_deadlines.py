@@ -17,6 +17,7 @@ import unittest
 import httpx
 from api_world import api_handler, api_world
 from fake_honcho import FakeHoncho
+from idle import wait_idle
 from outbox_helpers import ManualClock, temp_outbox_path
 from trickle import Trickling
 
@@ -108,7 +109,7 @@ class RecallLoadDeadlineTest(unittest.TestCase):
         recaller = Recaller(lambda s: bench.gateway_for(s, s.recall_timeout_s), monotonic=bench.clock)
         self.addCleanup(recaller.close)
         recaller.recall(bench.settings, SESSION, "which boats do I keep?", "{{memory}}", wait_s=0.0, deliberate=True)
-        self.assertTrue(recaller.wait_idle(WAIT_S))
+        self.assertTrue(wait_idle(WAIT_S, recaller))
         # Loads run side by side on one clock: each read at most the bytes its deadline holds, and was cut.
         self.assertEqual([(body.cut, body.sent <= 2 * 3 / STEP_S + 1) for body in bench.trickling.bodies],
                          [(True, True)] * len(bench.trickling.bodies))

@@ -16,13 +16,16 @@ from api_world import api_world
 from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path
+from idle import wait_idle
 from loopback import serve
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.chats.forget import DONE, forget_chat
+from honcho_hub.chats.sessions import ChatSessions
 from honcho_hub.cli import main as cli
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage.marker import MarkerWatch, move_marker
 from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-forgotten-chat-key-24680"
@@ -40,17 +43,22 @@ def context_sessions(paths) -> list[str]:
             if "/sessions/" in path and path.endswith("/context")]
 
 
-class RecallerChatSessionTest(unittest.TestCase):
-    """The core: Recaller.chat_session over a real outbox, the real SDK over a MockTransport fake."""
+class ChatSessionsTest(unittest.TestCase):
+    """The core: ChatSessions over a real outbox, beside a recaller sharing its marker watch as the Hub's
+    does, the real SDK over a MockTransport fake."""
 
     def setUp(self):
         self.bench = Bench(self)
-        self.recaller = self.new_recaller()
+        self.marker = MarkerWatch()
+        self.recaller = Recaller(lambda s: self.bench.gateway(s, s.recall_timeout_s), monotonic=self.bench.mono,
+                                 marker=self.marker)
+        self.addCleanup(self.recaller.close)
+        self.chats = self.new_chats(self.marker)
 
-    def new_recaller(self) -> Recaller:
-        recaller = Recaller(lambda s: self.bench.gateway(s, s.recall_timeout_s), monotonic=self.bench.mono)
-        self.addCleanup(recaller.close)
-        return recaller
+    def new_chats(self, marker=None) -> ChatSessions:
+        chats = ChatSessions(marker)
+        self.addCleanup(chats.close)
+        return chats
 
     def forget(self, chat: str) -> dict:
         report = forget_chat(self.bench.settings, chat, gateway_factory=self.bench.gateway, clock=self.bench.clock)
@@ -61,9 +69,9 @@ class RecallerChatSessionTest(unittest.TestCase):
         """One turn's recall off the event loop (as the recall hook's thread runs it): the sessions its
         context requests named."""
         before = len(self.bench.sent)
-        session = self.recaller.chat_session(self.bench.settings, chat, None, WAIT_S)
+        session = self.chats.session(self.bench.settings, chat, None, WAIT_S)
         self.recaller.recall(self.bench.settings, session, "what do I drink?", TEMPLATE)
-        self.assertTrue(self.recaller.wait_idle(WAIT_S))
+        self.assertTrue(wait_idle(WAIT_S, self.recaller, self.chats))
         return context_sessions(r.url.path for r in self.bench.sent[before:])
 
     def test_after_forget_chat_the_next_recall_of_the_chat_asks_honcho_for_its_new_session(self):
@@ -79,28 +87,37 @@ class RecallerChatSessionTest(unittest.TestCase):
     def test_another_process_forgetting_the_chat_is_followed_at_the_next_turn_and_the_loop_knows_it_after(self):
         self.assertEqual(self.turn("a"), ["chat-a"])
         self.forget("a")  # another process's forget: its own outbox connection, then the marker beside the outbox
-        on_the_loop = self.recaller.chat_session(self.bench.settings, "a", None)
+        on_the_loop = self.chats.session(self.bench.settings, "a", None)
         self.assertEqual(on_the_loop, "chat-a", "the event loop names what memory holds until a thread reads")
         self.assertEqual(self.turn("a"), ["chat1-a"])
-        self.assertEqual(self.recaller.chat_session(self.bench.settings, "a", None), "chat1-a")
+        self.assertEqual(self.chats.session(self.bench.settings, "a", None), "chat1-a")
+
+    def test_a_marker_move_the_chats_see_first_still_empties_recalls_cache(self):
+        self.bench.say("a", 1)  # the outbox the marker stands beside
+        self.bench.run_until_idle()
+        self.assertEqual(self.turn("a"), ["chat-a"])
+        self.assertEqual(self.turn("a"), [], "the same question again: the cached pack")
+        self.assertTrue(move_marker(self.bench.settings))  # another process cleared its cache
+        self.chats.session(self.bench.settings, "b", None, WAIT_S)  # the chats' look sees the move first
+        self.assertEqual(self.turn("a"), ["chat-a"], "recall dropped its cache all the same")
 
     def test_on_the_event_loop_an_unknown_chat_is_named_from_memory_and_read_in_the_background(self):
         self.forget("c")  # before this recaller existed (an earlier run of Agent Zero)
-        recaller = self.new_recaller()
-        self.assertEqual(recaller.chat_session(self.bench.settings, "c", None), "chat-c")  # nothing known: no read here
-        self.assertTrue(recaller.wait_idle(WAIT_S))  # the read it started
-        self.assertEqual(recaller.chat_session(self.bench.settings, "c", None), "chat1-c")
+        chats = self.new_chats()
+        self.assertEqual(chats.session(self.bench.settings, "c", None), "chat-c")  # nothing known: no read here
+        self.assertTrue(wait_idle(WAIT_S, chats))  # the read it started
+        self.assertEqual(chats.session(self.bench.settings, "c", None), "chat1-c")
 
     def test_the_memory_tool_forgetting_the_chat_tells_this_process_at_once(self):
         gateway = self.bench.gateway(self.bench.settings)
         self.addCleanup(gateway.close)
         settings = self.bench.settings
         ctx = ActionContext(settings=settings, session_id="chat-a", gateway=gateway, chat_id="a",
-                            forgotten=lambda chat, generation: self.recaller.chat_forgotten(settings, chat, generation))
-        self.assertEqual(self.recaller.chat_session(settings, "a", None, WAIT_S), "chat-a")
+                            forgotten=lambda chat, generation: self.chats.forgotten(settings, chat, generation))
+        self.assertEqual(self.chats.session(settings, "a", None, WAIT_S), "chat-a")
         self.assertTrue(run_action("forget_chat", {"confirm": True}, ctx).ok)
-        self.assertEqual(self.recaller.chat_session(settings, "a", None), "chat1-a")  # memory only, no read needed
-        self.assertTrue(self.recaller.wait_idle(WAIT_S))  # the read that confirms it, before the folder goes
+        self.assertEqual(self.chats.session(settings, "a", None), "chat1-a")  # memory only, no read needed
+        self.assertTrue(wait_idle(WAIT_S, self.chats))  # the read that confirms it, before the folder goes
 
     def test_a_shared_session_is_named_as_before_whatever_the_chat_went_through(self):
         self.forget("a")
@@ -111,12 +128,12 @@ class RecallerChatSessionTest(unittest.TestCase):
             with self.subTest(name):
                 settings = build_settings({"outbox_path": self.bench.path, "api_url": "https://honcho.test",
                                            "session_strategy": strategy}, {"HONCHO_API_KEY": KEY}, {})
-                self.assertEqual(self.recaller.chat_session(settings, "a", project, WAIT_S), expected)
+                self.assertEqual(self.chats.session(settings, "a", project, WAIT_S), expected)
 
     def test_without_an_outbox_a_chat_is_at_its_first_session_and_no_outbox_is_made(self):
         path = temp_outbox_path(self)
         settings = build_settings({"outbox_path": path, "api_url": "https://honcho.test"}, {}, {})
-        self.assertEqual(self.recaller.chat_session(settings, "a", None, WAIT_S), "chat-a")
+        self.assertEqual(self.chats.session(settings, "a", None, WAIT_S), "chat-a")
         self.assertFalse(os.path.exists(path))
 
 
@@ -133,13 +150,15 @@ class CommandLineForgetTest(unittest.TestCase):
         path = temp_outbox_path(self)
         env = {"HONCHO_API_URL": server.url, "HONCHO_OUTBOX_PATH": path, "HONCHO_API_KEY": KEY, "HOME": home.name}
         settings = build_settings({"outbox_path": path, "api_url": server.url}, {"HONCHO_API_KEY": KEY}, {})
-        recaller = Recaller()
+        marker = MarkerWatch()
+        recaller, chats = Recaller(marker=marker), ChatSessions(marker)
         self.addCleanup(recaller.close)
+        self.addCleanup(chats.close)
 
         def turn() -> list[str]:
             before = len(fake.requests)
-            recaller.recall(settings, recaller.chat_session(settings, "a", None, WAIT_S), "what now?", TEMPLATE)
-            self.assertTrue(recaller.wait_idle(WAIT_S))
+            recaller.recall(settings, chats.session(settings, "a", None, WAIT_S), "what now?", TEMPLATE)
+            self.assertTrue(wait_idle(WAIT_S, recaller, chats))
             return context_sessions(p for _, p in fake.requests[before:])
 
         self.assertEqual(turn(), ["chat-a"])
@@ -166,7 +185,7 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
         from usr.plugins.honcho.honcho_hub import runtime
 
         self.assertTrue(runtime.join_background(WAIT_S))
-        self.assertTrue(self.hub().recaller().wait_idle(WAIT_S))
+        self.assertTrue(wait_idle(WAIT_S, self.hub().recaller(), self.hub().chats()))
 
     def recall(self, agent, text: str) -> None:
         wrapper = {"system_message": [], "user_message": text, "attachments": []}

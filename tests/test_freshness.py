@@ -8,6 +8,7 @@ import unittest
 import httpx
 import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
 from fake_honcho import FakeHoncho
+from idle import wait_idle
 from loopback import serve
 from outbox_helpers import ManualClock, temp_outbox_path
 
@@ -16,7 +17,8 @@ from honcho_hub.delivery import lifecycle
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.hub import Hub
 from honcho_hub.ops.status import build_status, gather_parts, status_text
-from honcho_hub.recall.recaller import FRESH_MIN_AGE_S, FRESHNESS_MAX_S, FRESHNESS_POLL_S, Recaller
+from honcho_hub.recall.freshness import FRESH_MIN_AGE_S, FRESHNESS_MAX_S, FRESHNESS_POLL_S
+from honcho_hub.recall.recaller import Recaller
 from honcho_hub.runtime import process_state
 from honcho_hub.settings.config import build_settings
 
@@ -43,7 +45,7 @@ class FreshnessTest(unittest.TestCase):
         """A recall of another chat of the same destination (the base pack is every chat's), then idle."""
         self.clock.advance(advance_s)
         result = self.recaller.recall(self.settings, "chat-other", "", TEMPLATE)
-        self.assertTrue(self.recaller.wait_idle(30))
+        self.assertTrue(wait_idle(30, self.recaller))
         return result.block
 
     def base_loads(self) -> int:

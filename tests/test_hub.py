@@ -37,7 +37,7 @@ class HubStopTest(unittest.TestCase):
     def run_everything(self, n: int = 0) -> set[str]:
         """Start the Hub and give each of its threads work: a typed message (the writer, then the
         worker and a sender), a project chat's scope (the registrar), a turn's recall and the chat's
-        session (the recall pools). Returns the kinds of thread running then."""
+        session (the recall pool and the chats' reader). Returns the kinds of thread running then."""
         self.hub.start()
         service = self.hub.capture(self.settings)
         typed = CaptureRequest(CHAT, Role.USER, f"h-{n}", f"message {n}")
@@ -50,7 +50,7 @@ class HubStopTest(unittest.TestCase):
         self.assertTrue(self.hub.registrar().submit(self.settings, f"chat-{CHAT}", "a0-alpha"))
         recaller = self.hub.recaller()
         self.assertTrue(recaller.prefetch(self.settings, f"chat-{CHAT}", f"message {n}"))
-        recaller.chat_session(self.settings, CHAT, wait_s=10)
+        self.hub.chats().session(self.settings, CHAT, wait_s=10)
         return {kind for kind in KINDS for thread in hub_threads() if thread.name.startswith(kind)}
 
     def started_since_setup(self) -> list[str]:

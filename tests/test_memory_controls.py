@@ -7,6 +7,7 @@ import unittest
 
 import hub_testkit  # noqa: F401  (imported for its effect: the checkout on sys.path)
 from conversation import Conversation
+from idle import wait_idle
 
 from honcho_hub.ops.status import build_status, gather_parts, status_text
 from honcho_hub.recall.pack import AGENT_TITLE, NOTE_TITLE, ContextData, build_pack, estimate_tokens
@@ -179,7 +180,7 @@ class DialecticLayerTest(unittest.TestCase):
         know_the_user(conversation)
         conversation.bench.fake.dialectic_answer = "Ada likes green tea and short answers."
         self.assertTrue(conversation.recaller.prewarm(conversation.settings, "chat-new"))
-        self.assertTrue(conversation.recaller.wait_idle(30))
+        self.assertTrue(wait_idle(30, conversation.recaller))
         calls = chat_calls(conversation)
         result = conversation.turn("new", "what should I drink?")
         self.assertEqual(chat_calls(conversation), calls)  # the first turn asked nothing more
@@ -190,7 +191,7 @@ class DialecticLayerTest(unittest.TestCase):
             with self.subTest(settings=settings):
                 conversation = Conversation(self, **settings)
                 self.assertFalse(conversation.recaller.prewarm(conversation.settings, "chat-new"))
-                self.assertTrue(conversation.recaller.wait_idle(30))
+                self.assertTrue(wait_idle(30, conversation.recaller))
                 self.assertEqual(chat_calls(conversation), 0)
 
 

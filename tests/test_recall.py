@@ -9,6 +9,7 @@ import httpx
 import hub_testkit
 import test_outbox_files  # its file makers; a module import collects none of its tests
 from fake_honcho import FakeHoncho
+from idle import wait_idle
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, temp_outbox_path
 
 from honcho_hub.gateway.gateway import HonchoGateway
@@ -165,10 +166,10 @@ class CacheBehaviourTest(unittest.TestCase):
         bench = RecallBench(self)
         bench.remember()
         self.assertEqual(bench.recall().source, "fresh")
-        self.assertTrue(bench.recaller.wait_idle(10))  # the base pack warms in the background
+        self.assertTrue(wait_idle(10, bench.recaller))  # the base pack warms in the background
         requests = len(bench.fake.requests)
         self.assertEqual(bench.recall().source, "hit")
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         self.assertEqual(len(bench.fake.requests), requests)  # no request of any kind
         self.assertEqual(bench.fake.count(SESSION_CONTEXT), 1)
         bench.mono.advance(121)
@@ -202,7 +203,7 @@ class CacheBehaviourTest(unittest.TestCase):
         bench = RecallBench(self)
         bench.remember(representation="The user prefers tea.", card=("Name: Ada",), summary="They spoke of tea.")
         bench.recall()
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         bench.mono.advance(121)
         bench.fake.fail(match=SESSION_CONTEXT + "$", kind="timeout")  # the client's read timeout fires
         based = bench.recall()
@@ -210,16 +211,16 @@ class CacheBehaviourTest(unittest.TestCase):
         self.assertIn("prefers tea", based.block)
         self.assertIn("Name: Ada", based.block)
         self.assertIn("They spoke of tea.", based.block)  # the session's summary from its last load
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
 
         without_base = RecallBench(self)
         without_base.remember()
         earlier = without_base.recall()
-        self.assertTrue(without_base.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, without_base.recaller))
         without_base.recaller.clear_cache()
         without_base.recall()  # loads the session again; its base load fails
         without_base.fake.fail(match="/peers/agent-zero/context$", status=500, times=1)
-        self.assertTrue(without_base.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, without_base.recaller))
         without_base.fake.fail(match=SESSION_CONTEXT + "$", kind="timeout")
         stale = without_base.recall("a different question")
         self.assertEqual((stale.source, stale.block), ("stale", earlier.block))
@@ -270,7 +271,7 @@ class CacheBehaviourTest(unittest.TestCase):
         self.assertEqual(bench.fake.await_request(r"/v3/workspaces$", 1, 10), 1)  # its load has begun
         self.assertEqual(bench.recall("what do I drink?").source, "timeout")  # waited on it, to its deadline
         bench.gate.set()
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         after = bench.recall("what do I drink?")
         self.assertEqual(after.source, "hit")  # the prefetched load filled the cache
         self.assertIn("prefers tea", after.block)
@@ -280,7 +281,7 @@ class CacheBehaviourTest(unittest.TestCase):
         bench = RecallBench(self, recall_wait_ms=0)
         bench.remember(representation="The user prefers tea.", card=("Name: Ada",))
         self.assertTrue(bench.recaller.warm(bench.settings))
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         bench.gate.clear()  # whatever the server does now, the turn does not wait for it
         result = bench.recall("a brand new question")
         self.assertEqual(result.source, "base")
@@ -291,12 +292,12 @@ class CacheBehaviourTest(unittest.TestCase):
     def test_an_empty_base_pack_is_asked_again_soon_not_after_the_whole_ttl(self):
         bench = RecallBench(self, recall_wait_ms=0, cache_ttl_s=600)
         self.assertTrue(bench.recaller.warm(bench.settings))  # a new install: Honcho knows nobody yet (404)
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         bench.remember()  # the first deliveries made the peers; the deriver concluded something
         self.assertFalse(bench.recaller.warm(bench.settings))  # kept for now
         bench.mono.advance(16)
         self.assertTrue(bench.recaller.warm(bench.settings))  # but not for the whole ten minutes
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         self.assertEqual(bench.recall("anything new").source, "base")
 
     def test_clearing_the_cache_writes_no_marker_where_there_is_no_outbox(self):
@@ -310,12 +311,12 @@ class CacheBehaviourTest(unittest.TestCase):
         bench = RecallBench(self)
         bench.remember()
         first = bench.recall()
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         bench.mono.advance(121)
         bench.fake.fail(match=SESSION_CONTEXT + "$", status=500)
         again = bench.recall()
         self.assertEqual((again.source, again.block), ("base", first.block))
-        self.assertTrue(bench.recaller.wait_idle(10))
+        self.assertTrue(wait_idle(10, bench.recaller))
         bench.fake.api_key = "another-key-entirely"  # every request is refused from now on
         new_chat = bench.recaller.recall(bench.settings, "chat-new", "q", TEMPLATE)
         self.assertEqual(new_chat.source, "base")

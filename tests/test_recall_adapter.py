@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from fake_honcho import FakeHoncho
 from hub_testkit import ContextType, StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
+from idle import wait_idle
 from loopback import serve
 
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
@@ -110,7 +111,7 @@ class RecallAdapterTest(unittest.TestCase):
                 from usr.plugins.honcho.honcho_hub import runtime
 
                 self.assertTrue(runtime.join_background(10))
-                self.assertTrue(hub().recaller().wait_idle(30))
+                self.assertTrue(wait_idle(30, hub().recaller(), hub().chats()))
                 self.assertEqual(len(self.fake.chat_requests) > before, prewarmed)
 
     def test_a_card_the_agent_replaced_reaches_the_next_turns_pack_before_the_ttl(self):
@@ -123,13 +124,13 @@ class RecallAdapterTest(unittest.TestCase):
             self.fake.ensure_peer("agent-zero", peer)  # known to Honcho, as after a first delivery
         agent = StubAgent(0)
         self.run_recall(agent, loop_data("first question"))
-        self.assertTrue(hub().recaller().wait_idle(30))
+        self.assertTrue(wait_idle(30, hub().recaller(), hub().chats()))
         before = self.run_recall(agent, loop_data("second question"))
         self.assertIn("green tea", before)
         self.assertNotIn("Keeps bees", before)
         answer = asyncio.run(run_tool(agent, {"action": "profile", "facts": ["Keeps bees"]}))
         self.assertIn("card", answer.lower())
-        self.assertTrue(hub().recaller().wait_idle(30))
+        self.assertTrue(wait_idle(30, hub().recaller(), hub().chats()))
         self.assertIn("Keeps bees", self.run_recall(agent, loop_data("third question")))
 
     def test_the_tools_forget_chat_knows_its_chat_and_asks_for_confirmation_first(self):

@@ -15,6 +15,7 @@ import unittest
 
 from fake_honcho import FakeHoncho
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
+from idle import wait_idle
 from loopback import serve
 from outbox_helpers import stub_host_events
 
@@ -274,7 +275,7 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         from usr.plugins.honcho.honcho_hub import runtime
 
         self.assertTrue(runtime.join_background(10))  # the recall modules load, then the prefetch starts
-        self.assertTrue(hub().recaller().wait_idle(30))
+        self.assertTrue(wait_idle(30, hub().recaller(), hub().chats()))
         self.assertEqual({(r["peer"], r.get("target")) for r in self.fake.chat_requests}, {("agent-zero", "alice")})
 
     def test_the_chats_settings_are_built_once_per_project_and_profile(self):

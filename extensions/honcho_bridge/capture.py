@@ -22,6 +22,7 @@ from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcom
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
+from .chat_sessions import session_of
 from .process_hub import hub
 
 log = logging.getLogger("honcho_hub.adapters")
@@ -85,7 +86,7 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None, secre
     def prefetch(recaller, wait_s: float) -> None:
         # The chat's session after its forgets: on the loop, as memory holds it (a forget this process has
         # not read yet is read meanwhile, and the recall hook names the new session); elsewhere read first.
-        session = recaller.chat_session(settings, chat, project, wait_s)
+        session = session_of(chat, settings, project, wait_s)
         recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value),
                           secrets=secrets)
     recaller = hub().ready_recaller(lambda built: prefetch(built, settings.recall_wait_s))

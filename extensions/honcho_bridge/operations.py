@@ -193,7 +193,6 @@ def forget_document(body: Any) -> dict:
     settings = global_settings()
     log_level.follow(settings)
     report = forget.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
-    recaller = hub().ready_recaller()  # none built: nothing known here to correct, the chat is read when named
-    if recaller is not None and "generation" in report:
-        recaller.chat_forgotten(settings, chat_id, report["generation"])  # its next turn names the new session
+    if "generation" in report:
+        hub().chats().forgotten(settings, chat_id, report["generation"])  # its next turn names the new session
     return {"ok": report.get("state") == forget.DONE, "result": report, "text": forget.report_text(report)}

@@ -13,7 +13,7 @@ from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
 from . import host
-from .chat_sessions import CHAT_READ_WAIT_S
+from .chat_sessions import CHAT_READ_WAIT_S, session_of
 from .process_hub import hub
 
 EXTRAS_KEY = "honcho_memory"
@@ -41,7 +41,7 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
         recaller, deadline = hub().recaller(), time.monotonic() + settings.recall_wait_s
         # The chat's session after its forgets, read within the turn's own wait (a forget the process has not
         # read yet: another process's, or one from before this process started).
-        session = recaller.chat_session(settings, chat, project, settings.recall_wait_s)
+        session = session_of(chat, settings, project, settings.recall_wait_s)
         return recaller.recall(settings, session, text, template(), scope, lambda value: host.mask(agent, value),
                                wait_s=max(0.0, deadline - time.monotonic()), secrets=host.host_secrets(agent))
     result = await asyncio.to_thread(recall)
@@ -85,7 +85,7 @@ def register_chat(agent: Any) -> bool:
         # (which may wait for the outbox), so the chat's first turns are not left without it.
         recaller.warm(settings, scope)
         # Read here, at chat start, the chat's forgets are known before its first turn (chats loaded at startup).
-        session = recaller.chat_session(settings, chat, project, CHAT_READ_WAIT_S)
+        session = session_of(chat, settings, project, CHAT_READ_WAIT_S)
         if new_chat:
             recaller.prewarm(settings, session, scope)
         registrar = the_hub.registrar() if scope else None

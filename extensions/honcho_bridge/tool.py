@@ -64,7 +64,7 @@ def action_context(agent: Any) -> ActionContext:
 
     def forgotten(chat_id: str, generation: int) -> None:
         # The chat's next turn (its capture-time load on the event loop too) names the new session at once.
-        the_hub.recaller().chat_forgotten(settings, chat_id, generation)
+        the_hub.chats().forgotten(settings, chat_id, generation)
 
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall, status=status,

@@ -1,13 +1,15 @@
 """The marker beside the outbox: a file whose every move tells each process sharing the outbox to drop
 what it holds in memory (recall's cache and base packs, the chats' generations). A cache clear and a
-chat's forget move it; each process looks at it before it uses what it holds.
+chat's forget move it; each process looks at it before it uses what it holds (`MarkerWatch`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
 
 from ..errors import OutboxError
 from ..settings.config import Settings
@@ -57,3 +59,39 @@ def move_marker(settings: Settings) -> bool:
         return False
     return True
 
+
+class MarkerWatch:
+    """What this process last saw of the marker, shared by the parts that follow it (recall, the chats'
+    sessions): whichever of them sees it move first tells every listener, so each drops what it holds
+    once. Where no file may be read (Agent Zero's event loop), `seen` is the newest look, not a read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: int | None = None
+        self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def seen(self) -> int | None:
+        """The marker at the newest look; None before the first."""
+        with self._lock:
+            return self._seen
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` whenever a look finds the marker moved (not at the first look)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unlisten(self, listener: Callable[[], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def follow(self, settings: Settings) -> None:
+        """Read the marker (a `stat`); when it moved since the newest look, tell the listeners."""
+        value = read_marker(settings)
+        with self._lock:
+            moved = self._seen is not None and value != self._seen
+            self._seen = value
+            listeners = list(self._listeners) if moved else []
+        for listener in listeners:
+            listener()

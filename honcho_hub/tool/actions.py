@@ -71,7 +71,7 @@ class ActionContext:
     scope_id: str | None = None  # the chat's scope, kept with the tool's writes
     record: Callable[[MemoryWrite], None] | None = None  # keeps the tool's writes locally; raises OutboxError
     chat_id: str | None = None  # the Agent Zero chat the tool runs in: what forget_chat forgets
-    # (chat id, its new generation) after forget_chat moved it: the process's recall names the new session at once
+    # (chat id, its new generation) after forget_chat moved it: the process's chat sessions name the new session at once
     forgotten: Callable[[str, int], None] | None = None
     monotonic: Callable[[], float] = time.monotonic  # the clock of the verb's deadline
 

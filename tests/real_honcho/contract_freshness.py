@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import unittest
 
+from idle import wait_idle
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns
 
 from honcho_hub.recall.recaller import Recaller
@@ -23,7 +24,7 @@ class FreshnessTest(RealHonchoCase):
         self.addCleanup(recaller.close)
         settings = self.settings(cache_ttl_s=3600, recall_timeout_s=20)
         recaller.warm(settings)
-        self.assertTrue(recaller.wait_idle(30))
+        self.assertTrue(wait_idle(30, recaller))
         self.assertIn("basil", recaller.base_preview(settings, "chat-other", None, TEMPLATE) or "")
 
         gateway.send(turns("chat-fresh", [LATER, "Lovely."], start=1_700_000_100.0, tag="later"))
@@ -31,7 +32,7 @@ class FreshnessTest(RealHonchoCase):
 
         def a_turn_shows_the_hens() -> bool:
             recaller.recall(settings, "chat-other", "", TEMPLATE, wait_s=0)  # a turn: polls when due
-            self.assertTrue(recaller.wait_idle(30))
+            self.assertTrue(wait_idle(30, recaller))
             return "hens" in (recaller.base_preview(settings, "chat-other", None, TEMPLATE) or "")
         await_derivation(gateway, "the new conclusion in the base pack", until=a_turn_shows_the_hens,
                          timeout_s=90)  # the TTL is an hour: only freshness can show it this soon

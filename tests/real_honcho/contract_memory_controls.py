@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import unittest
 
+from idle import wait_idle
 from real_kit import AGENT, USER, RealHonchoCase, await_derivation, turns
 
 from honcho_hub.recall.pack import AGENT_TITLE, NOTE_TITLE
@@ -37,7 +38,7 @@ class SelfModelUnderDirectionalTest(RealHonchoCase):
         self.addCleanup(recaller.close)
         settings = self.settings(observation="directional", recall_timeout_s=20, **plugin)
         recaller.warm(settings)
-        self.assertTrue(recaller.wait_idle(30))
+        self.assertTrue(wait_idle(30, recaller))
         return recaller.recall(settings, "chat-self", "how do I water tomatoes?", TEMPLATE)
 
     def test_the_session_holds_the_agents_observe_me_true(self):
@@ -73,7 +74,7 @@ class NoSelfModelUnderSeedTest(RealHonchoCase):
         self.addCleanup(recaller.close)
         settings = self.settings(include_agent_representation=True, recall_timeout_s=20, max_context_tokens=2000)
         recaller.warm(settings)
-        self.assertTrue(recaller.wait_idle(30))
+        self.assertTrue(wait_idle(30, recaller))
         result = recaller.recall(settings, "chat-seed", "how do I water tomatoes?", TEMPLATE)
         self.assertNotIn(AGENT_TITLE, result.block)
         self.assertIn("tomatoes", result.block)
@@ -96,7 +97,7 @@ class DialecticNoteTest(RealHonchoCase):
         self.addCleanup(recaller.close)
         settings = self.settings(dialectic_enabled=True, recall_timeout_s=20, max_context_tokens=2000, **plugin)
         self.assertTrue(recaller.prefetch(settings, "chat-dia", "how often should I water my tomatoes?", scope_id))
-        self.assertTrue(recaller.wait_idle(120))
+        self.assertTrue(wait_idle(120, recaller))
         return recaller, recaller.recall(settings, "chat-dia", "how often should I water my tomatoes?", TEMPLATE,
                                          scope_id)
 

@@ -1,0 +1,102 @@
+"""Derivation-aware freshness: once the worker delivered a session's messages, what Honcho knows is about
+to change, so recall of that destination asks Honcho's queue status for the session (in the background,
+at most once per FRESHNESS_POLL_S) and, once its derivation is done, has the base packs reloaded instead
+of waiting for `cache_ttl_s`. See docs/architecture.md for when derivation counts as done."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..bounded import BoundedMap
+from ..errors import DeliveryError
+from ..gateway import queries
+from ..gateway.gateway import HonchoGateway
+from ..settings.config import Settings
+from .cache import Submit
+
+FRESHNESS_POLL_S = 5.0  # at most one queue-status request per delivered session per this many seconds
+FRESH_MIN_AGE_S = 10.0  # with no derivation work ever seen, memory counts as fresh this long after delivery
+FRESHNESS_MAX_S = 600.0  # a session still deriving after this is left to the TTL
+MAX_DERIVING = 1_000  # delivered sessions followed at once; the oldest are left to the TTL
+
+
+@dataclass
+class _Deriving:
+    """A session whose messages were delivered and whose derivation is not known to be done."""
+
+    delivered_at: float
+    polled_at: float | None = None
+    polling: bool = False
+    seen_pending: bool = False
+    pending: int | None = None  # work units waiting or running at the last poll
+
+
+class Freshness:
+    """The delivered sessions whose derivation is followed. `on_fresh(settings, scope_id)` is called when
+    one's derivation is done: what Honcho knows at that destination changed."""
+
+    def __init__(self, gateway_for: Callable[[Settings], HonchoGateway], submit: Submit,
+                 on_fresh: Callable[[Settings, str | None], None],
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._gateway_for, self._submit, self._on_fresh = gateway_for, submit, on_fresh
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._deriving: BoundedMap[tuple[str, str], _Deriving] = BoundedMap(MAX_DERIVING)  # (destination, session)
+
+    def note_delivered(self, destination: str, session_id: str) -> None:
+        """The worker delivered (or found delivered) messages of this session. Cheap; any thread."""
+        with self._lock:
+            self._deriving.put((destination, session_id), _Deriving(self._monotonic()))
+
+    def state(self, settings: Settings, session_id: str) -> dict[str, object]:
+        """For status: `fresh`, or `deriving` with the pending work units of the last poll (None: not
+        polled yet)."""
+        with self._lock:
+            entry = self._deriving.get((settings.destination(), session_id))
+        if entry is None:
+            return {"state": "fresh", "pending": 0}
+        return {"state": "deriving", "pending": entry.pending}
+
+    def follow(self, settings: Settings, scope_id: str | None) -> None:
+        """Poll, in the background, the queue status of this destination's delivered sessions that are
+        due."""
+        now, destination = self._monotonic(), settings.destination()
+        due = []
+        with self._lock:
+            for key, entry in list(self._deriving.items()):
+                if key[0] != destination or entry.polling:
+                    continue
+                if now - entry.delivered_at > FRESHNESS_MAX_S:
+                    del self._deriving[key]  # the TTL refreshes it
+                elif entry.polled_at is None or now - entry.polled_at >= FRESHNESS_POLL_S:
+                    entry.polling, entry.polled_at = True, now
+                    due.append(key)
+        for key in due:
+            if not self._submit(self._poll, settings, key, scope_id):
+                with self._lock:
+                    unpolled = self._deriving.get(key)
+                    if unpolled is not None:
+                        unpolled.polling = False
+
+    def _poll(self, settings: Settings, key: tuple[str, str], scope_id: str | None) -> None:
+        try:
+            pending: int | None = queries.pending_work(self._gateway_for(settings), key[1])
+        except DeliveryError:
+            pending = None  # asked again at the next interval
+        with self._lock:
+            entry = self._deriving.get(key)
+            if entry is None:
+                return
+            entry.polling = False
+            if pending is None:
+                return
+            entry.pending = pending
+            entry.seen_pending = entry.seen_pending or pending > 0
+            age = self._monotonic() - entry.delivered_at
+            if pending != 0 or not (entry.seen_pending or age >= FRESH_MIN_AGE_S):
+                return
+            del self._deriving[key]
+        self._on_fresh(settings, scope_id)
