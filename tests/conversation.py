@@ -9,7 +9,6 @@ so the order of requests is fixed; the clocks move 45 s a turn.
 from __future__ import annotations
 
 import json
-import os
 import unittest
 
 import hub_testkit
@@ -19,7 +18,7 @@ from idle import wait_idle
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.recall.recaller import Recaller, RecallResult
 
-TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+TEMPLATE = hub_testkit.checkout_text("prompts", "honcho.recall_block.md")
 TURN_S = 45.0
 
 

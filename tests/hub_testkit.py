@@ -28,6 +28,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+
+
+def checkout_text(*parts: str) -> str:
+    """The text of a file of this checkout (a path relative to its root), read and closed."""
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as handle:
+        return handle.read()
+
+
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 _real_getaddrinfo = socket.getaddrinfo
 

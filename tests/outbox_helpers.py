@@ -246,6 +246,4 @@ def hold_write_lock(path: str) -> subprocess.Popen:
 
 
 def release_lock(child: subprocess.Popen) -> None:
-    child.stdin.write("\n")
-    child.stdin.flush()
-    child.wait(timeout=30)
+    child.communicate("\n", timeout=30)  # and its pipes closed

@@ -82,7 +82,7 @@ class CaptureTestCase(unittest.TestCase):
         capturer = run_child(CHILD_ACCEPT_THEN_WAIT, self.path, self.fallback, hub_testkit.ROOT)
         self.assertEqual(capturer.stdout.readline().strip(), "accepted 20")
         os.kill(capturer.pid, signal.SIGKILL)
-        capturer.wait(30)
+        capturer.communicate(timeout=30)
 
 
 class BadInputTest(CaptureTestCase):

@@ -2,11 +2,10 @@
 
 import email.utils
 import json
-import os
 import unittest
 
 from delivery_helpers import KEY, Bench
-from hub_testkit import ROOT
+from hub_testkit import checkout_text
 from outbox_helpers import enqueue, hold_write_lock, release_lock
 
 from honcho_hub.capture.service import CaptureRequest, Role
@@ -17,7 +16,7 @@ from honcho_hub.recall.recaller import Recaller
 from honcho_hub.storage.outbox import NewEvent, Outbox
 from honcho_hub.tool.actions import ActionContext, run_action
 
-TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+TEMPLATE = checkout_text("prompts", "honcho.recall_block.md")
 
 
 class HappyPathTest(unittest.TestCase):

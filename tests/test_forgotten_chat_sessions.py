@@ -30,7 +30,7 @@ from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-forgotten-chat-key-24680"
 WAIT_S = 10.0  # a test's bound on what a background thread does; never reached when the code is right
-TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+TEMPLATE = hub_testkit.checkout_text("prompts", "honcho.recall_block.md")
 CHAT = "Forget01"
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from api_world import api_handler, api_world
 from fake_honcho import HONCHO_REPRESENTATION, FakeHoncho
-from hub_testkit import ROOT
+from hub_testkit import ROOT, checkout_text
 from idle import wait_idle
 from outbox_helpers import ManualClock, event, temp_outbox_path
 
@@ -36,7 +36,7 @@ LEAKED = "ghp_" + "Q1w2E3r4T5" * 4  # a real-looking GitHub token
 HOST_SECRET = "pa55-w0rd-xyz"  # a value the host knows as the secret DB_PASS
 SESSION = "chat-T0000001"
 CREATED = datetime(2026, 1, 1, tzinfo=UTC)
-TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+TEMPLATE = checkout_text("prompts", "honcho.recall_block.md")
 
 
 class InspectorBench:

@@ -12,7 +12,7 @@ import unittest
 import httpx
 from api_world import api_handler, api_world
 from fake_honcho import FakeHoncho
-from hub_testkit import ROOT, StubAgent, StubTool, classes_in, import_by_path, stub_agent_zero
+from hub_testkit import StubAgent, StubTool, checkout_text, classes_in, import_by_path, stub_agent_zero
 from loopback import serve
 from outbox_helpers import hold_write_lock, release_lock, temp_outbox_path
 
@@ -503,7 +503,7 @@ class SidebarCardTest(unittest.TestCase):
 
 class ToolContractTest(unittest.TestCase):
     def test_the_prompt_names_every_action_and_its_examples_are_valid_tool_calls(self):
-        raw = open(os.path.join(ROOT, "prompts", "agent.system.tool.honcho_memory.md"), encoding="utf-8").read()
+        raw = checkout_text("prompts", "agent.system.tool.honcho_memory.md")
         # Agent Zero's {{if}} blocks, on the kwargs our system-prompt extension sets (rendered: host_recall_modes)
         self.assertEqual(set(re.findall(r"{{\s*if\s+(.*?)}}", raw)),
                          {"honcho_tool_offered", "honcho_recall_injected", "not honcho_recall_injected"})

@@ -7,11 +7,20 @@ import re
 import unittest
 
 import yaml
-from hub_testkit import ROOT, StubApiHandler, StubExtension, StubTool, classes_in, import_by_path, stub_agent_zero
+from hub_testkit import (
+    ROOT,
+    StubApiHandler,
+    StubExtension,
+    StubTool,
+    checkout_text,
+    classes_in,
+    import_by_path,
+    stub_agent_zero,
+)
 
 from honcho_hub.settings.spec import FIELDS, defaults
 
-CORE_NAMES = json.load(open(os.path.join(ROOT, "tests", "fixtures", "agent_zero_v1_7_names.json")))
+CORE_NAMES = json.loads(checkout_text("tests", "fixtures", "agent_zero_v1_7_names.json"))
 
 
 def read(*parts):

@@ -19,7 +19,7 @@ from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox
 
 KEY = "hch-recall-key-123456"
-TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+TEMPLATE = hub_testkit.checkout_text("prompts", "honcho.recall_block.md")
 SESSION = "chat-Ab3dE6gH"
 SESSION_CONTEXT = f"/sessions/{SESSION}/context"
 

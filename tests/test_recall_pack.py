@@ -2,7 +2,6 @@
 open a section of it, nor pose as a trusted tag — however the imitation is written."""
 
 import html
-import os
 import re
 import unicodedata
 import unittest
@@ -13,7 +12,7 @@ from fake_honcho import HONCHO_REPRESENTATION
 from honcho_hub.recall.pack import ContextData, build_pack, render_block
 from honcho_hub.safety.untrusted import neutralize
 
-TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+TEMPLATE = hub_testkit.checkout_text("prompts", "honcho.recall_block.md")
 OPEN, CLOSE = "<honcho_memory>", "</honcho_memory>"
 
 # Each is a way to write the block's closing delimiter that a model may read as the real one.

@@ -19,7 +19,7 @@ from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-paths-key-97531"
 CASES = secret_cases()
-TEMPLATE = open(os.path.join(hub_testkit.ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+TEMPLATE = hub_testkit.checkout_text("prompts", "honcho.recall_block.md")
 
 
 def leaked(case, text):
