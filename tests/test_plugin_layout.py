@@ -18,7 +18,7 @@ from hub_testkit import (
     stub_agent_zero,
 )
 
-from honcho_hub.settings.spec import FIELDS, defaults
+from honcho_hub.settings.spec import FIELDS, PROJECT_GROUPS, defaults
 
 CORE_NAMES = json.loads(checkout_text("tests", "fixtures", "agent_zero_v1_7_names.json"))
 
@@ -26,6 +26,32 @@ CORE_NAMES = json.loads(checkout_text("tests", "fixtures", "agent_zero_v1_7_name
 def read(*parts):
     with open(os.path.join(ROOT, *parts), encoding="utf-8") as handle:
         return handle.read()
+
+
+def readme_table(heading):
+    """The rows (lists of cells, header excluded) of the table that follows the README line `heading`."""
+    lines = read("README.md").splitlines()
+    rows = []
+    for line in lines[lines.index(heading) + 1:]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    assert len(rows) > 2, f"no table under {heading!r}: every check of it would pass"
+    return rows[2:]  # past the header and its separator
+
+
+def readme_value(cell):
+    """A default as the README's settings table writes it, as a value to compare with the spec's."""
+    text = cell.strip("`")
+    if text in ("true", "false"):
+        return text == "true"
+    if text == "(empty)":
+        return ""
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return text
 
 
 def plugin_files(folder, suffix=".py"):
@@ -76,19 +102,27 @@ class SettingsSurfacesTest(unittest.TestCase):
         self.assertEqual(yaml.safe_load(read("default_config.yaml")), defaults())
 
     def test_readme_documents_every_setting_with_default_and_bounds(self):
-        readme = read("README.md")
+        rows = readme_table("### Settings")
+        named = [cells[0].strip("`") for cells in rows]
+        self.assertEqual(sorted(named), sorted(spec.name for spec in FIELDS), "each setting, once")
+        row_of = dict(zip(named, rows, strict=True))
         for spec in FIELDS:
             with self.subTest(name=spec.name):
-                row = next((line for line in readme.splitlines() if line.startswith(f"| `{spec.name}` |")), None)
-                self.assertIsNotNone(row)
-                self.assertIn(spec.bounds_text(), row)
+                group, default, accepted, variables = row_of[spec.name][1:5]
+                self.assertEqual(group, spec.group + (" (project)" if spec.group in PROJECT_GROUPS else ""))
+                expected = float(spec.default) if type(spec.default) in (int, float) else spec.default
+                self.assertEqual(readme_value(default), expected)
+                self.assertEqual(accepted, spec.bounds_text())
+                self.assertEqual(variables, ", ".join(f"`{var}`" for var in spec.env) or "—")
                 for former in spec.formerly:  # a user's saved config may still use it
-                    self.assertIn(f"`{former}`", row)
+                    self.assertIn(f"`{former}`", " | ".join(row_of[spec.name]))
 
     def test_readme_documents_every_variable(self):
-        readme = read("README.md")
-        for var in ["HONCHO_API_KEY"] + [v for spec in FIELDS for v in spec.env]:
-            self.assertIn(f"| `{var}` |", readme)
+        rows = readme_table("### Environment variables")
+        named = {cells[0].strip("`"): cells[1] for cells in rows}
+        expected = {"HONCHO_API_KEY": "—", **{var: f"`{spec.name}`" for spec in FIELDS for var in spec.env}}
+        self.assertEqual(named, expected, "the table names every variable, with its setting")
+        self.assertEqual(len(rows), len(named), "each variable once")
 
     def test_readme_test_command_is_what_ci_runs(self):
         ci = read(".ci/run")
