@@ -9,15 +9,17 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 from unittest import mock
 
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 
-from honcho_hub.storage.db import MIGRATIONS
+from honcho_hub.storage.db import MIGRATIONS, Database
 from honcho_hub.storage.outbox import EnqueueResult, LeasedEvent, NewEvent, Outbox, Settlement
 from honcho_hub.storage.processes import COLUMNS
 
 DEST = "https://api.honcho.dev#agent-zero"
+Opened = TypeVar("Opened", Outbox, Database)
 
 
 class ManualClock:
@@ -140,8 +142,9 @@ def connections_to(path: str) -> Iterator[list[sqlite3.Connection]]:
         yield opened
 
 
-def open_with_connection(path: str, open_outbox: Callable[[], Outbox]) -> tuple[Outbox, sqlite3.Connection]:
-    """An outbox `open_outbox` opens on `path`, and the connection to the file it keeps (its last one)."""
+def open_with_connection(path: str, open_outbox: Callable[[], Opened]) -> tuple[Opened, sqlite3.Connection]:
+    """An Outbox (or Database) `open_outbox` opens on `path`, and the connection to the file it keeps (its
+    last one)."""
     with connections_to(path) as opened:
         box = open_outbox()
     return box, opened[-1]

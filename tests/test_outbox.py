@@ -29,7 +29,7 @@ from outbox_helpers import (
 
 from honcho_hub.errors import OutboxBusy, OutboxUnavailable
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage import memory_log
+from honcho_hub.storage import memory_log, processes
 from honcho_hub.storage.chats import MAX_CHAT_SESSIONS
 from honcho_hub.storage.db import MIGRATIONS, SCHEMA_VERSION
 from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
@@ -402,14 +402,14 @@ class ProcessTablesMigrationTest(OutboxTestCase):
         self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
         self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
         self.assertEqual([m["session_id"] for m in box.chat_sessions()], ["chat-c1"])
-        self.assertEqual((box.processes(), box.shared_circuit(DEST)), ([], None))
-        box.beat(Beat("w1", 5.0, "idle"))
-        box.open_shared_circuit(DEST, SharedCircuit("reset", self.clock.now + 5, 1))
-        self.assertEqual([r["owner"] for r in box.processes()], ["w1"])
-        self.assertEqual(box.shared_circuit(DEST).code, "reset")
+        self.assertEqual((processes.listed(box.db), processes.shared_circuit(box.db, DEST)), ([], None))
+        processes.beat(box.db, Beat("w1", 5.0, "idle"))
+        processes.open_shared(box.db, DEST, SharedCircuit("reset", self.clock.now + 5, 1))
+        self.assertEqual([r["owner"] for r in processes.listed(box.db)], ["w1"])
+        self.assertEqual(processes.shared_circuit(box.db, DEST).code, "reset")
         box.close()
         again = self.open()  # reopened: migrated once, rows kept
-        self.assertEqual([r["owner"] for r in again.processes()], ["w1"])
+        self.assertEqual([r["owner"] for r in processes.listed(again.db)], ["w1"])
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from honcho_hub.errors import OutboxBusy
 from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
 from honcho_hub.runtime import ProcessState
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.outbox import Outbox
+from honcho_hub.storage import processes
+from honcho_hub.storage.db import Database
 from honcho_hub.storage.processes import (
     BEAT_EVERY_S,
     COLUMNS,
@@ -44,21 +45,21 @@ class StorageTest(unittest.TestCase):
     def setUp(self):
         self.path = temp_outbox_path(self)
         self.clock = ManualClock(T0)
-        self.box = self.open()
+        self.db = self.open()
 
     def open(self, **options):
-        box = Outbox(self.path, clock=self.clock, **options)
-        self.addCleanup(box.close)
-        return box
+        db = Database(self.path, clock=self.clock, **options)
+        self.addCleanup(db.close)
+        return db
 
     def owners(self):
-        return [row["owner"] for row in self.box.processes()]
+        return [row["owner"] for row in processes.listed(self.db)]
 
     def test_each_worker_has_one_row_its_beats_rewrite_and_at_most_max_processes_are_kept(self):
-        self.box.beat(Beat("w1", 5.0, "idle"))
+        processes.beat(self.db, Beat("w1", 5.0, "idle"))
         self.clock.advance(5)
-        self.box.beat(Beat("w1", 5.0, "running", sent=7, last_error_code="http_503", last_error_at=T0 + 4))
-        [row] = self.box.processes()
+        processes.beat(self.db, Beat("w1", 5.0, "running", sent=7, last_error_code="http_503", last_error_at=T0 + 4))
+        [row] = processes.listed(self.db)
         self.assertEqual(set(row), set(COLUMNS))
         self.assertEqual((row["pid"], row["host"], row["started_at"], row["beat_at"]), (os.getpid(), host_name(),
                                                                                          T0, T0 + 5))
@@ -66,51 +67,51 @@ class StorageTest(unittest.TestCase):
                          ("running", 7, "http_503", T0 + 4))
         for n in range(MAX_PROCESSES + 3):
             self.clock.advance(1)
-            self.box.beat(Beat(f"x{n}", 5.0, "idle"))
+            processes.beat(self.db, Beat(f"x{n}", 5.0, "idle"))
         self.assertEqual(self.owners(), [f"x{n}" for n in reversed(range(3, MAX_PROCESSES + 3))],
                          "newest beat first; the oldest beats made room")
 
-    def test_a_clean_stop_deletes_its_row_and_a_prune_deletes_rows_and_circuits_past_the_expiry(self):
+    def test_a_clean_stop_deletes_its_row_and_the_expiry_deletes_rows_and_circuits_past_it(self):
         for owner in ("stopped", "killed"):
-            self.box.beat(Beat(owner, 5.0, "running"))
-        self.box.open_shared_circuit(DEST, SharedCircuit("reset", T0 + 10, 1))
-        self.box.forget_process("stopped")
+            processes.beat(self.db, Beat(owner, 5.0, "running"))
+        processes.open_shared(self.db, DEST, SharedCircuit("reset", T0 + 10, 1))
+        processes.forget(self.db, "stopped")
         self.assertEqual(self.owners(), ["killed"])
         self.clock.advance(EXPIRE_S)
-        self.box.prune(delivered_retention_s=86_400)
+        processes.expire(self.db)
         self.assertEqual(self.owners(), ["killed"], "a beat exactly EXPIRE_S old is kept")
         self.clock.advance(1)
-        self.box.prune(delivered_retention_s=86_400)
+        processes.expire(self.db)
         self.assertEqual(self.owners(), [])
-        self.assertIsNotNone(self.box.shared_circuit(DEST), "its open-until is younger than EXPIRE_S")
+        self.assertIsNotNone(processes.shared_circuit(self.db, DEST), "its open-until is younger than EXPIRE_S")
         self.clock.advance(10)
-        self.box.prune(delivered_retention_s=86_400)
-        self.assertIsNone(self.box.shared_circuit(DEST))
+        processes.expire(self.db)
+        self.assertIsNone(processes.shared_circuit(self.db, DEST))
 
     def test_the_shared_circuit_keeps_the_later_open_until_and_more_failures_and_a_success_closes_older_openings(self):
-        self.box.open_shared_circuit(DEST, SharedCircuit("reset", T0 + 30, 2))
+        processes.open_shared(self.db, DEST, SharedCircuit("reset", T0 + 30, 2))
         self.clock.advance(1)
-        self.box.open_shared_circuit(DEST, SharedCircuit("unreachable", T0 + 10, 1))  # another process's first
-        self.assertEqual(self.box.shared_circuit(DEST), SharedCircuit("unreachable", T0 + 30, 2, T0 + 1))
-        self.assertIsNone(self.box.shared_circuit("https://elsewhere.test#ws"))
-        self.assertFalse(self.box.close_shared_circuit(DEST, T0 + 0.5), "a success before the latest opening")
-        self.assertIsNotNone(self.box.shared_circuit(DEST))
-        self.assertTrue(self.box.close_shared_circuit(DEST, T0 + 1))
-        self.assertIsNone(self.box.shared_circuit(DEST))
+        processes.open_shared(self.db, DEST, SharedCircuit("unreachable", T0 + 10, 1))  # another process's first
+        self.assertEqual(processes.shared_circuit(self.db, DEST), SharedCircuit("unreachable", T0 + 30, 2, T0 + 1))
+        self.assertIsNone(processes.shared_circuit(self.db, "https://elsewhere.test#ws"))
+        self.assertFalse(processes.close_shared(self.db, DEST, T0 + 0.5), "a success before the latest opening")
+        self.assertIsNotNone(processes.shared_circuit(self.db, DEST))
+        self.assertTrue(processes.close_shared(self.db, DEST, T0 + 1))
+        self.assertIsNone(processes.shared_circuit(self.db, DEST))
         for n in range(MAX_SHARED_CIRCUITS + 2):
             self.clock.advance(1)
-            self.box.open_shared_circuit(f"https://h{n}.test#ws", SharedCircuit("unreachable", self.clock.now + 5, 1))
-        kept = [n for n in range(MAX_SHARED_CIRCUITS + 2) if self.box.shared_circuit(f"https://h{n}.test#ws")]
+            processes.open_shared(self.db, f"https://h{n}.test#ws", SharedCircuit("unreachable", self.clock.now + 5, 1))
+        kept = [n for n in range(MAX_SHARED_CIRCUITS + 2) if processes.shared_circuit(self.db, f"https://h{n}.test#ws")]
         self.assertEqual(kept, list(range(2, MAX_SHARED_CIRCUITS + 2)))
 
     def test_a_beat_waits_only_briefly_for_a_lock_another_process_holds_and_the_wait_is_restored_after(self):
-        box, conn = open_with_connection(self.path, lambda: self.open(busy_timeout_s=5.0))
+        db, conn = open_with_connection(self.path, lambda: self.open(busy_timeout_s=5.0))
         statements = []
         conn.set_trace_callback(statements.append)
         holder = hold_write_lock(self.path)
         try:
-            for write in (lambda: box.beat(Beat("w1", 5.0, "idle")),
-                          lambda: box.open_shared_circuit(DEST, SharedCircuit("reset", T0 + 5, 1))):
+            for write in (lambda: processes.beat(db, Beat("w1", 5.0, "idle")),
+                          lambda: processes.open_shared(db, DEST, SharedCircuit("reset", T0 + 5, 1))):
                 with self.assertRaises(OutboxBusy):
                     write()
         finally:
@@ -119,17 +120,17 @@ class StorageTest(unittest.TestCase):
         waits = [s for s in statements if re.fullmatch(r"PRAGMA busy_timeout = \d+", s)]
         self.assertEqual(waits, ["PRAGMA busy_timeout = 250", "PRAGMA busy_timeout = 5000"] * 2)
         self.assertEqual(conn.execute("PRAGMA busy_timeout").fetchone()[0], 5000)
-        box.beat(Beat("w1", 5.0, "idle"))
-        self.assertEqual([r["owner"] for r in box.processes()], ["w1"])
+        processes.beat(db, Beat("w1", 5.0, "idle"))
+        self.assertEqual([r["owner"] for r in processes.listed(db)], ["w1"])
 
 
 class WorkerBeatTest(unittest.TestCase):
     def rows(self, bench):
-        box = Outbox(bench.path)
+        db = Database(bench.path)
         try:
-            return box.processes()
+            return processes.listed(db)
         finally:
-            box.close()
+            db.close()
 
     def test_a_worker_beats_at_most_once_per_interval_however_many_messages_it_delivers(self):
         bench = Bench(self)
@@ -294,7 +295,7 @@ class UntrustedRowsTest(unittest.TestCase):
         bench.run_until_idle()
         bench.assert_exactly_once("ahead", texts)
 
-    def test_a_worker_step_ignores_rows_that_do_not_parse_and_the_next_prune_deletes_them(self):
+    def test_a_worker_step_ignores_rows_that_do_not_parse_and_the_next_expiry_deletes_them(self):
         cases = [("shared_circuits", name, changed) for name, changed in CIRCUITS_THAT_DO_NOT_PARSE.items()]
         cases += [("worker_processes", name, changed) for name, changed in PROCESSES_THAT_DO_NOT_PARSE.items()]
         for table, name, changed in cases:
@@ -306,9 +307,9 @@ class UntrustedRowsTest(unittest.TestCase):
                         if table == "shared_circuits" else {**process_row("other", 4242, now), **changed})
                 bench.run_until_idle()
                 bench.assert_exactly_once("junk", texts)
-                box = Outbox(bench.path, clock=bench.clock)
-                self.addCleanup(box.close)
-                self.assertNotIn("other", [r["owner"] for r in box.processes()])
-                box.prune(delivered_retention_s=3600)
+                db = Database(bench.path, clock=bench.clock)
+                self.addCleanup(db.close)
+                self.assertNotIn("other", [r["owner"] for r in processes.listed(db)])
+                processes.expire(db)
                 self.assertEqual([r for r in table_rows(bench.path, table) if "other" in r or "junk" in str(r)]
                                  if table == "worker_processes" else table_rows(bench.path, table), [])

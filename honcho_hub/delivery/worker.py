@@ -45,6 +45,7 @@ from ..gateway.gateway import API_URL_INVALID, HonchoGateway
 from ..keyed import Keyed, fields
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
+from ..storage import processes
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
 from ..storage.processes import BEAT_EVERY_S, Beat
 from .batches import BatchResult, Boarding, send_batch
@@ -349,14 +350,14 @@ class DeliveryWorker(threading.Thread):
         opening, closed_at = self.state.unshared(destination)
         try:
             if closed_at is not None:
-                outbox.close_shared_circuit(destination, closed_at)
+                processes.close_shared(outbox.db, destination, closed_at)
             if opening is not None:
-                outbox.open_shared_circuit(destination, opening)
-            shared = outbox.follow_shared_circuit(destination, max_s)
+                processes.open_shared(outbox.db, destination, opening)
+            shared = processes.follow_shared(outbox.db, destination, max_s)
             success_at = self.state.snapshot()["metrics"]["last_success_at"]
             if shared is not None and success_at is not None and success_at > shared.opened_at:
                 # Honcho answered this process after the opening (a batch that was on the wire then).
-                if outbox.close_shared_circuit(destination, shared.opened_at):
+                if processes.close_shared(outbox.db, destination, shared.opened_at):
                     shared = None
         except OutboxError as exc:
             log.debug("honcho worker: the shared circuit was not read (%s); trying again at the next step", exc.code)
@@ -380,7 +381,7 @@ class DeliveryWorker(threading.Thread):
                     last_success_at=metrics["last_success_at"], last_error_code=metrics["last_error_code"],
                     last_error_at=metrics["last_error_at"])
         try:
-            outbox.beat(beat)
+            processes.beat(outbox.db, beat)
             self._beating = True
         except OutboxError as exc:
             log.debug("honcho worker: heartbeat skipped (%s)", exc.code)
@@ -392,7 +393,7 @@ class DeliveryWorker(threading.Thread):
             return
         self._beating = False
         try:
-            outbox.forget_process(self.owner)
+            processes.forget(outbox.db, self.owner)
         except OutboxError as exc:
             log.debug("honcho worker: heartbeat row left to expire (%s)", exc.code)
 
@@ -430,6 +431,7 @@ class DeliveryWorker(threading.Thread):
         if self._monotonic() >= self._next_prune_mono:
             self._next_prune_mono = self._monotonic() + PRUNE_EVERY_S
             outbox.prune(settings.delivered_retention_h * 3600)
+            processes.expire(outbox.db)  # and what dead processes left
 
     def _poll_s(self) -> float:
         try:

@@ -85,7 +85,8 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
     parts = StatusParts(session_id=session_id, scope_id=scope_id, in_journal=waiting, api_check=api_check,
                         capture_counters=kept.COUNTERS.of(state).snapshot(), outbox_problem=outbox_problem)
     def read(box: Outbox) -> tuple:
-        return box.stats(), memory_log.summary(box.db), box.processes(), box.shared_circuit(settings.destination())
+        return (box.stats(), memory_log.summary(box.db), processes.listed(box.db),
+                processes.shared_circuit(box.db, settings.destination()))
 
     try:
         stats, parts.memory_writes, rows, parts.shared_circuit = with_existing_outbox(settings, read,

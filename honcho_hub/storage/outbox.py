@@ -32,12 +32,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..errors import OutboxBusy
 from ..names import session_id_for
 from ..settings.config import Settings
-from . import chats, processes
+from . import chats
 from .db import AUTOCOMMIT, READ, WRITE, Database, reclaim_space
-from .processes import Beat, SharedCircuit
 
 # -- records -----------------------------------------------------------------------------------------
 
@@ -127,6 +125,7 @@ class ForgetRows:
 _LIVE = "('pending', 'leased')"
 _COLUMNS = "id, destination, workspace_id, session_id, peer_id, role, content, captured_at, scope_id"
 MAX_IDS_PER_STATEMENT = 500  # well under SQLite's variable limit
+RELEASE_WAIT_S = 0.25  # the longest `release` waits for the write lock: a drain's time is up
 
 
 class Outbox:
@@ -223,7 +222,7 @@ class Outbox:
         """Return `owner`'s leased rows among `ids`, whose send was withdrawn before anything of them left, to
         pending at once: no attempt counted, their marks (ambiguous, last error) kept; returns how many. It
         waits for the lock only briefly (a drain's time is up): rows it cannot release go out after their lease."""
-        with self.db.transaction(WRITE, processes.BEAT_WAIT_S) as (conn, now):
+        with self.db.transaction(WRITE, RELEASE_WAIT_S) as (conn, now):
             return self._set(conn, "state = 'pending', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?",
                              (now,), list(ids), "state = 'leased' AND lease_owner = ?", (owner,))
 
@@ -241,7 +240,6 @@ class Outbox:
         pruned message is gone from the disk too, not only from the table."""
         with self.db.transaction(WRITE) as (conn, now):
             removed = self._prune_terminal(conn, now - delivered_retention_s, now - self._dead_retention_s, None)
-            processes.expire(conn, now)  # and what dead processes left
         self.reclaim_space(deleted=removed > 0)
         return removed
 
@@ -319,54 +317,6 @@ class Outbox:
     def chat_generation(self, destination: str, chat_id: str) -> int:
         """How often `chat_id` was forgotten (0: never): its messages go to that generation's session."""
         return chats.generation(self.db, destination, chat_id)
-
-    # -- the processes that drain this outbox (processes owns the tables' rows) ---------------------------
-    # Writes wait at most processes.BEAT_WAIT_S for the lock (then OutboxBusy: the caller skips them).
-
-    def beat(self, beat: Beat) -> None:
-        """Record a worker's heartbeat."""
-        with self.db.transaction(WRITE, processes.BEAT_WAIT_S) as (conn, now):
-            processes.beat(conn, beat, now)
-
-    def forget_process(self, owner: str) -> None:
-        """Delete a worker's heartbeat row (it stopped cleanly)."""
-        with self.db.transaction(WRITE, processes.BEAT_WAIT_S) as (conn, now):
-            processes.forget(conn, owner)
-
-    def processes(self) -> list[dict]:
-        """The heartbeat rows, newest beat first (processes.COLUMNS); ids, times, states, codes and counts only."""
-        with self.db.transaction(READ) as (conn, now):
-            return processes.listed(conn)
-
-    def shared_circuit(self, destination: str) -> SharedCircuit | None:
-        """`destination`'s unreachable circuit as its row says (for status); None when closed or unreadable."""
-        with self.db.transaction(READ, processes.BEAT_WAIT_S) as (conn, now):
-            return processes.shared_circuit(conn, destination)
-
-    def follow_shared_circuit(self, destination: str, max_s: float) -> SharedCircuit | None:
-        """`destination`'s unreachable circuit as a worker honours it: open at most `max_s` from now; None when
-        closed. A row that says more (a clock running ahead) is bounded for every process, one that does not
-        parse deleted; while another writer holds the outbox the bound holds here only, and a later reading
-        writes it."""
-        with self.db.transaction(READ, processes.BEAT_WAIT_S) as (conn, now):
-            found, untrusted = processes.bounded_shared(conn, destination, now, max_s)
-        if untrusted:
-            try:
-                with self.db.transaction(WRITE, processes.BEAT_WAIT_S) as (conn, now):
-                    found = processes.bound_shared(conn, destination, now, max_s)
-            except OutboxBusy:
-                pass
-        return found
-
-    def open_shared_circuit(self, destination: str, circuit: SharedCircuit) -> None:
-        """Open or extend `destination`'s shared circuit (see processes.open_shared)."""
-        with self.db.transaction(WRITE, processes.BEAT_WAIT_S) as (conn, now):
-            processes.open_shared(conn, destination, circuit, now)
-
-    def close_shared_circuit(self, destination: str, opened_until: float) -> bool:
-        """Close `destination`'s shared circuit unless it was opened after `opened_until`; whether it closed."""
-        with self.db.transaction(WRITE, processes.BEAT_WAIT_S) as (conn, now):
-            return processes.close_shared(conn, destination, opened_until)
 
     # -- the SQL behind the operations (inside the caller's transaction) -----------------------------
 

@@ -1,4 +1,4 @@
-"""The processes that drain one outbox, as the outbox file records them (tables of schema step 6):
+"""The processes that drain one outbox, as the outbox file records them (tables of schema step 6 in db.py):
 a heartbeat row per delivery worker, and the unreachable-server circuit all of them share.
 
 Heartbeats. Each worker writes its own row — pid, host, state, the circuit it holds, its counters, its
@@ -34,6 +34,9 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from ..errors import OutboxBusy
+from .db import READ, WRITE, Database
 
 BEAT_EVERY_S = 5.0  # at most one beat per worker this often
 BEAT_WAIT_S = 0.25  # the longest a beat (or a circuit write) waits for the write lock: capture's default wait
@@ -135,11 +138,17 @@ def _drop_unparsed(conn: sqlite3.Connection, table: str, columns: Sequence[str],
     conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(rowid,) for rowid in bad])
 
 
-# -- heartbeats (inside the caller's transaction) -----------------------------------------------------
+# -- heartbeats ----------------------------------------------------------------------------------------
+# Writes wait at most BEAT_WAIT_S for the lock (then OutboxBusy: the caller skips them).
 
-def beat(conn: sqlite3.Connection, beat: Beat, now: float) -> None:
-    """Update `beat`'s row; the first beat (or one after its row expired) inserts it, keeping at most
-    MAX_PROCESSES rows."""
+def beat(db: Database, beat: Beat) -> None:
+    """Record a worker's heartbeat: update its row; the first beat (or one after its row expired) inserts
+    it, keeping at most MAX_PROCESSES rows."""
+    with db.transaction(WRITE, BEAT_WAIT_S) as (conn, now):
+        _beat(conn, beat, now)
+
+
+def _beat(conn: sqlite3.Connection, beat: Beat, now: float) -> None:
     values = tuple(getattr(beat, name) for name in _BEAT_FIELDS)
     assignments = ", ".join(f"{name} = ?" for name in _BEAT_FIELDS)
     if conn.execute(f"UPDATE worker_processes SET beat_at = ?, {assignments} WHERE owner = ?",
@@ -153,15 +162,21 @@ def beat(conn: sqlite3.Connection, beat: Beat, now: float) -> None:
                  (beat.owner, MAX_PROCESSES))
 
 
-def forget(conn: sqlite3.Connection, owner: str) -> None:
+def forget(db: Database, owner: str) -> None:
     """Delete a worker's row (it stopped cleanly)."""
-    conn.execute("DELETE FROM worker_processes WHERE owner = ?", (owner,))
+    with db.transaction(WRITE, BEAT_WAIT_S) as (conn, now):
+        conn.execute("DELETE FROM worker_processes WHERE owner = ?", (owner,))
 
 
-def expire(conn: sqlite3.Connection, now: float) -> None:
+def expire(db: Database) -> None:
     """Delete rows that do not parse; heartbeat rows whose beat is older than EXPIRE_S, and shared circuits
     nobody has touched for as long (their destination is no longer used: a process sending there again finds
-    out anew). A beat dated ahead of `now` is dated `now`: if its process beats no more, it expires from here."""
+    out anew). A beat dated ahead of now is dated now: if its process beats no more, it expires from here."""
+    with db.transaction(WRITE) as (conn, now):
+        _expire(conn, now)
+
+
+def _expire(conn: sqlite3.Connection, now: float) -> None:
     _drop_unparsed(conn, "worker_processes", COLUMNS, _PROCESS_CHECKS)
     _drop_unparsed(conn, "shared_circuits", _CIRCUIT_COLUMNS, _CIRCUIT_CHECKS)
     conn.execute("UPDATE worker_processes SET beat_at = ? WHERE beat_at > ?", (now, now))
@@ -169,10 +184,12 @@ def expire(conn: sqlite3.Connection, now: float) -> None:
     conn.execute("DELETE FROM shared_circuits WHERE max(open_until, opened_at) < ?", (now - EXPIRE_S,))
 
 
-def listed(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every heartbeat row that parses, newest beat first (expired ones included: see `expired`)."""
-    rows = [dict(zip(COLUMNS, row, strict=True)) for row in conn.execute(
-        f"SELECT {', '.join(COLUMNS)} FROM worker_processes") if _parses(_PROCESS_CHECKS, row)]
+def listed(db: Database) -> list[dict[str, Any]]:
+    """Every heartbeat row that parses, newest beat first (expired ones included: see `expired`); ids,
+    times, states, codes and counts only."""
+    with db.transaction(READ) as (conn, now):
+        rows = [dict(zip(COLUMNS, row, strict=True)) for row in conn.execute(
+            f"SELECT {', '.join(COLUMNS)} FROM worker_processes") if _parses(_PROCESS_CHECKS, row)]
     return sorted(rows, key=lambda row: row["beat_at"], reverse=True)[:MAX_PROCESSES]
 
 
@@ -189,19 +206,38 @@ def expired(row: dict[str, Any], now: float) -> bool:
     return now - row["beat_at"] > EXPIRE_S
 
 
-# -- the shared unreachable circuit (inside the caller's transaction) ---------------------------------
+# -- the shared unreachable circuit ----------------------------------------------------------------------
+# Reads and writes wait at most BEAT_WAIT_S for the lock, as beats do.
 
-def shared_circuit(conn: sqlite3.Connection, destination: str) -> SharedCircuit | None:
-    """`destination`'s shared circuit as its row says; None when closed or when the row does not parse."""
-    row = _circuit_row(conn, destination)
+def shared_circuit(db: Database, destination: str) -> SharedCircuit | None:
+    """`destination`'s shared circuit as its row says (for status); None when closed or when the row does
+    not parse."""
+    with db.transaction(READ, BEAT_WAIT_S) as (conn, now):
+        row = _circuit_row(conn, destination)
     return SharedCircuit(*row) if row is not None and _parses(_CIRCUIT_CHECKS, row) else None
 
 
-def bounded_shared(conn: sqlite3.Connection, destination: str, now: float,
+def follow_shared(db: Database, destination: str, max_s: float) -> SharedCircuit | None:
+    """`destination`'s shared circuit as a worker honours it: open at most `max_s` from now; None when
+    closed. A row that says more (a clock running ahead) is bounded for every process, one that does not
+    parse deleted; while another writer holds the outbox the bound holds here only, and a later reading
+    writes it."""
+    with db.transaction(READ, BEAT_WAIT_S) as (conn, now):
+        found, untrusted = _bounded_shared(conn, destination, now, max_s)
+    if untrusted:
+        try:
+            with db.transaction(WRITE, BEAT_WAIT_S) as (conn, now):
+                found = _bound_shared(conn, destination, now, max_s)
+        except OutboxBusy:
+            pass
+    return found
+
+
+def _bounded_shared(conn: sqlite3.Connection, destination: str, now: float,
                    max_s: float) -> tuple[SharedCircuit | None, bool]:
     """`destination`'s shared circuit as far as a row may impose it — None when closed or when its row does
     not parse; open at most `max_s` from `now`, opened no later than `now` — and whether the row says more
-    than that (then `bound_shared` makes it say this for every process)."""
+    than that (then `_bound_shared` makes it say this for every process)."""
     row = _circuit_row(conn, destination)
     if row is None:
         return None, False
@@ -212,11 +248,11 @@ def bounded_shared(conn: sqlite3.Connection, destination: str, now: float,
     return bounded, bounded != found
 
 
-def bound_shared(conn: sqlite3.Connection, destination: str, now: float, max_s: float) -> SharedCircuit | None:
-    """Inside a write: `destination`'s shared circuit as `bounded_shared` reads it, its row rewritten to say
+def _bound_shared(conn: sqlite3.Connection, destination: str, now: float, max_s: float) -> SharedCircuit | None:
+    """Inside a write: `destination`'s shared circuit as `_bounded_shared` reads it, its row rewritten to say
     so (deleted when it does not parse). A row dated a day ahead thus holds delivery back `max_s` from its
     first reading, not from every reading."""
-    found, untrusted = bounded_shared(conn, destination, now, max_s)
+    found, untrusted = _bounded_shared(conn, destination, now, max_s)
     if untrusted and found is None:
         conn.execute("DELETE FROM shared_circuits WHERE destination = ?", (destination,))
     elif untrusted and found is not None:
@@ -230,9 +266,14 @@ def _circuit_row(conn: sqlite3.Connection, destination: str) -> tuple | None:
                         (destination,)).fetchone()
 
 
-def open_shared(conn: sqlite3.Connection, destination: str, circuit: SharedCircuit, now: float) -> None:
+def open_shared(db: Database, destination: str, circuit: SharedCircuit) -> None:
     """Open (or extend) `destination`'s shared circuit: the later open-until and the higher failure count
     win, so a process's shorter wait never shortens the others' (a row that does not parse counts for none)."""
+    with db.transaction(WRITE, BEAT_WAIT_S) as (conn, now):
+        _open_shared(conn, destination, circuit, now)
+
+
+def _open_shared(conn: sqlite3.Connection, destination: str, circuit: SharedCircuit, now: float) -> None:
     found = _circuit_row(conn, destination)
     if found is not None and not _parses(_CIRCUIT_CHECKS, found):
         conn.execute("DELETE FROM shared_circuits WHERE destination = ?", (destination,))
@@ -246,8 +287,9 @@ def open_shared(conn: sqlite3.Connection, destination: str, circuit: SharedCircu
                  (destination, MAX_SHARED_CIRCUITS))
 
 
-def close_shared(conn: sqlite3.Connection, destination: str, opened_until: float) -> bool:
+def close_shared(db: Database, destination: str, opened_until: float) -> bool:
     """Close `destination`'s shared circuit if it was last opened at or before `opened_until` (the time of a
     success, or of the opening a success came after); a later opening stands. Returns whether it closed."""
-    return conn.execute("DELETE FROM shared_circuits WHERE destination = ? AND opened_at <= ?",
-                        (destination, opened_until)).rowcount > 0
+    with db.transaction(WRITE, BEAT_WAIT_S) as (conn, now):
+        return conn.execute("DELETE FROM shared_circuits WHERE destination = ? AND opened_at <= ?",
+                            (destination, opened_until)).rowcount > 0
