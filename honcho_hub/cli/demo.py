@@ -12,6 +12,7 @@ import dataclasses
 import os
 import tempfile
 import uuid
+from typing import TextIO
 
 from ..capture.service import CaptureRequest, CaptureService, Role
 from ..delivery.worker import DeliveryWorker
@@ -33,7 +34,7 @@ QUESTION = "What do you remember about my trip?"
 TEMPLATE = "<honcho_memory>\n{{sections}}\n</honcho_memory>"
 
 
-def run_demo(settings: Settings, real: bool, out) -> int:
+def run_demo(settings: Settings, real: bool, out: TextIO) -> int:
     with tempfile.TemporaryDirectory(prefix="honcho-hub-demo-") as folder:
         if not real:
             settings = dataclasses.replace(settings, outbox_path=os.path.join(folder, "outbox.sqlite3"),
@@ -42,7 +43,7 @@ def run_demo(settings: Settings, real: bool, out) -> int:
         return _run(settings, real, out)
 
 
-def _run(settings: Settings, real: bool, out) -> int:
+def _run(settings: Settings, real: bool, out: TextIO) -> int:
     say = lambda text="": out.write(text + "\n")  # noqa: E731
     # The demo's scripted conversation is a chat of its own whatever the strategy: with --real it must not
     # land in the user's shared (global or project) session, and its session is the one it recalls from.

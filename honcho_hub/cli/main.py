@@ -16,9 +16,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 from .. import hub
 from ..chats import forget
@@ -32,9 +32,11 @@ from ..settings.files import load_config_file
 from . import agent_zero_files, backfill, knobs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
+Subcommands = argparse._SubParsersAction  # what add_subparsers returns (argparse names no public type)
 
 
-def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None, out=None) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None,
+         out: TextIO | None = None) -> int:
     """Parse, run one command, print its result; returns the exit code."""
     out = out or sys.stdout
     parser = _parser()
@@ -63,7 +65,7 @@ def load_settings(config_path: str | None, environ: Mapping[str, str]) -> Settin
     return settings
 
 
-def _status(settings: Settings, args, out) -> int:
+def _status(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     parts = hub.current().status_parts(settings)
     parts.worker = {"state": "not_in_this_process", "metrics": {}, "circuits": {}}
     status = build_status(settings, parts, time.time())
@@ -76,7 +78,7 @@ def exit_code_for(status: dict) -> int:
     return {"green": EXIT_OK, "neutral": EXIT_OK, "amber": EXIT_DEGRADED}.get(status["health"], EXIT_FAILED)
 
 
-def _check(settings: Settings, args, out) -> int:
+def _check(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     result = operations.check(settings)
     _print(out, result, args.json, lambda r: (
         f"API: {'ok' if r['api']['ok'] else 'FAILED (' + str(r['api']['error']) + ')'} in {r['api']['latency_ms']} ms\n"
@@ -86,7 +88,7 @@ def _check(settings: Settings, args, out) -> int:
     return EXIT_OK if result["mcp"]["ok"] else EXIT_DEGRADED
 
 
-def _drain(settings: Settings, args, out) -> int:
+def _drain(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     the_hub = hub.current()
     result = operations.drain(settings, args.timeout, worker=the_hub.worker(), flush_capture=the_hub.flush_capture)
     _print(out, result, args.json, lambda r: r.get("error") and f"drain failed: {r['error']}" or
@@ -96,14 +98,14 @@ def _drain(settings: Settings, args, out) -> int:
     return EXIT_OK if result["pending"] == 0 else EXIT_DEGRADED
 
 
-def _retry_dead(settings: Settings, args, out) -> int:
+def _retry_dead(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     result = operations.retry_dead(settings, hub.current().worker(), args.limit)
     _print(out, result, args.json, lambda r: r.get("error") and f"retry failed: {r['error']}" or
            f"requeued {r['requeued']} dead letters")
     return EXIT_FAILED if "error" in result else EXIT_OK
 
 
-def _dead(settings: Settings, args, out) -> int:
+def _dead(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     result = operations.dead_letters(settings, args.limit)
     _print(out, result, args.json, lambda r: r.get("error") and f"cannot read dead letters: {r['error']}" or
            "\n".join(f"{d['id']}  {d['session_id']}  {d['error_code']}  attempts={d['attempts']}"
@@ -111,19 +113,19 @@ def _dead(settings: Settings, args, out) -> int:
     return EXIT_FAILED if "error" in result else EXIT_OK
 
 
-def _clear_cache(settings: Settings, args, out) -> int:
+def _clear_cache(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     result = operations.clear_cache(settings, hub.current().recaller())
     _print(out, result, args.json, lambda r: "recall caches cleared (Agent Zero drops its cache at its next recall)")
     return EXIT_OK
 
 
-def _demo(settings: Settings, args, out) -> int:
+def _demo(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     from .demo import run_demo
 
     return run_demo(settings, real=args.real, out=out)
 
 
-def _forget_chat(settings: Settings, args, out) -> int:
+def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     """Forget one chat (chats/forget.py), only with --yes: 0 done, 1 the outbox unusable, 2 no --yes or a
     bad chat id, 3 still sending or a Honcho session not deleted (forgetting again finishes it)."""
     if not args.yes:
@@ -158,7 +160,8 @@ KNOBS = {
 }
 
 
-def _knob(parser: argparse.ArgumentParser, args, environ: Mapping[str, str], out) -> int:
+def _knob(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str],
+          out: TextIO) -> int:
     """Run one memory-control verb on the plugin's global settings and print its report."""
     if args.config:
         parser.error("--config: the memory-control verbs read and write the plugin's config.json (see --plugin-dir)")
@@ -198,7 +201,7 @@ def _utc(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _print(out, result: dict[str, Any], as_json: bool, text) -> None:
+def _print(out: TextIO, result: dict[str, Any], as_json: bool, text: Callable[[Any], str]) -> None:
     out.write((json.dumps(result, sort_keys=True) if as_json else text(result)) + "\n")
 
 
@@ -224,7 +227,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _forget_chat_parser(sub) -> None:
+def _forget_chat_parser(sub: Subcommands) -> None:
     command = sub.add_parser("forget-chat", help="delete a chat's queued messages and its Honcho session;"
                                                  " its later messages start a new session")
     command.add_argument("chat_id", metavar="CHAT_ID", help="Agent Zero's chat id (see `sessions`)")
@@ -234,7 +237,7 @@ def _forget_chat_parser(sub) -> None:
     command.add_argument("--json", action="store_true")
 
 
-def _knob_parsers(sub) -> None:
+def _knob_parsers(sub: Subcommands) -> None:
     """The memory-control verbs: no value shows, a value sets (in the global config.json only)."""
     commands = {
         "mode": ("show or set recall_mode", "hybrid|context|tools"),
@@ -263,7 +266,8 @@ def _knob_parsers(sub) -> None:
         sub.choices["observation"].add_argument(flag, dest=name, metavar="true|false", help=f"{name} (custom)")
 
 
-def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str], out) -> int:
+def _backfill(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str],
+              out: TextIO) -> int:
     """Import saved Agent Zero chats through the outbox (cli/backfill.py): the report on `out`, a progress
     bar on stderr. 0 done, 1 the outbox or Agent Zero's scheduler list or settings unusable, 2 usage, 3 stopped
     for want of room."""
@@ -298,7 +302,7 @@ def _backfill(parser: argparse.ArgumentParser, args, environ: Mapping[str, str],
     return EXIT_DEGRADED if report["stopped"] else EXIT_OK
 
 
-def _backfill_parser(sub) -> None:
+def _backfill_parser(sub: Subcommands) -> None:
     command = sub.add_parser("backfill", help="import saved Agent Zero chats (typed messages, final answers)")
     command.add_argument("--chats-dir", required=True, metavar="DIR", help="Agent Zero's usr/chats folder")
     command.add_argument("--dry-run", action="store_true", help="count what would be imported; queue nothing")
