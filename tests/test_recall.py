@@ -66,23 +66,31 @@ class RecallGatewayTest(unittest.TestCase):
     def test_a_change_of_peers_builds_new_recall_and_dialectic_gateways(self):
         built = []
 
-        def factory(settings):
-            built.append(settings.user_peer_id)
-            return HonchoGateway.for_settings(settings, http_client_factory=lambda: httpx.Client(
-                transport=FakeHoncho().transport()))
-        recaller = Recaller(factory, ask_gateway_factory=factory)
+        def factory(kind):
+            def build(settings):
+                built.append((kind, settings.user_peer_id))
+                return HonchoGateway.for_settings(settings, http_client_factory=lambda: httpx.Client(
+                    transport=FakeHoncho().transport()))
+            return build
+        clock = ManualClock(1000.0)
+        recaller = Recaller(factory("recall"), monotonic=clock, ask_gateway_factory=factory("dialectic"))
         self.addCleanup(recaller.close)
-        base = {"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self)}
+        base = {"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self), "dialectic_enabled": True}
+        chats = iter(range(100))
+
+        def use_both(user):
+            settings = build_settings({**base, "user_peer_id": user}, {}, {})
+            recaller.gateway(settings)
+            clock.advance(60)  # past the prewarm rate limit
+            self.assertTrue(recaller.prewarm(settings, f"chat-{next(chats)}"))  # a new chat's note: the dialectic's
+            self.assertTrue(wait_idle(10, recaller))
         for user in ("ada", "bob"):
-            settings = build_settings({**base, "user_peer_id": user}, {}, {})
-            recaller.gateway(settings)
-            recaller._ask_gateway.get(settings)
-        self.assertEqual(built, ["ada", "ada", "bob", "bob"])  # a gateway creates sessions with its peers
+            use_both(user)
+        # A gateway creates sessions with its peers.
+        self.assertEqual(built, [("recall", "ada"), ("dialectic", "ada"), ("recall", "bob"), ("dialectic", "bob")])
         for user in ("ada", "bob", "ada"):  # chats of several humans take turns: each keeps its client
-            settings = build_settings({**base, "user_peer_id": user}, {}, {})
-            recaller.gateway(settings)
-            recaller._ask_gateway.get(settings)
-        self.assertEqual(built, ["ada", "ada", "bob", "bob"])
+            use_both(user)
+        self.assertEqual(built, [("recall", "ada"), ("dialectic", "ada"), ("recall", "bob"), ("dialectic", "bob")])
 
 
 class PackTest(unittest.TestCase):
