@@ -313,13 +313,13 @@ class KeepTest(KnobCase):
 # A writer as `python -m honcho_hub`, imported first and then held at a barrier: a shared lock on
 # argv[1], which the parent holds exclusively until every writer is waiting, so they start at once.
 CHILD_WRITER = r"""
-import fcntl, runpy, sys
-import honcho_hub.cli.main  # noqa: F401 - imported before the barrier: the writers race on the file
-with open(sys.argv[1], "rb") as barrier:
-    print("ready", flush=True)
-    fcntl.flock(barrier, fcntl.LOCK_SH)
-sys.argv = ["honcho_hub", *sys.argv[2:]]
-runpy.run_module("honcho_hub", run_name="__main__", alter_sys=True)
+import fcntl, io, sys
+from honcho_hub.cli.main import main  # imported before the first barrier: the writers race on the file
+for path in sys.argv[1].split(","):  # one barrier a round
+    with open(path, "rb") as barrier:
+        print("ready", flush=True)
+        fcntl.flock(barrier, fcntl.LOCK_SH)
+    print(main(sys.argv[2:], out=io.StringIO()), flush=True)  # the exit code; stdout is ours
 """
 # Eight writers, each of a setting no other one writes, and what config.json holds for it afterwards.
 CONCURRENT_SETS = [(("mode", "context"), {"recall_mode": "context"}),
@@ -336,31 +336,43 @@ class ConcurrentWritersTest(KnobCase):
     ROUNDS = 6
 
     def test_eight_writer_processes_started_at_once_lose_no_change(self):
+        # The same eight processes write in every round (a spawn costs more than a round), each round
+        # behind its own barrier: every writer waits at it before the round's config.json is gone.
         expected = {key: value for _, held in CONCURRENT_SETS for key, value in held.items()}
-        for round_ in range(self.ROUNDS):
+        gates = [self.locked_barrier(n) for n in range(self.ROUNDS)]
+        children = self.writers(",".join(gate.name for gate in gates))
+        for round_, gate in enumerate(gates):
             with self.subTest(round=round_):
                 if os.path.exists(self.config):
                     os.unlink(self.config)
-                self.assertEqual(self.race(), [(cli.EXIT_OK, "")] * len(CONCURRENT_SETS))
+                self.assertEqual([child.stdout.readline().strip() for child in children],
+                                 ["ready"] * len(children))
+                gate.close()  # its lock goes with it: every writer starts at once
+                self.assertEqual([child.stdout.readline().strip() for child in children],
+                                 [str(cli.EXIT_OK)] * len(children))
                 self.assertEqual({key: self.saved().get(key) for key in expected}, expected)
+        self.assertEqual([child.communicate(timeout=120)[1] for child in children], [""] * len(children))
 
-    def race(self) -> list[tuple[int, str]]:
-        """(exit code, stderr) of each writer, all started behind one barrier."""
-        barrier = os.path.join(self.plugin_dir, "..", "barrier")
-        with open(barrier, "wb") as gate:
-            fcntl.flock(gate, fcntl.LOCK_EX)
-            children = [subprocess.Popen(
-                [sys.executable, "-c", CHILD_WRITER, barrier, verb, "--plugin-dir", self.plugin_dir, *argv],
+    def locked_barrier(self, n: int):
+        gate = open(os.path.join(self.plugin_dir, "..", f"barrier-{n}"), "wb")  # closed by its round
+        self.addCleanup(gate.close)
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        return gate
+
+    def writers(self, barriers: str) -> list[subprocess.Popen]:
+        """One writer process of each set, started behind the barriers."""
+        children = []
+        for (verb, *argv), _ in CONCURRENT_SETS:
+            child = subprocess.Popen(
+                [sys.executable, "-c", CHILD_WRITER, barriers, verb, "--plugin-dir", self.plugin_dir, *argv],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(),
                 env={**self.env, "PATH": os.environ.get("PATH", ""), "PYTHONPATH": ROOT})
-                for (verb, *argv), _ in CONCURRENT_SETS]
-            for child in children:
-                self.assertEqual(child.stdout.readline().strip(), "ready")
-        outcomes = []  # the barrier's lock went with its file's closing
-        for child in children:
-            _, err = child.communicate(timeout=120)
-            outcomes.append((child.returncode, err))
-        return outcomes
+            self.addCleanup(child.wait, 30)
+            self.addCleanup(child.kill)
+            self.addCleanup(child.stderr.close)
+            self.addCleanup(child.stdout.close)
+            children.append(child)
+        return children
 
 
 class WriteConfigFileTest(unittest.TestCase):
