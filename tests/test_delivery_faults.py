@@ -251,7 +251,7 @@ class PermanentTest(unittest.TestCase):
 
 class HandoffTest(unittest.TestCase):
     def test_what_was_handed_off_reaches_the_outbox_by_the_writer_then_honcho_in_order(self):
-        bench = Bench(self)
+        bench = Bench(self, capture_wait_ms=10)  # each try meets the lock: it gives up after 10 ms
         writer = CaptureWriter(lambda: bench.capture_service, lambda: bench.settings, monotonic=bench.mono)
         texts = bench.say("h1", 1)
         child = hold_write_lock(bench.path)  # another process holds the outbox: capture hands off
