@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .capture import kept
 from .capture.service import CaptureService, journal_for
@@ -39,6 +39,7 @@ from .storage.marker import MarkerWatch
 
 if TYPE_CHECKING:
     from .delivery.worker import DeliveryWorker
+    from .gateway.gateway import HonchoGateway
     from .gateway.registrar import ScopeRegistrar
     from .ops.status import StatusParts
     from .recall.recaller import Recaller
@@ -71,7 +72,7 @@ class Hub:
         if replay_secrets is not None:
             kept.REPLAY_SECRETS.put(process_state(), replay_secrets)
         self._capture: Keyed[Settings, CaptureService] = Keyed(CAPTURE_KEY, self._build_capture)
-        self._tool_gateways: KeyedMany[Settings, Any] = KeyedMany(TOOL_GATEWAY_KEY, _build_gateway,
+        self._tool_gateways: KeyedMany[Settings, HonchoGateway] = KeyedMany(TOOL_GATEWAY_KEY, _build_gateway,
                                                                   MAX_TOOL_GATEWAYS)
         self._worker: DeliveryWorker | None = None
         self._worker_lock = threading.Lock()
@@ -283,7 +284,7 @@ class Hub:
 
     # -- recall, scopes, the tool ----------------------------------------------------------------
 
-    def recaller(self):
+    def recaller(self) -> Recaller:
         """The Recaller (its cache starts over when Agent Zero re-imports the plugin). Its first call
         imports the SDK: call it off the event loop (see `ready_recaller`)."""
         from .recall.recaller import Recaller  # imported here: capture must work without the SDK
@@ -301,7 +302,7 @@ class Hub:
                 self._chats = ChatSessions(self._marker)
             return self._chats
 
-    def ready_recaller(self, then: Callable[[Any], Any] | None = None):
+    def ready_recaller(self, then: Callable[[Recaller], object] | None = None) -> Recaller | None:
         """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`, builds
         it on a background thread and calls `then(recaller)` there."""
         if self._recaller is not None:
@@ -316,7 +317,7 @@ class Hub:
             in_background("recall-start", build_then)
         return None
 
-    def registrar(self):
+    def registrar(self) -> ScopeRegistrar | None:
         """The scope registrar thread, started on first use (or again after a stop); not started while an
         update or uninstall holds the plugin's threads stopped (then None or the stopped one)."""
         from .gateway.gateway import HonchoGateway
@@ -328,7 +329,7 @@ class Hub:
                 self._registrar.start()
             return self._registrar
 
-    def tool_gateway(self, settings: Settings):
+    def tool_gateway(self, settings: Settings) -> HonchoGateway:
         """A gateway for the memory tool and the API's checks, one per destination and timeout."""
         return self._tool_gateways.get(settings)
 
@@ -352,7 +353,7 @@ class Hub:
                             session_peers=peers_of, deadline_s=settings.check_timeout_s if backfill else None)
 
 
-def _build_gateway(settings: Settings):
+def _build_gateway(settings: Settings) -> HonchoGateway:
     from .gateway.gateway import HonchoGateway  # imported here: capture must work without the SDK
 
     return HonchoGateway.for_settings(settings)
