@@ -38,6 +38,7 @@ from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..safety.redact import redact
 from ..safety.untrusted import UNTRUSTED, neutralize
+from ..settings.config import Settings
 from ..storage import memory_log
 from ..storage.memory_log import KeptWrite, MemoryWrite, WriteKind
 from ..storage.outbox import with_existing_outbox
@@ -62,9 +63,9 @@ _undoing_lock = threading.Lock()
 class BasePacks(Protocol):
     """What the inspector reads of recall (the Recaller)."""
 
-    def base_preview(self, settings: Any, session_id: str, scope_id: str | None, template: str) -> str | None: ...
+    def base_preview(self, settings: Settings, session_id: str, scope_id: str | None, template: str) -> str | None: ...
 
-    def warm(self, settings: Any, scope_id: str | None = None) -> bool: ...
+    def warm(self, settings: Settings, scope_id: str | None = None) -> bool: ...
 
 
 @dataclass
