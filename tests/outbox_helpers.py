@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import unittest
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 from unittest import mock
@@ -250,3 +251,16 @@ def hold_write_lock(path: str) -> subprocess.Popen:
 
 def release_lock(child: subprocess.Popen) -> None:
     child.communicate("\n", timeout=30)  # and its pipes closed
+
+
+class OutboxTestCase(unittest.TestCase):
+    """An outbox file of its own in a temporary folder (`self.path`), opened on a manual clock."""
+
+    def open(self, path=None, **kw):
+        self.clock = getattr(self, "clock", None) or ManualClock()
+        box = Outbox(path or self.path, clock=self.clock, **kw)
+        self.addCleanup(box.close)
+        return box
+
+    def setUp(self):
+        self.path = temp_outbox_path(self)

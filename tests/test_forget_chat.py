@@ -15,13 +15,12 @@ from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
 from hub_testkit import import_by_path, stub_agent_zero
 from loopback import serve
-from outbox_helpers import event, lease, legacy_outbox, on_disk, schema_version, settle, temp_outbox_path
+from outbox_helpers import event, lease, on_disk, settle, temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.chats.forget import DONE, HONCHO_FAILED, SENDING, forget_chat
 from honcho_hub.cli import main as cli
 from honcho_hub.errors import ForgetRefused
-from honcho_hub.storage.db import MIGRATIONS
 from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 from honcho_hub.tool.actions import ActionContext, run_action
 
@@ -330,19 +329,6 @@ class ForgetChatToolTest(unittest.TestCase):
         result = run_action("forget_chat", {"confirm": True}, ActionContext(settings=bench.settings))
         self.assertEqual((result.ok, result.text), (False, "honcho_memory: forget_chat works inside a chat; this call"
                                                            " has none."))
-
-
-class ForgetMigrationTest(unittest.TestCase):
-    def test_an_outbox_at_schema_6_upgrades_keeping_its_rows_and_then_forgets(self):
-        self.assertEqual(len(MIGRATIONS[6]), 2)
-        path = temp_outbox_path(self)
-        legacy_outbox(path, 6, {"queued-at-v6": ("pending", None)})
-        box = Outbox(path)
-        self.addCleanup(box.close)
-        self.assertEqual(schema_version(path), 7)
-        self.assertEqual(box.stats()["counts"]["pending"], 1)
-        self.assertEqual(box.begin_forget("d", "s").deleted, 0)  # the legacy row's session is `s`, not a chat's
-        self.assertEqual((box.chat_generation("d", "s"), box.stats()["counts"]["pending"]), (1, 1))
 
 
 class ForgetChatCommandTest(unittest.TestCase):

@@ -1,10 +1,7 @@
 """The outbox on real SQLite files: schema, order, leases, retries, bounds, crashes, processes."""
 
 import contextlib
-import dataclasses
-import json
 import os
-import sqlite3
 import stat
 import unittest
 
@@ -13,6 +10,7 @@ from outbox_helpers import (
     CHILD_ENQUEUE,
     DEST,
     ManualClock,
+    OutboxTestCase,
     enqueue,
     event,
     hold_write_lock,
@@ -29,23 +27,8 @@ from outbox_helpers import (
 
 from honcho_hub.errors import OutboxBusy, OutboxUnavailable
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage import memory_log, processes
-from honcho_hub.storage.chats import MAX_CHAT_SESSIONS
-from honcho_hub.storage.db import MIGRATIONS, SCHEMA_VERSION
-from honcho_hub.storage.memory_log import MAX_RECORDS, MemoryWrite, WriteKind
+from honcho_hub.storage.db import SCHEMA_VERSION
 from honcho_hub.storage.outbox import Outbox, Retry, Settlement
-from honcho_hub.storage.processes import Beat, SharedCircuit
-
-
-class OutboxTestCase(unittest.TestCase):
-    def open(self, path=None, **kw):
-        self.clock = getattr(self, "clock", None) or ManualClock()
-        box = Outbox(path or self.path, clock=self.clock, **kw)
-        self.addCleanup(box.close)
-        return box
-
-    def setUp(self):
-        self.path = temp_outbox_path(self)
 
 
 class FileTest(OutboxTestCase):
@@ -269,147 +252,6 @@ class ProcessesTest(OutboxTestCase):
         finally:
             release_lock(child)
         self.assertEqual(enqueue(box, [event(1)]).inserted, 1)
-
-class MemoryWritesTest(OutboxTestCase):
-    """The local record of the memory tool's own writes, in the outbox file every process shares."""
-
-    def write(self, n, kind=WriteKind.REMEMBER, content=None):
-        return MemoryWrite(f"c{n:04d}", kind, content or f"fact number {n}", DEST, "agent-zero", "user", "chat-a",
-                           "a0-alpha")
-
-    def test_an_outbox_at_schema_3_upgrades_keeping_its_events_and_then_keeps_memory_writes(self):
-        self.assertIn("CREATE TABLE memory_writes", MIGRATIONS[3][0])  # schema 3 is the one before them
-        legacy_outbox(self.path, 3, {"queued-at-v3": ("pending", None), "gone-at-v3": ("dead", "http_422")})
-        box = self.open()
-        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
-        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["dead"]), (1, 1))
-        self.assertEqual(memory_log.summary(box.db), {"remembered": 0, "forgotten": 0, "latest": []})
-        memory_log.record(box.db, self.write(1))
-        self.assertEqual(memory_log.summary(box.db)["remembered"], 1)
-
-    def test_every_field_an_inspector_needs_to_show_or_undo_a_write_is_kept(self):
-        box = self.open()
-        memory_log.record(box.db, self.write(7, WriteKind.FORGET, "The user drinks green tea"))
-        row = read_outbox(self.path, "SELECT conclusion_id, kind, made_at, destination, observer_id, observed_id,"
-                                     " session_id, scope_id, content FROM memory_writes")
-        self.assertEqual(row, [("c0007", "forget", self.clock(), DEST, "agent-zero", "user", "chat-a", "a0-alpha",
-                                "The user drinks green tea")])
-
-    def test_only_the_newest_records_are_kept_and_the_summary_holds_counts_ids_and_times_never_text(self):
-        box = self.open(synchronous="NORMAL")
-        made_at = {}
-        for n in range(1, MAX_RECORDS + 6):
-            made_at[n] = self.clock()
-            memory_log.record(box.db, self.write(n, WriteKind.FORGET if n % 4 == 0 else WriteKind.REMEMBER))
-            self.clock.advance(1)
-        kept = [r[0] for r in read_outbox(self.path, "SELECT conclusion_id FROM memory_writes ORDER BY seq")]
-        self.assertEqual(kept, [f"c{n:04d}" for n in range(6, MAX_RECORDS + 6)])
-        summary = memory_log.summary(box.db, latest=3)
-        forgotten = sum(1 for n in range(6, MAX_RECORDS + 6) if n % 4 == 0)
-        self.assertEqual((summary["remembered"], summary["forgotten"]), (MAX_RECORDS - forgotten, forgotten))
-        self.assertEqual(summary["latest"], [{"id": f"c{n:04d}", "kind": "forget" if n % 4 == 0 else "remember",
-                                              "at": made_at[n]} for n in (MAX_RECORDS + 5, MAX_RECORDS + 4,
-                                                                           MAX_RECORDS + 3)])
-        self.assertNotIn("fact number", json.dumps(summary))
-
-
-class ChatSessionsTest(OutboxTestCase):
-    """Known chat -> Honcho session mappings, recorded with the captured messages' events."""
-
-    def message(self, n, chat="c1", session="chat-c1", project=None, parts=1, dest=DEST):
-        return [dataclasses.replace(event(n * 10 + i, session, dest=dest), chat_id=chat, project=project,
-                                    captured_at=1_700_000_000.0 + n) for i in range(parts)]
-
-    def mappings(self, box, limit=100):
-        return [(m["chat_id"], m["project"], m["session_id"], m["first_captured_at"] - 1_700_000_000.0,
-                 m["last_captured_at"] - 1_700_000_000.0) for m in box.chat_sessions(limit)]
-
-    def test_an_outbox_at_schema_4_upgrades_keeping_its_events_and_then_records_chat_sessions(self):
-        self.assertIn("CREATE TABLE chat_sessions", MIGRATIONS[4][0])  # schema 4 is the one before them
-        legacy_outbox(self.path, 4, {"queued-at-v4": ("pending", None), "sent-at-v4": ("delivered", None)})
-        box = self.open()
-        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
-        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
-        self.assertEqual(box.chat_sessions(), [])
-        box.enqueue_batches([self.message(1)])
-        self.assertEqual(self.mappings(box), [("c1", None, "chat-c1", 1.0, 1.0)])
-
-    def test_each_chat_and_session_is_one_row_newest_first_with_its_first_and_last_capture(self):
-        box = self.open()
-        box.enqueue_batches([self.message(1, parts=3), self.message(2, "c2", "chat-c2")])
-        box.enqueue_batches([self.message(3)])  # c1 again: its last capture moves
-        box.enqueue_batches([self.message(4, "c1", "project-Alpha", "Alpha")])  # a project, per-project
-        box.enqueue_batches([self.message(5, "c3", "global"), self.message(6, "c2", "global")])  # global
-        self.assertEqual(self.mappings(box), [("c2", None, "global", 6.0, 6.0), ("c3", None, "global", 5.0, 5.0),
-                                              ("c1", "Alpha", "project-Alpha", 4.0, 4.0),
-                                              ("c1", None, "chat-c1", 1.0, 3.0), ("c2", None, "chat-c2", 2.0, 2.0)])
-        self.assertEqual(self.mappings(box, 2), self.mappings(box)[:2])
-        self.assertEqual(set(box.chat_sessions()[0]),
-                         {"chat_id", "project", "session_id", "first_captured_at", "last_captured_at"})
-
-    def test_a_project_attached_later_is_recorded_on_the_chats_session(self):
-        box = self.open()
-        box.enqueue_batches([self.message(1)])
-        box.enqueue_batches([self.message(2, project="Alpha")])
-        box.enqueue_batches([self.message(0, project="Beta")])  # captured earlier, stored later: not the latest
-        self.assertEqual(self.mappings(box), [("c1", "Alpha", "chat-c1", 0.0, 2.0)])
-
-    def test_destinations_are_kept_apart(self):
-        box = self.open()
-        box.enqueue_batches([self.message(1), self.message(2, dest="https://other.example#ws")])
-        self.assertEqual(len(box.chat_sessions()), 2)
-
-    def test_duplicates_refused_messages_and_events_without_a_chat_record_nothing(self):
-        box = self.open(max_rows=2)
-        self.assertEqual(enqueue(box, self.message(1)).inserted, 1)
-        box.enqueue_batches([self.message(1)])  # the same message again: stored once, its times unchanged
-        self.assertEqual(box.enqueue_batches([self.message(2, "c2", "chat-c2", parts=2)])[0].refused, 2)
-        enqueue(box, [event(99, "chat-x")])  # no chat: an event stored by another path
-        self.assertEqual(self.mappings(box), [("c1", None, "chat-c1", 1.0, 1.0)])
-
-    def test_only_the_newest_mappings_are_kept(self):
-        box = self.open(synchronous="NORMAL", max_rows=MAX_CHAT_SESSIONS + 10)
-        batches = [self.message(n, f"c{n}", f"chat-c{n}") for n in range(MAX_CHAT_SESSIONS + 5)]
-        box.enqueue_batches(batches[:MAX_CHAT_SESSIONS])
-        box.enqueue_batches([self.message(MAX_CHAT_SESSIONS + 9, "c0", "chat-c0")])  # c0 is active again
-        box.enqueue_batches(batches[MAX_CHAT_SESSIONS:])
-        count = read_outbox(self.path, "SELECT count(*) FROM chat_sessions")[0][0]
-        self.assertEqual(count, MAX_CHAT_SESSIONS)
-        kept = {m["chat_id"] for m in box.chat_sessions(MAX_CHAT_SESSIONS)}
-        self.assertEqual(kept, {"c0"} | {f"c{n}" for n in range(6, MAX_CHAT_SESSIONS + 5)})
-
-    def test_the_limit_is_bounded_and_mappings_hold_no_content(self):
-        box = self.open()
-        box.enqueue_batches([self.message(n, f"c{n}", f"chat-c{n}") for n in range(3)])
-        for limit, expected in ((-5, 0), (0, 0), (2, 2), (10**9, 3)):
-            with self.subTest(limit=limit):
-                self.assertEqual(len(box.chat_sessions(limit)), expected)
-        self.assertNotIn("message", json.dumps(box.chat_sessions()))
-
-
-class ProcessTablesMigrationTest(OutboxTestCase):
-    """Schema step 6: the heartbeat and shared-circuit tables (storage/processes.py)."""
-
-    def test_an_outbox_at_schema_5_upgrades_keeping_events_and_chat_sessions_and_then_records_processes(self):
-        self.assertGreaterEqual(SCHEMA_VERSION, 6)  # later steps add their own tables
-        self.assertIn("CREATE TABLE worker_processes", MIGRATIONS[5][0])
-        legacy_outbox(self.path, 5, {"queued-at-v5": ("pending", None), "sent-at-v5": ("delivered", None)})
-        conn = sqlite3.connect(self.path)
-        with conn:
-            conn.execute("INSERT INTO chat_sessions VALUES (?, 'c1', 'chat-c1', NULL, 1.0, 2.0)", (DEST,))
-        conn.close()
-        box = self.open()
-        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
-        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
-        self.assertEqual([m["session_id"] for m in box.chat_sessions()], ["chat-c1"])
-        self.assertEqual((processes.listed(box.db), processes.shared_circuit(box.db, DEST)), ([], None))
-        processes.beat(box.db, Beat("w1", 5.0, "idle"))
-        processes.open_shared(box.db, DEST, SharedCircuit("reset", self.clock.now + 5, 1))
-        self.assertEqual([r["owner"] for r in processes.listed(box.db)], ["w1"])
-        self.assertEqual(processes.shared_circuit(box.db, DEST).code, "reset")
-        box.close()
-        again = self.open()  # reopened: migrated once, rows kept
-        self.assertEqual([r["owner"] for r in processes.listed(again.db)], ["w1"])
 
 
 if __name__ == "__main__":

@@ -12,12 +12,15 @@ from delivery_helpers import Bench
 from outbox_helpers import (
     DEST,
     ManualClock,
+    OutboxTestCase,
     circuit_row,
     hold_write_lock,
+    legacy_outbox,
     open_with_connection,
     process_row,
     put_row,
     release_lock,
+    schema_version,
     temp_outbox_path,
 )
 
@@ -26,7 +29,7 @@ from honcho_hub.ops.status import StatusParts, build_status, gather_parts, statu
 from honcho_hub.runtime import ProcessState
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage import processes
-from honcho_hub.storage.db import Database
+from honcho_hub.storage.db import MIGRATIONS, SCHEMA_VERSION, Database
 from honcho_hub.storage.processes import (
     BEAT_EVERY_S,
     COLUMNS,
@@ -252,10 +255,6 @@ class ProcessesStatusTest(unittest.TestCase):
         self.assertIn("and 4 more", text)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 # Values no process of the plugin writes: another program's, a corrupted file's, or nonsense. Each replaces one
 # column of an otherwise sound row.
 CIRCUITS_THAT_DO_NOT_PARSE = {
@@ -313,3 +312,32 @@ class UntrustedRowsTest(unittest.TestCase):
                 processes.expire(db)
                 self.assertEqual([r for r in table_rows(bench.path, table) if "other" in r or "junk" in str(r)]
                                  if table == "worker_processes" else table_rows(bench.path, table), [])
+
+
+class ProcessTablesMigrationTest(OutboxTestCase):
+    """Schema step 6: the heartbeat and shared-circuit tables (storage/processes.py)."""
+
+    def test_an_outbox_at_schema_5_upgrades_keeping_events_and_chat_sessions_and_then_records_processes(self):
+        self.assertGreaterEqual(SCHEMA_VERSION, 6)  # later steps add their own tables
+        self.assertIn("CREATE TABLE worker_processes", MIGRATIONS[5][0])
+        legacy_outbox(self.path, 5, {"queued-at-v5": ("pending", None), "sent-at-v5": ("delivered", None)})
+        conn = sqlite3.connect(self.path)
+        with conn:
+            conn.execute("INSERT INTO chat_sessions VALUES (?, 'c1', 'chat-c1', NULL, 1.0, 2.0)", (DEST,))
+        conn.close()
+        box = self.open()
+        self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
+        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
+        self.assertEqual([m["session_id"] for m in box.chat_sessions()], ["chat-c1"])
+        self.assertEqual((processes.listed(box.db), processes.shared_circuit(box.db, DEST)), ([], None))
+        processes.beat(box.db, Beat("w1", 5.0, "idle"))
+        processes.open_shared(box.db, DEST, SharedCircuit("reset", self.clock.now + 5, 1))
+        self.assertEqual([r["owner"] for r in processes.listed(box.db)], ["w1"])
+        self.assertEqual(processes.shared_circuit(box.db, DEST).code, "reset")
+        box.close()
+        again = self.open()  # reopened: migrated once, rows kept
+        self.assertEqual([r["owner"] for r in processes.listed(again.db)], ["w1"])
+
+
+if __name__ == "__main__":
+    unittest.main()
