@@ -1,11 +1,11 @@
-"""Scopes: slugging rules, strategies, registration, and sessions joining their scope before delivery."""
+"""Scopes: slugging rules, strategies, and sessions joining their scope before delivery (the registrar:
+test_registrar.py)."""
 
 import re
 import unittest
 
 from delivery_helpers import Bench
 
-from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.gateway.scopes import MAX_SCOPE_ID, resolve_scope, scope_id, sdk_supports_scopes, slug
 from honcho_hub.settings.config import build_settings
 
@@ -120,36 +120,6 @@ class DeliveryInScopeTest(unittest.TestCase):
         self.assertEqual(bench.fake.scopes, {})
         self.assertFalse(any("/scopes" in request.url.path for request in bench.sent))
         self.assertEqual(len(bench.server_texts("p4")), 2)
-
-
-class RegistrarTest(unittest.TestCase):
-    def test_registration_creates_the_session_with_observation_settings_and_joins_the_scope(self):
-        bench = Bench(self)
-        registrar = ScopeRegistrar(bench.gateway)
-        self.assertTrue(registrar.register(bench.settings, "chat-r1", "a0-alpha"))
-        session = bench.fake.sessions[("agent-zero", "chat-r1")]
-        self.assertEqual(session["peers_set_before_messages"]["agent-zero"], {"observe_me": False,
-                                                                             "observe_others": True})
-        self.assertEqual(bench.fake.scopes[("agent-zero", "a0-alpha")], {"chat-r1"})
-        self.assertFalse(registrar.submit(bench.settings, "chat-r1", "a0-alpha"))  # already done
-
-    def test_failures_are_logged_and_non_fatal(self):
-        bench = Bench(self)
-        bench.fake.fail(match=r"/sessions$", kind="connect")
-        registrar = ScopeRegistrar(bench.gateway)
-        with self.assertLogs("honcho_hub.gateway.registrar", "WARNING"):
-            self.assertFalse(registrar.register(bench.settings, "chat-r2", "a0-alpha"))
-        self.assertTrue(registrar.submit(bench.settings, "chat-r2", "a0-alpha"))  # may be retried
-
-    def test_the_thread_processes_its_queue_and_stops(self):
-        bench = Bench(self)
-        registrar = ScopeRegistrar(bench.gateway, capacity=2)
-        self.assertTrue(registrar.submit(bench.settings, "chat-r3", "a0-alpha"))
-        self.assertTrue(registrar.submit(bench.settings, "chat-r4", "a0-alpha"))
-        self.assertFalse(registrar.submit(bench.settings, "chat-r5", "a0-alpha"))  # bounded, never blocks
-        registrar.start()
-        self.assertTrue(registrar.stop(10))
-        self.assertEqual(bench.fake.scopes[("agent-zero", "a0-alpha")], {"chat-r3", "chat-r4"})
 
 
 if __name__ == "__main__":

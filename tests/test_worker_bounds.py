@@ -1,7 +1,7 @@
 """The delivery side's bounds: a drain without a worker thread ends at its deadline, a broken outbox is
 logged once per change, delivery pauses (and says why) while the plugin is off or the API URL unusable,
-and what the worker and the scope registrar remember per destination or chat stays bounded. Real outbox,
-real SDK over the fake, injected clocks."""
+and what the worker remembers per destination stays bounded (the scope registrar's bounds:
+test_registrar.py). Real outbox, real SDK over the fake, injected clocks."""
 
 import dataclasses
 import os
@@ -11,8 +11,6 @@ import unittest
 from delivery_helpers import Bench, with_api_url_problem
 
 from honcho_hub.delivery.state import WorkerState
-from honcho_hub.gateway import registrar as scope_registrar
-from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.settings.config import build_settings
 
 LATENCY_S = 0.2  # what each request costs on the injected monotonic clock
@@ -182,26 +180,6 @@ class CircuitBoundTest(unittest.TestCase):
             self.assertIs(state.circuit(f"https://h{n}.test#ws"), circuit, "the current one is kept")
             self.assertLessEqual(len(state.circuits), 4)
         self.assertIn("https://h9.test#ws", state.snapshot()["circuits"])
-
-
-class RegistrarBoundsTest(unittest.TestCase):
-    def test_the_registrar_remembers_a_bounded_number_of_chats_and_gateways(self):
-        bench = Bench(self)
-        registrar = ScopeRegistrar(bench.gateway, capacity=1_000, remember=3)  # its thread never runs here
-        for n in range(10):
-            self.assertTrue(registrar.register(bench.settings, f"chat-r{n}", f"scope-{n}"))
-            # A registration it remembers is not queued again; a forgotten one is.
-            remembered = [k for k in range(n + 1) if not registrar.submit(bench.settings, f"chat-r{k}", f"scope-{k}")]
-            self.assertIn(n, remembered)
-            self.assertLessEqual(len(remembered), 3)
-        for n in range(10):  # every registration reached Honcho, forgotten or not
-            self.assertEqual(bench.fake.scopes[(bench.settings.workspace_id, f"scope-{n}")], {f"chat-r{n}"})
-        self.assertTrue(registrar.submit(bench.settings, "chat-r0", "scope-0"), "forgotten: registered again")
-        for n in range(scope_registrar.MAX_GATEWAYS * 3):
-            other = dataclasses.replace(bench.settings, workspace_id=f"ws-{n}")
-            self.assertTrue(registrar.register(other, "chat-w", "scope-w"))
-            self.assertLessEqual(len(bench.open_clients()), scope_registrar.MAX_GATEWAYS)
-        self.assertEqual(bench.fake.scopes[(f"ws-{scope_registrar.MAX_GATEWAYS * 3 - 1}", "scope-w")], {"chat-w"})
 
 
 if __name__ == "__main__":
