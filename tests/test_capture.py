@@ -10,7 +10,7 @@ import unittest
 import hub_testkit
 from outbox_helpers import ManualClock, hold_write_lock, read_outbox, release_lock, run_child, temp_outbox_path
 from test_chunking import strip_marker
-from test_outbox_files import other_program, snapshot
+from test_db import other_program, snapshot
 
 from honcho_hub.backoff import wait_s
 from honcho_hub.capture.service import (

@@ -8,7 +8,7 @@ import unittest
 
 import httpx
 import hub_testkit
-import test_outbox_files  # its file makers; a module import collects none of its tests
+import test_db  # its file makers; a module import collects none of its tests
 from fake_honcho import FakeHoncho
 from idle import wait_idle
 from outbox_helpers import ManualClock, hold_write_lock, release_lock, temp_outbox_path
@@ -340,10 +340,10 @@ class CacheMarkerTest(unittest.TestCase):
     """Clearing the cache tells the other processes sharing the outbox through a marker beside it."""
 
     def test_a_file_that_is_not_our_outbox_gets_no_marker_and_this_process_alone_forgets_its_packs(self):
-        cases = {"another program's database": test_outbox_files.other_program("DELETE"),
-                 "another program's database in WAL mode": test_outbox_files.other_program("WAL"),
-                 "another application id over our schema": test_outbox_files.other_application_id,
-                 "not SQLite at all": test_outbox_files.write(os.urandom(8192))}
+        cases = {"another program's database": test_db.other_program("DELETE"),
+                 "another program's database in WAL mode": test_db.other_program("WAL"),
+                 "another application id over our schema": test_db.other_application_id,
+                 "not SQLite at all": test_db.write(os.urandom(8192))}
         for name, make in cases.items():
             with self.subTest(name):
                 bench = RecallBench(self)
@@ -352,10 +352,10 @@ class CacheMarkerTest(unittest.TestCase):
                 make(bench.settings.outbox_path)
                 bench.remember()
                 self.assertEqual(bench.recall().source, "fresh")
-                before = test_outbox_files.snapshot(folder)
+                before = test_db.snapshot(folder)
                 with self.assertLogs("honcho_hub.storage.marker", "WARNING") as logged:
                     self.assertEqual(bench.recaller.clear_cache(bench.settings), 1)
-                    self.assertEqual(test_outbox_files.snapshot(folder), before)  # no marker; the file untouched
+                    self.assertEqual(test_db.snapshot(folder), before)  # no marker; the file untouched
                 self.assertEqual(bench.recall().source, "fresh")
                 self.assertIn("only this process's recall cache was cleared", logged.output[0])
                 self.assertNotIn(folder, "\n".join(logged.output))

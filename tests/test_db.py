@@ -1,4 +1,5 @@
-"""The outbox file on disk: whose it is, what pruned rows leave behind, who may read it."""
+"""The outbox file on disk (storage/db.py): whose it is, what pruned rows leave behind, who may read
+it."""
 
 import os
 import sqlite3
