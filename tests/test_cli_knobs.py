@@ -19,9 +19,8 @@ from hub_testkit import ROOT
 from outbox_helpers import DEST, temp_outbox_path
 
 from honcho_hub.cli import main as cli
-from honcho_hub.errors import ConfigFileError
 from honcho_hub.settings.effective import effective_settings, read_layers
-from honcho_hub.settings.files import merged_config, write_config_file
+from honcho_hub.settings.files import merged_config
 from honcho_hub.storage.outbox import NewEvent, Outbox
 
 KEY = "hch-knob-key-97531975319753"
@@ -373,18 +372,6 @@ class ConcurrentWritersTest(KnobCase):
             self.addCleanup(child.stdout.close)
             children.append(child)
         return children
-
-
-class WriteConfigFileTest(unittest.TestCase):
-    def test_a_failed_replace_leaves_the_target_and_no_temporary_file(self):
-        with tempfile.TemporaryDirectory() as folder:
-            target = os.path.join(folder, "config.json")
-            os.mkdir(target)  # a file cannot be renamed over a folder
-            with self.assertRaises(ConfigFileError) as raised:
-                write_config_file(target, {"batch_size": 5})
-            self.assertEqual(str(raised.exception), "cannot be written (IsADirectoryError)")
-            self.assertEqual(os.listdir(folder), ["config.json"])
-            self.assertTrue(os.path.isdir(target))
 
 
 class RefuseTest(KnobCase):
