@@ -7,11 +7,15 @@ raise: a raising install() makes Agent Zero delete the plugin, a raising config 
 import logging
 import math
 import os
+import time
 
 PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))
 PLUGIN_NAME = "honcho"
 DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
 GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
+# Uninstall's wait for the plugin's threads, in all: a thread whose request still hangs is signalled and
+# ends with that request, and the report says it has not stopped yet (Agent Zero's page waits on us).
+UNINSTALL_WAIT_S = 5.0
 
 log = logging.getLogger("honcho_hub.hooks")
 
@@ -65,8 +69,9 @@ def pre_update():
 def uninstall():
     """Stop workers for good (the next message or job-loop tick must not start one); remote memory,
     the outbox file and shared packages are kept."""
+    started = time.monotonic()
     report = _stop_workers(drain_s=0.0, hold_s=math.inf, reason="uninstall")
-    _stop_hub()
+    _stop_hub(UNINSTALL_WAIT_S - (time.monotonic() - started))
     log.info("honcho uninstall: remote memory, the outbox file and installed packages were kept")
     return report
 
@@ -81,12 +86,13 @@ def _stop_workers(drain_s, hold_s, reason):
         return {"workers": 0, "drained": 0, "stopped": 0}
 
 
-def _stop_hub():
-    """Every other thread the Hub started (the capture writer, recall's pools), its connections."""
+def _stop_hub(timeout_s):
+    """Every other thread the Hub started (the capture writer, recall's pools), its connections; waits at
+    most `timeout_s` for them (none left: each is signalled to stop)."""
     try:
         from usr.plugins.honcho.honcho_hub import hub
 
-        hub.shutdown()
+        hub.shutdown(max(0.0, timeout_s))
     except Exception:
         log.exception("honcho: the Hub's threads not stopped")
 

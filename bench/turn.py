@@ -49,7 +49,7 @@ from delivery import client, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
 from idle import wait_idle  # noqa: E402
-from outbox_helpers import hold_write_lock, release_lock, run_child, write_journal  # noqa: E402
+from outbox_helpers import hold_write_lock, read_outbox, release_lock, run_child, write_journal  # noqa: E402
 
 from honcho_hub.recall.pack import NOTE_TITLE  # noqa: E402
 
@@ -121,7 +121,7 @@ async def probe(samples: list[tuple[float, float, float]], running: asyncio.Even
 
 
 async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
-    capture, recall, worker = bridge["capture"], bridge["recall"], bridge["worker"]
+    capture, recall, worker = bridge["capture"], bridge["recall"], bridge["process_hub"]
     lags: list[tuple[float, float, float]] = []
     running = asyncio.Event()
     prober = asyncio.create_task(probe(lags, running))
@@ -237,12 +237,8 @@ def kills(outbox_path: str, fallback: str, count: int, seed: int) -> dict:
         service = CaptureService(settings, fallback_journal_folder=fallback)
         service.write_pending(settings)
         service.close()
-        box = Outbox(outbox_path, busy_timeout_s=5.0, max_rows=1_000_000)
-        try:
-            stored = {row[0] for row in box._conn.execute(
-                "SELECT content FROM events WHERE session_id = ?", (f"chat-{chat}",))}
-        finally:
-            box.close()
+        stored = {row[0] for row in read_outbox(outbox_path, "SELECT content FROM events WHERE session_id = ?",
+                                                (f"chat-{chat}",))}
         lost += sum(1 for i in ids if f"kill test {i}" not in stored)
     return {"accepted": accepted, "lost": lost}
 
@@ -279,13 +275,13 @@ def main() -> None:
             host.secrets = {"HONCHO_API_KEY": KEY}
             # The bridge functions the extension files call (each file adds only a try/except around it).
             bridge = {name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
-                      for name in ("capture", "recall", "worker")}
+                      for name in ("capture", "recall", "process_hub")}
             gc.callbacks.append(pauses)
             run = asyncio.run(drive(bridge, args.turns, outbox_path))
             gc.callbacks.remove(pauses)
-            settings = bridge["worker"].global_settings()
+            settings = bridge["process_hub"].global_settings()
             recall_timeout_ms = settings.recall_timeout_s * 1000
-            write_journal(bridge["worker"].hub().capture(settings))
+            write_journal(bridge["process_hub"].hub().capture(settings))
             killed = kills(os.path.join(folder, "kills", "outbox.sqlite3"), os.path.join(folder, "kills-state"),
                            args.kills, seed=1)
     finally:

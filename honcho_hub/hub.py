@@ -390,8 +390,8 @@ def current() -> Hub:
     return hub
 
 
-def shutdown() -> bool:
-    """Stop this generation's Hub, if one was built (uninstall, the command line's exit, tests);
-    True when every thread it started has ended."""
+def shutdown(timeout_s: float = STOP_S) -> bool:
+    """Stop this generation's Hub, if one was built (uninstall, the command line's exit, tests), waiting
+    at most `timeout_s`; True when every thread it started has ended."""
     hub = _hub
-    return hub.stop() if hub is not None else True
+    return hub.stop(timeout_s) if hub is not None else True
