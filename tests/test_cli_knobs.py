@@ -21,6 +21,7 @@ from outbox_helpers import DEST, temp_outbox_path
 from honcho_hub.cli import main as cli
 from honcho_hub.settings.effective import effective_settings, read_layers
 from honcho_hub.settings.files import merged_config
+from honcho_hub.storage import chats
 from honcho_hub.storage.outbox import NewEvent, Outbox
 
 KEY = "hch-knob-key-97531975319753"
@@ -544,7 +545,7 @@ class SessionsTest(KnobCase):
         code, out, err = self.cli("sessions", as_json=True)
         box = Outbox(self.outbox_path)
         self.addCleanup(box.close)
-        self.assertEqual(json.loads(out)["sessions"], box.chat_sessions())
+        self.assertEqual(json.loads(out)["sessions"], chats.known_sessions(box.db))
         for text in (out, err):
             self.assertNotIn(SECRET_TEXT, text)
             self.assertNotIn(self.outbox_path, text)

@@ -28,7 +28,7 @@ from honcho_hub.errors import OutboxBusy
 from honcho_hub.ops.status import StatusParts, build_status, gather_parts, status_text
 from honcho_hub.runtime import ProcessState
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage import processes
+from honcho_hub.storage import chats, processes
 from honcho_hub.storage.db import MIGRATIONS, SCHEMA_VERSION, Database
 from honcho_hub.storage.processes import (
     BEAT_EVERY_S,
@@ -328,7 +328,7 @@ class ProcessTablesMigrationTest(OutboxTestCase):
         box = self.open()
         self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
         self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
-        self.assertEqual([m["session_id"] for m in box.chat_sessions()], ["chat-c1"])
+        self.assertEqual([m["session_id"] for m in chats.known_sessions(box.db)], ["chat-c1"])
         self.assertEqual((processes.listed(box.db), processes.shared_circuit(box.db, DEST)), ([], None))
         processes.beat(box.db, Beat("w1", 5.0, "idle"))
         processes.open_shared(box.db, DEST, SharedCircuit("reset", self.clock.now + 5, 1))

@@ -24,6 +24,7 @@ from honcho_hub.capture.service import CaptureRequest, Role
 from honcho_hub.cli import demo
 from honcho_hub.names import GLOBAL_SESSION, ID_MAX, ID_RE, session_for, session_id_for
 from honcho_hub.settings.config import build_settings
+from honcho_hub.storage import chats
 from honcho_hub.storage.outbox import Outbox
 
 STRATEGIES = ("per-chat", "per-project", "global")
@@ -108,7 +109,7 @@ class CaptureTest(unittest.TestCase):
                                                   ("after the project", "project-Alpha")])
         box = Outbox(bench.path)
         self.addCleanup(box.close)
-        self.assertEqual([(m["chat_id"], m["project"], m["session_id"]) for m in box.chat_sessions()],
+        self.assertEqual([(m["chat_id"], m["project"], m["session_id"]) for m in chats.known_sessions(box.db)],
                          [("c1", "Alpha", "project-Alpha"), ("c1", None, "chat-c1")])
 
     def test_changing_the_strategy_never_resends_and_never_moves_what_was_captured(self):

@@ -16,6 +16,7 @@ from outbox_helpers import (
     temp_outbox_path,
 )
 
+from honcho_hub.storage import chats
 from honcho_hub.storage.chats import MAX_CHAT_SESSIONS
 from honcho_hub.storage.db import MIGRATIONS, SCHEMA_VERSION
 from honcho_hub.storage.outbox import Outbox
@@ -30,7 +31,7 @@ class ChatSessionsTest(OutboxTestCase):
 
     def mappings(self, box, limit=100):
         return [(m["chat_id"], m["project"], m["session_id"], m["first_captured_at"] - 1_700_000_000.0,
-                 m["last_captured_at"] - 1_700_000_000.0) for m in box.chat_sessions(limit)]
+                 m["last_captured_at"] - 1_700_000_000.0) for m in chats.known_sessions(box.db, limit)]
 
     def test_an_outbox_at_schema_4_upgrades_keeping_its_events_and_then_records_chat_sessions(self):
         self.assertIn("CREATE TABLE chat_sessions", MIGRATIONS[4][0])  # schema 4 is the one before them
@@ -38,7 +39,7 @@ class ChatSessionsTest(OutboxTestCase):
         box = self.open()
         self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
         self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
-        self.assertEqual(box.chat_sessions(), [])
+        self.assertEqual(chats.known_sessions(box.db), [])
         box.enqueue_batches([self.message(1)])
         self.assertEqual(self.mappings(box), [("c1", None, "chat-c1", 1.0, 1.0)])
 
@@ -52,7 +53,7 @@ class ChatSessionsTest(OutboxTestCase):
                                               ("c1", "Alpha", "project-Alpha", 4.0, 4.0),
                                               ("c1", None, "chat-c1", 1.0, 3.0), ("c2", None, "chat-c2", 2.0, 2.0)])
         self.assertEqual(self.mappings(box, 2), self.mappings(box)[:2])
-        self.assertEqual(set(box.chat_sessions()[0]),
+        self.assertEqual(set(chats.known_sessions(box.db)[0]),
                          {"chat_id", "project", "session_id", "first_captured_at", "last_captured_at"})
 
     def test_a_project_attached_later_is_recorded_on_the_chats_session(self):
@@ -65,7 +66,7 @@ class ChatSessionsTest(OutboxTestCase):
     def test_destinations_are_kept_apart(self):
         box = self.open()
         box.enqueue_batches([self.message(1), self.message(2, dest="https://other.example#ws")])
-        self.assertEqual(len(box.chat_sessions()), 2)
+        self.assertEqual(len(chats.known_sessions(box.db)), 2)
 
     def test_duplicates_refused_messages_and_events_without_a_chat_record_nothing(self):
         box = self.open(max_rows=2)
@@ -83,7 +84,7 @@ class ChatSessionsTest(OutboxTestCase):
         box.enqueue_batches(batches[MAX_CHAT_SESSIONS:])
         count = read_outbox(self.path, "SELECT count(*) FROM chat_sessions")[0][0]
         self.assertEqual(count, MAX_CHAT_SESSIONS)
-        kept = {m["chat_id"] for m in box.chat_sessions(MAX_CHAT_SESSIONS)}
+        kept = {m["chat_id"] for m in chats.known_sessions(box.db, MAX_CHAT_SESSIONS)}
         self.assertEqual(kept, {"c0"} | {f"c{n}" for n in range(6, MAX_CHAT_SESSIONS + 5)})
 
     def test_the_limit_is_bounded_and_mappings_hold_no_content(self):
@@ -91,8 +92,8 @@ class ChatSessionsTest(OutboxTestCase):
         box.enqueue_batches([self.message(n, f"c{n}", f"chat-c{n}") for n in range(3)])
         for limit, expected in ((-5, 0), (0, 0), (2, 2), (10**9, 3)):
             with self.subTest(limit=limit):
-                self.assertEqual(len(box.chat_sessions(limit)), expected)
-        self.assertNotIn("message", json.dumps(box.chat_sessions()))
+                self.assertEqual(len(chats.known_sessions(box.db, limit)), expected)
+        self.assertNotIn("message", json.dumps(chats.known_sessions(box.db)))
 
 
 class ForgetMigrationTest(unittest.TestCase):
@@ -105,7 +106,7 @@ class ForgetMigrationTest(unittest.TestCase):
         self.assertEqual(schema_version(path), 7)
         self.assertEqual(box.stats()["counts"]["pending"], 1)
         self.assertEqual(box.begin_forget("d", "s").deleted, 0)  # the legacy row's session is `s`, not a chat's
-        self.assertEqual((box.chat_generation("d", "s"), box.stats()["counts"]["pending"]), (1, 1))
+        self.assertEqual((chats.generation(box.db, "d", "s"), box.stats()["counts"]["pending"]), (1, 1))
 
 
 if __name__ == "__main__":

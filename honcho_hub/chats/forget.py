@@ -31,6 +31,7 @@ from ..errors import DeliveryError, ForgetRefused, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..names import session_id_for
 from ..settings.config import Settings
+from ..storage import chats as chat_rows
 from ..storage.marker import move_marker
 from ..storage.outbox import Outbox
 
@@ -116,7 +117,7 @@ def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
         except DeliveryError as exc:
             outcomes[session_id] = exc.code
             continue
-        outbox.forgotten_session_deleted(destination, session_id)
+        chat_rows.session_deleted(outbox.db, destination, session_id)
     return outcomes
 
 

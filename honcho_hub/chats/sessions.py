@@ -13,8 +13,9 @@ from ..bounded import BoundedMap
 from ..errors import OutboxError
 from ..names import session_for, session_id_for
 from ..settings.config import Settings
+from ..storage import chats as chat_rows
+from ..storage.db import with_existing
 from ..storage.marker import MarkerWatch, read_marker
-from ..storage.outbox import with_existing_outbox
 
 MAX_CHATS = 10_000  # chats whose generation is kept in memory; the least recently learned go first
 MAX_READS = 32  # reads waiting at once; beyond that a chat is named from memory until it is named again
@@ -94,7 +95,7 @@ class ChatSessions:
             # it, so the value read is followed up at the next turn.
             marker = read_marker(settings)
             try:
-                generation = with_existing_outbox(settings, lambda box: box.chat_generation(key[1], key[2]), 0)
+                generation = with_existing(settings, lambda db: chat_rows.generation(db, key[1], key[2]), 0)
             except OutboxError:
                 return  # unknown as before; read again when the chat is next named
             self._learn(key, generation, marker)

@@ -62,6 +62,7 @@ from ..gateway.scopes import resolve_scope
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
+from ..storage import chats as chat_rows
 from ..storage.outbox import EnqueueResult, NewEvent, Outbox
 from .agent_zero_files import (
     DEFAULT_PROFILE,
@@ -347,7 +348,7 @@ class Backfill:
     def _skipped_as_forgotten(self, outbox: Outbox, chat_id: str, folder: str) -> bool:
         """Whether the chat was forgotten here (forget-chat) and not named to be imported again: then it
         is skipped, counted and listed. One named (by its id or its folder's) is listed as included."""
-        if outbox.chat_generation(self._settings.destination(), chat_id) == 0:
+        if chat_rows.generation(outbox.db, self._settings.destination(), chat_id) == 0:
             return False
         if {chat_id, os.path.basename(folder)} & self._include_forgotten:
             self.tally.forgotten["included"].append(chat_id)

@@ -25,7 +25,8 @@ from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import config_write_lock, load_config_file, read_config_file, save_problems, write_config_file
 from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS
 from ..settings.values import coerce
-from ..storage.outbox import with_existing_outbox
+from ..storage import chats as chat_rows
+from ..storage.db import with_existing
 
 GLOBAL_CONFIG_NAME = "config.json"
 DEFAULT_CONFIG_NAME = "default_config.yaml"
@@ -261,7 +262,7 @@ def sessions(plugin: GlobalSettings, limit: int = 100) -> dict[str, Any]:
     snap = plugin.snapshot()
     warnings: list[str] = []
     strategy_now = plugin.control(snap, "session_strategy", warnings)
-    mappings = with_existing_outbox(snap.settings, lambda box: box.chat_sessions(limit), [])
+    mappings: list[dict] = with_existing(snap.settings, lambda db: chat_rows.known_sessions(db, limit), [])
     # The outbox records a mapping when a chat's message is captured, from the version that added them on.
     notes = [] if mappings else ["no chat -> session mapping recorded yet (one is recorded as a chat's message"
                                  " is captured)"]

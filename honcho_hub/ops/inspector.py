@@ -39,9 +39,10 @@ from ..gateway.gateway import HonchoGateway
 from ..safety.redact import redact
 from ..safety.untrusted import UNTRUSTED, neutralize
 from ..settings.config import Settings
+from ..storage import chats as chat_rows
 from ..storage import memory_log
+from ..storage.db import with_existing
 from ..storage.memory_log import KeptWrite, MemoryWrite, WriteKind
-from ..storage.outbox import with_existing_outbox
 from ..tool.actions import MAX_FACT_CHARS, MAX_FACTS, MAX_QUERY, ActionContext, error_line, run_verb
 
 PAGE_SIZE = 50  # conclusions a page (and at most this many answer a search)
@@ -179,8 +180,8 @@ def undo(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
 def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
     a, s = ins.actions, ins.actions.settings
     try:
-        kept = with_existing_outbox(s, lambda box: memory_log.records(
-            box.db, s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS,
+        kept: list[KeptWrite] = with_existing(s, lambda db: memory_log.records(
+            db, s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS,
             since=ins.clock() - UNDO_WINDOW_S), [])
     except OutboxError as exc:
         return {"ok": False, "error": exc.code, "message": f"The local record could not be read ({exc.code})."}
@@ -223,8 +224,8 @@ def _writes(ins: Inspector) -> dict[str, Any]:
     """The newest writes kept locally, each an undo offer while its forget is in the window and not undone."""
     s, now = ins.actions.settings, ins.clock()
     try:
-        kept = with_existing_outbox(s, lambda box: memory_log.records(
-            box.db, s.destination(), s.agent_peer_id, s.user_peer_id, RECENT_WRITES), [])
+        kept: list[KeptWrite] = with_existing(s, lambda db: memory_log.records(
+            db, s.destination(), s.agent_peer_id, s.user_peer_id, RECENT_WRITES), [])
     except OutboxError as exc:
         return {"error": exc.code}
     restored = {_restores(k) for k in kept}  # a restore is newer than its forget: both are in the list
@@ -269,7 +270,8 @@ def _chats(ins: Inspector) -> dict[str, list[str]]:
     """Session id -> the chats this install captured into it, from the outbox's local mappings (most
     recently captured first); {} when they cannot be read: naming chats is a courtesy, not a need."""
     try:
-        mappings = with_existing_outbox(ins.actions.settings, lambda box: box.chat_sessions(CHAT_MAPPINGS), [])
+        mappings: list[dict] = with_existing(ins.actions.settings,
+                                             lambda db: chat_rows.known_sessions(db, CHAT_MAPPINGS), [])
     except OutboxError:
         return {}
     found: dict[str, list[str]] = {}

@@ -17,6 +17,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
 from ..settings.config import Settings
@@ -406,6 +407,24 @@ def _refuse_swapped(path: str, judged: os.stat_result) -> None:
     now = _lstat_regular(path)
     if (now.st_dev, now.st_ino) != (judged.st_dev, judged.st_ino):
         raise OutboxUnavailable("outbox file changed while it was opened")
+
+
+T = TypeVar("T")
+
+# How long a reader off the turn's path (status, the inspector, a chat's generation) waits for the locks.
+EXISTING_WAIT_S = 5.0
+
+
+def with_existing(settings: Settings, work: Callable[[Database], T], missing: T) -> T:
+    """`work(db)` on a short-lived connection to the file `settings` name, or `missing` when nothing was
+    captured yet: reading never creates the file. Raises OutboxError."""
+    if not os.path.exists(settings.outbox_path):
+        return missing
+    db = Database.for_settings(settings, busy_timeout_s=EXISTING_WAIT_S)
+    try:
+        return work(db)
+    finally:
+        db.close()
 
 
 # -- the one transaction helper -----------------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""The durable outbox: captured events wait here, in capture order, until Honcho has them.
+"""The events queue (table `events` of the outbox file): captured events wait here, in capture order,
+until Honcho has them. The file's other tables belong to chats.py, memory_log.py and processes.py.
 
 Storage only: which event to retry when is the worker's decision. No operation does network I/O.
 
-Reading order: the records the outbox stores and returns; the `Outbox` class, whose operations each
-run one short transaction of the file it lives in (db.py: the schema, opening the file, the transaction
-helper); last, the SQL behind the operations.
+Reading order: the records the queue stores and returns; the `Outbox` class, whose operations each
+run one short transaction of the file (db.py: the schema, opening the file, the transaction helper);
+last, the SQL behind the operations.
 
 Row states (column `state`), and who moves a row between them:
 
@@ -35,7 +36,7 @@ from typing import Any
 from ..names import session_id_for
 from ..settings.config import Settings
 from . import chats
-from .db import AUTOCOMMIT, READ, WRITE, Database, reclaim_space
+from .db import AUTOCOMMIT, EXISTING_WAIT_S, READ, WRITE, Database, reclaim_space
 
 # -- records -----------------------------------------------------------------------------------------
 
@@ -129,11 +130,12 @@ RELEASE_WAIT_S = 0.25  # the longest `release` waits for the write lock: a drain
 
 
 class Outbox:
-    """Operations on the outbox file at `path`; safe to share between threads of one process.
+    """The events queue of the outbox file at `path`, its one concept: enqueue, lease, settle, release,
+    prune, requeue and read the events (and drop a forgotten chat's); safe to share between threads.
 
     Each operation is one short transaction of the file (`db`, a db.Database, opened here and closed
-    by `close`); threads of this process queue for the connection, processes for SQLite's write lock,
-    neither longer than `busy_timeout_s`."""
+    by `close`, through which the file's other tables are reached); threads of this process queue for
+    the connection, processes for SQLite's write lock, neither longer than `busy_timeout_s`."""
 
     def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_s: float = 0.25,
                  max_rows: int = 10_000, dead_retention_s: float = 30 * 86_400.0,
@@ -271,7 +273,7 @@ class Outbox:
                 for r in rows]
 
     def contents(self, limit: int = 100) -> list[str]:
-        """Queued texts, oldest first: for the demo and tests only, never for status or logs."""
+        """Queued texts, oldest first: for the demo's own temporary outbox, never for status or logs."""
         with self.db.transaction(READ) as (conn, now):
             return [r[0] for r in conn.execute("SELECT content FROM events ORDER BY seq LIMIT ?", (limit,))]
 
@@ -286,11 +288,6 @@ class Outbox:
                 "SELECT error_code, count(*) FROM events WHERE state = 'dead' GROUP BY error_code").fetchall())
         return {"counts": {s.value: counts.get(s.value, 0) for s in EventState}, "dead_by_code": dead_by_code,
                 "oldest_pending_captured_at": oldest, "next_attempt_at": next_at}
-
-    def chat_sessions(self, limit: int = 100) -> list[dict]:
-        """Known chat -> Honcho session mappings, most recently captured first: chat id, project, session id,
-        first and last capture times; never content."""
-        return chats.known_sessions(self.db, limit)
 
     # -- forgetting a chat (chats/forget.py runs the whole forget) ------------------------------------
 
@@ -309,14 +306,6 @@ class Outbox:
         A lease whose time ran out counts as ended: its holder died or stalled."""
         with self.db.transaction(WRITE) as (conn, now):
             return _drop_rows(conn, destination, list(sessions), now)
-
-    def forgotten_session_deleted(self, destination: str, session_id: str) -> None:
-        """Record that Honcho accepted the session's deletion (or held no such session)."""
-        chats.session_deleted(self.db, destination, session_id)
-
-    def chat_generation(self, destination: str, chat_id: str) -> int:
-        """How often `chat_id` was forgotten (0: never): its messages go to that generation's session."""
-        return chats.generation(self.db, destination, chat_id)
 
     # -- the SQL behind the operations (inside the caller's transaction) -----------------------------
 
@@ -415,10 +404,10 @@ class Outbox:
 
 def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> Any:
     """`work(outbox)` on a short-lived connection, or `missing` when nothing was captured yet: reading
-    status, dead letters or a chat's generation never creates an outbox. Raises OutboxError."""
+    status or dead letters never creates an outbox (db.with_existing, for the queue). Raises OutboxError."""
     if not os.path.exists(settings.outbox_path):
         return missing
-    box = Outbox.for_settings(settings, busy_timeout_s=5.0)
+    box = Outbox.for_settings(settings, busy_timeout_s=EXISTING_WAIT_S)
     try:
         return work(box)
     finally:
