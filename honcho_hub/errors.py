@@ -2,7 +2,7 @@
 log and show: never server text, queued content, a credential or a file path.
 
     HubError
-    ├── DeliveryError            a request to Honcho failed; grouped by what the caller does next
+    ├── HonchoRequestError       a request to Honcho failed; grouped by the caller's next move
     │   ├── TransientError       retry later with backoff, counting the attempt (429, 5xx, 408)
     │   ├── UnreachableError     no answer: open the destination's circuit, attempts not counted
     │   ├── AuthError            401/403: open the auth circuit until a fresh key works
@@ -39,7 +39,7 @@ class HubError(Exception):
     code = "hub_error"
 
 
-class DeliveryError(HubError):
+class HonchoRequestError(HubError):
     """Root of everything a request to Honcho can raise; `code` is safe to store and show."""
 
     def __init__(self, code: str, *, ambiguous: bool = False) -> None:
@@ -50,7 +50,7 @@ class DeliveryError(HubError):
         self.ambiguous = ambiguous
 
 
-class TransientError(DeliveryError):
+class TransientError(HonchoRequestError):
     """Retry later with backoff, counting the attempt (429, 5xx)."""
 
     def __init__(self, code: str, *, retry_after: float | None = None, ambiguous: bool = False) -> None:
@@ -58,19 +58,19 @@ class TransientError(DeliveryError):
         self.retry_after = retry_after
 
 
-class UnreachableError(DeliveryError):
+class UnreachableError(HonchoRequestError):
     """No answer from the destination: open its circuit; attempts are not counted."""
 
 
-class AuthError(DeliveryError):
+class AuthError(HonchoRequestError):
     """401/403: open the destination's auth circuit until a fresh key works; nothing is dead-lettered."""
 
 
-class PermanentError(DeliveryError):
+class PermanentError(HonchoRequestError):
     """The server (or the SDK's own validation) rejects these events as they are: dead-letter."""
 
 
-class SdkMissingError(DeliveryError):
+class SdkMissingError(HonchoRequestError):
     """honcho-ai is not installed: delivery waits (capture keeps queueing)."""
 
 

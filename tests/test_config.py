@@ -11,7 +11,7 @@ import httpx
 import hub_testkit  # noqa: F401 - puts the checkout on sys.path
 from fake_honcho import FakeHoncho
 
-from honcho_hub.errors import DeliveryError
+from honcho_hub.errors import HonchoRequestError
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.settings.config import KeyProvider, Settings, build_settings
 from honcho_hub.settings.effective import effective_settings, read_layers
@@ -309,14 +309,14 @@ class UnusableUrlTest(unittest.TestCase):
                     settings, http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(record)))
                 try:
                     gateway.call(lambda client: client.get_metadata())
-                except DeliveryError:
+                except HonchoRequestError:
                     pass  # refusing is fine; sending is not
                 finally:
                     gateway.close()
                 self.assertEqual([u for u in seen if u.scheme in ("http", "https")], [])
                 # With a real transport the request fails here, before any name is resolved.
                 real = HonchoGateway.for_settings(settings)
-                with self.assertRaises(DeliveryError):
+                with self.assertRaises(HonchoRequestError):
                     real.call(lambda client: client.get_metadata())
                 real.close()
 

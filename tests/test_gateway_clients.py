@@ -12,7 +12,7 @@ from delivery_helpers import KEY, with_api_url_problem
 from fake_honcho import FakeHoncho
 from outbox_helpers import temp_outbox_path
 
-from honcho_hub.errors import DeliveryError, PermanentError
+from honcho_hub.errors import HonchoRequestError, PermanentError
 from honcho_hub.gateway.gateway import HonchoGateway, Message
 from honcho_hub.settings.config import build_settings
 
@@ -66,7 +66,7 @@ class ClientRetirementTest(unittest.TestCase):
                     try:
                         gateway.send([message(1, "chat-held"), message(2, "chat-held")])
                         outcome.append("delivered")
-                    except DeliveryError as exc:
+                    except HonchoRequestError as exc:
                         outcome.append(exc.code)
 
                 sender = threading.Thread(target=first_sender)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..bounded import BoundedMap
-from ..errors import DeliveryError, ForgetRefused, OutboxError
+from ..errors import ForgetRefused, HonchoRequestError, OutboxError
 from ..gateway.gateway import HonchoGateway
 from ..names import session_id_for
 from ..settings.config import Settings
@@ -114,7 +114,7 @@ def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
     for session_id in sessions:
         try:
             outcomes[session_id] = gateway.delete_session(session_id)
-        except DeliveryError as exc:
+        except HonchoRequestError as exc:
             outcomes[session_id] = exc.code
             continue
         chat_rows.session_deleted(outbox.db, destination, session_id)

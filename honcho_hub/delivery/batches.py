@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..errors import DeliveryError, PermanentError
+from ..errors import HonchoRequestError, PermanentError
 from ..gateway.gateway import Message
 from ..storage.outbox import LeasedEvent, NewEvent
 
@@ -55,7 +55,7 @@ class BatchResult:
     already_there: list[str] = field(default_factory=list)  # found by reconciliation, not resent
     dead: list[tuple[str, str]] = field(default_factory=list)  # (event id, code)
     failed: list[LeasedEvent] = field(default_factory=list)  # to retry, in order
-    error: DeliveryError | None = None
+    error: HonchoRequestError | None = None
     reconcile_failed: bool = False  # `error` came from the lookup: nothing was sent
     requests: int = 0
     latency_s: float = 0.0
@@ -79,7 +79,7 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent],
     if any(e.ambiguous for e in pending):
         try:
             pending = _reconcile(gateway, pending, result)
-        except DeliveryError as exc:
+        except HonchoRequestError as exc:
             result.error, result.failed, result.reconcile_failed = exc, pending, True
             pending = []
     segments = [pending] if pending else []
@@ -97,7 +97,7 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent],
             else:  # halve until the rejected event stands alone; the others still go, in order
                 middle = len(segment) // 2
                 segments[:0] = [segment[:middle], segment[middle:]]
-        except DeliveryError as exc:
+        except HonchoRequestError as exc:
             result.error = exc
             result.failed = segment + [e for rest in segments for e in rest]
     result.latency_s = monotonic() - started
@@ -111,7 +111,7 @@ def as_message(event: NewEvent) -> Message:
 
 
 def _reconcile(gateway: Gateway, pending: list[LeasedEvent], result: BatchResult) -> list[LeasedEvent]:
-    """Drop events Honcho already holds; raises DeliveryError when the lookup fails."""
+    """Drop events Honcho already holds; raises HonchoRequestError when the lookup fails."""
     result.requests += 1
     held = gateway.existing_event_ids(pending[0].session_id, [e.id for e in pending])
     result.already_there.extend(e.id for e in pending if e.id in held)

@@ -26,7 +26,14 @@ from enum import Enum
 import tenacity
 
 from ..backoff import wait_s
-from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+from ..errors import (
+    AuthError,
+    HonchoRequestError,
+    PermanentError,
+    SdkMissingError,
+    TransientError,
+    UnreachableError,
+)
 from ..settings.config import Settings
 
 RECONCILE_LIMIT = 3
@@ -72,8 +79,9 @@ def backoff_ceiling_s(attempt_number: int, base_s: float, max_s: float) -> float
     return wait_s(tenacity.wait_exponential(multiplier=base_s, max=max_s), attempt_number)
 
 
-def decide(error: DeliveryError, attempts: int, now: float, policy: RetryPolicy, rng: random.Random,
-           circuit_failures: int = 0, *, reconcile_failures: int | None = None) -> Decision:
+def decide(error: HonchoRequestError, attempts: int, now: float, policy: RetryPolicy,
+           rng: random.Random, circuit_failures: int = 0, *,
+           reconcile_failures: int | None = None) -> Decision:
     """What to do with events whose send failed with `error` after `attempts` earlier counted attempts.
 
     `reconcile_failures` is given when `error` came from the lookup of which events Honcho holds (the
@@ -111,7 +119,7 @@ def decide(error: DeliveryError, attempts: int, now: float, policy: RetryPolicy,
     return Decision(Action.RETRY, error.code, now + wait, burn_attempt=True)
 
 
-def _lookup_refused(error: DeliveryError) -> bool:
+def _lookup_refused(error: HonchoRequestError) -> bool:
     """Whether the server refused the lookup for good: rejected as asked (no metadata filters: 400/422) or
     forbidden to this key (403: it may add messages but not list them). A 401 is not: the key is wrong."""
     return isinstance(error, PermanentError) or (isinstance(error, AuthError) and error.code == FORBIDDEN)

@@ -13,7 +13,7 @@ import random
 import threading
 from dataclasses import asdict, dataclass, field, replace
 
-from ..errors import DeliveryError
+from ..errors import HonchoRequestError
 from ..storage.outbox import Retry, Settlement
 from ..storage.processes import SharedCircuit
 from .batches import BatchResult
@@ -125,8 +125,9 @@ class WorkerState:
                     circuit.kind, circuit.code, circuit.failures = None, None, 0
         return len(delivered), len(result.dead), 0
 
-    def _failed(self, result: BatchResult, error: DeliveryError, settlement: Settlement, destination: str,
-                policy: RetryPolicy, now: float, rng: random.Random) -> tuple[int, int]:
+    def _failed(self, result: BatchResult, error: HonchoRequestError, settlement: Settlement,
+                destination: str, policy: RetryPolicy, now: float,
+                rng: random.Random) -> tuple[int, int]:
         failed = result.failed
         circuit = self.circuit(destination)
         decision = decide(error, failed[0].attempts, now, policy, rng, circuit.failures,

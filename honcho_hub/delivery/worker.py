@@ -40,7 +40,7 @@ from typing import Any
 
 import tenacity
 
-from ..errors import DeliveryError, OutboxBusy, OutboxError, OutboxUnavailable
+from ..errors import HonchoRequestError, OutboxBusy, OutboxError, OutboxUnavailable
 from ..gateway.gateway import API_URL_INVALID, HonchoGateway
 from ..keyed import Keyed, fields
 from ..settings.config import Settings
@@ -407,7 +407,7 @@ class DeliveryWorker(threading.Thread):
     def _failed(self, exc: Exception) -> StepReport:
         """A failed step of the thread: one log line when the failure changes (its code, or for a bug the
         exception type and where it was raised; never its message, which may hold a path)."""
-        if isinstance(exc, (OutboxError, DeliveryError)):
+        if isinstance(exc, (OutboxError, HonchoRequestError)):
             code, where = exc.code, ""
         else:
             code, where = type(exc).__name__, f" at {_raised_at(exc)}"

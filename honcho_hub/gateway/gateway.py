@@ -20,7 +20,14 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from ..bounded import BoundedMap
-from ..errors import AuthError, DeliveryError, PermanentError, SdkMissingError, TransientError, UnreachableError
+from ..errors import (
+    AuthError,
+    HonchoRequestError,
+    PermanentError,
+    SdkMissingError,
+    TransientError,
+    UnreachableError,
+)
 from ..names import ID_RE, MAX_CONTENT_CHARS, MAX_MESSAGES_PER_CALL
 from ..settings.config import Settings
 from . import deadline, scopes
@@ -149,8 +156,9 @@ class HonchoGateway:
                    refusal=API_URL_INVALID if settings.api_url_problem else None, **kwargs)
 
     def send(self, messages: Sequence[Message], boarding: Callable[[], bool] | None = None) -> bool:
-        """Add one session's messages in order, at most 100 per request; raises DeliveryError. The session
-        joins the last message's scope first (a chat may have joined a project since its first message).
+        """Add one session's messages in order, at most 100 per request; raises HonchoRequestError.
+        The session joins the last message's scope first (a chat may have joined a project since its
+        first message).
         `boarding()` is asked once, right before the first message leaves: False withdraws the send, nothing
         is added and False is returned (a drain whose time ran out meanwhile has released the messages)."""
         for message in messages:
@@ -167,7 +175,7 @@ class HonchoGateway:
 
     def existing_event_ids(self, session_id: str, event_ids: Iterable[str]) -> set[str]:
         """Which of these message ids (`Message.id`, sent as metadata `event_id`) the session already holds;
-        raises DeliveryError."""
+        raises HonchoRequestError."""
         wanted = list(event_ids)
         found: set[str] = set()
         with _translated(), self._using() as client:
@@ -229,7 +237,7 @@ class HonchoGateway:
             try:
                 with _translated(), self._using() as client:
                     config = self._cached_session(client, session_id).get_peer_configuration(peer_id)
-            except Exception as exc:  # a DeliveryError, or the SDK missing
+            except Exception as exc:  # a HonchoRequestError, or the SDK missing
                 if isinstance(exc, PermanentError) and exc.code == "http_404":
                     found[peer_id] = None
                     continue
@@ -261,15 +269,16 @@ class HonchoGateway:
             return self._reader(client.peers, (), peer_id, lambda: Peer(peer_id, client.sdk))
 
     def scope_status(self, scope_id: str) -> dict[str, str]:
-        """Backfill state per session of a scope (pending, completed, failed); raises DeliveryError."""
+        """Backfill state per session of a scope (pending, completed, failed); raises
+        HonchoRequestError."""
         with _translated(), self._using() as client:
             return {sid: job.state for sid, job in self._scope(client, scope_id).status().items()}
 
     def delete_session(self, session_id: str) -> str:
         """Ask Honcho to delete the session with its messages and what was derived from them: "accepted"
         (202: Honcho deletes in the background; it is gone from listings at once) or "gone" (404: no such
-        session, or deleted already). Raises DeliveryError for anything else. What this gateway learned of
-        the session is dropped, so a later use of the id creates it again."""
+        session, or deleted already). Raises HonchoRequestError for anything else. What this gateway
+        learned of the session is dropped, so a later use of the id creates it again."""
         if not ID_RE.match(session_id):
             raise PermanentError("invalid")
         try:
@@ -438,13 +447,13 @@ class _translated:
     # Never swallows: passes the exception on or raises its translation.
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> Literal[False]:
-        if exc is None or isinstance(exc, DeliveryError) or not isinstance(exc, Exception):
+        if exc is None or isinstance(exc, HonchoRequestError) or not isinstance(exc, Exception):
             return False
         raise translate(exc) from exc
 
 
-def translate(exc: Exception) -> DeliveryError:
-    """Map one SDK/httpx/validation error to a DeliveryError with a sanitized code."""
+def translate(exc: Exception) -> HonchoRequestError:
+    """Map one SDK/httpx/validation error to a HonchoRequestError with a sanitized code."""
     honcho = sdk()
     status = exc.status if isinstance(exc, honcho.HonchoError) else 0
     if isinstance(exc, honcho.RateLimitError):

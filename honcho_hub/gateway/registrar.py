@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 
 from ..bounded import BoundedMap
-from ..errors import DeliveryError
+from ..errors import HonchoRequestError
 from ..keyed import KeyedMany, fields
 from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
@@ -60,7 +60,7 @@ class ScopeRegistrar(threading.Thread):
         gateway = self._gateways.get(settings)
         try:
             gateway.ensure_session_in_scope(session_id, scope_id)
-        except DeliveryError as exc:
+        except HonchoRequestError as exc:
             log.warning("honcho: chat not registered in its scope (%s); delivery will retry", exc.code)
             return False
         if gateway.scope_problem is None:

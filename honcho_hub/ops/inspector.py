@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..errors import DeliveryError, OutboxError
+from ..errors import HonchoRequestError, OutboxError
 from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..safety.redact import redact
@@ -112,7 +112,7 @@ def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
     try:
         with ins.within_deadline():
             listing = queries.list_conclusions(gw, s.agent_peer_id, s.user_peer_id, number, PAGE_SIZE)
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         return {"error": exc.code}
     chats = _chats(ins)
     return {"items": [_conclusion(ins, c.id, c.content, c.session_id, c.created_at, chats)
@@ -132,7 +132,7 @@ def search(ins: Inspector, query: Any) -> dict[str, Any]:
         sent = redact(a.mask(query.strip()), a.secrets)
         with ins.within_deadline():
             found = queries.query_conclusions(ins.gateway, s.agent_peer_id, s.user_peer_id, sent, PAGE_SIZE)
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         return {"ok": False, "error": exc.code, "message": error_line("search", exc)}
     except Exception:  # RedactionError, or the host's masker failing: nothing is sent
         return {"ok": False, "message": "The search could not be made safe to send; nothing was sent."}
@@ -199,7 +199,7 @@ def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
                 "message": "Its text was not kept (it could not be made safe), so it cannot be created again."}
     try:
         made = queries.create_conclusion(ins.gateway, s.agent_peer_id, s.user_peer_id, text, None)
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         return {"ok": False, "error": exc.code, "message": error_line("undo", exc)}
     note = _record(ins, MemoryWrite(made.id, WriteKind.RESTORE, json.dumps({"text": text, "restores": conclusion_id},
                                     ensure_ascii=False), s.destination(), s.agent_peer_id, s.user_peer_id, None,
@@ -215,7 +215,7 @@ def _card(ins: Inspector) -> dict[str, Any]:
     s = ins.actions.settings
     try:
         card = queries.read_card(ins.gateway, s.agent_peer_id, s.user_peer_id)
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         return {"error": exc.code}
     return {"facts": [_shown(ins, fact, MAX_FACT_CHARS) for fact in card[:MAX_FACTS]], "total": len(card)}
 

@@ -16,7 +16,7 @@ import httpx
 from .. import runtime
 from ..delivery import lifecycle
 from ..delivery.worker import DeliveryWorker, pause_reason
-from ..errors import AuthError, DeliveryError, OutboxError
+from ..errors import AuthError, HonchoRequestError, OutboxError
 from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
@@ -116,7 +116,7 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, *, worker: DeliveryWor
         worker = DeliveryWorker(lambda: settings, enabled=enabled)
     try:
         moved = worker.drain(timeout_s)
-    except (OutboxError, DeliveryError) as exc:
+    except (OutboxError, HonchoRequestError) as exc:
         return {"error": exc.code}
     finally:
         if own:
@@ -158,13 +158,14 @@ def queue_counts(settings: Settings) -> dict[str, int]:
         return {}
 
 
-def _timed(request: Callable[[], Any], monotonic: Callable[[], float]) -> tuple[dict[str, Any], DeliveryError | None]:
+def _timed(request: Callable[[], Any],
+           monotonic: Callable[[], float]) -> tuple[dict[str, Any], HonchoRequestError | None]:
     """The check's result, and the error when it failed."""
     start = monotonic()
     try:
         request()
         return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None}, None
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         status = int(exc.code.rsplit("_", 1)[-1]) if exc.code.rsplit("_", 1)[-1].isdigit() else None
         return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code}, exc
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..capture import kept
-from ..errors import DeliveryError, OutboxError
+from ..errors import HonchoRequestError, OutboxError
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
 from ..storage import memory_log, processes
@@ -126,7 +126,7 @@ def _read_honcho(parts: StatusParts, settings: Settings, scope_backfill: Callabl
     if scope_backfill is not None and parts.scope_id:
         try:
             parts.scope_backfill = scope_backfill(parts.scope_id)
-        except DeliveryError as exc:
+        except HonchoRequestError as exc:
             parts.scope_problem = parts.scope_problem or f"scope status unavailable: {exc.code}"
     if session_peers is not None and parts.session_id:
         try:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import replace
 
 from ..bounded import BoundedMap
-from ..errors import AuthError, DeliveryError, PermanentError
+from ..errors import AuthError, HonchoRequestError, PermanentError
 from ..gateway import queries
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
@@ -108,7 +108,7 @@ class BasePacks:
                 data = self._fetch(settings, scope_id)
         except PermanentError as exc:
             data = ContextData() if exc.code == "http_404" else None  # nothing known about the user yet
-        except DeliveryError:
+        except HonchoRequestError:
             data = None  # kept as it was; tried again at the next turn
         with self._lock:
             self._loading.discard(key)

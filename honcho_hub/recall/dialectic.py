@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from ..bounded import BoundedMap
-from ..errors import AuthError, DeliveryError, PermanentError
+from ..errors import AuthError, HonchoRequestError, PermanentError
 from ..gateway import queries
 from ..gateway.gateway import HonchoGateway
 from ..names import MAX_DIALECTIC_QUERY
@@ -261,7 +261,7 @@ class Dialectic:
         failed = False
         try:
             self._passes(settings, question, answers)
-        except DeliveryError:
+        except HonchoRequestError:
             failed = True
         finally:
             with self._lock:

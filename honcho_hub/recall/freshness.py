@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..bounded import BoundedMap
-from ..errors import DeliveryError
+from ..errors import HonchoRequestError
 from ..gateway import queries
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
@@ -84,7 +84,7 @@ class Freshness:
     def _poll(self, settings: Settings, key: tuple[str, str], scope_id: str | None) -> None:
         try:
             pending: int | None = queries.pending_work(self._gateway_for(settings), key[1])
-        except DeliveryError:
+        except HonchoRequestError:
             pending = None  # asked again at the next interval
         with self._lock:
             entry = self._deriving.get(key)

@@ -21,8 +21,8 @@ from ..chats import forget
 from ..errors import (
     AuthError,
     BadInput,
-    DeliveryError,
     ForgetRefused,
+    HonchoRequestError,
     OutboxError,
     RedactionError,
     SdkMissingError,
@@ -109,7 +109,7 @@ def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Action
         outcome = "done"
     except BadInput as exc:
         result, outcome = ActionResult(False, f"honcho_memory: {exc}"), "bad input"
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         result, outcome = ActionResult(False, error_line(name, exc)), exc.code
     except RedactionError:
         result = ActionResult(False, "honcho_memory: the text could not be made safe to send; nothing was sent.")
@@ -243,7 +243,7 @@ def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS,
     try:
         with deadline.within(settings.operation_deadline_s, monotonic):
             card = queries.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         return {"ok": False, "error": exc.code}
     shown = (_item(fact, MAX_FACT_CHARS) for fact in card[:limit])
     return {"ok": True, "facts": [fact for fact in shown if fact], "total": len(card)}
@@ -373,7 +373,7 @@ def _bounded(text: str, limit: int = MAX_OUTPUT) -> str:
 # -- wording: one-line error explanations ------------------------------------------------------------
 
 
-def error_line(action: str, exc: DeliveryError) -> str:
+def error_line(action: str, exc: HonchoRequestError) -> str:
     """What went wrong, in one line the agent can act on; never server text, never a trace."""
     code = exc.code
     if isinstance(exc, AuthError):

@@ -11,7 +11,7 @@ from real_kit import AGENT, USER, RealHonchoCase, await_derivation, real_setting
 # isort: split
 from fake_honcho import FakeHoncho  # after real_kit, which puts tests/ on sys.path
 
-from honcho_hub.errors import DeliveryError
+from honcho_hub.errors import HonchoRequestError
 from honcho_hub.gateway import queries
 from honcho_hub.gateway.gateway import HonchoGateway
 
@@ -20,7 +20,7 @@ def outcome(scenario: Callable[[HonchoGateway, str], Any], gateway: HonchoGatewa
     """What the scenario observed, or the sanitized code of the error it met."""
     try:
         return scenario(gateway, ws)
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         return ("error", type(exc).__name__, exc.code)
 
 

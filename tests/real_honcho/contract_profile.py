@@ -16,7 +16,7 @@ from real_kit import AGENT, USER, RealHonchoCase, real_settings
 # isort: split
 from fake_honcho import FakeHoncho  # after real_kit, which puts tests/ on sys.path
 
-from honcho_hub.errors import DeliveryError
+from honcho_hub.errors import HonchoRequestError
 from honcho_hub.gateway import queries
 from honcho_hub.gateway.gateway import HonchoGateway
 from honcho_hub.tool.actions import MAX_FACT_CHARS, MAX_FACTS, ActionContext, run_action
@@ -65,7 +65,7 @@ class ProfileTest(RealHonchoCase):
 def outcome(scenario: Callable[[HonchoGateway], Any], gateway: HonchoGateway) -> Any:
     try:
         return scenario(gateway)
-    except DeliveryError as exc:
+    except HonchoRequestError as exc:
         return ("error", type(exc).__name__, exc.code)
 
 
