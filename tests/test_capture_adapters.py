@@ -188,9 +188,11 @@ class EventLoopTest(AdapterTestCase):
     def test_without_the_delivery_packages_messages_are_kept_and_one_warning_says_why(self):
         from usr.plugins.honcho.honcho_hub import runtime
 
-        saved, saved_sdk = sys.modules.get("tenacity"), sys.modules.get("honcho")
-        sys.modules["tenacity"] = None  # `import tenacity` now fails, as on an install whose pip failed
-        self.addCleanup(lambda: sys.modules.__setitem__("tenacity", saved))
+        # What an install whose pip failed lacks: httpx and the SDK. (Capture needs tenacity, which
+        # Agent Zero's own environment has: langchain-core requires it.)
+        saved, saved_sdk = sys.modules.get("httpx"), sys.modules.get("honcho")
+        sys.modules["httpx"] = None  # `import httpx` now fails
+        self.addCleanup(lambda: sys.modules.__setitem__("httpx", saved))
         sys.modules["honcho"] = None  # and the SDK recall needs
         self.addCleanup(lambda: sys.modules.__setitem__("honcho", saved_sdk))
         recall = self.load(RECALL_EXT)
@@ -203,7 +205,7 @@ class EventLoopTest(AdapterTestCase):
                         content={"user_message": f"kept {n}"}))))
                 self.assertTrue(runtime.join_background(10))
         self.assertEqual([r.levelname for r in logs.records], ["WARNING"])  # once, no traceback; recall is quiet
-        self.assertIn("tenacity", logs.records[0].getMessage())
+        self.assertIn("httpx", logs.records[0].getMessage())
         self.assertEqual([row[3] for row in self.stored()], ["kept 0", "kept 1", "kept 2"])
 
     def test_after_uninstall_the_next_message_starts_no_worker(self):
