@@ -38,13 +38,20 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     chat = str(agent.context.id)
 
     def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
-        recaller, deadline = hub().recaller(), time.monotonic() + settings.recall_wait_s
+        deadline = time.monotonic() + settings.recall_wait_s
+        try:
+            recaller = hub().recaller()
+        except ImportError:  # the plugin's requirements are missing: delivery's warning says so, once
+            return None
         # The chat's session after its forgets, read within the turn's own wait (a forget the process has not
         # read yet: another process's, or one from before this process started).
         session = session_of(chat, settings, project, settings.recall_wait_s)
         return recaller.recall(settings, session, text, template(), scope, lambda value: host.mask(agent, value),
                                wait_s=max(0.0, deadline - time.monotonic()), secrets=host.host_secrets(agent))
     result = await asyncio.to_thread(recall)
+    if result is None:
+        loop_data.extras_persistent.pop(EXTRAS_KEY, None)
+        return "requirements_missing"
     if result.block:
         loop_data.extras_persistent[EXTRAS_KEY] = result.block
     else:
