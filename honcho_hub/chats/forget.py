@@ -1,22 +1,7 @@
-"""Forgetting a chat: its rows leave the outbox, its Honcho session(s) are deleted, and its later messages
-start a new session. Run by the command line (`forget-chat CHAT_ID --yes`), the memory tool (`forget_chat`
-with `confirm: true`) and the sidebar's answer to an offer made when the user deleted a chat in Agent Zero.
-
-The order matters, because a worker of any process may be sending the chat's rows right now:
-1. One outbox transaction (Outbox.begin_forget) marks the chat's own sessions forgotten, so no worker leases
-   their rows again (the lease skips them) and nothing is queued into them again; it deletes their rows but
-   those a worker holds leased, and moves the chat to its next generation: capture's next message of the
-   chat goes to `chat<generation>-<id>` (names.session_id_for), never to a deleted session.
-2. Wait, bounded, until no live lease holds a row of those sessions: a worker renews its leases while its
-   send is on the wire, so a held lease means a send may still reach Honcho; its rows are deleted once the
-   send was recorded (or its holder died: the lease ran out). Deleting the session before that would let
-   the send create it again (posting to a missing session creates it). Then the WAL is checkpointed and
-   truncated, as a prune does: the deleted rows' old copies in it hold the chat's text, readable on disk.
-3. Delete the sessions through the gateway: Honcho answers 202 and deletes in the background (404: already
-   gone). A failure or a wait that ran out leaves the marks in place: forgetting the chat again finishes it.
-
-Sessions the chat shares with other chats (a project's under `per-project`, the `global` one) are not its
-own: their rows cannot be told apart by chat, so they are reported and left alone.
+"""Forgetting a chat: its rows leave the outbox, its Honcho sessions are deleted, and its later
+messages start a new session. Run by the command line (`forget-chat CHAT_ID --yes`), the memory tool
+(`forget_chat` with `confirm: true`) and the sidebar's offer once a chat was deleted in Agent Zero.
+docs/architecture.md ("Chats") gives the order of the steps and why it matters.
 """
 
 from __future__ import annotations
@@ -45,7 +30,8 @@ DONE, SENDING, HONCHO_FAILED = "done", "sending", "honcho_failed"
 
 
 def checked_chat_id(chat_id: Any) -> str:
-    """`chat_id` when it can name a chat; else ForgetRefused with a bounded message (the value not echoed)."""
+    """`chat_id` when it can name a chat; else ForgetRefused with a bounded message (the value
+    not echoed)."""
     if not isinstance(chat_id, str) or not chat_id.strip():
         raise ForgetRefused("a chat id is required")
     if len(chat_id) > MAX_CHAT_ID or not chat_id.isprintable():
@@ -54,14 +40,18 @@ def checked_chat_id(chat_id: Any) -> str:
 
 
 def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None,
-                gateway: HonchoGateway | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
-                clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
-                pause: Callable[[float], Any] | None = None, on_waiting: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Forget one chat of the settings' destination (see the module docstring); a JSON-safe report, never
-    raising for outbox or Honcho trouble. `wait_s` bounds the wait for sends on the wire (default: the
-    lease time, after which a dead holder's lease has run out); `on_waiting(leased)` is called once when
-    there is something to wait for. `gateway` (the caller's, left open) or one `gateway_factory` builds (closed
-    here) deletes the sessions. Raises ForgetRefused for a chat id that cannot be one."""
+                gateway: HonchoGateway | None = None,
+                gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
+                clock: Callable[[], float] = time.time,
+                monotonic: Callable[[], float] = time.monotonic,
+                pause: Callable[[float], Any] | None = None,
+                on_waiting: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Forget one chat of the settings' destination (the steps: docs/architecture.md, "Chats"); a
+    JSON-safe report, never raising for outbox or Honcho trouble. `wait_s` bounds the wait for sends
+    on the wire (default: the lease time, after which a dead holder's lease has run out);
+    `on_waiting(leased)` is called once when there is something to wait for. `gateway` (the
+    caller's, left open) or one `gateway_factory` builds (closed here) deletes the sessions. Raises
+    ForgetRefused for a chat id that cannot be one."""
     chat_id = checked_chat_id(chat_id)
     destination = settings.destination()
     wait = settings.lease_s if wait_s is None else max(0.0, wait_s)
@@ -72,7 +62,8 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
         return {"chat_id": chat_id, "error": exc.code}
     try:
         rows = outbox.begin_forget(destination, chat_id)
-        move_marker(settings)  # every process sharing the outbox: the chat's turns name its next session
+        # Every process sharing the outbox hears of it: the chat's turns name its next session.
+        move_marker(settings)
         deleted, leased = rows.deleted, rows.leased
         if leased and on_waiting is not None:
             on_waiting(leased)
@@ -81,12 +72,16 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
             pause(min(POLL_S, max(0.0, deadline - monotonic())))
             more, leased = outbox.drop_forgotten_rows(destination, rows.sessions)
             deleted += more
-        outbox.reclaim_space()  # the deleted rows' text, still readable in the WAL until a checkpoint
+        # The deleted rows' text is still readable in the WAL until a checkpoint.
+        outbox.reclaim_space()
         report: dict[str, Any] = {
-            "chat_id": chat_id, "generation": rows.generation, "next_session": session_id_for(chat_id, rows.generation),
-            "sessions": list(rows.sessions), "shared_sessions": list(rows.shared), "rows_deleted": deleted,
-            "waited_for": rows.leased, "still_sending": leased, "honcho": {}}
-        if leased:  # a send may still reach Honcho: deleting now would let it create the session again
+            "chat_id": chat_id, "generation": rows.generation,
+            "next_session": session_id_for(chat_id, rows.generation),
+            "sessions": list(rows.sessions), "shared_sessions": list(rows.shared),
+            "rows_deleted": deleted, "waited_for": rows.leased, "still_sending": leased,
+            "honcho": {}}
+        # A send may still reach Honcho: deleting now would let it create the session again.
+        if leased:
             report["state"] = SENDING
             return report
         if gateway is not None:
@@ -97,7 +92,8 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
                 report["honcho"] = _delete_sessions(built, outbox, destination, rows.sessions)
             finally:
                 built.close()
-        failed = any(outcome not in ("accepted", "gone") for outcome in report["honcho"].values())
+        failed = any(outcome not in ("accepted", "gone")
+                     for outcome in report["honcho"].values())
         report["state"] = HONCHO_FAILED if failed else DONE
         OFFERS.withdraw(chat_id)
         return report
@@ -109,7 +105,8 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
 
 def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
                      sessions: tuple[str, ...]) -> dict[str, str]:
-    """Each session's outcome: accepted, gone, or the error code (the mark stays: a later forget retries)."""
+    """Each session's outcome: accepted, gone, or the error code (the mark stays: a later forget
+    retries)."""
     outcomes: dict[str, str] = {}
     for session_id in sessions:
         try:
@@ -124,17 +121,20 @@ def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
 def report_text(report: dict[str, Any]) -> str:
     """A forget's report as lines for the command line and the tool."""
     if "error" in report:
-        return f"chat {report['chat_id']}: nothing forgotten, the outbox is unusable ({report['error']})"
-    lines = [f"chat {report['chat_id']}: {report['rows_deleted']} queued or kept messages deleted from the outbox"]
+        return (f"chat {report['chat_id']}: nothing forgotten, the outbox is unusable"
+                f" ({report['error']})")
+    lines = [f"chat {report['chat_id']}: {report['rows_deleted']} queued or kept messages deleted"
+             " from the outbox"]
     if report["waited_for"]:
         lines.append(f"waited for {report['waited_for']} messages that were being sent")
     if report["state"] == SENDING:
-        lines.append(f"{report['still_sending']} messages are still being sent; nothing is sent again, and the"
-                     " Honcho session is deleted when you forget the chat again")
+        lines.append(f"{report['still_sending']} messages are still being sent; nothing is sent"
+                     " again, and the Honcho session is deleted when you forget the chat again")
     for session_id, outcome in report["honcho"].items():
         lines.append(f"Honcho session {session_id}: " + {
             "accepted": "deletion accepted (Honcho deletes it in the background)",
-            "gone": "already gone"}.get(outcome, f"NOT deleted ({outcome}); forget the chat again to retry"))
+            "gone": "already gone"}.get(
+                outcome, f"NOT deleted ({outcome}); forget the chat again to retry"))
     for session_id in report["shared_sessions"]:
         lines.append(f"Honcho session {session_id} is shared with other chats: left alone")
     lines.append(f"later messages of the chat go to session {report['next_session']}")
@@ -142,8 +142,9 @@ def report_text(report: dict[str, Any]) -> str:
 
 
 class Offers:
-    """Chats the user deleted in Agent Zero, each offered once for forgetting (never forgotten unasked): the
-    newest MAX_OFFERS, in this process only (a restart drops them: the offer is a hint, not a record)."""
+    """Chats the user deleted in Agent Zero, each offered once for forgetting (never forgotten
+    unasked): the newest MAX_OFFERS, in this process only (a restart drops them: the offer is a
+    hint, not a record)."""
 
     def __init__(self, limit: int = MAX_OFFERS) -> None:
         self._lock = threading.Lock()
@@ -160,7 +161,8 @@ class Offers:
     def pending(self) -> list[dict[str, Any]]:
         """Newest first: chat id and when it was deleted (wall epoch s)."""
         with self._lock:
-            return [{"chat_id": chat, "deleted_at": at} for chat, at in reversed(self._offers.items())]
+            return [{"chat_id": chat, "deleted_at": at}
+                    for chat, at in reversed(self._offers.items())]
 
 
 OFFERS = Offers()

@@ -1,7 +1,8 @@
-"""Which Honcho session a chat names now: the one answer for a process's turns, tool, status and chat
-start. The rule is `names.session_for`; a chat's own session moves on each forget (chats/forget.py) to
-its next generation, kept in the outbox. `ChatSessions` holds each chat's generation in memory, read on
-a thread of its own and read again once the marker beside the outbox moved (storage/marker.py)."""
+"""Which Honcho session a chat names now: the one answer for a process's turns, tool, status and
+chat start. The rule is `names.session_for`; a chat's own session moves on each forget
+(chats/forget.py) to its next generation, kept in the outbox. `ChatSessions` holds each chat's
+generation in memory, read on a thread of its own and read again once the marker beside the outbox
+moved (storage/marker.py)."""
 
 from __future__ import annotations
 
@@ -18,32 +19,37 @@ from ..storage.db import with_existing
 from ..storage.marker import MarkerWatch, read_marker
 
 MAX_CHATS = 10_000  # chats whose generation is kept in memory; the least recently learned go first
-MAX_READS = 32  # reads waiting at once; beyond that a chat is named from memory until it is named again
+# Reads waiting at once; beyond that a chat is named from memory until it is named again.
+MAX_READS = 32
 
 ChatKey = tuple[str, str, str]  # (outbox, destination, chat)
 
 
 class ChatSessions:
-    """One per process. On Agent Zero's event loop (`wait_s` 0) only memory is looked at: until a read
-    lands, a chat is named with the generation last known (the first, for a chat not read yet). The
-    threads that serve a turn, the tool and status wait a bounded time for the read."""
+    """One per process. On Agent Zero's event loop (`wait_s` 0) only memory is looked at: until a
+    read lands, a chat is named with the generation last known (the first, for a chat not read
+    yet). The threads that serve a turn, the tool and status wait a bounded time for the read."""
 
     def __init__(self, marker: MarkerWatch | None = None) -> None:
         self._marker = marker or MarkerWatch()
         self._lock = threading.Lock()
-        # (outbox, destination, chat) -> (how often the chat was forgotten, the marker when that was learned)
+        # (outbox, destination, chat) -> (how often the chat was forgotten, the marker when that
+        # was learned)
         self._generations: BoundedMap[ChatKey, tuple[int, int]] = BoundedMap(MAX_CHATS)
         self._reads: dict[ChatKey, Future] = {}
-        # Reads of the outbox on a thread of their own: a hung Honcho holding every recall thread delays none.
+        # Reads of the outbox on a thread of their own: a hung Honcho holding every recall thread
+        # delays none.
         self._reader = ThreadPoolExecutor(1, thread_name_prefix="honcho-hub-recall-chats")
 
-    def session(self, settings: Settings, chat_id: str, project: str | None = None, wait_s: float = 0.0) -> str:
-        """The Honcho session the chat's turns name now (names.session_for): once the chat was forgotten,
-        its current generation's. With `wait_s` 0 only memory is looked at; other threads pass a bound: the
-        marker is followed, and the read waited for that long at most."""
+    def session(self, settings: Settings, chat_id: str, project: str | None = None,
+                wait_s: float = 0.0) -> str:
+        """The Honcho session the chat's turns name now (names.session_for): once the chat was
+        forgotten, its current generation's. With `wait_s` 0 only memory is looked at; other threads
+        pass a bound: the marker is followed, and the read waited for that long at most."""
         session = session_for(settings.session_strategy, chat_id, project)
         if session != session_id_for(chat_id):
-            return session  # a project's or the global session: shared with other chats, never forgotten
+            # A project's or the global session: shared with other chats, never forgotten.
+            return session
         if wait_s > 0:
             self._marker.follow(settings)
         key = _chat_key(settings, chat_id)
@@ -59,8 +65,9 @@ class ChatSessions:
         return session_id_for(chat_id, known[0]) if known is not None else session
 
     def forgotten(self, settings: Settings, chat_id: str, generation: int) -> None:
-        """This process forgot the chat (chats/forget.py moved it to `generation` and the marker): its turns
-        name the new session from now on, without waiting for a read. Reads the marker (a `stat`)."""
+        """This process forgot the chat (chats/forget.py moved it to `generation` and the marker):
+        its turns name the new session from now on, without waiting for a read. Reads the marker
+        (a `stat`)."""
         self._learn(_chat_key(settings, chat_id), generation, read_marker(settings))
 
     def unfinished(self) -> list[Future]:
@@ -69,14 +76,15 @@ class ChatSessions:
             return list(self._reads.values())
 
     def close(self, wait: bool = False) -> None:
-        """Cancel the reads not started; with `wait`, once the running read and the reader thread ended."""
+        """Cancel the reads not started; with `wait`, once the running read and the reader thread
+        ended."""
         self._reader.shutdown(wait=wait, cancel_futures=True)
 
     # -- internals -------------------------------------------------------------------------------
 
     def _read(self, settings: Settings, key: ChatKey) -> Future | None:
-        """The read of the chat's generation on the reader thread, started unless one is under way; None
-        when none could start (too many waiting, or the reader was shut down)."""
+        """The read of the chat's generation on the reader thread, started unless one is under way;
+        None when none could start (too many waiting, or the reader was shut down)."""
         with self._lock:
             reading = self._reads.get(key)
             if reading is not None or len(self._reads) >= MAX_READS:
@@ -91,11 +99,12 @@ class ChatSessions:
 
     def _load(self, settings: Settings, key: ChatKey) -> None:
         try:
-            # The marker first: a forget committed after this read moves the marker after this look at
-            # it, so the value read is followed up at the next turn.
+            # The marker first: a forget committed after this read moves the marker after this look
+            # at it, so the value read is followed up at the next turn.
             marker = read_marker(settings)
             try:
-                generation = with_existing(settings, lambda db: chat_rows.generation(db, key[1], key[2]), 0)
+                generation = with_existing(
+                    settings, lambda db: chat_rows.generation(db, key[1], key[2]), 0)
             except OutboxError:
                 return  # unknown as before; read again when the chat is next named
             self._learn(key, generation, marker)
@@ -104,10 +113,10 @@ class ChatSessions:
                 self._reads.pop(key, None)
 
     def _learn(self, key: ChatKey, generation: int, marker: int) -> None:
-        """Keep what was learned with the marker it was learned under, unless something newer is known: a
-        read that began before the marker moved is older than a forget told since; under one marker,
-        generations only grow (a read that began before a forget this process made, whose marker could
-        not be moved)."""
+        """Keep what was learned with the marker it was learned under, unless something newer is
+        known: a read that began before the marker moved is older than a forget told since; under
+        one marker, generations only grow (a read that began before a forget this process made,
+        whose marker could not be moved)."""
         with self._lock:
             known = self._generations.get(key)
             if known is not None and known[1] > marker:
