@@ -1,10 +1,7 @@
-"""The `honcho_memory` verbs: recall, search, ask, remember, forget, status, dream, profile, forget_chat.
-
-One entry point, `run_action`, shared by the Agent Zero tool, the API and the command line. Inputs are
-bounded and every text argument is masked by the host and redacted before any SDK call (Agent Zero
-hands tools real secret values). Outputs are bounded, redacted and labelled as untrusted recalled
-data. Every failure comes back as one line the agent can act on, never as an exception. Under
-recall_mode context the tool is not offered and refuses every call without a request.
+"""The `honcho_memory` verbs: recall, search, ask, remember, forget, status, dream, profile and
+forget_chat. One entry point, `run_action`, shared by the Agent Zero tool, the API and the command
+line; every failure comes back as one line the agent can act on, never as an exception. What goes in
+and out is bounded, masked and redacted: docs/architecture.md ("Memory tool") says how.
 """
 
 from __future__ import annotations
@@ -39,18 +36,21 @@ from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
 from ..storage.memory_log import CARD_ID, MemoryWrite, WriteKind
 
-ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile", "forget_chat")
-FORGET_CHAT_WAIT_S = 30.0  # the longest the tool waits for the chat's sends on the wire; forgetting again finishes
+ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile",
+           "forget_chat")
+# The longest the tool waits for the chat's sends on the wire; forgetting again finishes.
+FORGET_CHAT_WAIT_S = 30.0
 SEARCH_TARGETS = ("conclusions", "session", "workspace")
 MAX_QUERY, MAX_ASK_QUERY, MAX_CONTENT = 2_000, MAX_DIALECTIC_QUERY, 8_000
 MAX_LIMIT, DEFAULT_LIMIT, MAX_ITEM_CHARS, MAX_OUTPUT = 20, 5, 600, 4_000
-# A card's bounds are Honcho's own: its dreamer keeps at most 40 entries of at most 200 characters, so a
-# longer card written here would be cut or dropped by the next dream. A whole card fits the profile output.
+# A card's bounds are Honcho's own: its dreamer keeps at most 40 entries of at most 200 characters,
+# so a longer card written here would be cut or dropped by the next dream. A whole card fits the
+# profile output.
 MAX_FACTS, MAX_FACT_CHARS = 40, 200
 MAX_CARD_OUTPUT = 9_000
 SIDEBAR_FACTS = 12  # the sidebar shows a short list and the card's size
-REFUSED_IN_CONTEXT_MODE = ("honcho_memory: memory is injected automatically in this chat; the tool is off under "
-                           "recall_mode context.")
+REFUSED_IN_CONTEXT_MODE = ("honcho_memory: memory is injected automatically in this chat; the tool"
+                           " is off under recall_mode context.")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _SCOPE = re.compile(rf"^[A-Za-z0-9_-]{{1,{MAX_SCOPE_ID}}}$")
 log = logging.getLogger(__name__)
@@ -58,7 +58,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ActionContext:
-    """Where the action runs: settings, the current chat's session, the host's secrets and masker."""
+    """Where the action runs: settings, the current chat's session, the host's secrets and
+    masker."""
 
     settings: Settings
     session_id: str | None = None
@@ -69,15 +70,18 @@ class ActionContext:
     status: Callable[[], str] | None = None
     supports_scopes: Callable[[], bool] = lambda: True
     scope_id: str | None = None  # the chat's scope, kept with the tool's writes
-    record: Callable[[MemoryWrite], None] | None = None  # keeps the tool's writes locally; raises OutboxError
+    # Keeps the tool's writes locally; raises OutboxError.
+    record: Callable[[MemoryWrite], None] | None = None
     chat_id: str | None = None  # the Agent Zero chat the tool runs in: what forget_chat forgets
-    # (chat id, its new generation) after forget_chat moved it: the process's chat sessions name the new session at once
+    # (chat id, its new generation) after forget_chat moved it: the process's chat sessions name the
+    # new session at once
     forgotten: Callable[[str, int], None] | None = None
     monotonic: Callable[[], float] = time.monotonic  # the clock of the verb's deadline
 
     def honcho(self) -> HonchoGateway:
-        """The gateway of the verb's requests. Every host gives one; a context without it (a test's) serves
-        only the verbs that need no request, and a verb that needs one fails loudly, as a bug."""
+        """The gateway of the verb's requests. Every host gives one; a context without it (a test's)
+        serves only the verbs that need no request, and a verb that needs one fails loudly, as a
+        bug."""
         if self.gateway is None:
             raise RuntimeError("this ActionContext has no gateway for a verb that sends requests")
         return self.gateway
@@ -91,37 +95,43 @@ class ActionResult:
 
 def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
     """Run one verb; never raises."""
-    if not ctx.settings.offers_tool:  # the agent was not offered the tool: a call anyway sends nothing
+    # The agent was not offered the tool: a call anyway sends nothing.
+    if not ctx.settings.offers_tool:
         log.debug("honcho_memory: refused under recall_mode context")
         return ActionResult(False, REFUSED_IN_CONTEXT_MODE)
     return run_verb(action, args, ctx)
 
 
 def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:
-    """Run one verb whatever recall_mode offers the agent: for the user's own hand (the memory inspector's
-    forget and card edit use the tool's bounds, redaction and local record); never raises."""
+    """Run one verb whatever recall_mode offers the agent: for the user's own hand (the memory
+    inspector's forget and card edit use the tool's bounds, redaction and local record); never
+    raises."""
     name = "unknown"  # until it is known to be one of ACTIONS: the agent's text is never logged
     try:
         name = _choice(action, ACTIONS, "action")
-        with deadline.within(deadline_s(name, ctx.settings), ctx.monotonic):  # every request of the verb
+        # One deadline for every request of the verb.
+        with deadline.within(deadline_s(name, ctx.settings), ctx.monotonic):
             text = _HANDLERS[name](args, ctx)
-        result = ActionResult(True, _bounded(text, MAX_CARD_OUTPUT if name == "profile" else MAX_OUTPUT))
+        result = ActionResult(
+            True, _bounded(text, MAX_CARD_OUTPUT if name == "profile" else MAX_OUTPUT))
         outcome = "done"
     except BadInput as exc:
         result, outcome = ActionResult(False, f"honcho_memory: {exc}"), "bad input"
     except HonchoRequestError as exc:
         result, outcome = ActionResult(False, error_line(name, exc)), exc.code
     except RedactionError:
-        result = ActionResult(False, "honcho_memory: the text could not be made safe to send; nothing was sent.")
+        result = ActionResult(
+            False, "honcho_memory: the text could not be made safe to send; nothing was sent.")
         outcome = "redaction failed"
-    log.debug("honcho_memory %s: %s", name, outcome)  # the verb and a code: never an argument or an answer
+    # The verb and a code: never an argument or an answer.
+    log.debug("honcho_memory %s: %s", name, outcome)
     return result
 
 
 def deadline_s(action: str, settings: Settings) -> float:
-    """The one deadline of a verb's requests to Honcho: ask's is ask_timeout_s, status's check_timeout_s (as the
-    sidebar's), forget_chat's its wait for sends on the wire plus the usual; every other verb's two SDK
-    timeouts (recall's turn-bound wait is shorter still)."""
+    """The one deadline of a verb's requests to Honcho: ask's is ask_timeout_s, status's
+    check_timeout_s (as the sidebar's), forget_chat's its wait for sends on the wire plus the usual;
+    every other verb's two SDK timeouts (recall's turn-bound wait is shorter still)."""
     if action == "ask":
         return settings.ask_timeout_s
     if action == "status":
@@ -134,58 +144,67 @@ def deadline_s(action: str, settings: Settings) -> float:
 def _recall(args: Mapping[str, Any], ctx: ActionContext) -> str:
     query = _text(args, "query", ctx, MAX_QUERY)
     block = ctx.recall(query, _scope(args, ctx)) if ctx.recall else ""
-    return block or "Honcho returned nothing relevant for this query (memory may still be processing)."
+    return block or ("Honcho returned nothing relevant for this query (memory may still be"
+                     " processing).")
 
 
 def _search(args: Mapping[str, Any], ctx: ActionContext) -> str:
     target = _choice(args.get("target", "conclusions"), SEARCH_TARGETS, "target")
     if target != "workspace" and args.get("scope") not in (None, ""):
-        # Honcho's conclusion query and session search take no scope: an explicit one is refused, never
-        # silently dropped (the answer would look scoped and be global).
-        raise BadInput(f"a {target} search cannot be limited to a scope; omit `scope`, or use target "
-                       "\"workspace\" to search a scope's chats.")
+        # Honcho's conclusion query and session search take no scope: an explicit one is refused,
+        # never silently dropped (the answer would look scoped and be global).
+        raise BadInput(f"a {target} search cannot be limited to a scope; omit `scope`, or use"
+                       " target \"workspace\" to search a scope's chats.")
     query, limit, s = _text(args, "query", ctx, MAX_QUERY), _limit(args), ctx.settings
     if target == "conclusions":
-        found = queries.query_conclusions(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query, limit)
+        found = queries.query_conclusions(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query,
+                                          limit)
     elif target == "session":
         if not ctx.session_id:
-            raise BadInput("there is no current chat session to search; use target \"workspace\".")
+            raise BadInput("there is no current chat session to search; use target"
+                           " \"workspace\".")
         found = queries.search_session(ctx.honcho(), ctx.session_id, query, limit)
     else:
         found = queries.search_workspace(ctx.honcho(), query, limit, _scope(args, ctx))
     if not found:
         return f"No {target} matched the query."
-    return untrusted("\n".join(f"- [{f.id}]{' ' + f.where + ':' if f.where else ''} {_item(f.content)}"
-                               for f in found))
+    return untrusted("\n".join(
+        f"- [{f.id}]{' ' + f.where + ':' if f.where else ''} {_item(f.content)}" for f in found))
 
 
 def _ask(args: Mapping[str, Any], ctx: ActionContext) -> str:
     query, s = _text(args, "query", ctx, MAX_ASK_QUERY), ctx.settings
     level = args.get("reasoning_level")
     level = _choice(level, REASONING_LEVELS, "reasoning_level") if level not in (None, "") else None
-    answer = queries.ask(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query, session_id=ctx.session_id,
-                       scope=_scope(args, ctx), reasoning_level=level, timeout_s=s.ask_timeout_s)
-    return untrusted(_item(answer, MAX_OUTPUT - 200)) if answer else "Honcho has no answer to that yet."
+    answer = queries.ask(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query,
+                         session_id=ctx.session_id, scope=_scope(args, ctx),
+                         reasoning_level=level, timeout_s=s.ask_timeout_s)
+    return (untrusted(_item(answer, MAX_OUTPUT - 200)) if answer
+            else "Honcho has no answer to that yet.")
 
 
 def _remember(args: Mapping[str, Any], ctx: ActionContext) -> str:
     content, s = _text(args, "content", ctx, MAX_CONTENT), ctx.settings
-    made = queries.create_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, content, ctx.session_id)
+    made = queries.create_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, content,
+                                     ctx.session_id)
     return f"Remembered as conclusion {made.id}." + _kept(ctx, made.id, WriteKind.REMEMBER, content)
 
 
 def _forget(args: Mapping[str, Any], ctx: ActionContext) -> str:
     conclusion_id, s = str(args.get("id") or "").strip(), ctx.settings
     if not _ID.match(conclusion_id):
-        raise BadInput("`id` must be a conclusion id (letters, digits, _ or -), as shown by search.")
+        raise BadInput("`id` must be a conclusion id (letters, digits, _ or -), as shown by"
+                       " search.")
     if not _confirmed(args):
-        return (f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}; only after they "
-                "agree, call forget again with \"confirm\": true.")
+        return (f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}; only"
+                " after they agree, call forget again with \"confirm\": true.")
     found = queries.find_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, conclusion_id)
     if found is None:
-        return f"Conclusion {conclusion_id} is not one of the agent's conclusions about the user; nothing deleted."
+        return (f"Conclusion {conclusion_id} is not one of the agent's conclusions about the user;"
+                " nothing deleted.")
     queries.delete_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, conclusion_id)
-    return f"Forgot conclusion {conclusion_id}." + _kept(ctx, conclusion_id, WriteKind.FORGET, _safe(found.content, ctx))
+    return (f"Forgot conclusion {conclusion_id}."
+            + _kept(ctx, conclusion_id, WriteKind.FORGET, _safe(found.content, ctx)))
 
 
 def _confirmed(args: Mapping[str, Any]) -> bool:
@@ -193,19 +212,21 @@ def _confirmed(args: Mapping[str, Any]) -> bool:
 
 
 def _forget_chat(args: Mapping[str, Any], ctx: ActionContext) -> str:
-    """This chat's queued messages and its Honcho session deleted, its later messages in a new session
-    (chats/forget.py); only with "confirm": true, after the user agreed."""
+    """This chat's queued messages and its Honcho session deleted, its later messages in a new
+    session (chats/forget.py); only with "confirm": true, after the user agreed."""
     if not ctx.chat_id:
         raise BadInput("forget_chat works inside a chat; this call has none.")
     if not _confirmed(args):
-        return ("Not forgotten. Ask the user to confirm forgetting this whole chat (its queued messages and its "
-                "Honcho session are deleted for good); only after they agree, call forget_chat again with "
-                "\"confirm\": true.")
+        return ("Not forgotten. Ask the user to confirm forgetting this whole chat (its queued"
+                " messages and its Honcho session are deleted for good); only after they agree,"
+                " call forget_chat again with \"confirm\": true.")
     try:
-        report = forget.forget_chat(ctx.settings, ctx.chat_id, wait_s=FORGET_CHAT_WAIT_S, gateway=ctx.gateway)
+        report = forget.forget_chat(ctx.settings, ctx.chat_id, wait_s=FORGET_CHAT_WAIT_S,
+                                    gateway=ctx.gateway)
     except ForgetRefused as exc:
         raise BadInput(str(exc)) from exc
-    if ctx.forgotten is not None and "generation" in report:  # moved, even if Honcho's deletion is to be finished
+    # Moved, even if Honcho's deletion is still to be finished.
+    if ctx.forgotten is not None and "generation" in report:
         ctx.forgotten(report["chat_id"], report["generation"])
     return forget.report_text(report)
 
@@ -218,8 +239,10 @@ def _profile(args: Mapping[str, Any], ctx: ActionContext) -> str:
     facts = _facts(args, ctx)  # every fact checked and made safe before any request
     before = queries.read_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id)  # kept for an undo
     queries.set_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id, facts)
-    record = json.dumps({"card": facts, "replaced": [_safe(fact, ctx) for fact in before]}, ensure_ascii=False)
-    return (f"Replaced the agent's card of the user: {_count(len(facts), 'fact')} (it had {len(before)})."
+    record = json.dumps({"card": facts, "replaced": [_safe(fact, ctx) for fact in before]},
+                        ensure_ascii=False)
+    return (f"Replaced the agent's card of the user: {_count(len(facts), 'fact')}"
+            f" (it had {len(before)})."
             + _kept(ctx, CARD_ID, WriteKind.PROFILE, record))
 
 
@@ -230,16 +253,17 @@ def _card_text(card: list[str]) -> str:
     lines += [f"- {_item(fact, MAX_FACT_CHARS)}" for fact in card[:MAX_FACTS]]
     if len(card) > MAX_FACTS or any(len(" ".join(fact.split())) > MAX_FACT_CHARS for fact in card):
         # Said so that a replacement written from this view knows it would drop what is not shown.
-        lines.append(f"(The card holds {_count(len(card), 'fact')}; the first {min(len(card), MAX_FACTS)} are "
-                     f"shown, each cut to {MAX_FACT_CHARS} characters.)")
+        lines.append(f"(The card holds {_count(len(card), 'fact')}; the first"
+                     f" {min(len(card), MAX_FACTS)} are shown, each cut to {MAX_FACT_CHARS}"
+                     " characters.)")
     return untrusted("\n".join(lines))
 
 
 def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS,
               monotonic: Callable[[], float] = time.monotonic) -> dict[str, Any]:
-    """The agent's card of the user for the sidebar, in one request: `facts` (the first `limit`, each on one
-    line, made inert and redacted, then cut to MAX_FACT_CHARS) and `total`; or `error`, a sanitized code
-    (`timed_out` past two SDK timeouts). Never raises on Honcho trouble."""
+    """The agent's card of the user for the sidebar, in one request: `facts` (the first `limit`,
+    each on one line, made inert and redacted, then cut to MAX_FACT_CHARS) and `total`; or `error`,
+    a sanitized code (`timed_out` past two SDK timeouts). Never raises on Honcho trouble."""
     try:
         with deadline.within(settings.operation_deadline_s, monotonic):
             card = queries.read_card(gw, settings.agent_peer_id, settings.user_peer_id)
@@ -250,23 +274,25 @@ def card_view(gw: HonchoGateway, settings: Settings, limit: int = SIDEBAR_FACTS,
 
 
 def _facts(args: Mapping[str, Any], ctx: ActionContext) -> list[str]:
-    """`facts` as a list of texts or one fact per line (blank lines skipped): each on one line, masked and
-    redacted; 1 to MAX_FACTS of at most MAX_FACT_CHARS characters."""
+    """`facts` as a list of texts or one fact per line (blank lines skipped): each on one line,
+    masked and redacted; 1 to MAX_FACTS of at most MAX_FACT_CHARS characters."""
     raw = args.get("facts")
     if isinstance(raw, str):
         items: list[Any] = [line for line in raw.splitlines() if line.strip()]
     elif isinstance(raw, list):
         items = raw
     else:
-        raise BadInput("`facts` must be a list of texts or one fact per line; omit it to read the card.")
+        raise BadInput("`facts` must be a list of texts or one fact per line; omit it to read the"
+                       " card.")
     if not 1 <= len(items) <= MAX_FACTS:
-        raise BadInput(f"`facts` holds {len(items)} facts; give 1 to {MAX_FACTS} (the whole new card), or omit "
-                       "`facts` to read the card.")
+        raise BadInput(f"`facts` holds {len(items)} facts; give 1 to {MAX_FACTS} (the whole new"
+                       " card), or omit `facts` to read the card.")
     made = []
     for number, item in enumerate(items, 1):
         if not isinstance(item, str) or not item.strip():
             raise BadInput(f"`facts` item {number} must be non-empty text.")
-        made.append(_safe_input(" ".join(item.split()), f"`facts` item {number}", ctx, MAX_FACT_CHARS))
+        made.append(_safe_input(" ".join(item.split()), f"`facts` item {number}", ctx,
+                                MAX_FACT_CHARS))
     return made
 
 
@@ -275,28 +301,28 @@ def _count(n: int, noun: str) -> str:
 
 
 def _kept(ctx: ActionContext, conclusion_id: str, kind: WriteKind, content: str | None) -> str:
-    """Keep the write in the local record; '' when kept (or nowhere to keep it), else a note for the answer.
-    The write itself is done whatever happens here."""
+    """Keep the write in the local record; '' when kept (or nowhere to keep it), else a note for the
+    answer. The write itself is done whatever happens here."""
     if ctx.record is None:
         return ""
     s = ctx.settings
     try:
-        ctx.record(MemoryWrite(conclusion_id, kind, content, s.destination(), s.agent_peer_id, s.user_peer_id,
-                               ctx.session_id, ctx.scope_id))
+        ctx.record(MemoryWrite(conclusion_id, kind, content, s.destination(), s.agent_peer_id,
+                               s.user_peer_id, ctx.session_id, ctx.scope_id))
     except OutboxError as exc:
-        log.warning("honcho_memory %s: the local record of %s was not kept (%s)", kind.value, conclusion_id,
-                    exc.code)
+        log.warning("honcho_memory %s: the local record of %s was not kept (%s)", kind.value,
+                    conclusion_id, exc.code)
         return f" (Its local record could not be kept ({exc.code}); the change itself is done.)"
     return ""
 
 
 def _safe(text: str, ctx: ActionContext) -> str | None:
-    """A conclusion's text as it may be kept (Honcho's derivation may have written it): masked and redacted,
-    or None when it cannot be made safe."""
+    """A conclusion's text as it may be kept (Honcho's derivation may have written it): masked and
+    redacted, or None when it cannot be made safe."""
     try:
         return redact(ctx.mask(str(text)), ctx.secrets)
-    except Exception:  # RedactionError, or the host's masker failing: keep no text rather than unsafe text
-        return None
+    except Exception:  # RedactionError, or the host's masker failing
+        return None  # no text rather than unsafe text
 
 
 def _status(args: Mapping[str, Any], ctx: ActionContext) -> str:
@@ -309,8 +335,9 @@ def _dream(args: Mapping[str, Any], ctx: ActionContext) -> str:
     return "Consolidation (a dream) was requested; Honcho runs it in the background."
 
 
-_HANDLERS = {"recall": _recall, "search": _search, "ask": _ask, "remember": _remember, "forget": _forget,
-             "status": _status, "dream": _dream, "profile": _profile, "forget_chat": _forget_chat}
+_HANDLERS = {"recall": _recall, "search": _search, "ask": _ask, "remember": _remember,
+             "forget": _forget, "status": _status, "dream": _dream, "profile": _profile,
+             "forget_chat": _forget_chat}
 
 
 def _text(args: Mapping[str, Any], name: str, ctx: ActionContext, limit: int) -> str:
@@ -321,11 +348,12 @@ def _text(args: Mapping[str, Any], name: str, ctx: ActionContext, limit: int) ->
 
 
 def _safe_input(value: str, label: str, ctx: ActionContext, limit: int) -> str:
-    """A text argument as it may be sent: at most `limit` characters, stripped, masked and redacted (raises
-    RedactionError, so the action sends nothing)."""
+    """A text argument as it may be sent: at most `limit` characters, stripped, masked and redacted
+    (raises RedactionError, so the action sends nothing)."""
     if len(value) > limit:
         raise BadInput(f"{label} is {len(value):,} characters; the limit is {limit:,}. Shorten it.")
-    return redact(ctx.mask(value.strip()), ctx.secrets)  # Agent Zero unmasked aliases: mask again first
+    # Agent Zero unmasked aliases: mask again first.
+    return redact(ctx.mask(value.strip()), ctx.secrets)
 
 
 def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
@@ -353,15 +381,17 @@ def _scope(args: Mapping[str, Any], ctx: ActionContext) -> str | None:
         return None
     scope = str(raw).strip()
     if not _SCOPE.match(scope) or scope.startswith(RESERVED_PREFIX):
-        raise BadInput("`scope` must be a scope id (letters, digits, _ or -), such as the one status shows.")
+        raise BadInput("`scope` must be a scope id (letters, digits, _ or -), such as the one"
+                       " status shows.")
     if not ctx.supports_scopes():
-        raise BadInput("this Honcho SDK has no scopes (honcho-ai 2.4 or newer needed); omit `scope`.")
+        raise BadInput("this Honcho SDK has no scopes (honcho-ai 2.4 or newer needed); omit"
+                       " `scope`.")
     return scope
 
 
 def _item(text: str, limit: int = MAX_ITEM_CHARS) -> str:
-    """Recalled text on one line, made inert and redacted BEFORE it is cut (a credential cut in half would
-    no longer look like one), then cut to `limit`."""
+    """Recalled text on one line, made inert and redacted BEFORE it is cut (a credential cut in half
+    would no longer look like one), then cut to `limit`."""
     flat = " ".join(neutralize(str(text)).split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
@@ -370,32 +400,36 @@ def _bounded(text: str, limit: int = MAX_OUTPUT) -> str:
     return text if len(text) <= limit else text[:limit - 40] + "\n… (output cut to the size limit)"
 
 
-# -- wording: one-line error explanations ------------------------------------------------------------
+# -- wording: one-line error explanations --------------------------------------------------------
 
 
 def error_line(action: str, exc: HonchoRequestError) -> str:
     """What went wrong, in one line the agent can act on; never server text, never a trace."""
     code = exc.code
     if isinstance(exc, AuthError):
-        return (f"honcho_memory {action}: Honcho refused the API key ({code}). Ask the user to set a valid "
-                "HONCHO_API_KEY under Settings → Secrets.")
+        return (f"honcho_memory {action}: Honcho refused the API key ({code}). Ask the user to set"
+                " a valid HONCHO_API_KEY under Settings → Secrets.")
     if isinstance(exc, SdkMissingError):
-        return f"honcho_memory {action}: the honcho-ai SDK is not installed; reinstall the plugin to fix it."
+        return (f"honcho_memory {action}: the honcho-ai SDK is not installed; reinstall the plugin"
+                " to fix it.")
     if code == deadline.TIMED_OUT:
-        return (f"honcho_memory {action}: timed out: Honcho answered too slowly, so the request was ended; try "
-                "again later. A change asked for may or may not have been applied.")
+        return (f"honcho_memory {action}: timed out: Honcho answered too slowly, so the request was"
+                " ended; try again later. A change asked for may or may not have been applied.")
     if isinstance(exc, UnreachableError):
-        return (f"honcho_memory {action}: Honcho did not answer ({code}); try again later. The request may or "
-                "may not have been applied.")
+        return (f"honcho_memory {action}: Honcho did not answer ({code}); try again later. The"
+                " request may or may not have been applied.")
     if isinstance(exc, TransientError) and code == "http_429":
-        return f"honcho_memory {action}: Honcho is rate-limiting requests ({code}); try again in a minute."
+        return (f"honcho_memory {action}: Honcho is rate-limiting requests ({code}); try again in a"
+                " minute.")
     if code.startswith("http_5"):
         if action in ("ask", "search", "remember"):
-            return (f"honcho_memory {action}: Honcho could not do this ({code}). This needs an LLM or embedding "
-                    "provider on the Honcho server; automatic recall still works without it.")
+            return (f"honcho_memory {action}: Honcho could not do this ({code}). This needs an LLM"
+                    " or embedding provider on the Honcho server; automatic recall still works"
+                    " without it.")
         return f"honcho_memory {action}: Honcho had a server error ({code}); try again later."
     if action == "dream" and code in ("http_400", "http_404"):
-        return f"honcho_memory dream: this Honcho server does not run dreams ({code}); they may be disabled."
+        return (f"honcho_memory dream: this Honcho server does not run dreams ({code}); they may be"
+                " disabled.")
     if code == "http_404":
         return f"honcho_memory {action}: Honcho does not have that ({code})."
     return f"honcho_memory {action}: Honcho rejected the request ({code}); check the arguments."
