@@ -1,24 +1,7 @@
-"""The memory inspector: what Honcho holds about the user, shown to the user, and what they may do about it.
+"""The memory inspector: what Honcho holds about the user, and what the user may do about it.
 
-Composed from the requests to Honcho (`gateway/queries.py`), the memory tool's actions (`tool/actions.py`),
-the local record of memory writes (`storage/memory_log.py`) and recall's base pack
-(`recall/recaller.py`). Shown: the agent's card of the user; the agent's conclusions about the user,
-newest first, PAGE_SIZE a page (or the nearest to a search), each with the Honcho session it came from
-where Honcho names one and the chats this install captured into that session; the newest writes kept in
-the local record (the memory tool's and this inspector's); and the base pack a turn of the chat receives
-when no query-aware pack is ready, rendered as its block. Every text is recalled data: masked, redacted
-and made inert before it leaves this module, and cut to a bound after that.
-
-Done here: forget a conclusion — only with `confirmed` set, which the inspector's UI sends after its
-confirm step (it shows a confirm click happened in the UI, not who clicked: with Agent Zero's login off any
-local process can call the API) — through the tool's own forget (ownership check, record of the text);
-replace the card through the tool's profile (its bounds, redaction and record); and undo a forget kept
-within UNDO_WINDOW_S: the text the record kept (redacted when kept) is created again as a conclusion of
-the same observer about the same peer. Undo cannot bring back the original: the conclusion gets a new id
-and the time of the undo, is tied to no session, and keeps only the redacted text (a credential redacted
-when the forget was kept stays redacted); a forget whose text could not be made safe kept none and cannot
-be undone. Each forget is undone at most once: a `restore` record names it, and two undos of one forget
-never run at once in this process.
+It shows the card, the conclusions, the newest local writes and the base pack, every text made safe
+first; it forgets a conclusion, replaces the card, undoes a recent forget. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -51,12 +34,13 @@ UNDO_WINDOW_S = 600.0
 RECENT_WRITES = 20
 MAX_TEXT_CHARS = 1_000  # a conclusion or write as shown, cut after redaction
 MAX_BLOCK_CHARS = 20_000  # the base pack's block as shown
-CHAT_MAPPINGS = 1_000  # the most recently captured chat -> session mappings read to name a conclusion's chats
+# the most recently captured chat -> session mappings read to name a conclusion's chats
+CHAT_MAPPINGS = 1_000
 CHATS_SHOWN = 3
 HIDDEN = "[hidden: this text could not be made safe to show]"
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-# The forgotten ids whose undo runs in this process: two undos of one forget could both find it not undone
-# yet. A set under a short lock, never a lock held across the request to Honcho.
+# The forgotten ids whose undo runs in this process: two undos of one forget could both find it not
+# undone yet. A set under a short lock, never a lock held across the request to Honcho.
 _undoing: set[str] = set()
 _undoing_lock = threading.Lock()
 
@@ -64,16 +48,17 @@ _undoing_lock = threading.Lock()
 class BasePacks(Protocol):
     """What the inspector reads of recall (the Recaller)."""
 
-    def base_preview(self, settings: Settings, session_id: str, scope_id: str | None, template: str) -> str | None: ...
+    def base_preview(self, settings: Settings, session_id: str, scope_id: str | None,
+                     template: str) -> str | None: ...
 
     def warm(self, settings: Settings, scope_id: str | None = None) -> bool: ...
 
 
 @dataclass
 class Inspector:
-    """The chat the inspector looks from: the memory tool's context for it (settings with its peers, its
-    session and scope, the host's secrets and masker, the gateway and the local record), recall's base
-    packs with the block template, and a wall clock for the undo window."""
+    """The chat the inspector looks from: the memory tool's context for it (settings with its
+    peers, its session and scope, the host's secrets and masker, the gateway and the local record),
+    recall's base packs with the block template, and a wall clock for the undo window."""
 
     actions: ActionContext
     recall: BasePacks
@@ -81,8 +66,8 @@ class Inspector:
     clock: Callable[[], float] = time.time
 
     def within_deadline(self) -> AbstractContextManager:
-        """One action's deadline, for all its requests to Honcho: two SDK timeouts (forget and edit_card run the
-        memory tool's verbs, under the same deadline)."""
+        """One action's deadline, for all its requests to Honcho: two SDK timeouts (forget and
+        edit_card run the memory tool's verbs, under the same deadline)."""
         return deadline.within(self.actions.settings.operation_deadline_s, self.actions.monotonic)
 
     @property
@@ -93,12 +78,13 @@ class Inspector:
 
 
 def view(ins: Inspector, page: Any = 1) -> dict[str, Any]:
-    """Everything the inspector shows, with page `page` of the conclusions. A part Honcho or the outbox
-    could not give says so (`error`: a sanitized code); the other parts are still shown."""
+    """Everything the inspector shows, with page `page` of the conclusions. A part Honcho or the
+    outbox could not give says so (`error`: a sanitized code); the other parts are still shown."""
     s = ins.actions.settings
     with ins.within_deadline():  # the card and the conclusions' page together
         card, listed = _card(ins), conclusions(ins, page)
-    return {"ok": True, "label": UNTRUSTED, "peers": {"observer": s.agent_peer_id, "observed": s.user_peer_id},
+    return {"ok": True, "label": UNTRUSTED,
+            "peers": {"observer": s.agent_peer_id, "observed": s.user_peer_id},
             "card": card, "conclusions": listed, "writes": _writes(ins),
             "base_pack": _base_pack(ins), "undo_window_s": UNDO_WINDOW_S}
 
@@ -111,7 +97,8 @@ def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
     s, gw = ins.actions.settings, ins.gateway
     try:
         with ins.within_deadline():
-            listing = queries.list_conclusions(gw, s.agent_peer_id, s.user_peer_id, number, PAGE_SIZE)
+            listing = queries.list_conclusions(gw, s.agent_peer_id, s.user_peer_id, number,
+                                               PAGE_SIZE)
     except HonchoRequestError as exc:
         return {"error": exc.code}
     chats = _chats(ins)
@@ -121,23 +108,27 @@ def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
 
 
 def search(ins: Inspector, query: Any) -> dict[str, Any]:
-    """The agent's conclusions about the user nearest to `query` (masked and redacted before it is sent),
-    at most PAGE_SIZE; Honcho's semantic query through the tool's call."""
+    """The agent's conclusions about the user nearest to `query` (masked and redacted before it is
+    sent), at most PAGE_SIZE; Honcho's semantic query through the tool's call."""
     if not isinstance(query, str) or not query.strip():
         return {"ok": False, "message": "Type what to search for."}
     if len(query) > MAX_QUERY:
-        return {"ok": False, "message": f"The search is {len(query):,} characters; the limit is {MAX_QUERY:,}."}
+        return {"ok": False,
+                "message": f"The search is {len(query):,} characters; the limit is {MAX_QUERY:,}."}
     a, s = ins.actions, ins.actions.settings
     try:
         sent = redact(a.mask(query.strip()), a.secrets)
         with ins.within_deadline():
-            found = queries.query_conclusions(ins.gateway, s.agent_peer_id, s.user_peer_id, sent, PAGE_SIZE)
+            found = queries.query_conclusions(ins.gateway, s.agent_peer_id, s.user_peer_id, sent,
+                                              PAGE_SIZE)
     except HonchoRequestError as exc:
         return {"ok": False, "error": exc.code, "message": error_line("search", exc)}
     except Exception:  # RedactionError, or the host's masker failing: nothing is sent
-        return {"ok": False, "message": "The search could not be made safe to send; nothing was sent."}
+        return {"ok": False,
+                "message": "The search could not be made safe to send; nothing was sent."}
     chats = _chats(ins)
-    return {"ok": True, "items": [_conclusion(ins, f.id, f.content, f.where or None, None, chats) for f in found]}
+    return {"ok": True, "items": [_conclusion(ins, f.id, f.content, f.where or None, None, chats)
+                                  for f in found]}
 
 
 def forget(ins: Inspector, conclusion_id: Any, confirmed: Any) -> dict[str, Any]:
@@ -145,29 +136,32 @@ def forget(ins: Inspector, conclusion_id: Any, confirmed: Any) -> dict[str, Any]
     confirm step); the tool's forget checks it is one and keeps its text for an undo."""
     if confirmed is not True:
         return {"ok": False, "error": "not_confirmed",
-                "message": "Not forgotten: forgetting needs `confirmed: true`, sent after the confirm step."}
+                "message": "Not forgotten: forgetting needs `confirmed: true`,"
+                           " sent after the confirm step."}
     result = run_verb("forget", {"id": conclusion_id, "confirm": True}, ins.actions)
     return {"ok": result.ok, "message": result.text}
 
 
 def edit_card(ins: Inspector, facts: Any) -> dict[str, Any]:
-    """Replace the agent's card of the user with `facts` (a list of texts: the whole new card) through the
-    tool's profile: 1 to MAX_FACTS facts of at most MAX_FACT_CHARS, each masked and redacted, the card it
-    replaced kept in the local record."""
-    if not isinstance(facts, list):  # the tool reads the card when `facts` is empty text: never here
+    """Replace the agent's card of the user with `facts` (a list of texts: the whole new card)
+    through the tool's profile: 1 to MAX_FACTS facts of at most MAX_FACT_CHARS, each masked and
+    redacted, the card it replaced kept in the local record."""
+    # The tool reads the card when `facts` is empty text: never here.
+    if not isinstance(facts, list):
         return {"ok": False, "message": "`facts` must be a list of texts: the whole new card."}
     result = run_verb("profile", {"facts": facts}, ins.actions)
     return {"ok": result.ok, "message": result.text}
 
 
 def undo(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
-    """Create again the conclusion whose forget was kept within UNDO_WINDOW_S, from the text kept (see the
-    module docstring for what it cannot restore)."""
+    """Create again the conclusion whose forget was kept within UNDO_WINDOW_S, from the text kept
+    (docs/architecture.md, Operations, says what it cannot restore)."""
     if not isinstance(conclusion_id, str) or not _ID.match(conclusion_id):
         return {"ok": False, "message": "`id` must be a forgotten conclusion's id."}
     with _undoing_lock:
         if conclusion_id in _undoing:
-            return {"ok": False, "error": "undo_running", "message": f"Conclusion {conclusion_id} is being restored."}
+            return {"ok": False, "error": "undo_running",
+                    "message": f"Conclusion {conclusion_id} is being restored."}
         _undoing.add(conclusion_id)
     try:
         with ins.within_deadline():
@@ -184,31 +178,36 @@ def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
             db, s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS,
             since=ins.clock() - UNDO_WINDOW_S), [])
     except OutboxError as exc:
-        return {"ok": False, "error": exc.code, "message": f"The local record could not be read ({exc.code})."}
-    forgot = next((k for k in kept if k.write.kind == WriteKind.FORGET and k.write.conclusion_id == conclusion_id),
+        return {"ok": False, "error": exc.code,
+                "message": f"The local record could not be read ({exc.code})."}
+    forgot = next((k for k in kept
+                   if k.write.kind == WriteKind.FORGET and k.write.conclusion_id == conclusion_id),
                   None)
     if forgot is None:
         return {"ok": False, "error": "not_in_window",
                 "message": f"Conclusion {conclusion_id} was not forgotten within the last "
                            f"{UNDO_WINDOW_S / 60:.0f} minutes; nothing was created."}
     if any(_restores(k) == conclusion_id for k in kept if k.seq > forgot.seq):
-        return {"ok": False, "error": "already_undone", "message": f"Conclusion {conclusion_id} was restored already."}
+        return {"ok": False, "error": "already_undone",
+                "message": f"Conclusion {conclusion_id} was restored already."}
     text = _sendable(ins, forgot.write.content)
     if text is None:
         return {"ok": False, "error": "no_text",
-                "message": "Its text was not kept (it could not be made safe), so it cannot be created again."}
+                "message": "Its text was not kept (it could not be made safe),"
+                           " so it cannot be created again."}
     try:
         made = queries.create_conclusion(ins.gateway, s.agent_peer_id, s.user_peer_id, text, None)
     except HonchoRequestError as exc:
         return {"ok": False, "error": exc.code, "message": error_line("undo", exc)}
-    note = _record(ins, MemoryWrite(made.id, WriteKind.RESTORE, json.dumps({"text": text, "restores": conclusion_id},
-                                    ensure_ascii=False), s.destination(), s.agent_peer_id, s.user_peer_id, None,
-                                    a.scope_id))
+    record = json.dumps({"text": text, "restores": conclusion_id}, ensure_ascii=False)
+    note = _record(ins, MemoryWrite(made.id, WriteKind.RESTORE, record, s.destination(),
+                                    s.agent_peer_id, s.user_peer_id, None, a.scope_id))
     return {"ok": True, "id": made.id,
-            "message": f"Restored conclusion {conclusion_id} as {made.id}: its kept text, under a new id." + note}
+            "message": f"Restored conclusion {conclusion_id} as {made.id}:"
+                       " its kept text, under a new id." + note}
 
 
-# -- the parts of the view ---------------------------------------------------------------------------------
+# -- the parts of the view -------------------------------------------------------------------------
 
 
 def _card(ins: Inspector) -> dict[str, Any]:
@@ -217,23 +216,26 @@ def _card(ins: Inspector) -> dict[str, Any]:
         card = queries.read_card(ins.gateway, s.agent_peer_id, s.user_peer_id)
     except HonchoRequestError as exc:
         return {"error": exc.code}
-    return {"facts": [_shown(ins, fact, MAX_FACT_CHARS) for fact in card[:MAX_FACTS]], "total": len(card)}
+    return {"facts": [_shown(ins, fact, MAX_FACT_CHARS) for fact in card[:MAX_FACTS]],
+            "total": len(card)}
 
 
 def _writes(ins: Inspector) -> dict[str, Any]:
-    """The newest writes kept locally, each an undo offer while its forget is in the window and not undone."""
+    """The newest writes kept locally, each an undo offer while its forget is in the window and not
+    undone."""
     s, now = ins.actions.settings, ins.clock()
     try:
         kept: list[KeptWrite] = with_existing(s, lambda db: memory_log.records(
             db, s.destination(), s.agent_peer_id, s.user_peer_id, RECENT_WRITES), [])
     except OutboxError as exc:
         return {"error": exc.code}
-    restored = {_restores(k) for k in kept}  # a restore is newer than its forget: both are in the list
+    # A restore is newer than its forget: both are in the list.
+    restored = {_restores(k) for k in kept}
     items = []
     for k in kept:
         w = k.write
-        undoable = (w.kind == WriteKind.FORGET and w.content is not None and w.conclusion_id not in restored
-                    and now - k.made_at <= UNDO_WINDOW_S)
+        undoable = (w.kind == WriteKind.FORGET and w.content is not None
+                    and w.conclusion_id not in restored and now - k.made_at <= UNDO_WINDOW_S)
         items.append({"kind": w.kind.value, "id": w.conclusion_id, "at": _iso(k.made_at),
                       "text": _write_text(ins, k), "restores": _restores(k),
                       "undo_until": _iso(k.made_at + UNDO_WINDOW_S) if undoable else None})
@@ -241,7 +243,8 @@ def _writes(ins: Inspector) -> dict[str, Any]:
 
 
 def _base_pack(ins: Inspector) -> dict[str, Any]:
-    """The chat's base pack as its block; loading starts in the background when none is loaded yet."""
+    """The chat's base pack as its block; loading starts in the background when none is loaded
+    yet."""
     a = ins.actions
     if not a.settings.recall_enabled:
         return {"state": "off", "text": ""}
@@ -251,15 +254,17 @@ def _base_pack(ins: Inspector) -> dict[str, Any]:
         return {"state": "loading", "text": ""}
     if not block:
         return {"state": "empty", "text": ""}
-    shown = _masked(ins, block)  # the block is made inert already; the host's own secrets are masked here
+    # The block is made inert already; the host's own secrets are masked here.
+    shown = _masked(ins, block)
     if shown is None:
         return {"state": "hidden", "text": HIDDEN}
     cut = len(shown) > MAX_BLOCK_CHARS
-    return {"state": "ready", "text": shown[:MAX_BLOCK_CHARS] + ("\n… (cut for display)" if cut else "")}
+    return {"state": "ready",
+            "text": shown[:MAX_BLOCK_CHARS] + ("\n… (cut for display)" if cut else "")}
 
 
-def _conclusion(ins: Inspector, cid: str, content: str, session_id: str | None, created_at: Any,
-                chats: dict[str, list[str]]) -> dict[str, Any]:
+def _conclusion(ins: Inspector, cid: str, content: str, session_id: str | None,
+                created_at: Any, chats: dict[str, list[str]]) -> dict[str, Any]:
     known = chats.get(session_id or "", [])
     return {"id": cid, "text": _shown(ins, content, MAX_TEXT_CHARS), "session": session_id,
             "chats": known[:CHATS_SHOWN], "more_chats": max(0, len(known) - CHATS_SHOWN),
@@ -267,11 +272,12 @@ def _conclusion(ins: Inspector, cid: str, content: str, session_id: str | None, 
 
 
 def _chats(ins: Inspector) -> dict[str, list[str]]:
-    """Session id -> the chats this install captured into it, from the outbox's local mappings (most
-    recently captured first); {} when they cannot be read: naming chats is a courtesy, not a need."""
+    """Session id -> the chats this install captured into it, from the outbox's local mappings
+    (most recently captured first); {} when they cannot be read: naming chats is a courtesy, not a
+    need."""
     try:
-        mappings: list[dict] = with_existing(ins.actions.settings,
-                                             lambda db: chat_rows.known_sessions(db, CHAT_MAPPINGS), [])
+        mappings: list[dict] = with_existing(
+            ins.actions.settings, lambda db: chat_rows.known_sessions(db, CHAT_MAPPINGS), [])
     except OutboxError:
         return {}
     found: dict[str, list[str]] = {}
@@ -287,8 +293,8 @@ def _write_text(ins: Inspector, kept: KeptWrite) -> str:
     if w.kind == WriteKind.PROFILE:
         card = _json(w.content)
         facts, before = card.get("card") or [], card.get("replaced") or []
-        return _shown(ins, f"{len(facts)} facts (replaced {len(before)}): " + " · ".join(map(str, facts)),
-                      MAX_TEXT_CHARS)
+        return _shown(ins, f"{len(facts)} facts (replaced {len(before)}): "
+                      + " · ".join(map(str, facts)), MAX_TEXT_CHARS)
     if w.kind == WriteKind.RESTORE:
         return _shown(ins, str(_json(w.content).get("text") or ""), MAX_TEXT_CHARS)
     return _shown(ins, w.content, MAX_TEXT_CHARS)
@@ -302,12 +308,13 @@ def _restores(kept: KeptWrite) -> str | None:
     return restores if isinstance(restores, str) else None
 
 
-# -- making text safe -----------------------------------------------------------------------------------
+# -- making text safe ------------------------------------------------------------------------------
 
 
 def _shown(ins: Inspector, text: Any, limit: int) -> str:
-    """Recalled text as the inspector shows it: masked and redacted with the host's secrets, made inert, on
-    one line, then cut to `limit` (a credential cut in half would no longer be recognised)."""
+    """Recalled text as the inspector shows it: masked and redacted with the host's secrets, made
+    inert, on one line, then cut to `limit` (a credential cut in half would no longer be
+    recognised)."""
     safe = _masked(ins, str(text))
     flat = " ".join(neutralize(safe).split()) if safe is not None else ""
     if not flat:
@@ -316,15 +323,17 @@ def _shown(ins: Inspector, text: Any, limit: int) -> str:
 
 
 def _masked(ins: Inspector, text: str) -> str | None:
-    """`text` with the host's secret values masked and credentials redacted; None when that failed."""
+    """`text` with the host's secret values masked and credentials redacted; None when that
+    failed."""
     try:
         return redact(ins.actions.mask(text), ins.actions.secrets)
-    except Exception:  # RedactionError, or the host's masker failing: show nothing rather than unsafe text
+    except Exception:  # RedactionError, or the host's masker failing: show nothing unsafe
         return None
 
 
 def _sendable(ins: Inspector, kept_text: str | None) -> str | None:
-    """The kept text of a forget as it may be sent again (redacted once more: the secrets may have grown)."""
+    """The kept text of a forget as it may be sent again (redacted once more: the secrets may have
+    grown)."""
     return _masked(ins, kept_text) if kept_text else None
 
 
@@ -335,7 +344,8 @@ def _record(ins: Inspector, write: MemoryWrite) -> str:
     try:
         ins.actions.record(write)
     except OutboxError as exc:
-        return f" (Its local record could not be kept ({exc.code}), so it could be restored a second time.)"
+        return (f" (Its local record could not be kept ({exc.code}),"
+                " so it could be restored a second time.)")
     return ""
 
 

@@ -1,13 +1,7 @@
-"""The MCP handshake over the streamable HTTP transport: `initialize`, the `notifications/initialized`
-that must follow it, and `tools/list`, each a JSON-RPC 2.0 message POSTed to the MCP URL; the server
-answers with one JSON body or an SSE stream, and may hand out a session id (`Mcp-Session-Id`) that every
-later request carries (and a DELETE ends).
+"""The MCP handshake over the streamable HTTP transport: initialize, initialized, tools/list.
 
-Bounded every way: one time budget for the whole handshake (each request gets what is left of it, and a
-stream is dropped at the first read past it), at most MAX_RESPONSE_BYTES read of any answer (uncompressed:
-a compressed answer could expand past any bound we read), at most MAX_PAGES pages of tools. The outcome
-holds codes, never server text: only the server's name and version are shown, cut to printable
-characters, and dropped if they carry the key.
+JSON-RPC 2.0 POSTed to the MCP URL, answered in JSON or SSE; bounded in time, bytes and pages. The
+outcome holds codes, never server text but a cleaned name and version. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -43,8 +37,8 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 @dataclass(frozen=True)
 class Handshake:
     """What the handshake found. `state`: ready, auth_required (the server answered 401) or failed;
-    `status`: the last HTTP status seen (None when no answer came); `error`: a code, None when nothing
-    went wrong (a 401 to a request without a key is the answer expected, not an error)."""
+    `status`: the last HTTP status seen (None when no answer came); `error`: a code, None when
+    nothing went wrong (a 401 to a request without a key is the answer expected, not an error)."""
 
     state: str
     status: int | None
@@ -101,8 +95,9 @@ class _Exchange:
         self._ids = itertools.count(1)
 
     def run(self) -> Handshake:
-        init = self.call("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-                                        "clientInfo": {"name": "honcho-hub", "version": __version__}})
+        init = self.call("initialize", {
+            "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+            "clientInfo": {"name": "honcho-hub", "version": __version__}})
         version = init.get("protocolVersion")
         if not isinstance(version, str) or not _VERSION_RE.fullmatch(version):
             raise _Stopped("malformed_response", self.status)
@@ -128,9 +123,11 @@ class _Exchange:
         return count, False
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """One request and its answer's `result`; an answered error stops the handshake with its code."""
+        """One request and its answer's `result`; an answered error stops the handshake with its
+        code."""
         request_id = next(self._ids)
-        with self.post({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) as response:
+        rpc = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        with self.post(rpc) as response:
             if method == "initialize":
                 self.take_session(response)
             kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -155,8 +152,8 @@ class _Exchange:
             pass
 
     def end_session(self) -> None:
-        """Best effort, with what is left of the budget: the server may free the session now (405 and
-        any failure are fine: it expires on its own)."""
+        """Best effort, with what is left of the budget: the server may free the session now (405
+        and any failure are fine: it expires on its own)."""
         if self.session_id is None:
             return
         try:
@@ -183,7 +180,8 @@ class _Exchange:
         if remaining <= 0:
             raise _Stopped("timeout", self.status)
         self.status = None
-        headers = {**self.headers, **({"Mcp-Session-Id": self.session_id} if self.session_id else {})}
+        headers = {**self.headers,
+                   **({"Mcp-Session-Id": self.session_id} if self.session_id else {})}
         try:
             with self.client.stream(method, self.url, headers=headers, json=message,
                                     timeout=httpx.Timeout(remaining)) as response:
@@ -204,7 +202,8 @@ class _Exchange:
 
     def chunks(self, response: httpx.Response) -> Iterator[bytes]:
         """The answer's bytes as they arrive, stopped past the byte bound or the time budget."""
-        if response.headers.get("content-encoding", "identity").strip().lower() not in ("identity", ""):
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("identity", ""):
             raise _Stopped("malformed_response", self.status)
         total = 0
         for chunk in response.iter_raw():
@@ -249,7 +248,8 @@ class _Exchange:
             yield from (line.decode("utf-8", "replace") for line in complete)
 
     def shown(self, value: Any) -> str | None:
-        """Server text fit to show: printable characters only, at most MAX_TEXT_CHARS, never the key."""
+        """Server text fit to show: printable characters only, at most MAX_TEXT_CHARS, never the
+        key."""
         if not isinstance(value, str):
             return None
         text = "".join(c for c in value if c.isprintable()).strip()
@@ -267,8 +267,9 @@ def _json(raw: bytes) -> Any:
 
 def _answers(message: Any, request_id: int) -> bool:
     """Whether `message` is the JSON-RPC 2.0 response to `request_id`."""
-    return (isinstance(message, dict) and message.get("jsonrpc") == "2.0" and type(message.get("id")) is int
-            and message["id"] == request_id and ("result" in message or "error" in message))
+    return (isinstance(message, dict) and message.get("jsonrpc") == "2.0"
+            and type(message.get("id")) is int and message["id"] == request_id
+            and ("result" in message or "error" in message))
 
 
 def _rpc_code(error: Any) -> str:

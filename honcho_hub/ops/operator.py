@@ -1,7 +1,6 @@
-"""Operator verbs shared by the sidebar API and the command line: check (the API, and the MCP handshake
-of mcp_probe), wake, drain, retry dead, dead letters, clear cache. Each returns a JSON-safe dict and
-never raises on Honcho or disk trouble. The process's parts they act on (its worker, capture journal,
-recaller) are passed in by the caller, which has them from the Hub.
+"""Operator verbs shared by the sidebar API and the command line: check, wake, drain, retry dead,
+dead letters, clear cache. Each returns a JSON-safe dict and never raises on Honcho or disk trouble;
+the process's parts they act on (worker, capture journal, recaller) come from the caller's Hub.
 """
 
 from __future__ import annotations
@@ -34,20 +33,23 @@ _HOSTED_API, _HOSTED_MCP = urlsplit(MODE_API_URLS["hosted"]), urlsplit(MODE_MCP_
 
 
 def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
-          monotonic: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> dict[str, Any]:
+          monotonic: Callable[[], float] = time.monotonic,
+          wall: Callable[[], float] = time.time) -> dict[str, Any]:
     """One authenticated API request, then the MCP handshake (initialize, tools/list), each within
     check_timeout_s; the key goes to the MCP URL only as `mcp_key_decision` allows.
 
     The API's outcome is remembered for status: until something reached the destination, health
     cannot honestly be green."""
-    gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s, http_client_factory=http_client_factory)
+    gateway = HonchoGateway.for_settings(settings, settings.check_timeout_s,
+                                         http_client_factory=http_client_factory)
     try:
-        with deadline.within(settings.check_timeout_s, monotonic):  # the whole request, however it trickles
+        # the whole request, however it trickles
+        with deadline.within(settings.check_timeout_s, monotonic):
             api, failure = _timed(lambda: queries.workspace_metadata(gateway), monotonic)
     finally:
         gateway.close()
-    runtime.record_api_check(settings.destination(), failure is None, api["error"], isinstance(failure, AuthError),
-                             wall())
+    runtime.record_api_check(settings.destination(), failure is None, api["error"],
+                             isinstance(failure, AuthError), wall())
     return {"api": api, "mcp": _mcp_check(settings, http_client_factory, monotonic)}
 
 
@@ -79,14 +81,16 @@ def mcp_key_decision(settings: Settings) -> tuple[bool, str]:
     return True, "same_host"
 
 
-def wake(settings: Settings, worker: DeliveryWorker | None, start_worker: Callable[[], DeliveryWorker | None],
+def wake(settings: Settings, worker: DeliveryWorker | None,
+         start_worker: Callable[[], DeliveryWorker | None],
          enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
-    """Nudge the process's running `worker`, or start one with `start_worker` when none runs, as the capture
-    hooks do: not while an update or uninstall holds the plugin's workers stopped; a worker started while
-    the plugin is switched off or the API URL is unusable runs paused (`paused` says why) and sends once
-    that is fixed.
+    """Nudge the process's running `worker`, or start one with `start_worker` when none runs, as
+    the capture hooks do: not while an update or uninstall holds the plugin's workers stopped; a
+    worker started while the plugin is switched off or the API URL is unusable runs paused
+    (`paused` says why) and sends once that is fixed.
 
-    All false: an older module generation's worker is still stopping; the new one starts when it ends."""
+    All false: an older module generation's worker is still stopping; the new one starts when it
+    ends."""
     woken = False
     if worker is not None and not worker.stopping:
         woken = True
@@ -99,13 +103,14 @@ def wake(settings: Settings, worker: DeliveryWorker | None, start_worker: Callab
 
 
 def drain(settings: Settings, timeout_s: float = DRAIN_S, *, worker: DeliveryWorker | None,
-          flush_capture: Callable[[], None], enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
-    """Deliver for at most `timeout_s`: through the process's running `worker`, else with one made for the
-    occasion, after `flush_capture` moved what the capture journal holds into the outbox.
+          flush_capture: Callable[[], None],
+          enabled: Callable[[], bool] = lambda: True) -> dict[str, Any]:
+    """Deliver for at most `timeout_s`: through the process's running `worker`, else with one made
+    for the occasion, after `flush_capture` moved what the capture journal holds into the outbox.
 
-    Nothing is sent while `enabled()` says the plugin is switched off in Agent Zero (the command line,
-    outside it, has no switch: hence the default) or the configured API URL cannot be used; the answer
-    then says delivery is `paused` and why."""
+    Nothing is sent while `enabled()` says the plugin is switched off in Agent Zero (the command
+    line, outside it, has no switch: hence the default) or the configured API URL cannot be used;
+    the answer then says delivery is `paused` and why."""
     paused = pause_reason(settings, enabled)
     if paused is not None:
         return {"delivered": 0, "dead": 0, "retried": 0, "paused": paused[0],
@@ -124,8 +129,10 @@ def drain(settings: Settings, timeout_s: float = DRAIN_S, *, worker: DeliveryWor
     return {**moved, "pending": queue_counts(settings).get("pending", 0)}
 
 
-def retry_dead(settings: Settings, worker: DeliveryWorker | None, limit: int = MAX_REQUEUE) -> dict[str, Any]:
-    """Requeue at most 100 dead letters and let the process's running `worker` probe its auth circuits now."""
+def retry_dead(settings: Settings, worker: DeliveryWorker | None,
+               limit: int = MAX_REQUEUE) -> dict[str, Any]:
+    """Requeue at most 100 dead letters and let the process's running `worker` probe its auth
+    circuits now."""
     try:
         requeued = with_existing_outbox(
             settings, lambda box: box.requeue_dead(max(0, min(int(limit), MAX_REQUEUE))), 0)
@@ -146,8 +153,8 @@ def dead_letters(settings: Settings, limit: int = MAX_REQUEUE) -> dict[str, Any]
 
 
 def clear_cache(settings: Settings, recaller: Recaller) -> dict[str, Any]:
-    """Drop the packs of the process's `recaller` and, through the shared marker, of every process using
-    this outbox folder."""
+    """Drop the packs of the process's `recaller` and, through the shared marker, of every process
+    using this outbox folder."""
     return {"cleared": recaller.clear_cache(settings)}
 
 
@@ -164,10 +171,12 @@ def _timed(request: Callable[[], Any],
     start = monotonic()
     try:
         request()
-        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start), "error": None}, None
+        return {"ok": True, "status": 200, "latency_ms": _ms(monotonic() - start),
+                "error": None}, None
     except HonchoRequestError as exc:
         status = int(exc.code.rsplit("_", 1)[-1]) if exc.code.rsplit("_", 1)[-1].isdigit() else None
-        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start), "error": exc.code}, exc
+        return {"ok": False, "status": status, "latency_ms": _ms(monotonic() - start),
+                "error": exc.code}, exc
 
 
 def _mcp_check(settings: Settings, http_client_factory: Callable[..., httpx.Client],
@@ -177,23 +186,27 @@ def _mcp_check(settings: Settings, http_client_factory: Callable[..., httpx.Clie
     an HTTP answer came, what was found, whether the key went and why, and a one-line `summary`."""
     start = monotonic()
     if settings.mcp_url_problem:
-        found, (send, why) = mcp_probe.Handshake("failed", None, "unusable_url"), (False, "unusable_url")
+        found = mcp_probe.Handshake("failed", None, "unusable_url")
+        send, why = False, "unusable_url"
     else:
         send, why = mcp_key_decision(settings)
         found = mcp_probe.handshake(settings.mcp_url, settings.api_key() if send else None,
                                     settings.check_timeout_s, http_client_factory, monotonic)
     result = {"ok": found.error is None, "reachable": found.status is not None,
-              "latency_ms": _ms(monotonic() - start), "key_sent": send, "key_decision": why, **found.as_dict()}
+              "latency_ms": _ms(monotonic() - start), "key_sent": send, "key_decision": why,
+              **found.as_dict()}
     return {**result, "summary": _mcp_summary(result)}
 
 
 def _mcp_summary(result: dict[str, Any]) -> str:
     """One line for people: what the handshake found, or its code."""
     if result["state"] == "ready":
-        server = " ".join(part for part in (result["server_name"], result["server_version"]) if part)
+        server = " ".join(part for part in (result["server_name"], result["server_version"])
+                          if part)
         tools = f"{'' if result['tools_complete'] else 'at least '}{result['tool_count']} tools"
         key = f"key {'sent' if result['key_sent'] else 'not sent'}: {result['key_decision']}"
-        return f"ok: {server or 'an unnamed server'}, protocol {result['protocol_version']}, {tools} ({key})"
+        return (f"ok: {server or 'an unnamed server'}, protocol {result['protocol_version']},"
+                f" {tools} ({key})")
     if result["state"] == "auth_required":
         if result["key_sent"]:
             return f"reachable, key refused ({result['error']})"

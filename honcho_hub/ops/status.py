@@ -1,14 +1,7 @@
 """One status, shared by the sidebar API, the tool and the command line.
 
-Built from values already in memory or read from the outbox's counters: it never contains a
-credential (nor a digest of one), queued message content, or the outbox path. Health is green,
-amber (degraded, self-healing), red (needs the user), or neutral: nothing is wrong that we know of,
-but nothing has reached the API yet either, so green would be a guess.
-
-Whether the API was reached is known per process (the worker's sends and the endpoint checks made
-here); another process's worker or checks do not count. What every process that drains the outbox
-last said of itself (storage/processes.py: pid, host, state, circuit, counters) and the unreachable
-circuit they share are read from the outbox, local SQLite like the queue's counters.
+Gathering the parts (I/O, never raises), building the document (pure) and its text are kept apart;
+no credential, message content or outbox path in it. See docs/architecture.md, Operations.
 """
 
 from __future__ import annotations
@@ -40,7 +33,8 @@ class StatusParts:
 
     session_id: str | None = None
     scope_id: str | None = None
-    scope_backfill: dict[str, str] = field(default_factory=dict)  # session -> pending/completed/failed
+    # session -> pending/completed/failed
+    scope_backfill: dict[str, str] = field(default_factory=dict)
     scope_problem: str | None = None
     queue_counts: dict[str, int] = field(default_factory=dict)
     dead_by_code: dict[str, int] = field(default_factory=dict)
@@ -49,19 +43,22 @@ class StatusParts:
     outbox_problem: str | None = None  # outbox_corrupt, outbox_unavailable…
     in_journal: int = 0  # accepted messages the capture journal holds, not yet in the outbox
     capture_counters: dict[str, int] = field(default_factory=dict)
-    worker: dict[str, Any] = field(default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
+    worker: dict[str, Any] = field(
+        default_factory=lambda: {"state": "stopped", "metrics": {}, "circuits": {}})
     cache_entries: int = 0
     cache_counters: dict[str, int] = field(default_factory=dict)
     dialectic_counters: dict[str, int] = field(default_factory=dict)
     # Whether Honcho is still deriving from what was delivered for the session (recaller.freshness).
     memory: dict[str, Any] = field(default_factory=lambda: {"state": "fresh", "pending": 0})
-    api_check: dict[str, Any] = field(default_factory=dict)  # ok_at, failed_at, code, auth of the last checks
-    memory_writes: dict[str, Any] = field(default_factory=dict)  # memory_log.summary: counts, latest ids and times
-    # The server's configuration of the session's configured peers (gateway.session_peer_flags: peer ->
-    # flags, None when it holds none, absent when unread); None when status did not ask.
+    # ok_at, failed_at, code, auth of the last checks
+    api_check: dict[str, Any] = field(default_factory=dict)
+    # memory_log.summary: counts, latest ids and times
+    memory_writes: dict[str, Any] = field(default_factory=dict)
+    # The server's configuration of the session's configured peers (gateway.session_peer_flags:
+    # peer -> flags, None when it holds none, absent when unread); None when status did not ask.
     session_peers: dict[str, dict[str, bool | None] | None] | None = None
-    # The heartbeat rows of the processes that drain the outbox (processes.listed, with `this_process`) and
-    # the unreachable circuit they share for the destination.
+    # The heartbeat rows of the processes that drain the outbox (processes.listed, with
+    # `this_process`) and the unreachable circuit they share for the destination.
     processes: list[dict[str, Any]] = field(default_factory=list)
     shared_circuit: SharedCircuit | None = None
     honcho_timed_out: bool = False  # the reads of Honcho above ended at their deadline
@@ -72,31 +69,34 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
                  recaller: Any = None,
                  scope_backfill: Callable[[str], dict[str, str]] | None = None,
                  session_peers: Callable[[str, Sequence[str]], dict] | None = None,
-                 deadline_s: float | None = None, monotonic: Callable[[], float] = time.monotonic) -> StatusParts:
-    """Status's pieces from this process (the Hub passes what it holds; `state` is the process state):
-    capture, outbox counters, worker, recall, with `scope_backfill` the scope's progress from Honcho,
-    and with `session_peers` (gateway.session_peer_flags) the server's configuration of the session's
-    peers; with `deadline_s`, those requests end together that long from now (on `monotonic`). Never
-    raises."""
+                 deadline_s: float | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> StatusParts:
+    """Status's pieces from this process (the Hub passes what it holds; `state` is the process
+    state): capture, outbox counters, worker, recall, with `scope_backfill` the scope's progress
+    from Honcho, and with `session_peers` (gateway.session_peer_flags) the server's configuration
+    of the session's peers; with `deadline_s`, those requests end together that long from now (on
+    `monotonic`). Never raises."""
     with state.lock:
         api_check = dict(state.api_checks.get(settings.destination(), {}))
         journal = kept.JOURNAL.of(state)
         waiting = len(journal) if journal is not None else 0
-    parts = StatusParts(session_id=session_id, scope_id=scope_id, in_journal=waiting, api_check=api_check,
-                        capture_counters=kept.COUNTERS.of(state).snapshot(), outbox_problem=outbox_problem)
+    parts = StatusParts(session_id=session_id, scope_id=scope_id, in_journal=waiting,
+                        api_check=api_check, capture_counters=kept.COUNTERS.of(state).snapshot(),
+                        outbox_problem=outbox_problem)
     def read(box: Outbox) -> tuple:
         return (box.stats(), memory_log.summary(box.db), processes.listed(box.db),
                 processes.shared_circuit(box.db, settings.destination()))
 
     try:
-        stats, parts.memory_writes, rows, parts.shared_circuit = with_existing_outbox(settings, read,
-                                                                                      (None, {}, [], None))
+        stats, parts.memory_writes, rows, parts.shared_circuit = with_existing_outbox(
+            settings, read, (None, {}, [], None))
     except OutboxError as exc:
         parts.outbox_problem = parts.outbox_problem or exc.code
         stats = None
     else:
         here = (os.getpid(), processes.host_name())
-        parts.processes = [{**row, "this_process": (row["pid"], row["host"]) == here} for row in rows]
+        parts.processes = [{**row, "this_process": (row["pid"], row["host"]) == here}
+                           for row in rows]
     if stats is not None:
         parts.queue_counts, parts.dead_by_code = stats["counts"], stats["dead_by_code"]
         parts.oldest_pending_captured_at = stats["oldest_pending_captured_at"]
@@ -120,18 +120,21 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
     return parts
 
 
-def _read_honcho(parts: StatusParts, settings: Settings, scope_backfill: Callable[[str], dict[str, str]] | None,
+def _read_honcho(parts: StatusParts, settings: Settings,
+                 scope_backfill: Callable[[str], dict[str, str]] | None,
                  session_peers: Callable[[str, Sequence[str]], dict] | None) -> None:
-    """The parts of status that ask Honcho: the scope's progress, the server's flags of the session's peers."""
+    """The parts of status that ask Honcho: the scope's progress, the server's flags of the
+    session's peers."""
     if scope_backfill is not None and parts.scope_id:
         try:
             parts.scope_backfill = scope_backfill(parts.scope_id)
         except HonchoRequestError as exc:
-            parts.scope_problem = parts.scope_problem or f"scope status unavailable: {exc.code}"
+            parts.scope_problem = (parts.scope_problem
+                                   or f"scope status unavailable: {exc.code}")
     if session_peers is not None and parts.session_id:
         try:
-            parts.session_peers = dict(session_peers(parts.session_id,
-                                                     [settings.user_peer_id, settings.agent_peer_id]))
+            peers = [settings.user_peer_id, settings.agent_peer_id]
+            parts.session_peers = dict(session_peers(parts.session_id, peers))
         except Exception:  # the reader promises not to raise; status stays whole if one does
             parts.session_peers = {}
 
@@ -140,41 +143,55 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
     """The status document (stable keys; JSON-safe)."""
     metrics = parts.worker.get("metrics", {})
     circuit = parts.worker.get("circuits", {}).get(settings.destination())
-    counts = {state: parts.queue_counts.get(state, 0) for state in ("pending", "leased", "delivered", "dead")}
+    counts = {state: parts.queue_counts.get(state, 0)
+              for state in ("pending", "leased", "delivered", "dead")}
     status = {
-        # An unusable URL is shown as null beside the name of where it was given, never as its stand-in.
+        # An unusable URL is shown as null beside the name of where it was given, never as its
+        # stand-in.
         "endpoints": {"mode": settings.endpoint_mode,
                       "api_url": None if settings.api_url_problem else settings.api_url,
                       "mcp_url": None if settings.mcp_url_problem else settings.mcp_url,
-                      "api_url_problem": settings.api_url_problem, "mcp_url_problem": settings.mcp_url_problem,
+                      "api_url_problem": settings.api_url_problem,
+                      "mcp_url_problem": settings.mcp_url_problem,
                       "api_reach": _reach(now, metrics, parts.api_check)},
         "identity": {"workspace_id": settings.workspace_id, "user_peer_id": settings.user_peer_id,
                      "agent_peer_id": settings.agent_peer_id, "session_id": parts.session_id,
                      "session_strategy": settings.session_strategy,
-                     "observation": _observation(settings, parts.session_peers, parts.honcho_timed_out),
+                     "observation": _observation(settings, parts.session_peers,
+                                                 parts.honcho_timed_out),
                      "api_key_configured": settings.has_api_key},
-        "capture": {"enabled": settings.capture_enabled, "scheduler_chats": settings.capture_scheduler_chats,
+        "capture": {"enabled": settings.capture_enabled,
+                    "scheduler_chats": settings.capture_scheduler_chats,
                     "outbox_problem": parts.outbox_problem,
-                    # Too large to redact on the hook: not on disk until the writer redacted and stored it.
-                    "large_messages_accepted_in_memory": parts.capture_counters.get("accepted_in_memory", 0)},
+                    # Too large to redact on the hook: not on disk until the writer redacted and
+                    # stored it.
+                    "large_messages_accepted_in_memory":
+                        parts.capture_counters.get("accepted_in_memory", 0)},
         "recall": {"enabled": settings.recall_enabled, "mode": settings.recall_mode,
-                   "context_cadence": settings.context_cadence, "cache_entries": parts.cache_entries,
+                   "context_cadence": settings.context_cadence,
+                   "cache_entries": parts.cache_entries,
                    "cache": {name: parts.cache_counters.get(name, 0)
-                             for name in ("hits", "loads", "reused", "stale_served", "timeouts", "errors")},
-                   "cache_ttl_s": settings.cache_ttl_s, "max_context_tokens": settings.max_context_tokens,
-                   "agent_representation": settings.include_agent_representation, "memory": parts.memory,
-                   "dialectic": {"enabled": settings.dialectic_enabled, "cadence": settings.dialectic_cadence,
+                             for name in ("hits", "loads", "reused", "stale_served", "timeouts",
+                                          "errors")},
+                   "cache_ttl_s": settings.cache_ttl_s,
+                   "max_context_tokens": settings.max_context_tokens,
+                   "agent_representation": settings.include_agent_representation,
+                   "memory": parts.memory,
+                   "dialectic": {"enabled": settings.dialectic_enabled,
+                                 "cadence": settings.dialectic_cadence,
                                  "depth": settings.dialectic_depth,
                                  **{name: parts.dialectic_counters.get(name, 0)
                                     for name in ("started", "done", "failed", "busy", "running")}}},
         "scope": {"strategy": settings.scope_strategy, "current": parts.scope_id,
                   "backfill": _backfill(parts.scope_backfill), "problem": parts.scope_problem},
-        "queue": {**counts, "dead_by_code": dict(parts.dead_by_code), "in_journal": parts.in_journal,
+        "queue": {**counts, "dead_by_code": dict(parts.dead_by_code),
+                  "in_journal": parts.in_journal,
                   "oldest_pending_age_s": _age(now, parts.oldest_pending_captured_at),
                   "next_attempt_in_s": _until(now, parts.next_attempt_at)},
         "worker": {"state": parts.worker.get("state", "stopped"),
                    "circuit": {"kind": circuit["kind"], "reason": circuit["code"],
-                               "retry_in_s": _until(now, circuit["open_until"])} if circuit else None,
+                               "retry_in_s": _until(now, circuit["open_until"])}
+                              if circuit else None,
                    "last_success_age_s": _age(now, metrics.get("last_success_at")),
                    "last_error_code": metrics.get("last_error_code"),
                    "last_error_age_s": _age(now, metrics.get("last_error_at")),
@@ -183,10 +200,12 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "reconcile_failures": metrics.get("reconcile_failures", 0),
                    "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
         "processes": _processes(parts, now),
-        # The memory tool's own writes, kept in the outbox: counts, ids and ages only, never their text.
+        # The memory tool's own writes, kept in the outbox: counts, ids and ages only, never their
+        # text.
         "memory_writes": {"remembered": parts.memory_writes.get("remembered", 0),
                           "forgotten": parts.memory_writes.get("forgotten", 0),
-                          "latest": [{"id": w["id"], "kind": w["kind"], "age_s": _age(now, w["at"])}
+                          "latest": [{"id": w["id"], "kind": w["kind"],
+                                      "age_s": _age(now, w["at"])}
                                      for w in parts.memory_writes.get("latest", [])]},
         "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
                      "journal_full": parts.capture_counters.get("refused_journal_full", 0),
@@ -202,32 +221,34 @@ def status_text(status: dict[str, Any]) -> str:
     """A compact, human-readable rendering for the tool and the terminal."""
     q, w, i, m = status["queue"], status["worker"], status["identity"], status["memory_writes"]
     lines = [
-        f"Honcho memory: {status['health'].upper()}" + (f" ({'; '.join(status['health_reasons'])})"
-                                                        if status["health_reasons"] else ""),
+        f"Honcho memory: {status['health'].upper()}"
+        + (f" ({'; '.join(status['health_reasons'])})" if status["health_reasons"] else ""),
         f"API {status['endpoints']['api_url'] or 'unusable'} · workspace {i['workspace_id']}"
         f" · user {i['user_peer_id']} · agent {i['agent_peer_id']}"
         f" · key {'set' if i['api_key_configured'] else 'missing'}",
-        f"Capture {'on' if status['capture']['enabled'] else 'off'} · recall {status['recall']['mode']}"
+        f"Capture {'on' if status['capture']['enabled'] else 'off'}"
+        f" · recall {status['recall']['mode']}"
         f" · scope {status['scope']['current'] or 'none'} ({status['scope']['strategy']})",
         _memory_line(status["recall"]["memory"]),
         *_dialectic_lines(status["recall"]["dialectic"]),
         *_sessions_lines(i),
         f"Queue: {q['pending']} pending, {q['leased']} sending, {q['dead']} dead,"
         f" {q['in_journal']} in the journal"
-        + (f"; oldest {q['oldest_pending_age_s']:.0f} s" if q["oldest_pending_age_s"] is not None else ""),
+        + (f"; oldest {q['oldest_pending_age_s']:.0f} s"
+           if q["oldest_pending_age_s"] is not None else ""),
         f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
         + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
         *_processes_lines(status["processes"]),
         f"Memory tool: {m['remembered']} remembered, {m['forgotten']} forgotten"
-        + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']} {m['latest'][0]['age_s']:.0f} s ago"
-           if m["latest"] else ""),
+        + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']}"
+           f" {m['latest'][0]['age_s']:.0f} s ago" if m["latest"] else ""),
     ]
     return "\n".join(lines)
 
 
 def _processes(parts: StatusParts, now: float) -> dict[str, Any]:
-    """The processes that drain the outbox, newest beat first (an expired row is not shown), and the circuit
-    they share: ids, times, states, codes and counts only."""
+    """The processes that drain the outbox, newest beat first (an expired row is not shown), and
+    the circuit they share: ids, times, states, codes and counts only."""
     workers = []
     for row in sorted(parts.processes, key=lambda r: r["beat_at"], reverse=True):
         if processes.expired(row, now):
@@ -239,14 +260,17 @@ def _processes(parts: StatusParts, now: float) -> dict[str, Any]:
             "stale_after_s": processes.stale_after_s(row),
             "started_age_s": _age(now, row["started_at"]), "beat_age_s": _age(now, row["beat_at"]),
             "circuit": {"kind": kind, "reason": row["circuit_code"],
-                        "retry_in_s": _until(now, row["circuit_open_until"])} if kind else None,
-            "last_success_age_s": _age(now, row["last_success_at"]), "last_error_code": row["last_error_code"],
+                        "retry_in_s": _until(now, row["circuit_open_until"])}
+                       if kind else None,
+            "last_success_age_s": _age(now, row["last_success_at"]),
+            "last_error_code": row["last_error_code"],
             "last_error_age_s": _age(now, row["last_error_at"]), "sent": row["sent"],
             "reconciled": row["reconciled"], "failed": row["failed"], "dead_lettered": row["dead"]})
     stale = sum(1 for w in workers if w["stale"])
     shared = parts.shared_circuit
     return {"workers": workers, "live": len(workers) - stale, "stale": stale,
-            "shared_circuit": {"reason": shared.code, "retry_in_s": _until(now, shared.open_until),
+            "shared_circuit": {"reason": shared.code,
+                               "retry_in_s": _until(now, shared.open_until),
                                "failures": shared.failures} if shared else None}
 
 
@@ -254,14 +278,16 @@ def _processes_lines(section: dict[str, Any]) -> list[str]:
     def text(w: dict[str, Any]) -> str:
         circuit = f" (circuit {w['circuit']['kind']})" if w["circuit"] else ""
         here = " (this process)" if w["this_process"] else ""
-        return (f"pid {w['pid']}{here} on {w['host']} {'stale' if w['stale'] else w['state']}{circuit},"
+        return (f"pid {w['pid']}{here} on {w['host']}"
+                f" {'stale' if w['stale'] else w['state']}{circuit},"
                 f" beat {w['beat_age_s']:.0f} s ago, {w['sent']} sent")
 
     workers = section["workers"]
     lines = []
     if workers:
         more = len(workers) - MAX_LISTED_PROCESSES
-        lines.append("Workers of this outbox: " + "; ".join(text(w) for w in workers[:MAX_LISTED_PROCESSES])
+        lines.append("Workers of this outbox: "
+                     + "; ".join(text(w) for w in workers[:MAX_LISTED_PROCESSES])
                      + (f"; and {more} more" if more > 0 else ""))
     shared = section["shared_circuit"]
     if shared:
@@ -272,32 +298,36 @@ def _processes_lines(section: dict[str, Any]) -> list[str]:
 
 def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | None] | None,
                  timed_out: bool = False) -> dict[str, Any]:
-    """The observation preset and its flags by role; with the session read, the server's flags by role
-    (None: not in the session on the server yet; a role left out: not read, `timed_out` when status's
-    deadline ended the read). Honcho keeps the configuration a session's peer already has, so where the
-    server holds other flags, the server's win."""
+    """The observation preset and its flags by role; with the session read, the server's flags by
+    role (None: not in the session on the server yet; a role left out: not read, `timed_out` when
+    status's deadline ended the read). Honcho keeps the configuration a session's peer already has,
+    so where the server holds other flags, the server's win."""
     configured = {role: settings.observation_of(role) for role in ("user", "agent")}
     server: dict[str, dict[str, bool | None] | None] | None = None
     wins = False
     if held is not None:
         peers = {"user": settings.user_peer_id, "agent": settings.agent_peer_id}
         server = {role: held[peer] for role, peer in peers.items() if peer in held}
-        wins = any(flags is not None and flags != configured[role] for role, flags in server.items())
-    return {"preset": settings.observation, "configured": configured, "server": server, "server_wins": wins,
+        wins = any(flags is not None and flags != configured[role]
+                   for role, flags in server.items())
+    return {"preset": settings.observation, "configured": configured, "server": server,
+            "server_wins": wins,
             "timed_out": timed_out and held is not None and len(server or {}) < 2}
 
 
 def _memory_line(memory: dict[str, Any]) -> str:
     if memory["state"] == "fresh":
         return "Memory is fresh"
-    return "Memory is deriving" + (f" ({memory['pending']} pending)" if memory["pending"] is not None else "")
+    return "Memory is deriving" + (f" ({memory['pending']} pending)"
+                                   if memory["pending"] is not None else "")
 
 
 def _dialectic_lines(dialectic: dict[str, Any]) -> list[str]:
     if not dialectic["enabled"]:
         return []
-    return [f"Dialectic every {dialectic['cadence']} turns, depth {dialectic['depth']}: {dialectic['done']} notes,"
-            f" {dialectic['failed']} failed, {dialectic['running']} running"]
+    return [f"Dialectic every {dialectic['cadence']} turns, depth {dialectic['depth']}:"
+            f" {dialectic['done']} notes, {dialectic['failed']} failed,"
+            f" {dialectic['running']} running"]
 
 
 def _sessions_lines(identity: dict[str, Any]) -> list[str]:
@@ -309,18 +339,20 @@ def _sessions_lines(identity: dict[str, Any]) -> list[str]:
         return lines
     if not server:
         lines.append(f"Session {session_id} on the server: not read"
-                     + (" (timed out: Honcho answered too slowly)" if observation["timed_out"] else ""))
+                     + (" (timed out: Honcho answered too slowly)"
+                        if observation["timed_out"] else ""))
     elif len(server) == 2 and all(flags is None for flags in server.values()):
         lines.append(f"Session {session_id} is not on the server yet: created with these flags")
     else:
         lines.append(f"Session {session_id} on the server: {_flags_text(server)} — "
-                     + ("the server's configuration wins" if observation["server_wins"] else "as configured"))
+                     + ("the server's configuration wins" if observation["server_wins"]
+                        else "as configured"))
     return lines
 
 
 def _flags_text(by_role: dict[str, dict[str, bool | None] | None]) -> str:
-    """Each role's flags; a role the server holds none for is not in the session yet, one missing was not
-    read."""
+    """Each role's flags; a role the server holds none for is not in the session yet, one missing
+    was not read."""
     def word(value: bool | None) -> str:
         return "default" if value is None else "on" if value else "off"
 
@@ -336,7 +368,8 @@ def _flags_text(by_role: dict[str, dict[str, bool | None] | None]) -> str:
 
 
 def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[str, Any]:
-    """Whether this process reached the API: the newest of the worker's sends and the checks decides."""
+    """Whether this process reached the API: the newest of the worker's sends and the checks
+    decides."""
     successes = [t for t in (metrics.get("last_success_at"), check.get("ok_at")) if t is not None]
     failures = [(at, code, auth) for at, code, auth in (
         (metrics.get("last_error_at"), metrics.get("last_error_code"), False),
@@ -349,15 +382,18 @@ def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[s
         state = "failed"
     else:
         state = "ok"
-    return {"state": state, "last_ok_age_s": _age(now, last_ok), "last_failure_age_s": _age(now, failed_at),
-            "last_failure": code if state == "failed" else None, "refused_key": state == "failed" and auth}
+    return {"state": state, "last_ok_age_s": _age(now, last_ok),
+            "last_failure_age_s": _age(now, failed_at),
+            "last_failure": code if state == "failed" else None,
+            "refused_key": state == "failed" and auth}
 
 
 def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     red, amber = [], []
     reach = s["endpoints"]["api_reach"]
     if settings.api_url_problem:
-        red.append(f"{settings.api_url_problem}; memory is neither sent nor recalled until it is fixed")
+        red.append(f"{settings.api_url_problem};"
+                   " memory is neither sent nor recalled until it is fixed")
     if settings.mcp_url_problem:
         red.append(f"{settings.mcp_url_problem}; fix it to use Honcho's MCP server")
     if not s["identity"]["api_key_configured"] and _is_hosted(settings.api_url):
@@ -370,12 +406,14 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     elif circuit or shared:  # this process's, or the one another process of the outbox opened
         amber.append(f"Honcho unreachable ({(circuit or shared)['reason']})")
     elif reach["state"] == "failed":
-        (red if reach["refused_key"] else amber).append(f"last request to Honcho failed ({reach['last_failure']})")
+        (red if reach["refused_key"] else amber).append(
+            f"last request to Honcho failed ({reach['last_failure']})")
     draining = any(not w["stale"] and w["state"] != "paused" for w in s["processes"]["workers"])
     if s["worker"]["state"] == "stopped" and s["queue"]["pending"] and not draining:
         amber.append("worker stopped with events pending")
     if s["queue"]["dead"]:
-        codes = ", ".join(f"{n} {code}" for code, n in sorted(s["queue"]["dead_by_code"].items(), key=str))
+        codes = ", ".join(f"{n} {code}"
+                          for code, n in sorted(s["queue"]["dead_by_code"].items(), key=str))
         amber.append(f"{s['queue']['dead']} dead letters" + (f" ({codes})" if codes else ""))
     age = s["queue"]["oldest_pending_age_s"]
     if age is not None and age > STALE_QUEUE_S:
@@ -400,7 +438,8 @@ def _is_hosted(api_url: str) -> bool:
 
 
 def _backfill(jobs: dict[str, str]) -> dict[str, int]:
-    return {state: sum(1 for v in jobs.values() if v == state) for state in ("pending", "completed", "failed")}
+    return {state: sum(1 for v in jobs.values() if v == state)
+            for state in ("pending", "completed", "failed")}
 
 
 def _age(now: float, then: float | None) -> float | None:
