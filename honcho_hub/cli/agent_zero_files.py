@@ -1,8 +1,8 @@
-"""Agent Zero v1.7's saved files as the backfill reads them: chat folders and their chat.json (histories,
-log, context data), the scheduler's tasks.json, settings.json and where a project keeps plugin settings.
+"""Agent Zero v1.7's saved files as the backfill reads them: chat folders and their chat.json,
+the scheduler's tasks.json, settings.json and where a project keeps plugin settings.
 
-It sits in cli/, at the edge: only the command line reads Agent Zero's files, so no floor below it depends
-on their format (inside Agent Zero, the bridge reads its live objects instead).
+In cli/, at the edge: only the command line reads Agent Zero's files, so no floor below depends on
+their format (inside Agent Zero, the bridge reads its live objects instead).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ DEFAULT_PROFILE = "agent0"  # Agent Zero's agent_profile when its settings name 
 MAX_HISTORY_DEPTH = 64  # bulks nest when Agent Zero merges them; deeper is not a file it wrote
 CHAT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 # The message AgentContext.nudge() sends agent 0 as if typed: v1.7's prompts/fw.msg_nudge.md as
-# Agent.read_prompt returns it (code fences removed). A profile that overrides the prompt is not known here.
+# Agent.read_prompt returns it (code fences removed). A profile that overrides the prompt is not
+# known here.
 NUDGE_TEXT = '{\n  "system_message": "Nudged - continue",\n}\n'
 
 
@@ -34,8 +35,9 @@ NUDGE_TEXT = '{\n  "system_message": "Nudged - continue",\n}\n'
 
 
 def saved_chats(chats_dir: str, only: Sequence[str] = (), limit: int | None = None) -> list[str]:
-    """The chat folders of `chats_dir` holding a chat.json, least recently saved first; `only` names the
-    chat ids to take (each must exist); `limit` keeps the most recently saved. Raises BackfillError."""
+    """The chat folders of `chats_dir` holding a chat.json, least recently saved first; `only`
+    names the chat ids to take (each must exist); `limit` keeps the most recently saved. Raises
+    BackfillError."""
     if not os.path.isdir(chats_dir):
         raise BackfillError("the chats folder is not a folder")
     for chat_id in only:
@@ -59,41 +61,50 @@ def saved_chats(chats_dir: str, only: Sequence[str] = (), limit: int | None = No
 
 
 def scheduled_chat_ids(chats_dir: str) -> frozenset[str]:
-    """Ids of the chats scheduled tasks own, from Agent Zero's `usr/scheduler/tasks.json` beside the chats
-    folder (none when there is no such file). Raises BackfillError when it is there but unusable: scheduler
-    chats could not be told apart."""
+    """Ids of the chats scheduled tasks own, from Agent Zero's `usr/scheduler/tasks.json` beside the
+    chats folder (none when there is no such file). Raises BackfillError when it is there but
+    unusable: scheduler chats could not be told apart."""
     path = os.path.join(os.path.dirname(os.path.abspath(chats_dir)), "scheduler", "tasks.json")
     if not os.path.exists(path):
         return frozenset()
     try:
-        tasks = json.loads(read_regular_file(path, MAX_TASKS_FILE_BYTES).decode("utf-8")).get("tasks", [])
+        raw = read_regular_file(path, MAX_TASKS_FILE_BYTES)
+        tasks = json.loads(raw.decode("utf-8")).get("tasks", [])
         # A task's context id defaults to its uuid (helpers/task_scheduler.py).
-        owners = (task.get("context_id") or task.get("uuid") for task in tasks if isinstance(task, dict))
+        owners = (task.get("context_id") or task.get("uuid")
+                  for task in tasks if isinstance(task, dict))
         return frozenset(owner for owner in owners if isinstance(owner, str) and owner)
     except (OSError, ValueError, AttributeError) as exc:
-        raise BackfillError(f"the scheduler's tasks.json cannot be read ({type(exc).__name__}): scheduler"
-                            " chats cannot be told apart", "scheduler_unreadable") from exc
+        raise BackfillError(f"the scheduler's tasks.json cannot be read ({type(exc).__name__}):"
+                            " scheduler chats cannot be told apart",
+                            "scheduler_unreadable") from exc
 
 
 def agent_profile(chats_dir: str) -> str:
-    """The agent profile agent 0 of every chat runs under: Agent Zero v1.7 keeps no profile per chat (a saved
-    chat is loaded with initialize_agent's config), only its `agent_profile` setting in `usr/settings.json`
-    beside the chats folder (`agent0` when unset or `default`, helpers/settings.py). Raises BackfillError
-    when the file is there but unusable: the chats' human could be named wrongly."""
+    """The agent profile agent 0 of every chat runs under: Agent Zero v1.7 keeps no profile per chat
+    (a saved chat is loaded with initialize_agent's config), only its `agent_profile` setting in
+    `usr/settings.json` beside the chats folder (`agent0` when unset or `default`,
+    helpers/settings.py). Raises BackfillError when the file is there but unusable: the chats' human
+    could be named wrongly."""
     path = os.path.join(os.path.dirname(os.path.abspath(chats_dir)), "settings.json")
     if not os.path.exists(path):
         return DEFAULT_PROFILE
     try:
-        profile = json.loads(read_regular_file(path, MAX_TASKS_FILE_BYTES).decode("utf-8")).get("agent_profile")
+        raw = read_regular_file(path, MAX_TASKS_FILE_BYTES)
+        profile = json.loads(raw.decode("utf-8")).get("agent_profile")
     except (OSError, ValueError, AttributeError) as exc:
-        raise BackfillError(f"Agent Zero's settings.json cannot be read ({type(exc).__name__}): the chats' agent"
-                            " profile, and so their human, is unknown", "settings_unreadable") from exc
-    return profile if isinstance(profile, str) and profile and profile != "default" else DEFAULT_PROFILE
+        raise BackfillError(f"Agent Zero's settings.json cannot be read ({type(exc).__name__}):"
+                            " the chats' agent profile, and so their human, is unknown",
+                            "settings_unreadable") from exc
+    if isinstance(profile, str) and profile and profile != "default":
+        return profile
+    return DEFAULT_PROFILE
 
 
 def project_config_path(chats_dir: str, project: str) -> str | None:
-    """Where Agent Zero keeps a project's settings of this plugin: `usr/projects/<name>/.a0proj/plugins/
-    honcho/config.json`, beside the chats folder; None for a name that is not one plain folder name."""
+    """Where Agent Zero keeps a project's settings of this plugin:
+    `usr/projects/<name>/.a0proj/plugins/honcho/config.json`, beside the chats folder; None for a
+    name that is not one plain folder name."""
     if not _plain_name(project):
         return None
     projects = os.path.join(os.path.dirname(os.path.abspath(chats_dir)), "projects")
@@ -110,8 +121,9 @@ def _plain_name(name: str) -> bool:
 
 
 def read_chat(folder: str) -> dict[str, Any]:
-    """A saved chat as Agent Zero wrote it; raises FileRefused (not a regular file, too large, or reached
-    through a link out of the chats folder, `folder`'s parent), ValueError (not JSON, not a chat) or OSError."""
+    """A saved chat as Agent Zero wrote it; raises FileRefused (not a regular file, too large, or
+    reached through a link out of the chats folder, `folder`'s parent), ValueError (not JSON, not a
+    chat) or OSError."""
     chats_dir = os.path.dirname(os.path.abspath(folder))
     raw = read_regular_file(os.path.join(folder, CHAT_FILE), MAX_CHAT_FILE_BYTES, within=chats_dir)
     chat = json.loads(raw.decode("utf-8"))
@@ -121,42 +133,51 @@ def read_chat(folder: str) -> dict[str, Any]:
 
 
 def chat_id_of(chat: Mapping[str, Any], folder: str) -> str:
-    """The context id live capture used: the file's `id` (the folder's name when the file has none)."""
+    """The context id live capture used: the file's `id` (the folder's name when the file has
+    none)."""
     chat_id = chat.get("id")
-    return chat_id if isinstance(chat_id, str) and CHAT_ID_RE.match(chat_id) else os.path.basename(folder)
+    if isinstance(chat_id, str) and CHAT_ID_RE.match(chat_id):
+        return chat_id
+    return os.path.basename(folder)
 
 
 def project_of(chat: Mapping[str, Any]) -> str | None:
-    """The chat's Agent Zero project: helpers/projects.py keeps it in the context data as `project`."""
+    """The chat's Agent Zero project: helpers/projects.py keeps it in the context data as
+    `project`."""
     data = chat.get("data")
     project = data.get("project") if isinstance(data, dict) else None
     return project if isinstance(project, str) and project else None
 
 
-def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str], profile: str) -> ChatFacts:
+def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str],
+               profile: str) -> ChatFacts:
     """Background chats are never saved by v1.7, but a file may still say so; a `task` context is a
     scheduled task's as well. `profile`: agent 0's agent profile (see agent_profile)."""
     kind = str(chat.get("type", "user")).lower()
-    return ChatFacts(background=kind == "background", scheduler_run=kind == "task" or chat_id in scheduled,
+    return ChatFacts(background=kind == "background",
+                     scheduler_run=kind == "task" or chat_id in scheduled,
                      human=HumanFacts(profile=profile))
 
 
 def log_times(chat: Mapping[str, Any]) -> dict[tuple[str, str], float]:
-    """(item id, item type) -> the first such item's time, for log items with an id and a plausible time."""
+    """(item id, item type) -> the first such item's time, for log items with an id and a plausible
+    time."""
     logs = chat.get("log", {}).get("logs", []) if isinstance(chat.get("log"), dict) else []
     times: dict[tuple[str, str], float] = {}
     for item in logs if isinstance(logs, list) else []:
         if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
             continue
         at = item.get("timestamp")
-        if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at) and at > 0:
+        if (isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at)
+                and at > 0):
             times.setdefault((item["id"], str(item.get("type"))), float(at))
     return times
 
 
 def logged_at(times: Mapping[tuple[str, str], float], message_id: Any, ai: bool) -> float | None:
-    """When the log says a history message happened: Agent Zero gives a typed message's `user` item the
-    message's id, and an answer's `response` (else `agent`) item the id of the AI message that called it."""
+    """When the log says a history message happened: Agent Zero gives a typed message's `user` item
+    the message's id, and an answer's `response` (else `agent`) item the id of the AI message that
+    called it."""
     if not isinstance(message_id, str):
         return None
     if ai:
@@ -180,7 +201,8 @@ def history_messages(history: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
 
 
 def agent_histories(chat: Mapping[str, Any]) -> list[tuple[int, list[dict[str, Any]]]]:
-    """(agent number, its messages) for each saved agent; raises ValueError for a history that is not JSON."""
+    """(agent number, its messages) for each saved agent; raises ValueError for a history that is
+    not JSON."""
     found = []
     for agent in chat.get("agents", []):
         if not isinstance(agent, dict):
@@ -221,10 +243,11 @@ def typed(content: Any) -> Typed | str:
 
 
 def tool_request(content: Any) -> tuple[str | None, dict[str, Any] | None]:
-    """(tool name, tool arguments) of an AI message as the model wrote it: (None, None) when no tool request
-    can be read from it, (name, None) for one Agent Zero refuses to run (Agent.validate_tool_request: the
-    arguments must be a non-empty object). Agent Zero reads the JSON object between the first `{` and the
-    last `}` (helpers/extract_tools.py); the tool name may carry a `:method`."""
+    """(tool name, tool arguments) of an AI message as the model wrote it: (None, None) when no tool
+    request can be read from it, (name, None) for one Agent Zero refuses to run
+    (Agent.validate_tool_request: the arguments must be a non-empty object). Agent Zero reads the
+    JSON object between the first `{` and the last `}` (helpers/extract_tools.py); the tool name may
+    carry a `:method`."""
     if not isinstance(content, str) or "{" not in content:
         return None, None
     try:
@@ -239,11 +262,13 @@ def tool_request(content: Any) -> tuple[str | None, dict[str, Any] | None]:
 
 
 def response_text(args: Mapping[str, Any]) -> Any:
-    """The answer a `response` tool request gives: its `text`, else its `message` (tools/response.py)."""
+    """The answer a `response` tool request gives: its `text`, else its `message`
+    (tools/response.py)."""
     return args["text"] if "text" in args else args.get("message")
 
 
 def warned_after(nxt: Mapping[str, Any] | None) -> bool:
-    """Whether the message after an AI message is Agent Zero's warning instead of its tool's run (a repeated
-    answer is not run again)."""
-    return nxt is not None and isinstance(nxt.get("content"), dict) and "system_warning" in nxt["content"]
+    """Whether the message after an AI message is Agent Zero's warning instead of its tool's run (a
+    repeated answer is not run again)."""
+    return (nxt is not None and isinstance(nxt.get("content"), dict)
+            and "system_warning" in nxt["content"])

@@ -1,41 +1,7 @@
-"""Backfill: the human's messages and agent 0's final answers of saved Agent Zero chats, into the outbox.
+"""Backfill: saved Agent Zero chats into the outbox, keeping what live capture would have kept.
 
-Agent Zero v1.7 saves each chat as `usr/chats/<id>/chat.json` (helpers/persist_chat.py): the agents'
-histories (agent 0 first, then the chain of subordinates), each a JSON string of bulks, topics and
-messages (helpers/history.py: a message is `id`, `ai`, `content`), and the last 1,000 items of the chat's
-log (helpers/log.py: `id`, `type`, `timestamp`, ...). A backfill reads those files (agent_zero_files.py)
-and keeps what live capture keeps, by capture's own rules (capture/rules.py):
-
-- what a person typed: agent 0's `user_message` entries but the framework's nudge, and the
-  `user_intervention` entries of any agent (the human interrupted whichever agent ran); not a
-  subordinate's `user_message` (its superior wrote it), tool results, warnings or summaries;
-- agent 0's final answers: its AI messages that call the `response` tool, the tool's `text` (else
-  `message`) argument; not the greeting Agent Zero adds before anything was asked, nor a response the
-  framework refused to run (the warning that follows a repeated answer).
-
-Each kept message goes through capture's path (capture/service.py): the same header (session by the
-session strategy, scope by the chat's project, the user peer by the chat's human — capture/rules.py
-human_peer, with agent 0's profile Agent Zero's `agent_profile` setting: v1.7 keeps none per chat), the
-same redaction and split, and the event ids capture
-derives from the history message's id, which is the id live capture used. So a message captured live
-and imported again is one row while both are in the outbox; rows are enqueued as ambiguous, so that
-once the outbox has pruned a delivered row the worker still asks Honcho before sending it again.
-
-History messages carry no time in v1.7. A message gets the time of the log item with its id (Agent Zero
-gives a typed message's log item the message's id, and an answer's log items the id of the AI message
-that called `response`): the `user` item for typed text, the `response` item (else the `agent` item) for
-an answer. Without one — the log keeps only the newest 1,000 items — it gets the time of the import.
-
-The outbox keeps room for live capture: a backfill queues only while fewer than 90% of its rows
-(`max_queued_rows`) are waiting, pending, leased or dead; then it lets the worker deliver (`make_room`)
-and polls, and stops with a clear message after `wait_s` without room. Queued messages are not queued
-twice when the backfill runs again.
-
-A chat forgotten here (chats/forget.py: the outbox's forgotten chats) is skipped whole, counted and
-named: the user asked for it to be gone, and its saved file outlives the forget. Only a chat the user
-names with `include_forgotten` is imported again, into its current session. Chat files are read by the
-config loader's guards (settings/files.read_regular_file, through agent_zero_files.read_chat): regular
-files only, bounded, and never through a link that leads out of the chats folder.
+Each kept message takes capture's path and is dated by the chat's log; queued only while the outbox
+keeps room for live capture; forgotten chats skipped. See docs/architecture.md, Command line.
 """
 
 from __future__ import annotations
@@ -56,7 +22,13 @@ from ..capture.rules import (
     skip_reason_for_tool_result,
     skip_reason_for_user_message,
 )
-from ..capture.service import CaptureRequest, Role, message_events, message_header, redacted_text
+from ..capture.service import (
+    CaptureRequest,
+    Role,
+    message_events,
+    message_header,
+    redacted_text,
+)
 from ..errors import ConfigFileError, FileRefused, OutboxBusy, OutboxError, RedactionError
 from ..gateway.scopes import resolve_scope
 from ..settings.config import Settings
@@ -80,18 +52,21 @@ from .agent_zero_files import (
     warned_after,
 )
 
-LIVE_SHARE = 0.9  # of max_queued_rows a backfill may fill: the rest stays free for live capture
+# of max_queued_rows a backfill may fill: the rest stays free for live capture
+LIVE_SHARE = 0.9
 POLL_S = 2.0
 WAIT_S = 300.0
 MAX_WAIT_S = 86_400.0
-OUTBOX_BUSY_S = 5.0  # off the turn's path: a backfill may wait longer for the write lock than capture
+# off the turn's path: a backfill may wait longer for the write lock than capture
+OUTBOX_BUSY_S = 5.0
 MAX_MESSAGES_PER_ENQUEUE = 200  # one transaction's worth
 MAX_LISTED_CHATS = 100  # forgotten chats the report names; all are counted
 
 
 @dataclass(frozen=True)
 class SavedMessage:
-    """One message of a saved chat that capture keeps: who, the host's id, the text, when (if known)."""
+    """One message of a saved chat that capture keeps: who, the host's id, the text, when (if
+    known)."""
 
     role: Role
     source_id: str
@@ -115,9 +90,12 @@ class Tally:
     messages: Counter = field(default_factory=Counter)  # by role
     skipped: Counter = field(default_factory=Counter)  # messages, by reason
     times: Counter = field(default_factory=Counter)  # log | import
-    events: Counter = field(default_factory=Counter)  # parts: queued, already_queued (planned in a dry run)
-    # ids of forgotten chats: skipped (at most MAX_LISTED_CHATS), included (named with include_forgotten)
-    forgotten: dict[str, list[str]] = field(default_factory=lambda: {"skipped": [], "included": []})
+    # parts: queued, already_queued (planned in a dry run)
+    events: Counter = field(default_factory=Counter)
+    # ids of forgotten chats: skipped (at most MAX_LISTED_CHATS), included (named with
+    # include_forgotten)
+    forgotten: dict[str, list[str]] = field(
+        default_factory=lambda: {"skipped": [], "included": []})
 
     def kept(self, prepared: Prepared) -> None:
         """Count a message queued (or, in a dry run, one that would be)."""
@@ -130,13 +108,14 @@ class Tally:
 
 def chat_messages(chat: Mapping[str, Any], facts: ChatFacts, settings: Settings,
                   skipped: Counter) -> list[SavedMessage]:
-    """The messages of one saved chat capture keeps, in conversation order; every other message is counted
-    in `skipped` by reason. Raises ValueError for a history that cannot be read."""
+    """The messages of one saved chat capture keeps, in conversation order; every other message is
+    counted in `skipped` by reason. Raises ValueError for a history that cannot be read."""
     times = log_times(chat)
     kept: list[tuple[int, SavedMessage]] = []
     seen: set[tuple[Role, str]] = set()
     for number, messages in agent_histories(chat):
-        asked = False  # whether anything came before: the greeting Agent Zero adds comes first
+        # Whether anything came before: the greeting Agent Zero adds comes first.
+        asked = False
         for position, message in enumerate(messages):
             nxt = messages[position + 1] if position + 1 < len(messages) else None
             saved, reason = _classify(message, nxt, number, asked, facts, settings, times)
@@ -151,8 +130,9 @@ def chat_messages(chat: Mapping[str, Any], facts: ChatFacts, settings: Settings,
     return _in_conversation_order(kept)
 
 
-def _classify(message: dict[str, Any], nxt: dict[str, Any] | None, number: int, asked: bool, facts: ChatFacts,
-              settings: Settings, times: Mapping[tuple[str, str], float]) -> tuple[SavedMessage | None, str]:
+def _classify(message: dict[str, Any], nxt: dict[str, Any] | None, number: int, asked: bool,
+              facts: ChatFacts, settings: Settings,
+              times: Mapping[tuple[str, str], float]) -> tuple[SavedMessage | None, str]:
     """The message as capture would keep it, or why not."""
     content, source_id, ai = message.get("content"), message.get("id"), bool(message.get("ai"))
     if ai:
@@ -163,25 +143,28 @@ def _classify(message: dict[str, Any], nxt: dict[str, Any] | None, number: int, 
     if saved is None:
         return None, reason
     if not isinstance(source_id, str) or not source_id:
-        return None, "no_message_id"  # nothing to derive a stable id from: importing twice would duplicate
+        # Nothing to derive a stable id from: importing twice would duplicate.
+        return None, "no_message_id"
     return SavedMessage(saved[0], source_id, saved[1], at), ""
 
 
-def _typed(content: Any, number: int, facts: ChatFacts, settings: Settings) -> tuple[tuple[Role, str] | None, str]:
-    """A user-side history message: (USER, typed text) when a person typed it and capture keeps it."""
+def _typed(content: Any, number: int, facts: ChatFacts,
+           settings: Settings) -> tuple[tuple[Role, str] | None, str]:
+    """A user-side history message: (USER, typed text) when a person typed it and capture keeps
+    it."""
     found = typed(content)
     if isinstance(found, str):
         return None, found
-    message = UserMessageFacts(agent_number=number, intervention=found.intervention, is_nudge=found.nudge,
-                               chat=facts)
+    message = UserMessageFacts(agent_number=number, intervention=found.intervention,
+                               is_nudge=found.nudge, chat=facts)
     reason = skip_reason_for_user_message(message, settings)
     if reason:
         return None, reason
     return ((Role.USER, found.text), "") if isinstance(found.text, str) else (None, "invalid")
 
 
-def _final_answer(content: Any, nxt: dict[str, Any] | None, number: int, asked: bool, facts: ChatFacts,
-                  settings: Settings) -> tuple[tuple[Role, str] | None, str]:
+def _final_answer(content: Any, nxt: dict[str, Any] | None, number: int, asked: bool,
+                  facts: ChatFacts, settings: Settings) -> tuple[tuple[Role, str] | None, str]:
     """An AI history message: (AGENT, answer) when it is agent 0's final `response`."""
     tool_name, args = tool_request(content)
     if tool_name is None:
@@ -192,19 +175,20 @@ def _final_answer(content: Any, nxt: dict[str, Any] | None, number: int, asked: 
     if not asked:
         return None, "greeting"  # extensions/python/agent_init/_10_initial_message.py: no tool ran
     if args is None or warned_after(nxt):
-        return None, "not_executed"  # refused, or a repeated answer: Agent Zero warns instead of running the tool
+        # Refused, or a repeated answer: Agent Zero warns instead of running the tool.
+        return None, "not_executed"
     text = response_text(args)
     return ((Role.AGENT, text), "") if isinstance(text, str) else (None, "invalid")
 
 
 def _in_conversation_order(kept: list[tuple[int, SavedMessage]]) -> list[SavedMessage]:
-    """Agent 0's messages in its history's order, each subordinate's (the human's interventions) placed
-    before the first of agent 0's messages logged later; without a time, at the end."""
+    """Agent 0's messages in its history's order, each subordinate's (the human's interventions)
+    placed before the first of agent 0's messages logged later; without a time, at the end."""
     ordered = [saved for number, saved in kept if number == 0]
     for _, saved in ((n, s) for n, s in kept if n != 0):
         at = saved.at
-        index = next((i for i, other in enumerate(ordered) if at is not None and other.at is not None
-                      and other.at > at), len(ordered))
+        index = next((i for i, other in enumerate(ordered)
+                      if at is not None and other.at is not None and other.at > at), len(ordered))
         ordered.insert(index, saved)
     return ordered
 
@@ -214,10 +198,11 @@ def _in_conversation_order(kept: list[tuple[int, SavedMessage]]) -> list[SavedMe
 
 def project_settings(global_layer: Mapping[str, Any], environ: Mapping[str, str],
                      chats_dir: str) -> Callable[[str | None], Settings]:
-    """Settings for a chat's project as live capture builds them: the global layer with the project's own
-    plugin settings over it (Agent Zero keeps them in `usr/projects/<name>/.a0proj/plugins/honcho/
-    config.json`, beside the chats folder). Raises ConfigFileError for a project file that is there but
-    unusable: live capture would not capture that project's chats either."""
+    """Settings for a chat's project as live capture builds them: the global layer with the
+    project's own plugin settings over it (Agent Zero keeps them in
+    `usr/projects/<name>/.a0proj/plugins/honcho/config.json`, beside the chats folder). Raises
+    ConfigFileError for a project file that is there but unusable: live capture would not capture
+    that project's chats either."""
     built: dict[str | None, Settings] = {}
 
     def settings_for(project: str | None) -> Settings:
@@ -230,8 +215,8 @@ def project_settings(global_layer: Mapping[str, Any], environ: Mapping[str, str]
                 except ConfigFileError as exc:
                     if not exc.missing:
                         raise
-            built[project] = effective_settings(ConfigLayers(global_config=global_layer, project_config=layer),
-                                                secrets={}, environ=environ)
+            layers = ConfigLayers(global_config=global_layer, project_config=layer)
+            built[project] = effective_settings(layers, secrets={}, environ=environ)
         return built[project]
     return settings_for
 
@@ -240,7 +225,8 @@ def project_settings(global_layer: Mapping[str, Any], environ: Mapping[str, str]
 
 
 class ProgressBar:
-    """A text progress bar of chats done: redrawn in place on a terminal, a line per tenth otherwise."""
+    """A text progress bar of chats done: redrawn in place on a terminal, a line per tenth
+    otherwise."""
 
     WIDTH = 24
 
@@ -254,11 +240,12 @@ class ProgressBar:
             return
         shown = (done * 10 // self._total, note)
         if not self._tty and shown == self._shown:
-            return  # a log file gets a line per tenth and per change of note, not one per poll
+            # A log file gets a line per tenth and per change of note, not one per poll.
+            return
         self._shown = shown
         filled = done * self.WIDTH // self._total
-        line = (f"backfill [{'#' * filled}{'-' * (self.WIDTH - filled)}] {done}/{self._total} chats,"
-                f" {messages} messages{'  ' + note if note else ''}")
+        line = (f"backfill [{'#' * filled}{'-' * (self.WIDTH - filled)}]"
+                f" {done}/{self._total} chats, {messages} messages{'  ' + note if note else ''}")
         self._stream.write(f"\r{line}\x1b[K" if self._tty else line + "\n")
         self._stream.flush()
 
@@ -270,33 +257,38 @@ class ProgressBar:
 
 
 class Backfill:
-    """One backfill run over some saved chats: read, keep by capture's rules, redact, queue with room."""
+    """One backfill run over some saved chats: read, keep by capture's rules, redact, queue with
+    room."""
 
-    def __init__(self, settings: Settings, settings_for: Callable[[str | None], Settings], *, dry_run: bool = False,
-                 scheduled: frozenset[str] = frozenset(), clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic, make_room: Callable[[float], Any] | None = None,
-                 pause: Callable[[float], Any] | None = None, wait_s: float = WAIT_S, progress: TextIO | None = None,
+    def __init__(self, settings: Settings, settings_for: Callable[[str | None], Settings], *,
+                 dry_run: bool = False, scheduled: frozenset[str] = frozenset(),
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 make_room: Callable[[float], Any] | None = None,
+                 pause: Callable[[float], Any] | None = None, wait_s: float = WAIT_S,
+                 progress: TextIO | None = None,
                  secrets_for: Callable[[str | None], Mapping[str, str]] = lambda project: {},
-                 profile: str = DEFAULT_PROFILE, include_forgotten: frozenset[str] = frozenset()) -> None:
+                 profile: str = DEFAULT_PROFILE,
+                 include_forgotten: frozenset[str] = frozenset()) -> None:
         self._settings, self._settings_for = settings, settings_for
         self._dry_run, self._scheduled = dry_run, scheduled
         self._clock, self._monotonic = clock, monotonic
-        # make_room delivers for at most the given seconds (`--drain`); without it another process's worker
-        # does. pause waits out what is left of a poll.
+        # make_room delivers for at most the given seconds (`--drain`); without it another
+        # process's worker does. pause waits out what is left of a poll.
         self._make_room = make_room or (lambda seconds: None)
         self._pause = pause or threading.Event().wait
         self._wait_s, self._progress_stream = wait_s, progress
         self._secrets_for = secrets_for
         self._profile = profile
-        # Chats (by id) whose saved log is imported although forget-chat was run for them: only those the
-        # user named (`--chat ID --include-forgotten`).
+        # Chats (by id) whose saved log is imported although forget-chat was run for them: only
+        # those the user named (`--chat ID --include-forgotten`).
         self._include_forgotten = include_forgotten
         self.tally = Tally()
         self._waiting_since: float | None = None
 
     def run(self, folders: Sequence[str]) -> dict[str, Any]:
-        """Import these chat folders in order; the report (counts only). Never raises on a chat's content;
-        an outbox that cannot be opened or stays unusable ends the run with `error`."""
+        """Import these chat folders in order; the report (counts only). Never raises on a chat's
+        content; an outbox that cannot be opened or stays unusable ends the run with `error`."""
         imported_at = self._clock()  # the one time of every message the saved log has no time for
         progress = ProgressBar(self._progress_stream, len(folders))
         self.tally.chats["found"] = len(folders)
@@ -320,8 +312,9 @@ class Backfill:
         return self._report(stopped, error)
 
     def _open_outbox(self) -> Outbox | None:
-        """The outbox to queue into, which also knows the forgotten chats. A dry run opens one only where
-        there is one: it creates nothing, and where nothing was captured, nothing was forgotten."""
+        """The outbox to queue into, which also knows the forgotten chats. A dry run opens one only
+        where there is one: it creates nothing, and where nothing was captured, nothing was
+        forgotten."""
         if self._dry_run and not os.path.exists(self._settings.outbox_path):
             return None
         return Outbox.for_settings(self._settings, busy_timeout_s=OUTBOX_BUSY_S, clock=self._clock)
@@ -346,8 +339,9 @@ class Backfill:
         return self._prepared(kept[1], chat_id, project, kept[0], imported_at)
 
     def _skipped_as_forgotten(self, outbox: Outbox, chat_id: str, folder: str) -> bool:
-        """Whether the chat was forgotten here (forget-chat) and not named to be imported again: then it
-        is skipped, counted and listed. One named (by its id or its folder's) is listed as included."""
+        """Whether the chat was forgotten here (forget-chat) and not named to be imported again:
+        then it is skipped, counted and listed. One named (by its id or its folder's) is listed as
+        included."""
         if chat_rows.generation(outbox.db, self._settings.destination(), chat_id) == 0:
             return False
         if {chat_id, os.path.basename(folder)} & self._include_forgotten:
@@ -360,7 +354,8 @@ class Backfill:
 
     def _kept(self, chat: dict[str, Any], chat_id: str, project: str | None
               ) -> tuple[Settings, list[SavedMessage]] | None:
-        """The chat's settings and the messages capture keeps of it; None (counted) when it is skipped whole."""
+        """The chat's settings and the messages capture keeps of it; None (counted) when it is
+        skipped whole."""
         try:
             settings = self._settings_for(project)
             facts = chat_facts(chat, chat_id, self._scheduled, self._profile)
@@ -376,8 +371,8 @@ class Backfill:
             self.tally.chats["unreadable"] += 1
         return None
 
-    def _prepared(self, messages: list[SavedMessage], chat_id: str, project: str | None, settings: Settings,
-                  imported_at: float) -> list[Prepared]:
+    def _prepared(self, messages: list[SavedMessage], chat_id: str, project: str | None,
+                  settings: Settings, imported_at: float) -> list[Prepared]:
         """The kept messages with their events (a dry run counts them here: nothing is queued)."""
         scope, secrets = resolve_scope(settings, project), self._secrets_for(project)
         prepared = []
@@ -391,14 +386,18 @@ class Backfill:
         return prepared
 
     def _events(self, saved: SavedMessage, chat_id: str, project: str | None, scope: str | None,
-                settings: Settings, secrets: Mapping[str, str], imported_at: float) -> list[NewEvent]:
-        """The message through capture's path; [] (counted) when redaction fails or nothing is left."""
-        request = CaptureRequest(chat_id=chat_id, role=saved.role, source_id=saved.source_id, text=saved.text,
-                                 scope_id=scope, project=project)
-        header = message_header(request, saved.role.value, settings, imported_at if saved.at is None else saved.at)
+                settings: Settings, secrets: Mapping[str, str],
+                imported_at: float) -> list[NewEvent]:
+        """The message through capture's path; [] (counted) when redaction fails or nothing is
+        left."""
+        request = CaptureRequest(chat_id=chat_id, role=saved.role, source_id=saved.source_id,
+                                 text=saved.text, scope_id=scope, project=project)
+        header = message_header(request, saved.role.value, settings,
+                                imported_at if saved.at is None else saved.at)
         try:
-            # The saved text was masked by Agent Zero when it entered the history (its hist_add_before
-            # masking extension): known secret values are already aliases, which redaction neutralises.
+            # The saved text was masked by Agent Zero when it entered the history (its
+            # hist_add_before masking extension): known secret values are already aliases, which
+            # redaction neutralises.
             events = message_events(header, redacted_text(saved.text, secrets), ambiguous=True)
         except RedactionError:
             self.tally.skipped["redaction_failed"] += 1  # fail closed, as capture does
@@ -414,16 +413,20 @@ class Backfill:
     def _budget(self) -> int:
         return int(self._settings.max_queued_rows * LIVE_SHARE)
 
-    def _enqueue(self, outbox: Outbox, waiting: list[Prepared], progress: ProgressBar, done: int) -> bool:
-        """Queue the messages in order while there is room; False when the wait for room ran out."""
+    def _enqueue(self, outbox: Outbox, waiting: list[Prepared], progress: ProgressBar,
+                 done: int) -> bool:
+        """Queue the messages in order while there is room; False when the wait for room ran
+        out."""
         while waiting:
             room = self._room(outbox)
             take, size = 0, 0
-            while take < len(waiting) and take < MAX_MESSAGES_PER_ENQUEUE and size + len(waiting[take].events) <= room:
+            while (take < len(waiting) and take < MAX_MESSAGES_PER_ENQUEUE
+                   and size + len(waiting[take].events) <= room):
                 size += len(waiting[take].events)
                 take += 1
             results = self._store(outbox, [p.events for p in waiting[:take]]) if take else []
-            stored = [r for r in results if not r.refused]  # the outbox stops at a message it refuses
+            # The outbox stops at a message it refuses.
+            stored = [r for r in results if not r.refused]
             for prepared, result in zip(waiting, stored, strict=False):
                 self.tally.kept(prepared)
                 self.tally.events["queued"] += result.inserted
@@ -436,8 +439,8 @@ class Backfill:
         return True
 
     def _room(self, outbox: Outbox) -> int:
-        """Rows this backfill may add now: its share of the bound less what waits (pending, leased, dead);
-        delivered rows make way when needed (the outbox prunes them)."""
+        """Rows this backfill may add now: its share of the bound less what waits (pending, leased,
+        dead); delivered rows make way when needed (the outbox prunes them)."""
         try:
             counts = outbox.stats()["counts"]
         except OutboxBusy:
@@ -463,7 +466,8 @@ class Backfill:
         self._make_room(poll)
         rest = poll - (self._monotonic() - now)
         if rest > 0:
-            self._pause(rest)  # a drain that returned at once (nothing it may send) must not spin
+            # A drain that returned at once (nothing it may send) must not spin.
+            self._pause(rest)
         return True
 
     def _report(self, stopped: str | None, error: str | None) -> dict[str, Any]:
@@ -471,7 +475,8 @@ class Backfill:
         report: dict[str, Any] = {
             "dry_run": self._dry_run,
             "chats": {"found": tally.chats["found"], "imported": tally.chats["imported"],
-                      "skipped": {k: v for k, v in sorted(tally.chats.items()) if k not in ("found", "imported")}},
+                      "skipped": {k: v for k, v in sorted(tally.chats.items())
+                                  if k not in ("found", "imported")}},
             "messages": {"user": tally.messages["user"], "agent": tally.messages["agent"]},
             "skipped": dict(sorted(tally.skipped.items())),
             "times": {"log": tally.times["log"], "import": tally.times["import"]},
@@ -489,33 +494,41 @@ def report_text(report: Mapping[str, Any]) -> str:
     def counts(values: Mapping[str, int]) -> str:
         return ", ".join(f"{name} {count}" for name, count in values.items()) or "none"
 
-    chats, messages, events, times = report["chats"], report["messages"], report["events"], report["times"]
+    chats, messages, events = report["chats"], report["messages"], report["events"]
+    times = report["times"]
     done = "to import" if report["dry_run"] else "imported"
-    lines = [f"chats: {chats['found']} found, {chats['imported']} {done}; skipped: {counts(chats['skipped'])}",
-             f"messages {done}: user {messages['user']}, agent {messages['agent']}; dated by the chat's log"
-             f" {times['log']}, by the import time {times['import']}",
+    lines = [f"chats: {chats['found']} found, {chats['imported']} {done};"
+             f" skipped: {counts(chats['skipped'])}",
+             f"messages {done}: user {messages['user']}, agent {messages['agent']};"
+             f" dated by the chat's log {times['log']}, by the import time {times['import']}",
              f"messages skipped: {counts(report['skipped'])}", *_forgotten_lines(report)]
     if report["dry_run"]:
-        lines.append(f"events: {events.get('planned', 0)} would be queued; nothing was queued (dry run)")
+        lines.append(f"events: {events.get('planned', 0)} would be queued;"
+                     " nothing was queued (dry run)")
     else:
-        lines.append(f"events: {events.get('queued', 0)} queued, {events.get('already_queued', 0)} already in the"
-                     " outbox; the worker asks Honcho before sending each (they may be there already)")
+        lines.append(f"events: {events.get('queued', 0)} queued,"
+                     f" {events.get('already_queued', 0)} already in the outbox;"
+                     " the worker asks Honcho before sending each (they may be there already)")
     if report.get("error"):
-        lines.append(f"stopped: the outbox cannot be used ({report['error']}); run backfill again later")
+        lines.append(f"stopped: the outbox cannot be used ({report['error']});"
+                     " run backfill again later")
     elif report["stopped"] == "outbox_full":
-        lines.append("stopped: no room in the outbox (most of max_queued_rows waiting to be delivered); let Agent"
-                     " Zero's worker deliver them (or run with --drain, or `python -m honcho_hub drain`), then run"
-                     " backfill again: messages already queued are not queued twice")
+        lines.append("stopped: no room in the outbox (most of max_queued_rows waiting to be"
+                     " delivered); let Agent Zero's worker deliver them (or run with --drain, or"
+                     " `python -m honcho_hub drain`), then run backfill again: messages already"
+                     " queued are not queued twice")
     return "\n".join(lines)
 
 
 def _forgotten_lines(report: Mapping[str, Any]) -> list[str]:
-    """The report's lines naming the forgotten chats it skipped, and those imported again as asked."""
+    """The report's lines naming the forgotten chats it skipped, and those imported again as
+    asked."""
     skipped, included = report["forgotten"]["skipped"], report["forgotten"]["included"]
     lines = []
     if skipped:
         more = report["chats"]["skipped"].get("forgotten", 0) - len(skipped)
-        lines.append(f"forgotten chats skipped: {', '.join(skipped)}{f' and {more} more' if more > 0 else ''}"
+        lines.append(f"forgotten chats skipped: {', '.join(skipped)}"
+                     f"{f' and {more} more' if more > 0 else ''}"
                      " (import one again with --chat ID --include-forgotten)")
     if included:
         lines.append(f"forgotten chats imported again as asked: {', '.join(included)}")

@@ -1,12 +1,7 @@
 """Command line for operators: `python -m honcho_hub <command>`.
 
-Settings come from the same HONCHO_* environment variables as inside Agent Zero, plus an optional
-`--config` YAML file of plugin settings. The memory-control verbs (`mode`, `strategy`, `tokens`, `peer`,
-`observation`, `identity`; `sessions` lists the outbox's chat -> session mappings) instead read the
-plugin's global settings, and set them in the config.json Agent Zero's settings page writes (knobs.py). Exit codes: 0 done and healthy (or Honcho not yet
-reached), 1 failed (or health red, or config.json unusable), 2 usage error (or a value refused), 3 done
-but degraded (health amber, events still pending, MCP check failed, demo queued, a setting saved that a
-HONCHO_* variable overrides).
+Settings: HONCHO_* variables over an optional `--config` YAML file (the memory-control verbs: the
+plugin's config.json). Exit codes 0 done, 1 failed, 2 usage, 3 degraded: see docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -32,7 +27,8 @@ from ..settings.files import load_config_file
 from . import agent_zero_files, backfill, knobs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
-Subcommands = argparse._SubParsersAction  # what add_subparsers returns (argparse names no public type)
+# What add_subparsers returns (argparse names no public type).
+Subcommands = argparse._SubParsersAction
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None,
@@ -43,13 +39,16 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     args = parser.parse_args(argv)
     if args.command in KNOBS:
         return _knob(parser, args, os.environ if environ is None else environ, out)
-    if args.command == "backfill":  # it also builds each project's settings, so it needs the environment
+    # Backfill also builds each project's settings, so it needs the environment.
+    if args.command == "backfill":
         return _backfill(parser, args, os.environ if environ is None else environ, out)
     try:
         settings = load_settings(args.config, os.environ if environ is None else environ)
     except ConfigFileError as exc:
-        parser.error(f"--config: {exc}")  # exits 2; the file was named on purpose, so it must be usable
-    hub.current().reconfigure(settings=lambda: settings)  # global settings here: no project, no chat
+        # Exits 2: the file was named on purpose, so it must be usable.
+        parser.error(f"--config: {exc}")
+    # Global settings here: no project, no chat.
+    hub.current().reconfigure(settings=lambda: settings)
     try:
         return COMMANDS[args.command](settings, args, out)
     finally:
@@ -74,14 +73,17 @@ def _status(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def exit_code_for(status: dict) -> int:
-    """Green and neutral (nothing known to be wrong, Honcho not reached yet) are 0, amber 3, red 1."""
-    return {"green": EXIT_OK, "neutral": EXIT_OK, "amber": EXIT_DEGRADED}.get(status["health"], EXIT_FAILED)
+    """Green and neutral (nothing known to be wrong, Honcho not reached yet) are 0, amber 3, red
+    1."""
+    return {"green": EXIT_OK, "neutral": EXIT_OK,
+            "amber": EXIT_DEGRADED}.get(status["health"], EXIT_FAILED)
 
 
 def _check(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     result = operations.check(settings)
     _print(out, result, args.json, lambda r: (
-        f"API: {'ok' if r['api']['ok'] else 'FAILED (' + str(r['api']['error']) + ')'} in {r['api']['latency_ms']} ms\n"
+        f"API: {'ok' if r['api']['ok'] else 'FAILED (' + str(r['api']['error']) + ')'}"
+        f" in {r['api']['latency_ms']} ms\n"
         f"MCP: {r['mcp']['summary']} in {r['mcp']['latency_ms']} ms"))
     if not result["api"]["ok"]:
         return EXIT_FAILED
@@ -90,7 +92,8 @@ def _check(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
 
 def _drain(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     the_hub = hub.current()
-    result = operations.drain(settings, args.timeout, worker=the_hub.worker(), flush_capture=the_hub.flush_capture)
+    result = operations.drain(settings, args.timeout, worker=the_hub.worker(),
+                              flush_capture=the_hub.flush_capture)
     _print(out, result, args.json, lambda r: r.get("error") and f"drain failed: {r['error']}" or
            f"delivered {r['delivered']}, dead-lettered {r['dead']}, {r['pending']} still pending")
     if "error" in result:
@@ -107,15 +110,17 @@ def _retry_dead(settings: Settings, args: argparse.Namespace, out: TextIO) -> in
 
 def _dead(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     result = operations.dead_letters(settings, args.limit)
-    _print(out, result, args.json, lambda r: r.get("error") and f"cannot read dead letters: {r['error']}" or
-           "\n".join(f"{d['id']}  {d['session_id']}  {d['error_code']}  attempts={d['attempts']}"
-                     for d in r["dead"]) or "no dead letters")
+    _print(out, result, args.json, lambda r: (
+        r.get("error") and f"cannot read dead letters: {r['error']}"
+        or "\n".join(f"{d['id']}  {d['session_id']}  {d['error_code']}  attempts={d['attempts']}"
+                     for d in r["dead"]) or "no dead letters"))
     return EXIT_FAILED if "error" in result else EXIT_OK
 
 
 def _clear_cache(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     result = operations.clear_cache(settings, hub.current().recaller())
-    _print(out, result, args.json, lambda r: "recall caches cleared (Agent Zero drops its cache at its next recall)")
+    _print(out, result, args.json, lambda r: (
+        "recall caches cleared (Agent Zero drops its cache at its next recall)"))
     return EXIT_OK
 
 
@@ -126,11 +131,12 @@ def _demo(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
-    """Forget one chat (chats/forget.py), only with --yes: 0 done, 1 the outbox unusable, 2 no --yes or a
-    bad chat id, 3 still sending or a Honcho session not deleted (forgetting again finishes it)."""
+    """Forget one chat (chats/forget.py), only with --yes: 0 done, 1 the outbox unusable, 2 no --yes
+    or a bad chat id, 3 still sending or a Honcho session not deleted (forgetting again finishes
+    it)."""
     if not args.yes:
-        return _failed("forget-chat", "this deletes the chat's queued messages and its Honcho session for good;"
-                       " add --yes to go ahead", EXIT_USAGE)
+        return _failed("forget-chat", "this deletes the chat's queued messages and its Honcho"
+                       " session for good; add --yes to go ahead", EXIT_USAGE)
     if args.wait is not None and not 0 <= args.wait <= forget.MAX_WAIT_S:
         return _failed("forget-chat", f"--wait is 0 to {forget.MAX_WAIT_S:.0f} seconds", EXIT_USAGE)
     try:
@@ -143,8 +149,8 @@ def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> i
     return EXIT_OK if report["state"] == forget.DONE else EXIT_DEGRADED
 
 
-COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _retry_dead, "dead": _dead,
-            "clear-cache": _clear_cache, "demo": _demo, "forget-chat": _forget_chat}
+COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _retry_dead,
+            "dead": _dead, "clear-cache": _clear_cache, "demo": _demo, "forget-chat": _forget_chat}
 
 
 # The memory-control verbs: what each passes from its arguments to knobs.py.
@@ -164,7 +170,8 @@ def _knob(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Ma
           out: TextIO) -> int:
     """Run one memory-control verb on the plugin's global settings and print its report."""
     if args.config:
-        parser.error("--config: the memory-control verbs read and write the plugin's config.json (see --plugin-dir)")
+        parser.error("--config: the memory-control verbs read and write the plugin's config.json"
+                     " (see --plugin-dir)")
     plugin_dir = args.plugin_dir or knobs.default_plugin_dir()
     if not os.path.isdir(plugin_dir):
         parser.error("--plugin-dir: not a folder")
@@ -173,7 +180,8 @@ def _knob(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Ma
     except InvalidValue as exc:
         return _failed(args.command, f"{exc}; nothing changed", EXIT_USAGE)
     except ConfigFileError as exc:
-        return _failed(args.command, f"{knobs.GLOBAL_CONFIG_NAME} {exc}; nothing changed", EXIT_FAILED)
+        return _failed(args.command, f"{knobs.GLOBAL_CONFIG_NAME} {exc}; nothing changed",
+                       EXIT_FAILED)
     except OutboxError as exc:
         return _failed(args.command, f"cannot read the outbox ({exc.code})", EXIT_FAILED)
     _print(out, report, args.json, knob_text)
@@ -186,12 +194,16 @@ def _failed(command: str, problem: str, code: int) -> int:
 
 
 def knob_text(report: dict[str, Any]) -> str:
-    """A memory-control report as lines: each control with its source, then changes, notes and warnings."""
-    lines = [f"{c['name']}: {knobs.value_text(c['value'])}  ({c['source']})" for c in report["controls"]]
+    """A memory-control report as lines: each control with its source, then changes, notes and
+    warnings."""
+    lines = [f"{c['name']}: {knobs.value_text(c['value'])}  ({c['source']})"
+             for c in report["controls"]]
     lines += [f"changed {c['name']}: {knobs.value_text(c['from'])} -> {knobs.value_text(c['to'])}"
               for c in report["changed"]]
-    lines += [f"chat {m['chat_id']} ({'project ' + m['project'] if m['project'] else 'no project'}) -> session"
-              f" {m['session_id']}, captured {_utc(m['first_captured_at'])} to {_utc(m['last_captured_at'])}"
+    lines += [f"chat {m['chat_id']}"
+              f" ({'project ' + m['project'] if m['project'] else 'no project'}) -> session"
+              f" {m['session_id']}, captured {_utc(m['first_captured_at'])}"
+              f" to {_utc(m['last_captured_at'])}"
               for m in report.get("sessions", [])]
     lines += report["notes"] + [f"warning: {warning}" for warning in report["warnings"]]
     return "\n".join(lines)
@@ -206,20 +218,25 @@ def _print(out: TextIO, result: dict[str, Any], as_json: bool, text: Callable[[A
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m honcho_hub", description="Honcho Memory Hub operations")
-    parser.add_argument("--config", help="YAML file of plugin settings (HONCHO_* variables still win)")
+    parser = argparse.ArgumentParser(prog="python -m honcho_hub",
+                                     description="Honcho Memory Hub operations")
+    parser.add_argument("--config",
+                        help="YAML file of plugin settings (HONCHO_* variables still win)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (("status", "health, queue, worker and scope"), ("check", "test the API and MCP"),
+    for name, help_text in (("status", "health, queue, worker and scope"),
+                            ("check", "test the API and MCP"),
                             ("clear-cache", "drop recall caches")):
         sub.add_parser(name, help=help_text).add_argument("--json", action="store_true")
     drain = sub.add_parser("drain", help="deliver queued events now")
     drain.add_argument("--timeout", type=float, default=30.0)
-    for name, help_text in (("retry-dead", "requeue dead letters (at most 100)"), ("dead", "list dead letters")):
+    for name, help_text in (("retry-dead", "requeue dead letters (at most 100)"),
+                            ("dead", "list dead letters")):
         command = sub.add_parser(name, help=help_text)
         command.add_argument("--limit", type=int, default=operations.MAX_REQUEUE)
     for command in (drain, sub.choices["retry-dead"], sub.choices["dead"]):
         command.add_argument("--json", action="store_true")
-    demo = sub.add_parser("demo", help="a scripted conversation through capture, delivery and recall")
+    demo = sub.add_parser("demo",
+                          help="a scripted conversation through capture, delivery and recall")
     demo.add_argument("--real", action="store_true", help="use your outbox, workspace and peers")
     _knob_parsers(sub)
     _backfill_parser(sub)
@@ -228,12 +245,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _forget_chat_parser(sub: Subcommands) -> None:
-    command = sub.add_parser("forget-chat", help="delete a chat's queued messages and its Honcho session;"
-                                                 " its later messages start a new session")
-    command.add_argument("chat_id", metavar="CHAT_ID", help="Agent Zero's chat id (see `sessions`)")
-    command.add_argument("--yes", action="store_true", help="go ahead (nothing is forgotten without it)")
+    command = sub.add_parser("forget-chat",
+                             help="delete a chat's queued messages and its Honcho session;"
+                                  " its later messages start a new session")
+    command.add_argument("chat_id", metavar="CHAT_ID",
+                         help="Agent Zero's chat id (see `sessions`)")
+    command.add_argument("--yes", action="store_true",
+                         help="go ahead (nothing is forgotten without it)")
     command.add_argument("--wait", type=float, metavar="S",
-                         help="wait at most S seconds for sends of the chat on the wire (default: lease_s)")
+                         help="wait at most S seconds for sends of the chat on the wire"
+                              " (default: lease_s)")
     command.add_argument("--json", action="store_true")
 
 
@@ -244,7 +265,8 @@ def _knob_parsers(sub: Subcommands) -> None:
         "strategy": ("show or set session_strategy", "per-chat|per-project|global"),
         "tokens": ("show or set max_context_tokens (and agent_representation_share)", "N"),
         "peer": ("show or set the peer ids and the dialectic reasoning level", None),
-        "observation": ("show or set the observation preset (flags make it custom)", "seed|directional|unified|custom"),
+        "observation": ("show or set the observation preset (flags make it custom)",
+                        "seed|directional|unified|custom"),
         "identity": ("workspace, peers, API URL and whether a key is set", None),
         "sessions": ("known chat -> Honcho session mappings, newest first", None),
     }
@@ -252,29 +274,35 @@ def _knob_parsers(sub: Subcommands) -> None:
         command = sub.add_parser(name, help=help_text)
         if metavar:
             command.add_argument("value", nargs="?", metavar=metavar)
-        command.add_argument("--plugin-dir", help="the plugin folder holding config.json (default: the one holding"
-                                                  " this package)")
+        command.add_argument("--plugin-dir",
+                             help="the plugin folder holding config.json (default: the one holding"
+                                  " this package)")
         command.add_argument("--json", action="store_true")
-    sub.choices["sessions"].add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
-    sub.choices["tokens"].add_argument("--agent-share", metavar="F", help="agent_representation_share, 0–0.5")
+    sub.choices["sessions"].add_argument("--limit", type=int, default=100,
+                                         help="at most this many (default 100)")
+    sub.choices["tokens"].add_argument("--agent-share", metavar="F",
+                                       help="agent_representation_share, 0–0.5")
     peer = sub.choices["peer"]
     peer.add_argument("--user", metavar="ID", help="user_peer_id")
     peer.add_argument("--agent", metavar="ID", help="agent_peer_id")
-    peer.add_argument("--reasoning", metavar="LEVEL", help="dialectic_reasoning_level: minimal|low|medium|high|max")
+    peer.add_argument("--reasoning", metavar="LEVEL",
+                      help="dialectic_reasoning_level: minimal|low|medium|high|max")
     for name in knobs.OBSERVE_FLAGS:
         flag = "--" + name.removeprefix("observe_").replace("_", "-")
-        sub.choices["observation"].add_argument(flag, dest=name, metavar="true|false", help=f"{name} (custom)")
+        sub.choices["observation"].add_argument(flag, dest=name, metavar="true|false",
+                                                help=f"{name} (custom)")
 
 
 def _backfill(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str],
               out: TextIO) -> int:
-    """Import saved Agent Zero chats through the outbox (cli/backfill.py): the report on `out`, a progress
-    bar on stderr. 0 done, 1 the outbox or Agent Zero's scheduler list or settings unusable, 2 usage, 3 stopped
-    for want of room."""
+    """Import saved Agent Zero chats through the outbox (cli/backfill.py): the report on `out`, a
+    progress bar on stderr. 0 done, 1 the outbox or Agent Zero's scheduler list or settings
+    unusable, 2 usage, 3 stopped for want of room."""
     if args.limit is not None and args.limit < 1 or not 0 <= args.wait <= backfill.MAX_WAIT_S:
         parser.error(f"--limit is at least 1; --wait is 0 to {backfill.MAX_WAIT_S:.0f} seconds")
     if args.include_forgotten and not args.chat:
-        parser.error("--include-forgotten needs --chat ID: a forgotten chat is imported again only when named")
+        parser.error("--include-forgotten needs --chat ID: a forgotten chat is imported again"
+                     " only when named")
     try:
         settings = load_settings(args.config, environ)
         global_layer = load_config_file(args.config) if args.config else {}
@@ -287,13 +315,18 @@ def _backfill(parser: argparse.ArgumentParser, args: argparse.Namespace, environ
     except BackfillError as exc:
         return _failed("backfill", str(exc), EXIT_USAGE if exc.code == "bad_chats" else EXIT_FAILED)
     the_hub = hub.current().reconfigure(settings=lambda: settings)
-    deliver = (lambda seconds: operations.drain(settings, seconds, worker=the_hub.worker(),
-                                                flush_capture=the_hub.flush_capture)) if args.drain else None
+
+    def deliver(seconds: float) -> dict[str, Any]:
+        return operations.drain(settings, seconds, worker=the_hub.worker(),
+                                flush_capture=the_hub.flush_capture)
+
     try:
-        report = backfill.Backfill(settings, backfill.project_settings(global_layer, environ, args.chats_dir),
-                                   dry_run=args.dry_run, scheduled=scheduled, profile=profile, make_room=deliver,
+        projects = backfill.project_settings(global_layer, environ, args.chats_dir)
+        forgotten = frozenset(args.chat if args.include_forgotten else ())
+        report = backfill.Backfill(settings, projects, dry_run=args.dry_run, scheduled=scheduled,
+                                   profile=profile, make_room=deliver if args.drain else None,
                                    wait_s=args.wait, progress=sys.stderr,
-                                   include_forgotten=frozenset(args.chat if args.include_forgotten else ())).run(folders)
+                                   include_forgotten=forgotten).run(folders)
     finally:
         hub.shutdown()
     _print(out, report, args.json, backfill.report_text)
@@ -303,14 +336,22 @@ def _backfill(parser: argparse.ArgumentParser, args: argparse.Namespace, environ
 
 
 def _backfill_parser(sub: Subcommands) -> None:
-    command = sub.add_parser("backfill", help="import saved Agent Zero chats (typed messages, final answers)")
-    command.add_argument("--chats-dir", required=True, metavar="DIR", help="Agent Zero's usr/chats folder")
-    command.add_argument("--dry-run", action="store_true", help="count what would be imported; queue nothing")
-    command.add_argument("--chat", nargs="+", action="extend", default=[], metavar="ID", help="only these chats")
+    command = sub.add_parser("backfill",
+                             help="import saved Agent Zero chats (typed messages, final answers)")
+    command.add_argument("--chats-dir", required=True, metavar="DIR",
+                         help="Agent Zero's usr/chats folder")
+    command.add_argument("--dry-run", action="store_true",
+                         help="count what would be imported; queue nothing")
+    command.add_argument("--chat", nargs="+", action="extend", default=[], metavar="ID",
+                         help="only these chats")
     command.add_argument("--include-forgotten", action="store_true",
-                         help="also the chats named by --chat that forget-chat removed (else they are skipped)")
-    command.add_argument("--limit", type=int, metavar="N", help="only the N most recently saved chats")
+                         help="also the chats named by --chat that forget-chat removed"
+                              " (else they are skipped)")
+    command.add_argument("--limit", type=int, metavar="N",
+                         help="only the N most recently saved chats")
     command.add_argument("--wait", type=float, default=backfill.WAIT_S, metavar="S",
-                         help=f"give up after S seconds without room in the outbox (default {backfill.WAIT_S:.0f})")
-    command.add_argument("--drain", action="store_true", help="deliver queued events while waiting for room")
+                         help="give up after S seconds without room in the outbox"
+                              f" (default {backfill.WAIT_S:.0f})")
+    command.add_argument("--drain", action="store_true",
+                         help="deliver queued events while waiting for room")
     command.add_argument("--json", action="store_true")
