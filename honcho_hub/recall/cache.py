@@ -1,13 +1,7 @@
 """Recall cache: TTL, bounded entries (LRU), single-flight loads, and the last load per session.
-
-What it keeps is what Honcho returned (`ContextData`), not the rendered pack: the pack is built at each
-turn from it, with the parts that change more often than a load (the agent's self-model, the dialectic's
-note) added then.
-
-Loads run on a thread the caller supplies (`submit`); a caller waits on a load — its own or one already
-in flight for the same key, such as the one started when the user's message was captured — for at most
-its own deadline. A load that fails or is not ready in time gives the session's last load (stale) or
-nothing; the load itself goes on and fills the cache for whoever asks next.
+It keeps what Honcho returned (`ContextData`), not the rendered pack. Loads run on a thread the
+caller supplies; a caller waits at most its own deadline, else gets the session's last load (stale)
+or nothing. docs/architecture.md ("Recall") tells the story.
 """
 
 from __future__ import annotations
@@ -25,18 +19,23 @@ Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could 
 
 
 class RecallCache:
-    def __init__(self, ttl_s: float, max_entries: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, ttl_s: float, max_entries: int,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s, self.max_entries = ttl_s, max_entries
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._fresh: BoundedMap[Hashable, tuple[float, ContextData]] = BoundedMap(max_entries)  # key -> (at, data)
-        self._last: BoundedMap[Hashable, ContextData] = BoundedMap(max_entries)  # session key -> newest load
+        # key -> (loaded at, data)
+        self._fresh: BoundedMap[Hashable, tuple[float, ContextData]] = BoundedMap(max_entries)
+        # session key -> its newest load
+        self._last: BoundedMap[Hashable, ContextData] = BoundedMap(max_entries)
         self._inflight: dict[Hashable, Future] = {}
-        self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0, "reused": 0}
+        self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0,
+                         "reused": 0}
 
-    def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData], wait_s: float,
-            submit: Submit) -> tuple[ContextData | None, str]:
-        """(data, source): source is hit, fresh, stale (not ready in time, or failed), timeout or error."""
+    def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData],
+            wait_s: float, submit: Submit) -> tuple[ContextData | None, str]:
+        """(data, source): source is hit, fresh, stale (not ready in time, or failed), timeout or
+        error."""
         future, owner = self._hit_or_flight(key)
         if isinstance(future, ContextData):
             return future, "hit"
@@ -50,7 +49,8 @@ class RecallCache:
         except Exception as exc:
             return self._fallback(session_key, _kind(exc))
 
-    def start(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData]) -> None:
+    def start(self, key: Hashable, session_key: Hashable,
+              loader: Callable[[], ContextData]) -> None:
         """Load `key` on this thread unless it is cached or already loading (a prefetch)."""
         future, owner = self._hit_or_flight(key)
         if owner:
@@ -58,7 +58,8 @@ class RecallCache:
             self._load(key, session_key, loader, future)
 
     def _hit_or_flight(self, key: Hashable) -> tuple[ContextData | Future, bool]:
-        """The fresh cached data, else the load in flight for `key` (registered now if none: owner)."""
+        """The fresh cached data, else the load in flight for `key` (registered now if none:
+        owner)."""
         with self._lock:
             cached = self._fresh.get(key)
             if cached is not None and self._monotonic() - cached[0] < self.ttl_s:
@@ -68,7 +69,8 @@ class RecallCache:
             future = self._inflight.get(key)
             if future is not None:
                 return future, False
-            future = self._inflight[key] = Future()  # single flight: later callers wait on this one
+            # Single flight: later callers wait on this one.
+            future = self._inflight[key] = Future()
             self.counters["loads"] += 1
             return future, True
 
@@ -102,7 +104,8 @@ class RecallCache:
         with self._lock:
             return len(self._fresh)
 
-    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData], future: Future) -> None:
+    def _load(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData],
+              future: Future) -> None:
         try:
             data = loader()
         except BaseException as exc:

@@ -1,7 +1,8 @@
-"""Derivation-aware freshness: once the worker delivered a session's messages, what Honcho knows is about
-to change, so recall of that destination asks Honcho's queue status for the session (in the background,
-at most once per FRESHNESS_POLL_S) and, once its derivation is done, has the base packs reloaded instead
-of waiting for `cache_ttl_s`. See docs/architecture.md for when derivation counts as done."""
+"""Derivation-aware freshness: once the worker delivered a session's messages, what Honcho knows
+is about to change, so recall of that destination asks Honcho's queue status for the session (in the
+background, at most once per FRESHNESS_POLL_S) and, once its derivation is done, has the base packs
+reloaded instead of waiting for `cache_ttl_s`. When derivation counts as done is told in
+docs/architecture.md ("Recall")."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
 from .cache import Submit
 
-FRESHNESS_POLL_S = 5.0  # at most one queue-status request per delivered session per this many seconds
-FRESH_MIN_AGE_S = 10.0  # with no derivation work ever seen, memory counts as fresh this long after delivery
+# At most one queue-status request per delivered session per this many seconds.
+FRESHNESS_POLL_S = 5.0
+# With no derivation work ever seen, memory counts as fresh this long after delivery.
+FRESH_MIN_AGE_S = 10.0
 FRESHNESS_MAX_S = 600.0  # a session still deriving after this is left to the TTL
 MAX_DERIVING = 1_000  # delivered sessions followed at once; the oldest are left to the TTL
 
@@ -35,8 +38,8 @@ class _Deriving:
 
 
 class Freshness:
-    """The delivered sessions whose derivation is followed. `on_fresh(settings, scope_id)` is called when
-    one's derivation is done: what Honcho knows at that destination changed."""
+    """The delivered sessions whose derivation is followed. `on_fresh(settings, scope_id)` is called
+    when one's derivation is done: what Honcho knows at that destination changed."""
 
     def __init__(self, gateway_for: Callable[[Settings], HonchoGateway], submit: Submit,
                  on_fresh: Callable[[Settings, str | None], None],
@@ -44,7 +47,8 @@ class Freshness:
         self._gateway_for, self._submit, self._on_fresh = gateway_for, submit, on_fresh
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._deriving: BoundedMap[tuple[str, str], _Deriving] = BoundedMap(MAX_DERIVING)  # (destination, session)
+        # (destination, session) -> how its derivation stands
+        self._deriving: BoundedMap[tuple[str, str], _Deriving] = BoundedMap(MAX_DERIVING)
 
     def note_delivered(self, destination: str, session_id: str) -> None:
         """The worker delivered (or found delivered) messages of this session. Cheap; any thread."""
@@ -52,8 +56,8 @@ class Freshness:
             self._deriving.put((destination, session_id), _Deriving(self._monotonic()))
 
     def state(self, settings: Settings, session_id: str) -> dict[str, object]:
-        """For status: `fresh`, or `deriving` with the pending work units of the last poll (None: not
-        polled yet)."""
+        """For status: `fresh`, or `deriving` with the pending work units of the last poll (None:
+        not polled yet)."""
         with self._lock:
             entry = self._deriving.get((settings.destination(), session_id))
         if entry is None:
@@ -61,8 +65,8 @@ class Freshness:
         return {"state": "deriving", "pending": entry.pending}
 
     def follow(self, settings: Settings, scope_id: str | None) -> None:
-        """Poll, in the background, the queue status of this destination's delivered sessions that are
-        due."""
+        """Poll, in the background, the queue status of this destination's delivered sessions that
+        are due."""
         now, destination = self._monotonic(), settings.destination()
         due = []
         with self._lock:

@@ -1,6 +1,6 @@
-"""Recall's background work: a small bounded pool of threads that loads from Honcho, so a slow server
-holds a pool thread, never the turn; and the deadline each load runs under. Beyond MAX_QUEUED_LOADS
-waiting, a load is not started (the turn gets the base pack)."""
+"""Recall's background work: a small bounded pool of threads that loads from Honcho, so a slow
+server holds a pool thread, never the turn; and the deadline each load runs under. Beyond
+MAX_QUEUED_LOADS waiting, a load is not started (the turn gets the base pack)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class Loads:
         self._unfinished: set[Future] = set()
 
     def submit(self, work: Callable[..., Any], *args: Any) -> bool:
-        """Run `work(*args)` on the pool; False when it was not started (too many waiting, or closed)."""
+        """Run `work(*args)` on the pool; False when it was not started (too many waiting, or
+        closed)."""
         with self._lock:
             if self._queued >= self._max_queued:
                 return False
@@ -50,12 +51,14 @@ class Loads:
         return True
 
     def unfinished(self) -> list[Future]:
-        """The work submitted and not finished, for whoever must wait for it (a benchmark, a test)."""
+        """The work submitted and not finished, for whoever must wait for it (a benchmark, a
+        test)."""
         with self._lock:
             return list(self._unfinished)
 
     def close(self, wait: bool = False) -> None:
-        """Cancel the loads not started; with `wait`, once the running ones and the threads ended."""
+        """Cancel the loads not started; with `wait`, once the running ones and the threads
+        ended."""
         self._pool.shutdown(wait=wait, cancel_futures=True)
 
     def _finished(self, future: Future) -> None:
@@ -65,5 +68,6 @@ class Loads:
 
 def load_deadline(settings: Settings, monotonic: Callable[[], float]) -> AbstractContextManager:
     """A background load's deadline: the turn waits recall_timeout_s at most, and the load goes on
-    filling the cache after that, but its reads end with those of any other call, at two SDK timeouts."""
+    filling the cache after that, but its reads end with those of any other call, at two SDK
+    timeouts."""
     return deadline.within(settings.operation_deadline_s, monotonic)

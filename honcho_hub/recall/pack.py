@@ -1,12 +1,7 @@
 """The memory pack: what Honcho returned, trimmed to a token budget and rendered as untrusted data.
-
-Sections in priority order: relevant conclusions (the query-aware representation), the user's card,
-the session summary, relevant recent messages. Two optional sections have budgets of their own: the agent's
-self-model (its representation and card of itself, `include_agent_representation`, a share of the budget
-taken from the others only when there is something to show) and the dialectic's note on what matters now
-(`dialectic_enabled`, at most `dialectic_max_chars`, placed first: it is the synthesis of the rest). Empty
-sections are left out; an empty pack renders nothing. Recalled text is neutralized before it enters the block: it can neither close the block early,
-open a section of its own, pose as a tag, nor become a real secret (see `safety/untrusted.py`).
+Sections come in priority order, the agent's self-model and the dialectic's note with budgets of
+their own; empty sections are left out. Recalled text is neutralized before it enters the block
+(safety/untrusted.py). The sections and their order: docs/architecture.md ("Recall").
 """
 
 from __future__ import annotations
@@ -21,12 +16,14 @@ _PLACEHOLDER = "{{sections}}"
 
 @dataclass
 class ContextData:
-    """The pack's input: a session's context as the gateway returned it, or the base pack's view of the user."""
+    """The pack's input: a session's context as the gateway returned it, or the base pack's view of
+    the user."""
 
     representation: str | None = None
     card: list[str] = field(default_factory=list)
     summary: str | None = None
-    messages: list[tuple[str, str]] = field(default_factory=list)  # (peer id, content), oldest first
+    # (peer id, content), oldest first
+    messages: list[tuple[str, str]] = field(default_factory=list)
     agent_representation: str | None = None  # the agent's model of itself
     agent_card: list[str] = field(default_factory=list)
 
@@ -50,12 +47,15 @@ AGENT_TITLE = "What the agent knows about itself"
 
 
 def build_pack(data: ContextData, budget_tokens: int, include_messages: bool = True,
-               user_peer: str = "user", agent_share: float = 0.0, note: str | None = None) -> MemoryPack:
+               user_peer: str = "user", agent_share: float = 0.0,
+               note: str | None = None) -> MemoryPack:
     """The sections that fit the budget, in priority order; a section that does not fit is cut.
 
-    `agent_share` of the budget is kept for the agent's self-model when `data` holds one; `note` (the
-    dialectic's, already cut to its own limit) comes first and counts against the budget like the rest."""
-    agent_text = "\n\n".join(part for part in ((data.agent_representation or "").strip(), _facts(data.agent_card))
+    `agent_share` of the budget is kept for the agent's self-model when `data` holds one; `note`
+    (the dialectic's, already cut to its own limit) comes first and counts against the budget like
+    the rest."""
+    agent_text = "\n\n".join(part for part in ((data.agent_representation or "").strip(),
+                                               _facts(data.agent_card))
                              if part)
     agent_budget = int(budget_tokens * agent_share) if agent_text and agent_share > 0 else 0
     candidates = [
@@ -110,7 +110,8 @@ def _messages_text(messages: list[tuple[str, str]], user_peer: str) -> str:
 
 
 def _fit(text: str, room_tokens: int, keep_end: bool) -> str:
-    """Cut `text` to `room_tokens` at a line (else word) boundary; messages keep their newest end."""
+    """Cut `text` to `room_tokens` at a line (else word) boundary; messages keep their newest
+    end."""
     limit = room_tokens * CHARS_PER_TOKEN
     if len(text) <= limit:
         return text

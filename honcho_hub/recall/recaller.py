@@ -1,7 +1,8 @@
-"""Recall: the memory pack a user's turn gets. Prepared early, bounded in time, never dialectic unless the
-user opts in. `Recaller` composes the turn's query-aware load (cache.py: its cache and single-flight
-loads), the base pack (bases.py), the context cadence (cadence.py), the dialectic note (dialectic.py) and
-the refresh after derivation (freshness.py), on one bounded pool (loads.py). See docs/architecture.md.
+"""Recall: the memory pack a user's turn gets. Prepared early, bounded in time, never dialectic
+unless the user opts in. `Recaller` composes the turn's query-aware load (cache.py: its cache and
+single-flight loads), the base pack (bases.py), the context cadence (cadence.py), the dialectic note
+(dialectic.py) and the refresh after derivation (freshness.py), on one bounded pool (loads.py). See
+docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from .pack import ContextData, MemoryPack, build_pack, render_block
 
 MAX_GATEWAYS = 8  # recall's clients held at once (destinations × humans)
 QUERY_CHARS = 2000
-_QUERY_WINDOW = 2 * QUERY_CHARS  # cut (at a space) before masking and redaction: a paste can be 10 MB
+# Cut (at a space) before masking and redaction: a paste can be 10 MB.
+_QUERY_WINDOW = 2 * QUERY_CHARS
 
 
 @dataclass(frozen=True)
@@ -41,46 +43,52 @@ class RecallResult:
 
 
 class Recaller:
-    """One per process: the memory pack of a user's turn, from a gateway of its own (recall never shares
-    delivery's circuits), the cache, the base packs and the pool that loads them. `marker` watches the
-    marker beside the outbox (shared with the chats' sessions): when it moves, what recall holds goes."""
+    """One per process: the memory pack of a user's turn, from a gateway of its own (recall never
+    shares delivery's circuits), the cache, the base packs and the pool that loads them. `marker`
+    watches the marker beside the outbox (shared with the chats' sessions): when it moves, what
+    recall holds goes."""
 
     def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  monotonic: Callable[[], float] = time.monotonic, threads: int = RECALL_THREADS,
                  ask_gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  marker: MarkerWatch | None = None) -> None:
         self._monotonic = monotonic
-        # One per destination and human (chats of several humans take turns), up to MAX_GATEWAYS; past that
-        # the settings changed, and the gateways of former values are closed.
+        # One per destination and human (chats of several humans take turns), up to MAX_GATEWAYS;
+        # past that the settings changed, and the gateways of former values are closed.
         self._gateway: KeyedMany[Settings, HonchoGateway] = KeyedMany(
-            fields(*GATEWAY_FIELDS, "recall_timeout_s"), gateway_factory or _default_gateway, MAX_GATEWAYS)
-        # The dialectic's requests time out at ask_timeout_s each, but the session get-or-create before them
-        # uses the client's timeout: the SDK's, not recall's short deadline.
-        self._ask_gateway: KeyedMany[Settings, HonchoGateway] = KeyedMany(
-            fields(*GATEWAY_FIELDS, "sdk_timeout_s"), ask_gateway_factory or HonchoGateway.for_settings,
+            fields(*GATEWAY_FIELDS, "recall_timeout_s"), gateway_factory or _default_gateway,
             MAX_GATEWAYS)
+        # The dialectic's requests time out at ask_timeout_s each, but the session get-or-create
+        # before them uses the client's timeout: the SDK's, not recall's short deadline.
+        self._ask_gateway: KeyedMany[Settings, HonchoGateway] = KeyedMany(
+            fields(*GATEWAY_FIELDS, "sdk_timeout_s"),
+            ask_gateway_factory or HonchoGateway.for_settings, MAX_GATEWAYS)
         self._cache: Keyed[Settings, RecallCache] = Keyed(
             fields("cache_ttl_s", "cache_max_entries"),
             lambda s: RecallCache(s.cache_ttl_s, s.cache_max_entries, self._monotonic))
         self._loads = Loads(threads)
         self._dialectic = Dialectic(self._ask_gateway.get, monotonic)
-        self._bases = BasePacks(self._gateway.get, self._loads.submit, self._scope_refused, monotonic)
+        self._bases = BasePacks(self._gateway.get, self._loads.submit, self._scope_refused,
+                                monotonic)
         self._cadence = Cadence()
-        self._freshness = Freshness(self._gateway.get, self._loads.submit, self.memory_changed, monotonic)
+        self._freshness = Freshness(self._gateway.get, self._loads.submit, self.memory_changed,
+                                    monotonic)
         self._marker = marker or MarkerWatch()
         self._marker.listen(self._drop_held)
         self._scope_lock = threading.Lock()
-        self.scope_problem: str | None = None  # why the last scoped load fell back to the unscoped view
+        # Why the last scoped load fell back to the unscoped view.
+        self.scope_problem: str | None = None
 
-    def prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None = None,
-                 mask: Callable[[str], str] | None = None, secrets: Mapping[str, str] | None = None) -> bool:
-        """Start this message's query-aware load, and keep the base pack warm; returns at once (safe on
-        the event loop: masking, redaction and the request all run on the pool)."""
+    def prefetch(self, settings: Settings, session_id: str, user_text: str,
+                 scope_id: str | None = None, mask: Callable[[str], str] | None = None,
+                 secrets: Mapping[str, str] | None = None) -> bool:
+        """Start this message's query-aware load, and keep the base pack warm; returns at once (safe
+        on the event loop: masking, redaction and the request all run on the pool)."""
         if not settings.recall_enabled:
             return False
         load = self._cadence.count_turn(settings, (settings.destination(), session_id))
-        return self._loads.submit(self._prefetch, settings, session_id, user_text, scope_id, mask, secrets,
-                                  load)
+        return self._loads.submit(self._prefetch, settings, session_id, user_text, scope_id, mask,
+                                  secrets, load)
 
     def warm(self, settings: Settings, scope_id: str | None = None) -> bool:
         """Load the base pack for (peers, scope) in the background unless it is fresh or loading."""
@@ -91,9 +99,9 @@ class Recaller:
                wait_s: float | None = None, secrets: Mapping[str, str] | None = None,
                deliberate: bool = False) -> RecallResult:
         """The rendered block for this turn: the query-aware pack when it is ready within `wait_s`
-        (default `recall_wait_s`, never past `recall_timeout_s`), else the base pack, else the session's
-        last pack. Never raises on Honcho. `recall_enabled` switches automatic recall only: a
-        `deliberate` one (the agent asked, through the tool) runs regardless."""
+        (default `recall_wait_s`, never past `recall_timeout_s`), else the base pack, else the
+        session's last pack. Never raises on Honcho. `recall_enabled` switches automatic recall
+        only: a `deliberate` one (the agent asked, through the tool) runs regardless."""
         if not settings.recall_enabled and not deliberate:
             return RecallResult("", "disabled")
         limit = settings.recall_timeout_s
@@ -106,35 +114,40 @@ class Recaller:
             data, source = cache.last(session_key), "reused"
         else:
             query = self._query(user_text, settings, mask, secrets)
-            data, source = cache.get(cache_key(settings, session_id, query, scope_id), session_key,
-                                     lambda: self._load(gateway, settings, session_id, query, scope_id),
-                                     wait, self._loads.submit)
+            data, source = cache.get(
+                cache_key(settings, session_id, query, scope_id), session_key,
+                lambda: self._load(gateway, settings, session_id, query, scope_id),
+                wait, self._loads.submit)
         self._freshness.follow(settings, scope_id)
         pack = self._pack(settings, session_id, data, scope_id) if data is not None else None
         if source not in ("hit", "fresh", "reused") or pack is None:
             base = self._bases.data(settings, session_id, scope_id)
-            base_pack = self._pack(settings, session_id, base, scope_id, include_messages=False) if base else None
+            base_pack = (self._pack(settings, session_id, base, scope_id, include_messages=False)
+                         if base else None)
             if base_pack is not None and not base_pack.empty:
                 pack, source = base_pack, "base"
         self.warm(settings, scope_id)
         return RecallResult(render_block(pack, template) if pack else "", source, pack)
 
-    def base_preview(self, settings: Settings, session_id: str, scope_id: str | None, template: str) -> str | None:
-        """The base pack a turn of this session would get, rendered as its block ('' for an empty pack), or
-        None before the first base load for these peers and scope. Reads what is loaded: no request, no
-        load started, nothing counted."""
+    def base_preview(self, settings: Settings, session_id: str, scope_id: str | None,
+                     template: str) -> str | None:
+        """The base pack a turn of this session would get, rendered as its block ('' for an empty
+        pack), or None before the first base load for these peers and scope. Reads what is loaded:
+        no request, no load started, nothing counted."""
         base = self._bases.data(settings, session_id, scope_id)
         if base is None:
             return None
-        return render_block(self._pack(settings, session_id, base, scope_id, include_messages=False), template)
+        return render_block(
+            self._pack(settings, session_id, base, scope_id, include_messages=False), template)
 
     def gateway(self, settings: Settings) -> HonchoGateway:
         """Recall's gateway (deadline-bound client), also used by status for scope progress."""
         return self._parts(settings)[0]
 
     def clear_cache(self, settings: Settings | None = None) -> int:
-        """Forget every cached pack; returns how many there were. With settings, other processes sharing
-        the outbox folder (Agent Zero, the command line) forget theirs at their next recall too."""
+        """Forget every cached pack; returns how many there were. With settings, other processes
+        sharing the outbox folder (Agent Zero, the command line) forget theirs at their next recall
+        too."""
         if settings is not None:
             move_marker(settings)
         self._forget_loaded()
@@ -142,8 +155,9 @@ class Recaller:
         return cache.clear() if cache is not None else 0
 
     def memory_changed(self, settings: Settings, scope_id: str | None = None) -> None:
-        """What Honcho knows at this destination changed (derivation done, the agent wrote memory): every
-        base pack there is reloaded now, in the background, and served as it was until the reload lands."""
+        """What Honcho knows at this destination changed (derivation done, the agent wrote memory):
+        every base pack there is reloaded now, in the background, and served as it was until the
+        reload lands."""
         self._bases.expire(settings)
         self.warm(settings, scope_id)
 
@@ -157,19 +171,20 @@ class Recaller:
         return dict(cache.counters) if cache is not None else {}
 
     def prewarm(self, settings: Settings, session_id: str, scope_id: str | None = None) -> bool:
-        """A new chat: start its dialectic note before its first turn (when the dialectic and its prewarm are
-        on; rate-limited). Which chats are new is the caller's to say. Returns at once."""
+        """A new chat: start its dialectic note before its first turn (when the dialectic and its
+        prewarm are on; rate-limited). Which chats are new is the caller's to say. Returns at
+        once."""
         return settings.recall_enabled and self._dialectic.prewarm(settings, session_id, scope_id,
                                                                    self._loads.submit)
 
     def note_delivered(self, destination: str, session_id: str) -> None:
-        """The worker delivered (or found delivered) messages of this session: Honcho's derivation of them
-        is about to change what it knows. Cheap; any thread."""
+        """The worker delivered (or found delivered) messages of this session: Honcho's derivation
+        of them is about to change what it knows. Cheap; any thread."""
         self._freshness.note_delivered(destination, session_id)
 
     def freshness(self, settings: Settings, session_id: str) -> dict[str, object]:
-        """For status: `fresh`, or `deriving` with the pending work units of the last poll (None: not
-        polled yet)."""
+        """For status: `fresh`, or `deriving` with the pending work units of the last poll (None:
+        not polled yet)."""
         return self._freshness.state(settings, session_id)
 
     def dialectic_counters(self) -> dict[str, int]:
@@ -177,7 +192,8 @@ class Recaller:
         return self._dialectic.counters()
 
     def unfinished(self) -> list[Future]:
-        """The background loads not finished, for whoever must wait for them (a benchmark, a test)."""
+        """The background loads not finished, for whoever must wait for them (a benchmark, a
+        test)."""
         return self._loads.unfinished()
 
     def close(self, wait: bool = False) -> None:
@@ -208,7 +224,8 @@ class Recaller:
             self.scope_problem = problem
 
     def _prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None,
-                  mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None, load: bool) -> None:
+                  mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None,
+                  load: bool) -> None:
         gateway, cache = self._parts(settings)
         self._marker.follow(settings)
         session_key = (settings.destination(), session_id)
@@ -225,7 +242,8 @@ class Recaller:
 
     def _user_known(self, settings: Settings, session_key: Hashable, scope_id: str | None,
                     cache: RecallCache) -> bool:
-        """Whether Honcho has told anything about the user yet (else the dialectic asks its cold question)."""
+        """Whether Honcho has told anything about the user yet (else the dialectic asks its cold
+        question)."""
         last = cache.peek_last(session_key)
         return self._bases.knows_user(settings, scope_id) or (
             last is not None and bool(last.representation or last.card))
@@ -234,14 +252,16 @@ class Recaller:
                secrets: Mapping[str, str] | None) -> str:
         text = (user_text or "")[:_QUERY_WINDOW]
         if len(user_text or "") > _QUERY_WINDOW and " " in text:
-            text = text.rsplit(" ", 1)[0]  # never end inside a word: a cut credential would not be matched
+            # Never end inside a word: a cut credential would not be matched.
+            text = text.rsplit(" ", 1)[0]
         try:
-            # Redacted with its line breaks (a key wrapped onto a second line is found whole), then made
-            # one line: a search query, not the message.
+            # Redacted with its line breaks (a key wrapped onto a second line is found whole), then
+            # made one line: a search query, not the message.
             text = redact(mask(text) if mask else text, secrets)
         except Exception:  # RedactionError, or the host's masker failing
             return ""  # fail closed: recall without a query rather than send unredacted text
-        text = " ".join(text.split())  # shorter than the minimum (nothing but spaces, say): no query
+        # Shorter than the minimum (nothing but spaces, say): no query.
+        text = " ".join(text.split())
         return text[:QUERY_CHARS] if len(text) >= max(1, settings.recall_min_query_chars) else ""
 
     def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
@@ -249,12 +269,15 @@ class Recaller:
 
     def _load(self, gateway: HonchoGateway, settings: Settings, session_id: str, query: str,
               scope_id: str | None) -> ContextData:
-        """The query-aware load: the session's context, scoped when the chat has a scope (a refused scope
-        falls back to the unscoped view and says so in status; it never touches delivery's circuits)."""
+        """The query-aware load: the session's context, scoped when the chat has a scope (a refused
+        scope falls back to the unscoped view and says so in status; it never touches delivery's
+        circuits)."""
         def fetch(scope: str | None) -> Context:
             return gateway.context(session_id, query=query, tokens=settings.max_context_tokens,
-                                   target=settings.user_peer_id, perspective=settings.agent_peer_id, scope=scope,
-                                   top_k=settings.search_top_k, max_conclusions=settings.max_conclusions,
+                                   target=settings.user_peer_id,
+                                   perspective=settings.agent_peer_id, scope=scope,
+                                   top_k=settings.search_top_k,
+                                   max_conclusions=settings.max_conclusions,
                                    limit_to_session=settings.recall_limit_to_session)
 
         context = None
@@ -274,31 +297,33 @@ class Recaller:
 
     def _pack(self, settings: Settings, session_id: str, data: ContextData, scope_id: str | None,
               include_messages: bool | None = None) -> MemoryPack:
-        """The turn's pack from loaded data, with the agent's self-model from the base load when asked for
-        and the session's newest dialectic note when there is one."""
+        """The turn's pack from loaded data, with the agent's self-model from the base load when
+        asked for and the session's newest dialectic note when there is one."""
         share = 0.0
         if settings.include_agent_representation:
             with_self = self._bases.with_self_model(settings, scope_id, data)
             if with_self is not None:
                 data, share = with_self, settings.agent_representation_share
         return build_pack(data, settings.max_context_tokens,
-                          settings.recall_include_messages if include_messages is None else include_messages,
+                          (settings.recall_include_messages if include_messages is None
+                           else include_messages),
                           settings.user_peer_id, agent_share=share,
                           note=self._dialectic.note(settings, session_id))
 
 
 def _pack_input(context: Context) -> ContextData:
     """The pack's input from what the gateway returned."""
-    return ContextData(representation=context.representation, card=list(context.card), summary=context.summary,
-                       messages=list(context.messages))
+    return ContextData(representation=context.representation, card=list(context.card),
+                       summary=context.summary, messages=list(context.messages))
 
 
 def cache_key(settings: Settings, session_id: str, query: str, scope_id: str | None) -> tuple:
     """Every input that changes what Honcho would return, with the query as a digest."""
     digest = hashlib.sha256(query.encode("utf-8", "surrogatepass")).hexdigest()
-    return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id, session_id,
-            settings.max_context_tokens, digest, scope_id, settings.search_top_k, settings.max_conclusions,
-            settings.recall_include_messages, settings.recall_limit_to_session)
+    return (settings.api_url, settings.workspace_id, settings.agent_peer_id, settings.user_peer_id,
+            session_id, settings.max_context_tokens, digest, scope_id, settings.search_top_k,
+            settings.max_conclusions, settings.recall_include_messages,
+            settings.recall_limit_to_session)
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
