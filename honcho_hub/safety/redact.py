@@ -1,12 +1,7 @@
-"""Redaction of credentials before anything is queued, sent or shown. Fail-closed.
+"""Redaction of credentials before anything is queued, sent or shown; fail-closed.
 
-`redact()` first redacts the normalised view of the text's windows around invisible, fullwidth or
-line-wrapped characters (redact_view), then the text itself, replacing in this order: the values of
-secrets the host knows (in any case), Agent Zero secret aliases (`§§secret(NAME)`, which the host would
-turn back into real values inside tool arguments), well-known credential shapes, key bodies an END line
-closes, then assignments and headers whose name says the value is a credential. Placeholders name the kind (`[REDACTED:github_token]`) and are the same
-for the same input, so redacted text stays stable across retries. Any failure raises RedactionError;
-callers then queue nothing.
+`redact()` replaces known secret values, Agent Zero secret aliases, credential shapes and credential
+assignments with placeholders that name the kind; any failure raises RedactionError.
 """
 
 from __future__ import annotations
@@ -68,9 +63,11 @@ def _redact_plain(text: str, secrets: Mapping[str, str] | None) -> str:
     if "-----END" in text:
         text = _redact_key_bodies(text)
     if any(w in lowered for w in _NAME_WORDS):
-        labelled, flagged = LABEL_RE.search(lowered) is not None, "-" in text and FLAG_LABEL_RE.search(lowered)
+        labelled, flagged = (LABEL_RE.search(lowered) is not None,
+                             "-" in text and FLAG_LABEL_RE.search(lowered))
         for shape in ASSIGNMENTS:
-            if (flagged if shape is ASSIGNMENTS[-1] else labelled) and shape.may_occur(text, lowered):
+            if ((flagged if shape is ASSIGNMENTS[-1] else labelled)
+                    and shape.may_occur(text, lowered)):
                 text = shape.pattern.sub(_redact_assignment, text)
     return text
 
@@ -78,7 +75,8 @@ def _redact_plain(text: str, secrets: Mapping[str, str] | None) -> str:
 def _replace_known_values(text: str, secrets: Mapping[str, str] | None) -> str:
     if not secrets:
         return text
-    values = tuple(sorted({v for v in secrets.values() if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_CHARS},
+    values = tuple(sorted({v for v in secrets.values()
+                           if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_CHARS},
                           key=lambda v: (-len(v), v)))  # longest first: one may contain another
     return _known_values_re(values).sub(placeholder("host_secret"), text) if values else text
 
@@ -138,7 +136,8 @@ def _redact_key_bodies(text: str) -> str:
 
 # Every credential name contains one of these (see is_credential_name): the cheapest pre-check.
 _NAME_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "auth", "cookie")
-_SCHEME_RE = re.compile(r"(?:Bearer|Basic|Token|Digest|Bot|ApiKey|Key|Negotiate)[ \t]+", re.IGNORECASE)
+_SCHEME_RE = re.compile(r"(?:Bearer|Basic|Token|Digest|Bot|ApiKey|Key|Negotiate)[ \t]+",
+                        re.IGNORECASE)
 
 
 def _redact_assignment(match: re.Match) -> str:
@@ -153,7 +152,8 @@ def _redact_assignment(match: re.Match) -> str:
     before = match.string[match.start() - 1:match.start()]
     cut = len(value)
     if before in ("?", "&"):  # a query string: the value ends at the next parameter
-        cut = min([i for i in (value.find("&"), value.find("#"), value.find(" ")) if i >= 0], default=cut)
+        cut = min([i for i in (value.find("&"), value.find("#"), value.find(" ")) if i >= 0],
+                  default=cut)
     elif before == ";":  # a connection string (`Server=x;Password=y;Database=z`)
         cut = value.find(";") if ";" in value else cut
     body = value[:cut].rstrip()
@@ -161,44 +161,48 @@ def _redact_assignment(match: re.Match) -> str:
     scheme_match = _SCHEME_RE.match(body)
     scheme = scheme_match.group(0) if scheme_match else ""
     rest = body[len(scheme):]
-    if not rest or SAFE_VALUE_RE.match(rest.split()[0]) or CODE_OR_PATH_RE.match(_rest_of_line(match)):
+    if (not rest or SAFE_VALUE_RE.match(rest.split()[0])
+            or CODE_OR_PATH_RE.match(_rest_of_line(match))):
         return match.group(0)
     return key + scheme + placeholder("assigned_secret") + tail
 
 
 def _rest_of_line(match: re.Match) -> str:
-    # Code (`os.environ["X"]`) holds quotes the value stopped at: judge it by the whole rest of its line.
+    # Code (`os.environ["X"]`) holds quotes the value stopped at: judge it by the whole rest of its
+    # line.
     line_end = match.string.find("\n", match.start("value"))
-    return match.string[match.start("value"):line_end if line_end >= 0 else len(match.string)].rstrip()
+    return match.string[
+        match.start("value"):line_end if line_end >= 0 else len(match.string)].rstrip()
 
 
-# One regex pass over 1 MB holds the interpreter ≈ 50 ms, even from a thread. A thread that waits for
-# the interpreter (Agent Zero's event loop) gets it only after 5 ms, unless the holder lets go sooner:
-# between slices this one does.
+# One regex pass over 1 MB holds the interpreter ≈ 50 ms, even from a thread. A thread that waits
+# for the interpreter (Agent Zero's event loop) gets it only after 5 ms, unless the holder lets go
+# sooner: between slices this one does.
 SLICE_CHARS = 16_000
 _BLOCK_START, _BLOCK_END = "-----BEGIN", "-----END"
 
 
 def redact_long(text: str, secrets: Mapping[str, str] | None = None,
                 clean: Callable[[str], str] | None = None) -> str:
-    """`redact` (after `clean`) of text of any length, slice by slice, letting other threads run between
-    slices, so no other thread (the event loop's) waits long for the interpreter meanwhile.
+    """`redact` (after `clean`) of text of any length, slice by slice, letting other threads run
+    between slices, so no other thread (the event loop's) waits long for the interpreter meanwhile.
 
-    Slices end at a line break (else a space), never inside a `-----BEGIN … -----END` block nor inside a
-    key body that a later END line closes, so every pattern, all of them line-bound but the key blocks,
-    sees whole lines."""
+    Slices end at a line break (else a space), never inside a `-----BEGIN … -----END` block nor
+    inside a key body that a later END line closes, so every pattern, all of them line-bound but
+    the key blocks, sees whole lines."""
     if len(text) <= SLICE_CHARS:
         return redact(clean(text) if clean else text, secrets)
     parts = []
     for start, end in _slices(text, SLICE_CHARS):
         parts.append(redact(clean(text[start:end]) if clean else text[start:end], secrets))
-        time.sleep(0)  # hand the interpreter to a waiting thread now rather than after its 5 ms wait
+        time.sleep(0)  # hand the interpreter to a waiting thread now, not after its 5 ms wait
     return "".join(parts)
 
 
 def _keep_key_body_whole(text: str, start: int, end: int, limit: int) -> int:
-    """Move a cut that falls inside a key body closed by a later END line (a body pasted without its BEGIN
-    line) to before the body's first line, or after the END line when the body starts before `start`."""
+    """Move a cut that falls inside a key body closed by a later END line (a body pasted without its
+    BEGIN line) to before the body's first line, or after the END line when the body starts before
+    `start`."""
     closed = text.find(_BLOCK_END, end, end + limit)
     body = key_body_start(text, closed) if closed >= 0 else end
     if body >= end:

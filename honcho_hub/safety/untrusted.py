@@ -1,8 +1,7 @@
 """Text recalled from Honcho, made inert and labelled before an agent reads it.
 
-Recalled text is data another party (the memory server, earlier chats, Honcho's own derivations) wrote,
-so it is never trusted: the recall block (`recall/pack.py`) and the memory tool's answers (`tool/actions.py`)
-both pass it through `neutralize`, and the tool labels its answers with `untrusted`.
+Recalled text is data another party wrote, so it is never trusted: the recall block and the memory
+tool's answers pass it through `neutralize`, and the tool labels its answers with `untrusted`.
 """
 
 from __future__ import annotations
@@ -28,7 +27,8 @@ _ATX_RE = re.compile(r"^([^\S\n]*(?:(?:[-*+]|\d{1,9}[.)])[^\S\n]+)*)(#.*)$", re.
 _UNDERLINE_RE = re.compile(r"^[^\S\n]*(?:=+|-+)[^\S\n]*(?:\n|$)", re.MULTILINE)
 _MARKS_RE = re.compile(r"^[#\s]+|\s+#+\s*$")  # an ATX heading's opening and closing hashes
 _ANGLES = str.maketrans({"<": "\u2039", ">": "\u203a"})
-ENTITY_ROUNDS = 3  # `&amp;lt;` is `<` to a reader who decodes twice; more rounds than that are not read
+# `&amp;lt;` is `<` to a reader who decodes twice; more rounds than that are not read
+ENTITY_ROUNDS = 3
 
 
 def untrusted(text: str) -> str:
@@ -37,11 +37,12 @@ def untrusted(text: str) -> str:
 
 
 def neutralize(text: str) -> str:
-    """Make recalled text inert, judged as a reader sees it (entities decoded, invisible format characters
-    dropped, NFKC): the recall block's delimiters in any spelling are removed; the remaining `<` and `>`
-    become `‹` and `›`, so no tag can open or close (trusted-looking ones included); every line break
-    becomes `\n` and a line a reader would take for a heading becomes a plain label, so no section can
-    be forged (Honcho's own headings read as labels too); secret aliases and credentials are redacted."""
+    """Make recalled text inert, judged as a reader sees it (entities decoded, invisible format
+    characters dropped, NFKC): the recall block's delimiters in any spelling are removed; the
+    remaining `<` and `>` become `‹` and `›`, so no tag can open or close (trusted-looking ones
+    included); every line break becomes `\n` and a line a reader would take for a heading becomes a
+    plain label, so no section can be forged (Honcho's own headings read as labels too); secret
+    aliases and credentials are redacted."""
     text = _TAG_RE.sub("[memory tag removed]", _as_read(text))
     try:
         text = redact(text)  # also rewrites §§secret(...) aliases so Agent Zero cannot unmask them
@@ -73,5 +74,6 @@ def _as_read(text: str) -> str:
         text = decoded
     if text.isascii():
         return text
-    visible = "".join(char for char in text if unicodedata.category(char) != "Cf")  # zero-width, soft hyphen, BOM
+    # drops zero-width characters, soft hyphens and the BOM
+    visible = "".join(char for char in text if unicodedata.category(char) != "Cf")
     return unicodedata.normalize("NFKC", visible)

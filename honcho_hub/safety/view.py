@@ -1,12 +1,7 @@
-"""The normalised view redaction also matches on: a key pasted with invisible characters in it (a soft
-hyphen or zero-width space copied from a web page), in fullwidth or other compatibility forms (`ｓｋ-…`), or
-wrapped onto a second line, is still that key.
+"""The normalised view redaction also matches on, so a disguised key is still that key.
 
-Only windows of the text around such characters are normalised: format characters removed, NFKC applied,
-a line break inside a wrapped token removed. Each window's view is redacted; where that changed something,
-the corresponding span of the ORIGINAL text (found through the view's index map) is replaced, and the rest
-of the text stays byte for byte as it was. Text without such characters (all ordinary ASCII, and most
-other scripts) costs one scan.
+A key with invisible characters in it, in fullwidth forms or wrapped onto a second line is
+normalised in a window around them; only the span redaction changed is replaced in the original.
 """
 
 from __future__ import annotations
@@ -18,22 +13,24 @@ from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
 
-# Code points whose compatibility form carries a character a credential or its label is made of, plus
-# every format character (Cf: invisible, and dropped from the view).
+# Code points whose compatibility form carries a character a credential or its label is made of,
+# plus every format character (Cf: invisible, and dropped from the view).
 _MEANINGFUL = re.compile(r"[A-Za-z0-9_\-]")
 _ASTRAL_COMPAT = ((0x1D400, 0x1D7FF), (0x1F100, 0x1F1FF), (0xE0000, 0xE007F), (0x1BCA0, 0x1BCA3),
                   (0x13430, 0x1343F), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x1D173, 0x1D17A))
-# A line break inside a wrapped token: 16+ token characters end the line and the next line is one run of
-# token characters with a digit or a lower-upper hump in it (a key's tail, not a word).
+# A line break inside a wrapped token: 16+ token characters end the line and the next line is one
+# run of token characters with a digit or a lower-upper hump in it (a key's tail, not a word).
 # (The pattern starts with its literal line break so the regex engine can skip to line breaks.)
 # Invisible characters count as token characters here: the view drops them anyway.
 _T = "[A-Za-z0-9_\\-+/=\u00ad\u200b-\u200d\u2060\ufeff]"
-_WRAP = re.compile(rf"\n(?<={_T}{{16}}\n)(?={_T}{{0,63}}?(?:[0-9]|[a-z][A-Z]){_T}{{0,64}}[ \t]*(?:\r?\n|$))")
-# A no-break space inside a key (copied from a page that glued the key's parts with one): dropped from the
-# view, so the key is whole there. A key is 16+ characters, so one side of the space holds 8 of them;
-# `1 000 000` or `ab cd` with no-break spaces are left as they are.
+_WRAP = re.compile(rf"\n(?<={_T}{{16}}\n)"
+                   rf"(?={_T}{{0,63}}?(?:[0-9]|[a-z][A-Z]){_T}{{0,64}}[ \t]*(?:\r?\n|$))")
+# A no-break space inside a key (copied from a page that glued the key's parts with one): dropped
+# from the view, so the key is whole there. A key is 16+ characters, so one side of the space holds
+# 8 of them; `1 000 000` or `ab cd` with no-break spaces are left as they are.
 _NB = "[\u00a0\u2007\u202f]"
-_NBSP = re.compile(f"(?<=[A-Za-z0-9_\\-]{{8}}){_NB}(?=[A-Za-z0-9_\\-])|(?<=[A-Za-z0-9_\\-]){_NB}(?=[A-Za-z0-9_\\-]{{8}})")
+_NBSP = re.compile(f"(?<=[A-Za-z0-9_\\-]{{8}}){_NB}(?=[A-Za-z0-9_\\-])"
+                   f"|(?<=[A-Za-z0-9_\\-]){_NB}(?=[A-Za-z0-9_\\-]{{8}})")
 LONE_RUN = 8  # a run of changed characters this long is normalised wherever it stands
 WINDOW = 96  # characters kept on each side of a changed character, before widening to whitespace
 WIDEN = 512  # how far a window is widened to reach whitespace (a token is at most this long)
@@ -41,7 +38,8 @@ WIDEN = 512  # how far a window is widened to reach whitespace (a token is at mo
 
 @lru_cache(maxsize=1)
 def _special() -> re.Pattern:
-    """A character class of the code points the view changes (built once, on first non-ASCII text)."""
+    """A character class of the code points the view changes (built once, on first non-ASCII
+    text)."""
     ranges = [(0x80, 0xFFFF)] + list(_ASTRAL_COMPAT)
     codes = []
     for low, high in ranges:
@@ -56,22 +54,25 @@ def _special() -> re.Pattern:
         if start is None:
             start = code
         if i + 1 == len(codes) or codes[i + 1] != code + 1:
-            spans.append(f"{re.escape(chr(start))}-{re.escape(chr(code))}" if code > start else re.escape(chr(code)))
+            spans.append(f"{re.escape(chr(start))}-{re.escape(chr(code))}" if code > start
+                         else re.escape(chr(code)))
             start = None
     return re.compile("[" + "".join(spans) + "]")
 
 
 # Only runs of such characters that can change what matches are normalised: runs touching an ASCII
-# token character (`ｓｋ-…`, a soft hyphen inside a key) and runs long enough to be a token themselves (a
-# whole fullwidth key). An emoji's zero-width joiner or fullwidth digits between ideographs cannot. The
-# scans below are simple character classes: a class of thousands of code points in a lookaround made
-# one pass over a megabyte of mixed scripts take 400 ms.
+# token character (`ｓｋ-…`, a soft hyphen inside a key) and runs long enough to be a token
+# themselves (a whole fullwidth key). An emoji's zero-width joiner or fullwidth digits between
+# ideographs cannot. The scans below are simple character classes: a class of thousands of code
+# points in a lookaround made one pass over a megabyte of mixed scripts take 400 ms.
 _EDGE = re.compile(r"[\x80-\U0010ffff][A-Za-z0-9_\-]|[A-Za-z0-9_\-][\x80-\U0010ffff]")
-_WIDE = re.compile("[\uff01-\uff5e]" * 4)  # four fullwidth ASCII forms in a row: maybe a fullwidth key
+# four fullwidth ASCII forms in a row: maybe a fullwidth key
+_WIDE = re.compile("[\uff01-\uff5e]" * 4)
 
 
 def _runs(text: str) -> list[tuple[int, int]]:
-    """Spans of the runs of special characters worth normalising, in order, overlapping ones merged."""
+    """Spans of the runs of special characters worth normalising, in order, overlapping ones
+    merged."""
     special, found = _special(), []
     for hit in _EDGE.finditer(text):
         at = hit.start()
@@ -120,7 +121,8 @@ def _changes(text: str) -> list[tuple[int, int, str]]:
     if "\n" in text:
         found += [(m.start(), m.end(), "") for m in _WRAP.finditer(text)]
     if not text.isascii():
-        found += [(start, end, "".join(map(_view_of, text[start:end]))) for start, end in _runs(text)]
+        found += [(start, end, "".join(map(_view_of, text[start:end])))
+                  for start, end in _runs(text)]
         if "\u00a0" in text or "\u202f" in text or "\u2007" in text:
             found += [(m.start(), m.end(), "") for m in _NBSP.finditer(text)]
         found.sort()
@@ -176,8 +178,8 @@ class _View:
         self.text = "".join(parts)
 
     def original(self, at: int, start: bool) -> int:
-        """The window position of view position `at`: a changed run is taken whole (its start for the
-        start of a span, its end for the end of one)."""
+        """The window position of view position `at`: a changed run is taken whole (its start for
+        the start of a span, its end for the end of one)."""
         i = bisect_right(self._view_at, at) - 1
         if i % 2 == 0:  # in unchanged text
             return self._orig_at[i] + (at - self._view_at[i])
@@ -185,8 +187,8 @@ class _View:
 
 
 def redact_view(text: str, redact_plain: Callable[[str], str]) -> str:
-    """`text` with whatever `redact_plain` finds in the normalised view of its windows replaced in the
-    original; unchanged (the same object) when the view adds nothing."""
+    """`text` with whatever `redact_plain` finds in the normalised view of its windows replaced in
+    the original; unchanged (the same object) when the view adds nothing."""
     changes = _changes(text)
     if not changes:
         return text
