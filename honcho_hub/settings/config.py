@@ -1,9 +1,7 @@
-"""The one `Settings` value, built by `build_settings` from plugin settings, secrets and environment.
+"""The one `Settings` value, built by `build_settings` from secrets, environment and settings.
 
-Precedence per setting: Agent Zero secrets > process environment > plugin settings > defaults. A value
-that does not fit its field falls through to the next source, ending at the bounded default, with one
-warning that names the key and never the value. The API key is not a setting: it is read through a
-`KeyProvider` each time it is needed, so a key fixed under Settings → Secrets works without a restart.
+Precedence per setting: Agent Zero secrets > process environment > plugin settings > defaults; a
+value that does not fit falls through, with one warning that never names the value.
 """
 
 from __future__ import annotations
@@ -35,11 +33,12 @@ log = logging.getLogger(__name__)
 API_KEY_VAR = "HONCHO_API_KEY"
 AGENT_ZERO_USR = "/a0/usr"
 MAX_KEY_CHARS = 4_096
-OPERATION_SDK_TIMEOUTS = 2  # a tool verb, the card, an inspector action: this many SDK timeouts in all
-# What a URL setting holds when the URL the user gave cannot be used. Its scheme is one no HTTP client
-# speaks, so a consumer that does not look at `api_url_problem` fails on this machine instead of sending
-# the key somewhere: an empty URL would not do, since the SDK reads an empty base URL as "the hosted
-# default".
+# A tool verb, the card, an inspector action: this many SDK timeouts in all.
+OPERATION_SDK_TIMEOUTS = 2
+# What a URL setting holds when the URL the user gave cannot be used. Its scheme is one no HTTP
+# client speaks, so a consumer that does not look at `api_url_problem` fails on this machine instead
+# of sending the key somewhere: an empty URL would not do, since the SDK reads an empty base URL as
+# "the hosted default".
 UNUSABLE_URL = "unusable://configured-url"
 # What each unusable URL stops, for its warning.
 _UNUSABLE_EFFECT = {"api_url": "nothing is sent to or recalled from Honcho until it is fixed",
@@ -164,16 +163,17 @@ class Settings:
 
     @property
     def recall_wait_s(self) -> float:
-        """How long the recall hook waits for the query-aware recall, seconds: recall_wait_ms (-1 meaning
-        the whole recall_timeout_s), never past recall_timeout_s."""
+        """How long the recall hook waits for the query-aware recall, seconds: recall_wait_ms (-1
+        meaning the whole recall_timeout_s), never past recall_timeout_s."""
         if self.recall_wait_ms < 0:
             return self.recall_timeout_s
         return min(self.recall_wait_ms / 1000, self.recall_timeout_s)
 
     @property
     def operation_deadline_s(self) -> float:
-        """The deadline of one memory-tool verb (but ask, bounded by ask_timeout_s), the sidebar's card and one
-        memory-inspector action: two SDK timeouts, every request and read of it counted together."""
+        """The deadline of one memory-tool verb (but ask, bounded by ask_timeout_s), the sidebar's
+        card and one memory-inspector action: two SDK timeouts, every request and read of it counted
+        together."""
         return OPERATION_SDK_TIMEOUTS * self.sdk_timeout_s
 
     @property
@@ -187,18 +187,21 @@ class Settings:
         return self.recall_mode != "context"
 
     def observation_of(self, role: str) -> dict[str, bool]:
-        """The peer configuration of the human (`user`) or the agent (`agent`) under `observation`."""
+        """The peer configuration of the human (`user`) or the agent (`agent`) under
+        `observation`."""
         if self.observation == "custom":
             me, others = ((self.observe_user_me, self.observe_user_others) if role == "user"
                           else (self.observe_agent_me, self.observe_agent_others))
         else:
-            me, others = OBSERVATION_PRESETS[self.observation]["agent" if role == "agent" else "user"]
+            me, others = OBSERVATION_PRESETS[self.observation][
+                "agent" if role == "agent" else "user"]
         return {"observe_me": me, "observe_others": others}
 
     @property
     def profile_peer_map(self) -> dict[str, str]:
         """profile_peers as {agent profile: human peer id}."""
-        return dict(pair.split("=", 1) for pair in self.profile_peers.split(",")) if self.profile_peers else {}
+        return (dict(pair.split("=", 1) for pair in self.profile_peers.split(","))
+                if self.profile_peers else {})
 
     @property
     def pass_levels(self) -> tuple[str, ...]:
@@ -211,14 +214,15 @@ class Settings:
         return bool(self.api_key())
 
     def destination(self) -> str:
-        """Where events go: API URL and workspace, never the key. While the API URL is unusable this is
-        `unusable_url_destination()`, which no worker can reach: events are still captured, and wait."""
+        """Where events go: API URL and workspace, never the key. While the API URL is unusable this
+        is `unusable_url_destination()`, which no worker can reach: events are still captured, and
+        wait."""
         return f"{self.api_url}#{self.workspace_id}"
 
     def unusable_url_destination(self) -> str:
-        """The destination of this workspace's events captured while the API URL was unusable. They were
-        meant for whatever URL the user fixes it to, and were never sent (so Honcho holds none of them):
-        once `api_url_problem` is gone, they may be moved to `destination()`."""
+        """The destination of this workspace's events captured while the API URL was unusable. They
+        were meant for whatever URL the user fixes it to, and were never sent (so Honcho holds none
+        of them): once `api_url_problem` is gone, they may be moved to `destination()`."""
         return f"{UNUSABLE_URL}#{self.workspace_id}"
 
 
@@ -243,7 +247,8 @@ def build_settings(
     problems: dict[str, Any] = {}  # <url field>_problem: str | None
     for spec in FIELDS:
         if spec.kind == "url":
-            values[spec.name], problems[f"{spec.name}_problem"] = _resolve_url(spec, plugin, overrides, warnings)
+            values[spec.name], problems[f"{spec.name}_problem"] = _resolve_url(
+                spec, plugin, overrides, warnings)
         else:
             values[spec.name] = _resolve(spec, plugin, overrides, warnings)
     for broken in relation_problems(values):
@@ -269,7 +274,8 @@ def build_settings(
 def apply_project_settings(
     plugin: Mapping[str, Any], project: Mapping[str, Any] | None, warnings: list[str]
 ) -> dict[str, Any]:
-    """Layer a project's settings over the global ones; only capture, recall and scopes may change."""
+    """Layer a project's settings over the global ones; only capture, recall and scopes may
+    change."""
     merged = dict(plugin)
     if not isinstance(project, Mapping):
         return merged
@@ -291,7 +297,8 @@ class Relation(NamedTuple):
     holds: Callable[[Mapping[str, Any]], bool]
     problem: str
     effect: str  # what a config that breaks it does anyway
-    repair: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None  # values used instead, if harmful
+    # the values used instead, when breaking the relation is harmful
+    repair: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
 
 def _lease_covering_requests(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -299,21 +306,26 @@ def _lease_covering_requests(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # The settings page refuses to save a value that breaks a relation. A config that breaks one anyway
-# (edited by hand, or saved before the rule) is kept when that is harmless, with a warning saying what
-# it does; otherwise the relation's repair gives the values used instead, with a warning saying so.
+# (edited by hand, or saved before the rule) is kept when that is harmless, with a warning saying
+# what it does; otherwise the relation's repair gives the values used instead, with a warning saying
+# so.
 RELATIONS = (
-    # A lease must outlast any single request (renewals happen between them), or another worker could
-    # take over a batch that is still on the wire and send it again.
+    # A lease must outlast any single request (renewals happen between them), or another worker
+    # could take over a batch that is still on the wire and send it again.
     Relation(("lease_s", "sdk_timeout_s"), lambda v: v["lease_s"] >= 3 * v["sdk_timeout_s"],
              "lease_s must be at least 3 × sdk_timeout_s",
-             "the default lease_s, or 3 × sdk_timeout_s when that is longer", _lease_covering_requests),
+             "the default lease_s, or 3 × sdk_timeout_s when that is longer",
+             _lease_covering_requests),
     Relation(("retry_base_s", "retry_max_s"), lambda v: v["retry_base_s"] <= v["retry_max_s"],
              "retry_base_s must not exceed retry_max_s", "every backoff waits up to retry_max_s"),
-    Relation(("circuit_base_s", "circuit_max_s"), lambda v: v["circuit_base_s"] <= v["circuit_max_s"],
-             "circuit_base_s must not exceed circuit_max_s", "every circuit wait is up to circuit_max_s"),
+    Relation(("circuit_base_s", "circuit_max_s"),
+             lambda v: v["circuit_base_s"] <= v["circuit_max_s"],
+             "circuit_base_s must not exceed circuit_max_s",
+             "every circuit wait is up to circuit_max_s"),
     Relation(("recall_wait_ms", "recall_timeout_s"),
              lambda v: v["recall_wait_ms"] <= 1000 * v["recall_timeout_s"],
-             "recall_wait_ms must not exceed recall_timeout_s", "the recall hook waits at most recall_timeout_s"),
+             "recall_wait_ms must not exceed recall_timeout_s",
+             "the recall hook waits at most recall_timeout_s"),
     Relation(("scope_strategy", "scope_custom"),
              lambda v: v["scope_strategy"] != "custom" or bool(v["scope_custom"].strip()),
              "scope_strategy custom needs a scope_custom name", "chats get no scope"),
@@ -376,10 +388,11 @@ def _resolve_url(spec: Field, plugin: Mapping[str, Any], overrides: Mapping[str,
                  warnings: list[str]) -> tuple[str, str | None]:
     """The strongest URL given ('' for none: the mode's default), else UNUSABLE_URL and why.
 
-    Unlike other settings, a URL that cannot be used does not fall through to a weaker source or the
-    default: either would send the key to a server the user did not choose for it.
+    Unlike other settings, a URL that cannot be used does not fall through to a weaker source or
+    the default: either would send the key to a server the user did not choose for it.
     """
-    given = [(source, raw) for source, raw in _candidates(spec, plugin, overrides) if raw is not None]
+    given = [(source, raw) for source, raw in _candidates(spec, plugin, overrides)
+             if raw is not None]
     if not given:
         return "", None
     source, raw = given[0]

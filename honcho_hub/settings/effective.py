@@ -1,10 +1,7 @@
-"""The one way the plugin's effective Settings are built: config layers, secrets and the environment.
+"""The one way the plugin's effective Settings are built: config layers, secrets, environment.
 
-Inside Agent Zero the layers are three files — the plugin's `default_config.yaml`, its global
-`config.json` and, for a chat in a project, the project's `config.json` (only the capture, recall and
-scope settings count there) — read by `read_layers`. The command line has one layer, its `--config`
-file. Either way `effective_settings` makes them Settings with the HONCHO_* environment variables and
-secrets on top (secrets win). Agent Zero's event-loop callers put a `SettingsCache` in front of it.
+Inside Agent Zero the layers are three config files (`read_layers`), on the command line its
+`--config` file; `effective_settings` puts the HONCHO_* variables and secrets on top.
 """
 
 from __future__ import annotations
@@ -20,7 +17,8 @@ from .spec import FIELDS_BY_NAME
 
 
 class ConfigLayers(NamedTuple):
-    """Settings as saved, lowest first: the plugin's defaults file, the global settings, the project's."""
+    """Settings as saved, lowest first: the plugin's defaults file, the global settings, the
+    project's."""
 
     global_config: Mapping[str, Any] | None = None
     project_config: Mapping[str, Any] | None = None
@@ -31,9 +29,9 @@ def read_layers(default_file: str, global_file: str, project_file: str | None = 
                 strict: bool = False) -> ConfigLayers:
     """The config files as layers; a missing file is an empty layer (not saved yet is normal).
 
-    A file that is there but unusable is, by default, an empty layer with one warning; `strict` raises
-    ConfigFileError instead, for a caller that would rather keep what it built last (Agent Zero may
-    be caught writing the file)."""
+    A file that is there but unusable is, by default, an empty layer with one warning; `strict`
+    raises ConfigFileError instead, for a caller that would rather keep what it built last (Agent
+    Zero may be caught writing the file)."""
     def read(path: str) -> dict[str, Any]:
         if not strict:
             return read_config_file(path)
@@ -52,13 +50,15 @@ def read_layers(default_file: str, global_file: str, project_file: str | None = 
 def effective_settings(layers: ConfigLayers, *, secrets: Mapping[str, Any] | None,
                        environ: Mapping[str, str] | None = None,
                        load_secrets: Callable[[], Mapping[str, Any]] | None = None) -> Settings:
-    """Settings for (global | project config, secrets, environment): defaults < the defaults file < the
-    global settings < the project's allowed settings; then HONCHO_* variables, then secrets.
+    """Settings for (global | project config, secrets, environment): defaults < the defaults file <
+    the global settings < the project's allowed settings; then HONCHO_* variables, then secrets.
 
-    `secrets` are the global ones (identity and the API key are global: a project's secrets must not
-    switch them); `load_secrets` re-reads them when the key is needed. Never raises on bad values:
-    each problem is a warning, logged once."""
-    plugin = {name: value for name, value in dict(layers.default_config or {}).items() if name in FIELDS_BY_NAME}
-    plugin.update(layers.global_config or {})  # unknown names here are warned about by build_settings
+    `secrets` are the global ones (identity and the API key are global: a project's secrets must
+    not switch them); `load_secrets` re-reads them when the key is needed. Never raises on bad
+    values: each problem is a warning, logged once."""
+    plugin = {name: value for name, value in dict(layers.default_config or {}).items()
+              if name in FIELDS_BY_NAME}
+    # unknown names here are warned about by build_settings
+    plugin.update(layers.global_config or {})
     return build_settings(plugin, secrets, os.environ if environ is None else environ,
                           project_settings=layers.project_config, load_secrets=load_secrets)

@@ -1,11 +1,7 @@
-"""Agent Zero's config files for this plugin: read merged over the defaults, written without secrets,
-and the settings built from them reused while none of them changed.
+"""Agent Zero's config files for this plugin: read merged over the defaults, saved without secrets.
 
-Agent Zero returns the first config file it finds (project, then global, then `default_config.yaml`)
-without merging it over the defaults, and writes whatever the settings page sends. These functions
-give the `hooks.py` config hooks one merged view and a clean dict to save. Agent Zero also re-parses
-those files on every request for them, so the hooks that run on its event loop take their settings
-from a `SettingsCache` instead.
+The `hooks.py` config hooks get one merged view and a clean dict to save; the settings built from
+the files are reused (`SettingsCache`) while none of them changed.
 """
 
 from __future__ import annotations
@@ -32,18 +28,19 @@ from .values import coerce
 log = logging.getLogger(__name__)
 
 MAX_CONFIG_BYTES = 1_000_000
-# libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten times faster
-# (Agent Zero asks for the config several times per turn).
+# libyaml's loader when PyYAML was built with it: the same safe subset of YAML, about ten times
+# faster (Agent Zero asks for the config several times per turn).
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Read-only, never waiting for a FIFO's writer, never becoming a terminal's controlling process.
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+               | getattr(os, "O_CLOEXEC", 0))
 
 
 def load_config_file(path: str) -> dict[str, Any]:
     """A YAML or JSON (by the `.json` suffix) file of settings as a dict; raises ConfigFileError.
 
-    An empty file holds no settings; a setting saved under a former name is read under its name. Read
-    by `read_regular_file`: a regular file only, bounded.
+    An empty file holds no settings; a setting saved under a former name is read under its name.
+    Read by `read_regular_file`: a regular file only, bounded.
     """
     try:
         raw = read_regular_file(path, MAX_CONFIG_BYTES)
@@ -66,12 +63,14 @@ def load_config_file(path: str) -> dict[str, Any]:
 
 
 def read_regular_file(path: str, max_bytes: int, within: str | None = None) -> bytes:
-    """The content of the regular file at `path`, at most `max_bytes`; raises FileRefused or OSError.
+    """The content of the regular file at `path`, at most `max_bytes`; raises FileRefused or
+    OSError.
 
-    Opened without blocking (a FIFO would wait for a writer) and judged by the open file, not by its
-    name: a regular file only (a device never ends and its size reads 0), its size as the open file
-    has it, and at most max_bytes + 1 bytes read, so a file that grows meanwhile is refused too. With
-    `within`, a path that leads out of that folder (through a link) is refused before it is opened.
+    Opened without blocking (a FIFO would wait for a writer) and judged by the open file, not by
+    its name: a regular file only (a device never ends and its size reads 0), its size as the open
+    file has it, and at most max_bytes + 1 bytes read, so a file that grows meanwhile is refused
+    too. With `within`, a path that leads out of that folder (through a link) is refused before it
+    is opened.
     """
     if within is not None and not _inside(path, within):
         raise FileRefused("linked_outside", "a link leads outside its folder")
@@ -98,8 +97,8 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def read_config_file(path: str) -> dict[str, Any]:
-    """`load_config_file` for Agent Zero's files: {} when missing (a file not saved yet is normal) or
-    unusable, the latter with one warning naming the file and the problem."""
+    """`load_config_file` for Agent Zero's files: {} when missing (a file not saved yet is normal)
+    or unusable, the latter with one warning naming the file and the problem."""
     try:
         return load_config_file(path)
     except ConfigFileError as exc:
@@ -118,10 +117,10 @@ class SettingsCache:
     An entry stays valid while every file it was built from has the same modification time, change
     time, size and inode (or is still absent, or still fails to stat the same way) and the HONCHO_*
     environment variables are the same as when `build` last ran for that key. Both are looked at
-    before `build` runs, so a file saved while it was being read counts as changed at the next `get`.
-    A hit costs one `stat` per file and no parsing. Thread-safe; `build` runs outside the lock, so a
-    slow build holds up no other key (two threads missing the same key at once may both build).
-    Bounded: the least recently used key goes first.
+    before `build` runs, so a file saved while it was being read counts as changed at the next
+    `get`. A hit costs one `stat` per file and no parsing. Thread-safe; `build` runs outside the
+    lock, so a slow build holds up no other key (two threads missing the same key at once may both
+    build). Bounded: the least recently used key goes first.
     """
 
     def __init__(self, max_entries: int = 64, stat: Callable[[str], Any] = os.stat,
@@ -148,19 +147,21 @@ class SettingsCache:
             info = self._stat(path)
         except (FileNotFoundError, NotADirectoryError):
             return (path, _ABSENT)
-        except OSError as exc:  # e.g. a folder we may not search: a state of its own until it changes
+        except OSError as exc:  # e.g. a folder we may not search: its own state until it changes
             return (path, type(exc).__name__, exc.errno)
-        # The inode catches a file replaced by a rename (how editors save) that kept its size and time;
-        # the change time catches a restored modification time.
+        # The inode catches a file replaced by a rename (how editors save) that kept its size and
+        # time; the change time catches a restored modification time.
         return (path, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
 
     def _environ_digest(self) -> bytes:
-        """A digest of the HONCHO_* variables (as `build_settings` reads them), not a copy of the key."""
-        # Names first, then each value with .get: a variable another thread removes meanwhile reads as
-        # None instead of raising on the event loop.
+        """A digest of the HONCHO_* variables (as `build_settings` reads them), not a copy of the
+        key."""
+        # Names first, then each value with .get: a variable another thread removes meanwhile reads
+        # as None instead of raising on the event loop.
         names = [name for name in list(self._environ) if str(name).upper().startswith("HONCHO_")]
         found = sorted((str(name).upper(), str(self._environ.get(name))) for name in names)
-        return hashlib.blake2b(repr(found).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        return hashlib.blake2b(repr(found).encode("utf-8", "surrogatepass"),
+                               digest_size=16).digest()
 
 
 def merged_config(
@@ -191,16 +192,17 @@ def config_to_save(settings: Mapping[str, Any] | None, is_project: bool) -> dict
 
 
 def write_config_file(path: str, settings: Mapping[str, Any], is_project: bool = False) -> None:
-    """Replace the JSON config file at `path` (through a link, its target) with what `config_to_save`
-    keeps of `settings`; raises ConfigFileError.
+    """Replace the JSON config file at `path` (through a link, its target) with what
+    `config_to_save` keeps of `settings`; raises ConfigFileError.
 
-    Agent Zero reads the file at any moment, so it is written whole to a temporary file beside it and
-    renamed over it: a reader sees the old file or the new one, never half of one. The file keeps its
-    permissions; a new one gets the usual ones (the umask applies).
+    Agent Zero reads the file at any moment, so it is written whole to a temporary file beside it
+    and renamed over it: a reader sees the old file or the new one, never half of one. The file
+    keeps its permissions; a new one gets the usual ones (the umask applies).
     """
     content = config_to_save(settings, is_project)
     target = os.path.realpath(path)
-    temp = f"{target}.{os.urandom(6).hex()}.tmp"  # a name no other writer (or crashed one) has taken
+    # a name no other writer (or crashed one) has taken
+    temp = f"{target}.{os.urandom(6).hex()}.tmp"
     try:
         try:
             mode: int | None = stat.S_IMODE(os.stat(target).st_mode)
@@ -225,13 +227,14 @@ def write_config_file(path: str, settings: Mapping[str, Any], is_project: bool =
 
 @contextlib.contextmanager
 def config_write_lock(path: str) -> Iterator[None]:
-    """Hold the lock of the config file at `path` (through a link, its target) while a read-modify-write
-    of it runs; raises ConfigFileError when the lock file cannot be opened.
+    """Hold the lock of the config file at `path` (through a link, its target) while a
+    read-modify-write of it runs; raises ConfigFileError when the lock file cannot be opened.
 
-    The lock is an exclusive `flock` on `<file>.lock` beside it, which stays there: removing it would let
-    a writer waiting on the old one and a writer creating a new one both go ahead. The kernel releases
-    the lock when its holder exits, killed or not, so a crashed writer holds up no one. It blocks while
-    another writer holds it (for one file read and write): never take it on an event loop.
+    The lock is an exclusive `flock` on `<file>.lock` beside it, which stays there: removing it
+    would let a writer waiting on the old one and a writer creating a new one both go ahead. The
+    kernel releases the lock when its holder exits, killed or not, so a crashed writer holds up no
+    one. It blocks while another writer holds it (for one file read and write): never take it on an
+    event loop.
     """
     try:
         descriptor = os.open(os.path.realpath(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o666)
@@ -252,7 +255,8 @@ def save_problems(submitted: Any, is_project: bool, saved_global: Mapping[str, A
     """
     if not isinstance(submitted, Mapping):
         return ["settings must be an object"]
-    values = {name: _valid_or_default(name, raw) for name, raw in {**defaults(), **_known(saved_global)}.items()}
+    values = {name: _valid_or_default(name, raw)
+              for name, raw in {**defaults(), **_known(saved_global)}.items()}
     problems = []
     for name, raw in config_to_save(submitted, is_project).items():
         try:

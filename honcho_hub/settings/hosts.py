@@ -1,5 +1,7 @@
-"""Host names compared as DNS reads them: `X.Honcho.Dev.`, `mcp。honcho。dev` and `mcp.honcho.dev` are one
-host. Rules about where a key may go compare these normal forms, never the text a user typed.
+"""Host names compared as DNS reads them, so the differently written names of one host are one.
+
+`X.Honcho.Dev.`, `mcp。honcho。dev` and `mcp.honcho.dev` are one host: rules about where a key may
+go compare these normal forms, never the text a user typed.
 """
 
 from __future__ import annotations

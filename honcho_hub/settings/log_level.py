@@ -1,13 +1,7 @@
-"""The plugin's log level follows the `debug` setting (`HONCHO_DEBUG`).
+"""The plugin's log level follows the `debug` setting (`HONCHO_DEBUG`): only our loggers.
 
-On, the plugin's loggers log at DEBUG: the core's (named after its import path, so inside Agent Zero
-`usr.plugins.honcho.honcho_hub`, elsewhere `honcho_hub`) and the adapters' and hooks' (`honcho_hub.*`).
-Off, each gets back the level it had before. Only ours: the SDK's and httpx's loggers would log requests.
-Agent Zero configures no log handler (its root logger stays at WARNING, printed by Python's last-resort
-handler), so while debug is on and nothing else would print our records, a stderr handler of ours does.
-Nothing the plugin logs, at any level, carries message content, credentials or the outbox path.
-
-Applied wherever settings are (re)loaded; a call that changes nothing costs one comparison.
+Applied wherever settings are (re)loaded; a call that changes nothing costs one comparison. While
+debug is on and nothing else would print our records, a stderr handler of ours does.
 """
 
 from __future__ import annotations
@@ -20,7 +14,8 @@ from collections.abc import Callable
 from ..runtime import process_state
 from .config import Settings
 
-# The core package's name (this module is in its `settings` subpackage); one name outside Agent Zero.
+# The core package's name (this module is in its `settings` subpackage); one name outside Agent
+# Zero.
 LOGGER_NAMES = tuple(dict.fromkeys((__package__.rpartition(".")[0], "honcho_hub")))
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -1,8 +1,7 @@
 """Validation of one raw setting value against its `Field`.
 
-Values arrive as JSON types from Agent Zero's settings or as strings from the environment. A value
-that does not fit raises `InvalidValue` with a reason that never repeats the value itself: a user may
-have pasted a credential into the wrong field.
+Values arrive as JSON types from Agent Zero's settings or as strings from the environment; the
+reason an `InvalidValue` gives never repeats the value (it may be a credential pasted in error).
 """
 
 from __future__ import annotations
@@ -53,7 +52,8 @@ def _number(field: Field, raw: Any) -> float:
     number = float(raw)
     if math.isnan(number) or math.isinf(number):
         raise InvalidValue("expected a finite number")
-    assert field.lo is not None and field.hi is not None, "every int and float field has bounds (spec.FIELDS)"
+    assert field.lo is not None and field.hi is not None, (
+        "every int and float field has bounds (spec.FIELDS)")
     if not (field.lo <= number <= field.hi):
         raise InvalidValue(f"out of range {field.bounds_text()}")
     return number
