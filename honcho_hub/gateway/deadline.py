@@ -1,10 +1,7 @@
-"""One monotonic deadline for what a person or the agent waits on, enforced on every HTTP request inside it.
+"""One monotonic deadline for what a person or the agent waits on, enforced on every request in it.
 
-`within(seconds)` opens a deadline for the requests this thread makes in the block (a nested block keeps the
-earlier end). Every client the gateway builds carries two httpx event hooks (`bound`): a request due after
-the deadline is not sent; one that is sent gets connect, write, pool and read timeouts of at most what is
-left; its answer is read through a stream that ends the response (closing its connection) at the first
-chunk read past the deadline. The reading thread is the caller's own, so nothing reads on once it gave up.
+`within(seconds)` opens a deadline for this thread's requests in the block; every client the
+gateway builds carries the event hooks of `bound`, which keep each request within what is left.
 """
 
 from __future__ import annotations
@@ -25,7 +22,8 @@ _local = threading.local()
 
 
 class _Ended(HubError, httpx.TimeoutException):
-    """The deadline ended the request (an httpx timeout to the SDK); `sent`: whether any of it had gone out."""
+    """The deadline ended the request (an httpx timeout to the SDK); `sent`: whether any of it had
+    gone out."""
 
     code = TIMED_OUT
 
@@ -59,7 +57,8 @@ def passed() -> bool:
 
 @contextmanager
 def within(seconds: float, monotonic: Callable[[], float] = time.monotonic) -> Iterator[Deadline]:
-    """A deadline `seconds` from now for this thread's requests in the block; an enclosing earlier one wins."""
+    """A deadline `seconds` from now for this thread's requests in the block; an enclosing earlier
+    one wins."""
     outer = current()
     deadline = Deadline(monotonic() + seconds, monotonic)
     if outer is not None and outer.left_s() <= deadline.left_s():
@@ -72,8 +71,8 @@ def within(seconds: float, monotonic: Callable[[], float] = time.monotonic) -> I
 
 
 def translated(cause: BaseException | None) -> UnreachableError | None:
-    """`timed_out` when this thread's deadline ended the request that raised `cause` (its own stop, or a
-    timeout clamped to what was left); None for any other failure."""
+    """`timed_out` when this thread's deadline ended the request that raised `cause` (its own stop,
+    or a timeout clamped to what was left); None for any other failure."""
     if isinstance(cause, _Ended):
         return UnreachableError(TIMED_OUT, ambiguous=cause.sent)
     if passed():
@@ -82,7 +81,8 @@ def translated(cause: BaseException | None) -> UnreachableError | None:
 
 
 def bound(client: httpx.Client) -> httpx.Client:
-    """`client`, its requests bounded by the deadline of the thread that makes them (none: unchanged)."""
+    """`client`, its requests bounded by the deadline of the thread that makes them (none:
+    unchanged)."""
     hooks = client.event_hooks
     client.event_hooks = {"request": [_before_request, *hooks.get("request", [])],
                           "response": [*hooks.get("response", []), _after_response]}
@@ -97,8 +97,9 @@ def _before_request(request: httpx.Request) -> None:
     if left <= 0:
         raise _Ended("the deadline passed before the request", request=request, sent=False)
     timeouts = request.extensions.get("timeout") or {}
-    request.extensions["timeout"] = {key: left if timeouts.get(key) is None else min(timeouts[key], left)
-                                     for key in _TIMEOUT_KEYS}
+    request.extensions["timeout"] = {
+        key: left if timeouts.get(key) is None else min(timeouts[key], left)
+        for key in _TIMEOUT_KEYS}
 
 
 def _after_response(response: httpx.Response) -> None:
@@ -108,16 +109,18 @@ def _after_response(response: httpx.Response) -> None:
 
 
 class _BoundedBody(httpx.SyncByteStream):
-    """An answer's body that stops at the first chunk past the deadline; httpx then closes the response."""
+    """An answer's body that stops at the first chunk past the deadline; httpx then closes the
+    response."""
 
-    def __init__(self, inner: httpx.SyncByteStream, deadline: Deadline, request: httpx.Request) -> None:
+    def __init__(self, inner: httpx.SyncByteStream, deadline: Deadline,
+                 request: httpx.Request) -> None:
         self._inner, self._deadline, self._request = inner, deadline, request
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._inner:
             if self._deadline.left_s() <= 0:
-                raise _Ended("the deadline passed while the answer was read", request=self._request,
-                                       sent=True)
+                raise _Ended("the deadline passed while the answer was read",
+                             request=self._request, sent=True)
             yield chunk
 
     def close(self) -> None:

@@ -1,10 +1,7 @@
-"""The only module that talks to the Honcho SDK (`honcho-ai`), and the one place SDK errors are translated.
+"""The only module that talks to the Honcho SDK, and the one place SDK errors are translated.
 
-Clients are built with `max_retries=0` (the outbox owns retries) and the configured timeout, one per
-(API URL, key, workspace); the key is read from the provider on every use, so a fixed key takes
-effect at the next call. A client the key change (or close()) replaces is retired: its HTTP client
-closes when the last call using it ends, never under another sender's request. `honcho` is imported
-lazily: capture and status work without it installed.
+Clients (`honcho-ai`) are built with `max_retries=0`, one per (API URL, key, workspace); `honcho`
+is imported lazily, so capture and status work without it installed.
 """
 
 from __future__ import annotations
@@ -33,13 +30,15 @@ from ..settings.config import Settings
 from . import deadline, scopes
 
 T = TypeVar("T")
-MAX_CACHED = 10_000  # entries of each per-client cache (sessions, readers, peers, scopes, memberships)
-API_URL_INVALID = "api_url_invalid"  # the configured API URL cannot be used: nothing is sent anywhere
+# entries of each per-client cache (sessions, readers, peers, scopes, memberships)
+MAX_CACHED = 10_000
+# the configured API URL cannot be used: nothing is sent anywhere
+API_URL_INVALID = "api_url_invalid"
 SOURCE = "agent-zero/honcho-hub"
-# Observation settings by role, applied before a session's first message (Honcho auto-creates peers
-# with its defaults otherwise). These are the `seed` preset's (the human is modelled; the agent models
-# others but is not modelled), used by a gateway built without settings; `for_settings` passes the
-# configured preset's.
+# Observation settings by role, applied before a session's first message (Honcho auto-creates
+# peers with its defaults otherwise). These are the `seed` preset's (the human is modelled; the
+# agent models others but is not modelled), used by a gateway built without settings;
+# `for_settings` passes the configured preset's.
 OBSERVATION = {"user": {"observe_me": True, "observe_others": True},
                "agent": {"observe_me": False, "observe_others": True}}
 _CONNECT_FAILURES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -82,9 +81,10 @@ def sdk() -> ModuleType:
 
 
 class _Client:
-    """One SDK client, the HTTP client under it and what was learned through it (objects built without a
-    request, sessions and peers known to exist). Retired when the key changes or on close(); its HTTP
-    client is closed once no call of any thread uses it any more, never under a request in flight."""
+    """One SDK client, the HTTP client under it and what was learned through it (objects built
+    without a request, sessions and peers known to exist). Retired when the key changes or on
+    close(); its HTTP client is closed once no call of any thread uses it any more, never under a
+    request in flight."""
 
     def __init__(self, sdk_client: Any, http: httpx.Client, key: str, cache_limit: int) -> None:
         self.sdk, self.http, self.key = sdk_client, http, key
@@ -95,7 +95,8 @@ class _Client:
         # session id -> Session created with its peers' settings; -> the peers added with theirs
         self.sessions: BoundedMap[str, Any] = BoundedMap(cache_limit)
         self.session_peers: BoundedMap[str, set[str]] = BoundedMap(cache_limit)
-        self.readers: BoundedMap[str, Any] = BoundedMap(cache_limit)  # session id -> Session to read
+        # session id -> Session to read
+        self.readers: BoundedMap[str, Any] = BoundedMap(cache_limit)
         self.peers: BoundedMap[str, Any] = BoundedMap(cache_limit)  # peer id -> Peer, no request
         self.scopes: BoundedMap[str, Any] = BoundedMap(cache_limit)  # scope id -> Scope, made once
         self.known_peers: set[str] = set()  # configured peers known to exist on the server
@@ -103,8 +104,8 @@ class _Client:
         self.memberships: BoundedMap[tuple[str, str], bool] = BoundedMap(cache_limit)
 
     def close_http(self) -> None:
-        # The SDK leaves an HTTP client it was given open, so its connections would linger until garbage
-        # collection: we close the one we made.
+        # The SDK leaves an HTTP client it was given open, so its connections would linger until
+        # garbage collection: we close the one we made.
         try:
             self.http.close()
         except Exception:
@@ -114,7 +115,8 @@ class _Client:
 class HonchoGateway:
     """Talks to one API URL + workspace; safe to call from several threads."""
 
-    def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str], timeout_s: float,
+    def __init__(self, api_url: str, workspace_id: str, key_provider: Callable[[], str],
+                 timeout_s: float,
                  http_client_factory: Callable[[], httpx.Client] | None = None,
                  peer_roles: dict[str, str] | None = None,
                  observation: Mapping[str, Mapping[str, bool]] | None = None,
@@ -122,11 +124,14 @@ class HonchoGateway:
                  refusal: str | None = None) -> None:
         self.api_url, self.workspace_id = api_url, workspace_id
         # The configured peers join every session at creation, so both have their observation
-        # settings before the first message of either; messages of other peers (older settings) add theirs.
+        # settings before the first message of either; messages of other peers (older settings) add
+        # theirs.
         self._peer_roles = dict(peer_roles or {})
-        # role -> {"observe_me", "observe_others"}. Sent only when a peer joins a session: Honcho keeps the
-        # configuration a session's peer already has, so a change reaches new sessions (and new peers) only.
-        self._observation = {role: dict(flags) for role, flags in (observation or OBSERVATION).items()}
+        # role -> {"observe_me", "observe_others"}. Sent only when a peer joins a session: Honcho
+        # keeps the configuration a session's peer already has, so a change reaches new sessions
+        # (and new peers) only.
+        self._observation = {role: dict(flags)
+                             for role, flags in (observation or OBSERVATION).items()}
         self.supports_scopes = supports_scopes or (lambda: scopes.sdk_supports_scopes(sdk()))
         self.scope_problem: str | None = None  # why scoping failed last, for status
         self._key_provider, self._timeout_s = key_provider, timeout_s
@@ -138,16 +143,18 @@ class HonchoGateway:
         self._local = threading.local()  # the client a call of this thread holds, for nested uses
 
     @classmethod
-    def for_settings(cls, settings: Settings, timeout_s: float | None = None, *, with_human: bool = True,
-                     **kwargs: Any) -> HonchoGateway:
-        """A gateway to the settings' destination, with their key provider and peers; timeout defaults
-        to the SDK timeout (recall and checks pass their own). Without `with_human` (delivery, which runs
-        with the global settings while chats may have other humans), sessions are created with the agent and
-        the peers of the messages sent, never the default human: it would form views of another human.
+    def for_settings(cls, settings: Settings, timeout_s: float | None = None, *,
+                     with_human: bool = True, **kwargs: Any) -> HonchoGateway:
+        """A gateway to the settings' destination, with their key provider and peers; timeout
+        defaults to the SDK timeout (recall and checks pass their own). Without `with_human`
+        (delivery, which runs with the global settings while chats may have other humans), sessions
+        are created with the agent and the peers of the messages sent, never the default human: it
+        would form views of another human.
 
         When the configured API URL cannot be used, the gateway builds no client: every call raises
-        PermanentError `api_url_invalid`, so the key never goes to another server than the one the user
-        named. Refusing at the call (not here) keeps every caller on the error path it already handles."""
+        PermanentError `api_url_invalid`, so the key never goes to another server than the one the
+        user named. Refusing at the call (not here) keeps every caller on the error path it already
+        handles."""
         return cls(settings.api_url, settings.workspace_id, settings.key_provider,
                    settings.sdk_timeout_s if timeout_s is None else timeout_s,
                    peer_roles={**({settings.user_peer_id: "user"} if with_human else {}),
@@ -156,11 +163,11 @@ class HonchoGateway:
                    refusal=API_URL_INVALID if settings.api_url_problem else None, **kwargs)
 
     def send(self, messages: Sequence[Message], boarding: Callable[[], bool] | None = None) -> bool:
-        """Add one session's messages in order, at most 100 per request; raises HonchoRequestError.
-        The session joins the last message's scope first (a chat may have joined a project since its
-        first message).
-        `boarding()` is asked once, right before the first message leaves: False withdraws the send, nothing
-        is added and False is returned (a drain whose time ran out meanwhile has released the messages)."""
+        """Add one session's messages in order, at most 100 per request; raises
+        HonchoRequestError. The session joins the last message's scope first (a chat may have
+        joined a project since its first message). `boarding()` is asked once, right before the
+        first message leaves: False withdraws the send, nothing is added and False is returned (a
+        drain whose time ran out meanwhile has released the messages)."""
         for message in messages:
             _check(message)
         with _translated(), self._using() as client:
@@ -170,30 +177,34 @@ class HonchoGateway:
             if boarding is not None and not boarding():
                 return False
             for start in range(0, len(messages), MAX_MESSAGES_PER_CALL):
-                session.add_messages([_params(m) for m in messages[start:start + MAX_MESSAGES_PER_CALL]])
+                session.add_messages(
+                    [_params(m) for m in messages[start:start + MAX_MESSAGES_PER_CALL]])
         return True
 
     def existing_event_ids(self, session_id: str, event_ids: Iterable[str]) -> set[str]:
-        """Which of these message ids (`Message.id`, sent as metadata `event_id`) the session already holds;
-        raises HonchoRequestError."""
+        """Which of these message ids (`Message.id`, sent as metadata `event_id`) the session
+        already holds; raises HonchoRequestError."""
         wanted = list(event_ids)
         found: set[str] = set()
         with _translated(), self._using() as client:
             session = self._cached_session(client, session_id)
             for start in range(0, len(wanted), MAX_MESSAGES_PER_CALL):
                 part = wanted[start:start + MAX_MESSAGES_PER_CALL]
-                page = session.messages(filters={"OR": [{"metadata": {"event_id": i}} for i in part]},
-                                        size=MAX_MESSAGES_PER_CALL)
+                page = session.messages(
+                    filters={"OR": [{"metadata": {"event_id": i}} for i in part]},
+                    size=MAX_MESSAGES_PER_CALL)
                 found.update(str((m.metadata or {}).get("event_id")) for m in page.items)
         return found & set(wanted)
 
-    def context(self, session_id: str, *, query: str | None, tokens: int, target: str, perspective: str,
-                scope: str | None = None, top_k: int | None = None, max_conclusions: int | None = None,
-                limit_to_session: bool = False) -> Context:
-        """Session context for recall: scoped (the scope replaces the perspective) or from `perspective`.
+    def context(self, session_id: str, *, query: str | None, tokens: int, target: str,
+                perspective: str, scope: str | None = None, top_k: int | None = None,
+                max_conclusions: int | None = None, limit_to_session: bool = False) -> Context:
+        """Session context for recall: scoped (the scope replaces the perspective) or from
+        `perspective`.
 
-        Honcho answers 404 when a peer, the session or the scope does not exist yet (a new install's first
-        turn, a chat whose first message is still queued): nothing is known there, so the context is empty.
+        Honcho answers 404 when a peer, the session or the scope does not exist yet (a new install's
+        first turn, a chat whose first message is still queued): nothing is known there, so the
+        context is empty.
         """
         try:
             with _translated(), self._using() as client:
@@ -206,14 +217,16 @@ class HonchoGateway:
             if exc.code != "http_404":
                 raise
             return Context()
-        return Context(representation=result.peer_representation, card=tuple(result.peer_card or ()),
+        return Context(representation=result.peer_representation,
+                       card=tuple(result.peer_card or ()),
                        summary=result.summary.content if result.summary else None,
                        messages=tuple((m.peer_id, m.content) for m in result.messages))
 
     def ensure_known(self, session_id: str | None) -> None:
-        """Before an explicit action names them: the session with its peers' observation settings, or
-        without a session the configured peers. Honcho answers 404 for a peer or session it has not seen,
-        which is the case in a chat whose first message is still queued. Requests once per client."""
+        """Before an explicit action names them: the session with its peers' observation settings,
+        or without a session the configured peers. Honcho answers 404 for a peer or session it has
+        not seen, which is the case in a chat whose first message is still queued. Requests once per
+        client."""
         with _translated(), self._using() as client:
             if session_id:
                 self._session(client, session_id, {})
@@ -225,24 +238,29 @@ class HonchoGateway:
                 with self._lock:
                     client.known_peers.add(peer_id)  # configured peers only: two at most
 
-    def session_peer_flags(self, session_id: str, peers: Iterable[str]) -> dict[str, dict[str, bool | None] | None]:
-        """The server's configuration of each peer in the session: {"observe_me", "observe_others"} (None
-        where the server holds no explicit value), or None when the server holds no such session or peer
-        (its flags are set when it joins). A peer whose configuration could not be read (unreachable,
-        refused, an id Honcho would refuse) is left out, and so are the peers after it: a status read costs
-        at most one failed request. Never raises: status asks."""
+    def session_peer_flags(self, session_id: str,
+                           peers: Iterable[str]) -> dict[str, dict[str, bool | None] | None]:
+        """The server's configuration of each peer in the session: {"observe_me", "observe_others"}
+        (None where the server holds no explicit value), or None when the server holds no such
+        session or peer (its flags are set when it joins). A peer whose configuration could not be
+        read (unreachable, refused, an id Honcho would refuse) is left out, and so are the peers
+        after it: a status read costs at most one failed request. Never raises: status asks."""
         found: dict[str, dict[str, bool | None] | None] = {}
-        wanted = [p for p in dict.fromkeys(peers) if ID_RE.match(p)] if ID_RE.match(session_id) else []
+        wanted = ([p for p in dict.fromkeys(peers) if ID_RE.match(p)]
+                  if ID_RE.match(session_id) else [])
         for peer_id in wanted:
             try:
                 with _translated(), self._using() as client:
-                    config = self._cached_session(client, session_id).get_peer_configuration(peer_id)
+                    config = self._cached_session(client, session_id).get_peer_configuration(
+                        peer_id)
             except Exception as exc:  # a HonchoRequestError, or the SDK missing
                 if isinstance(exc, PermanentError) and exc.code == "http_404":
                     found[peer_id] = None
                     continue
-                break  # unreachable, refused, failing: the other peers' requests would fare no better
-            found[peer_id] = {"observe_me": config.observe_me, "observe_others": config.observe_others}
+                # unreachable, refused, failing: the other peers' requests would fare no better
+                break
+            found[peer_id] = {"observe_me": config.observe_me,
+                              "observe_others": config.observe_others}
         return found
 
     def ensure_session_in_scope(self, session_id: str, scope_id: str) -> None:
@@ -252,17 +270,20 @@ class HonchoGateway:
             self._ensure_membership(client, session_id, scope_id)
 
     def call(self, request: Callable[[Any], T]) -> T:
-        """Run `request(client)` with SDK errors translated: how gateway/queries.py composes its requests."""
+        """Run `request(client)` with SDK errors translated: how gateway/queries.py composes its
+        requests."""
         with _translated(), self._using() as client:
             return request(client.sdk)
 
     def reader_session(self, session_id: str) -> Any:
-        """A session object for reads (no request), for use inside `call` (then on the call's client)."""
+        """A session object for reads (no request), for use inside `call` (then on the call's
+        client)."""
         with self._using() as client:
             return self._cached_session(client, session_id)
 
     def reader_peer(self, peer_id: str) -> Any:
-        """A peer object (no get-or-create request), for use inside `call` (then on the call's client)."""
+        """A peer object (no get-or-create request), for use inside `call` (then on the call's
+        client)."""
         from honcho.peer import Peer
 
         with self._using() as client:
@@ -272,13 +293,15 @@ class HonchoGateway:
         """Backfill state per session of a scope (pending, completed, failed); raises
         HonchoRequestError."""
         with _translated(), self._using() as client:
-            return {sid: job.state for sid, job in self._scope(client, scope_id).status().items()}
+            return {sid: job.state
+                    for sid, job in self._scope(client, scope_id).status().items()}
 
     def delete_session(self, session_id: str) -> str:
-        """Ask Honcho to delete the session with its messages and what was derived from them: "accepted"
-        (202: Honcho deletes in the background; it is gone from listings at once) or "gone" (404: no such
-        session, or deleted already). Raises HonchoRequestError for anything else. What this gateway
-        learned of the session is dropped, so a later use of the id creates it again."""
+        """Ask Honcho to delete the session with its messages and what was derived from them:
+        "accepted" (202: Honcho deletes in the background; it is gone from listings at once) or
+        "gone" (404: no such session, or deleted already). Raises HonchoRequestError for anything
+        else. What this gateway learned of the session is dropped, so a later use of the id creates
+        it again."""
         if not ID_RE.match(session_id):
             raise PermanentError("invalid")
         try:
@@ -298,7 +321,8 @@ class HonchoGateway:
         return "accepted"
 
     def close(self) -> None:
-        """Retire the client: closed now, or when the last call using it ends; the next call builds another."""
+        """Retire the client: closed now, or when the last call using it ends; the next call builds
+        another."""
         with self._lock:
             idle = self._retire()
         if idle is not None:
@@ -308,8 +332,9 @@ class HonchoGateway:
 
     @contextmanager
     def _using(self) -> Iterator[_Client]:
-        """The current client, held for the block: a key change or close() meanwhile retires it, but its
-        HTTP client stays open until the block ends. Nested uses on one thread share the outer client."""
+        """The current client, held for the block: a key change or close() meanwhile retires it, but
+        its HTTP client stays open until the block ends. Nested uses on one thread share the outer
+        client."""
         held = getattr(self._local, "client", None)
         if held is not None:
             yield held
@@ -346,15 +371,17 @@ class HonchoGateway:
         honcho = sdk()  # before the HTTP client, so a missing SDK leaves nothing open
         http = deadline.bound(self._http_client_factory())  # a caller's deadline ends its requests
         try:
-            sdk_client = honcho.Honcho(api_key=key or None, base_url=self.api_url, workspace_id=self.workspace_id,
-                                       max_retries=0, timeout=self._timeout_s, http_client=http)
+            sdk_client = honcho.Honcho(api_key=key or None, base_url=self.api_url,
+                                       workspace_id=self.workspace_id, max_retries=0,
+                                       timeout=self._timeout_s, http_client=http)
         except BaseException:
             http.close()
             raise
         return _Client(sdk_client, http, key, self._cache_limit)
 
     def _retire(self) -> _Client | None:
-        """Forget the current client (call under the lock); returns it when no call uses it: close it."""
+        """Forget the current client (call under the lock); returns it when no call uses it: close
+        it."""
         current, self._current = self._current, None
         if current is None:
             return None
@@ -362,9 +389,11 @@ class HonchoGateway:
         return current if current.users == 0 else None
 
     def _session(self, client: _Client, session_id: str, message_roles: dict[str, str]) -> Any:
-        """The session object, created with explicit peer observation settings before any message."""
+        """The session object, created with explicit peer observation settings before any
+        message."""
         roles = {**self._peer_roles, **message_roles}
-        peers = {peer: self._observation.get(role, self._observation["user"]) for peer, role in roles.items()}
+        peers = {peer: self._observation.get(role, self._observation["user"])
+                 for peer, role in roles.items()}
         with self._lock:
             known = client.session_peers.get(session_id)
             session = client.sessions.get(session_id)
@@ -383,7 +412,8 @@ class HonchoGateway:
 
     def _ensure_membership(self, client: _Client, session_id: str, scope_id: str | None) -> None:
         """Put the session in its scope before its messages; a refusal does not stop delivery."""
-        if not scope_id or (scope_id, session_id) in client.memberships or not self.supports_scopes():
+        if (not scope_id or (scope_id, session_id) in client.memberships
+                or not self.supports_scopes()):
             return
         try:
             self._scope(client, scope_id).add_sessions([session_id])
@@ -391,7 +421,8 @@ class HonchoGateway:
             error = translate(exc)
             if not isinstance(error, (AuthError, PermanentError)):
                 raise error from exc
-            self.scope_problem = error.code  # e.g. a key that is not workspace-level: deliver unscoped
+            # e.g. a key that is not workspace-level: deliver unscoped
+            self.scope_problem = error.code
             return
         with self._lock:
             client.memberships.put((scope_id, session_id), True)
@@ -410,11 +441,13 @@ class HonchoGateway:
         """A session object for reads, without the get-or-create request (and built once)."""
         from honcho.session import Session
 
-        return self._reader(client.readers, (client.sessions,), session_id, lambda: Session(session_id, client.sdk))
+        return self._reader(client.readers, (client.sessions,), session_id,
+                            lambda: Session(session_id, client.sdk))
 
     def _reader(self, cache: BoundedMap, also: tuple[BoundedMap, ...], key: str,
                 build: Callable[[], Any]) -> Any:
-        """The object cached under `key` (in `cache` or one of `also`), else built (no request) and kept."""
+        """The object cached under `key` (in `cache` or one of `also`), else built (no request) and
+        kept."""
         with self._lock:
             found = next((known[key] for known in (*also, cache) if key in known), None)
         if found is None:
@@ -472,9 +505,12 @@ def translate(exc: Exception) -> HonchoRequestError:
         if ended is not None:
             return ended
         if isinstance(cause, _CONNECT_FAILURES):
-            return UnreachableError("connect_timeout" if isinstance(cause, httpx.TimeoutException) else "unreachable")
+            return UnreachableError("connect_timeout" if isinstance(cause, httpx.TimeoutException)
+                                    else "unreachable")
         # The request went out and no answer came back: the server may have stored it.
-        return UnreachableError("timeout" if isinstance(exc, honcho.TimeoutError) else "reset", ambiguous=True)
-    if isinstance(exc, (ValueError, TypeError, OverflowError)):  # pydantic's ValidationError is a ValueError
+        return UnreachableError("timeout" if isinstance(exc, honcho.TimeoutError) else "reset",
+                                ambiguous=True)
+    # pydantic's ValidationError is a ValueError
+    if isinstance(exc, (ValueError, TypeError, OverflowError)):
         return PermanentError("invalid")
     return TransientError("unexpected", ambiguous=True)

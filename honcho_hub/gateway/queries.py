@@ -1,7 +1,6 @@
 """Every request composed from the SDK's objects, written once: plain values in and out.
 
-Each runs through `HonchoGateway.call`, so SDK errors are translated at the gateway's one boundary
-(this module imports no SDK). The memory tool, recall, the inspector and the operator check call them;
+Each runs through `HonchoGateway.call`, so SDK errors are translated at the gateway's one boundary;
 nothing here calls the dialectic unless `ask` is called.
 """
 
@@ -49,7 +48,7 @@ class PeerView:
     card: tuple[str, ...] = ()
 
 
-# -- the dialectic ------------------------------------------------------------------------------------
+# -- the dialectic ---------------------------------------------------------------------------------
 
 
 def ask(gw: HonchoGateway, observer: str, target: str, query: str, *, session_id: str | None,
@@ -65,7 +64,7 @@ def ask(gw: HonchoGateway, observer: str, target: str, query: str, *, session_id
     return gw.call(request)
 
 
-# -- conclusions --------------------------------------------------------------------------------------
+# -- conclusions -----------------------------------------------------------------------------------
 
 
 def create_conclusion(gw: HonchoGateway, observer: str, target: str, content: str,
@@ -80,10 +79,11 @@ def create_conclusion(gw: HonchoGateway, observer: str, target: str, content: st
     return gw.call(request)
 
 
-def find_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_id: str) -> Found | None:
-    """The conclusion with this id if it is one of `observer`'s about `target` (Honcho's delete does
-    not check), else None. A filtered lookup first; a server without the id filter gets a bounded walk
-    over the listing."""
+def find_conclusion(gw: HonchoGateway, observer: str, target: str,
+                    conclusion_id: str) -> Found | None:
+    """The conclusion with this id if it is one of `observer`'s about `target` (Honcho's delete
+    does not check), else None. A filtered lookup first; a server without the id filter gets a
+    bounded walk over the listing."""
     view = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target))
     try:
         return _with_id(gw.call(lambda client: view.get_many([conclusion_id])), conclusion_id)
@@ -108,22 +108,25 @@ def delete_conclusion(gw: HonchoGateway, observer: str, target: str, conclusion_
 
 def list_conclusions(gw: HonchoGateway, observer: str, target: str, page: int,
                      size: int) -> ConclusionPage:
-    """One page of `observer`'s conclusions about `target`, newest first (Honcho's listing order)."""
+    """One page of `observer`'s conclusions about `target`, newest first (Honcho's listing
+    order)."""
     listing = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target)
                       .list(page=page, size=size))
-    items = tuple(Conclusion(c.id, c.content, c.session_id, c.created_at) for c in listing.items[:size])
+    items = tuple(Conclusion(c.id, c.content, c.session_id, c.created_at)
+                  for c in listing.items[:size])
     return ConclusionPage(items, listing.pages or 0, listing.total or 0)
 
 
 def query_conclusions(gw: HonchoGateway, observer: str, target: str, query: str,
                       limit: int) -> list[Found]:
-    """Semantic search over `observer`'s conclusions about `target` (needs embeddings on the server)."""
+    """Semantic search over `observer`'s conclusions about `target` (needs embeddings on the
+    server)."""
     found = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target)
                     .query(query, top_k=limit))
     return [Found(c.id, c.content) for c in found[:limit]]
 
 
-# -- messages and dreams ------------------------------------------------------------------------------
+# -- messages and dreams ---------------------------------------------------------------------------
 
 
 def search_session(gw: HonchoGateway, session_id: str, query: str, limit: int) -> list[Found]:
@@ -142,13 +145,13 @@ def schedule_dream(gw: HonchoGateway, observer: str, observed: str, session_id: 
                                                  session=session_id))
 
 
-# -- cards and representations ------------------------------------------------------------------------
+# -- cards and representations ---------------------------------------------------------------------
 
 
 def read_card(gw: HonchoGateway, observer: str, target: str) -> list[str]:
-    """`observer`'s card of `target`; [] when there is none. Honcho answers null for an observer with
-    no card and 404 for an observer it has not seen yet (a chat whose first message is still queued):
-    both mean no card, and reading creates nothing."""
+    """`observer`'s card of `target`; [] when there is none. Honcho answers null for an observer
+    with no card and 404 for an observer it has not seen yet (a chat whose first message is still
+    queued): both mean no card, and reading creates nothing."""
     try:
         card = gw.call(lambda client: gw.reader_peer(observer).get_card(target=target))
     except PermanentError as exc:
@@ -159,8 +162,8 @@ def read_card(gw: HonchoGateway, observer: str, target: str) -> list[str]:
 
 
 def set_card(gw: HonchoGateway, observer: str, target: str, facts: list[str]) -> list[str]:
-    """Replace `observer`'s card of `target` with `facts`, whole (Honcho creates the observer if new;
-    the target need not exist); returns the card as Honcho stored it."""
+    """Replace `observer`'s card of `target` with `facts`, whole (Honcho creates the observer if
+    new; the target need not exist); returns the card as Honcho stored it."""
     stored = gw.call(lambda client: gw.reader_peer(observer).set_card(facts, target=target))
     return [str(fact) for fact in stored or ()]
 
@@ -192,7 +195,7 @@ def self_view(gw: HonchoGateway, peer_id: str, scope: str | None) -> PeerView:
     return PeerView(representation, tuple(card or ()))
 
 
-# -- the server ---------------------------------------------------------------------------------------
+# -- the server ------------------------------------------------------------------------------------
 
 
 def pending_work(gw: HonchoGateway, session_id: str) -> int:

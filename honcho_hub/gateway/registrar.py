@@ -1,8 +1,7 @@
-"""Registers chats in their scopes on a background thread, so a chat's first turn never waits for it.
+"""Registers chats in their scopes on a background thread, so a chat's first turn never waits.
 
-Agent Zero attaches a project to a chat after its agent exists, so this is best effort: the worker
-also puts each session in its scope before delivering its first batch (the scope travels on the
-event). Failures are logged and dropped; the queue is bounded.
+Best effort: the worker also puts each session in its scope before delivering its first batch.
+Failures are logged and dropped; the queue is bounded.
 """
 
 from __future__ import annotations
@@ -38,7 +37,8 @@ class ScopeRegistrar(threading.Thread):
             fields(*GATEWAY_FIELDS), gateway_factory, MAX_GATEWAYS)
 
     def submit(self, settings: Settings, session_id: str, scope_id: str) -> bool:
-        """Queue a registration; False when it was done already or the queue is full. Never blocks."""
+        """Queue a registration; False when it was done already or the queue is full. Never
+        blocks."""
         if (settings.destination(), session_id, scope_id) in self._done:
             return False
         try:
@@ -61,7 +61,8 @@ class ScopeRegistrar(threading.Thread):
         try:
             gateway.ensure_session_in_scope(session_id, scope_id)
         except HonchoRequestError as exc:
-            log.warning("honcho: chat not registered in its scope (%s); delivery will retry", exc.code)
+            log.warning("honcho: chat not registered in its scope (%s); delivery will retry",
+                        exc.code)
             return False
         if gateway.scope_problem is None:
             self._done.put((settings.destination(), session_id, scope_id), True)

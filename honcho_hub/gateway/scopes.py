@@ -1,9 +1,7 @@
 """Agent Zero projects as Honcho scopes: which scope a chat belongs to, by pure rules.
 
-A scope is a visibility boundary (SDK ≥ 2.4): recall through it sees only its sessions, while the
-peer keeps one representation of everything. Strategy `project` maps a chat's project to
-`<prefix><project slug>`, `custom` puts every chat in `<prefix><custom name>`, `off` keeps the
-workspace-wide view; a chat without a project has no scope.
+A scope is a visibility boundary: recall through it sees only its sessions. Strategy `project`,
+`custom` or `off` decides a chat's scope; a chat without a project has none.
 """
 
 from __future__ import annotations
@@ -54,7 +52,8 @@ def resolve_scope(settings: Settings, project_name: str | None) -> str | None:
     if settings.scope_strategy == "off":
         return None
     if settings.scope_strategy == "custom":
-        return scope_id(settings.scope_prefix, settings.scope_custom) if settings.scope_custom else None
+        return (scope_id(settings.scope_prefix, settings.scope_custom)
+                if settings.scope_custom else None)
     return scope_id(settings.scope_prefix, project_name) if project_name else None
 
 
