@@ -1,8 +1,7 @@
 """Text hygiene and splitting of long messages into ordered parts that fit Honcho's limit.
 
-Honcho rejects message content over 25,000 characters. Longer text becomes several events, split at a
-paragraph, else a sentence, else a word boundary, each part after the first marked as a continuation.
-Nothing is truncated: the parts without their markers join back to the cleaned text.
+Honcho rejects message content over 25,000 characters. Longer text becomes several events, split at
+a paragraph, else a sentence, else a word boundary; nothing is truncated.
 """
 
 from __future__ import annotations
@@ -42,12 +41,13 @@ def split_message(text: str, limit: int = MAX_CONTENT_CHARS) -> list[str]:
         start = cut
     bodies.append(text[start:])
     total = len(bodies)
-    return [body if i == 0 else f"[continued, part {i + 1} of {total}]\n{body}" for i, body in enumerate(bodies)]
+    return [body if i == 0 else f"[continued, part {i + 1} of {total}]\n{body}"
+            for i, body in enumerate(bodies)]
 
 
 def _cut_point(text: str, start: int, room: int) -> int:
-    """The best length for the part starting at `start`: up to a paragraph, a sentence, a space, else a
-    hard cut."""
+    """The best length for the part starting at `start`: up to a paragraph, a sentence, a space,
+    else a hard cut."""
     window = text[start:start + room]
     floor = room // 2  # never make a part smaller than half the room just to find a nicer boundary
     paragraph = window.rfind("\n\n")

@@ -1,9 +1,7 @@
-"""Which messages are the human's and the primary agent's final answers, and which human a chat is
-with: pure rules on plain facts.
+"""Which messages are the human's and the primary agent's final answers, and whose chat it is.
 
-The adapters read the facts off Agent Zero's objects; the rules live here so they are tested without
-a host. A message is captured only when a person typed it, or when it is agent 0's final response, in
-a chat whose human is known (see `human_peer`).
+Pure rules on plain facts the adapters read off Agent Zero's objects, so they are tested without a
+host: a message is captured only when a person typed it, or when it is agent 0's final response.
 """
 
 from __future__ import annotations
@@ -19,10 +17,10 @@ UNMAPPED_CHAT = "unmapped_chat"  # the skip reason of a chat no one is named for
 class HumanFacts:
     """What the host knows about whose chat it is.
 
-    Agent Zero v1.7 has one login and its chats name no user, so the facts are the chat's project (its
-    settings carry the project's `human_peer_id`) and agent 0's profile, here. A host that tells which
-    person is signed in would add that person (a `login` field) here, and `human_peer` would look at it
-    first: one more fact, the same one rule and everything downstream unchanged.
+    Agent Zero v1.7 has one login and its chats name no user, so the facts are the chat's project
+    (its settings carry the project's `human_peer_id`) and agent 0's profile, here. A host that
+    tells which person is signed in would add that person (a `login` field) here, and `human_peer`
+    would look at it first: one more fact, the same one rule and everything downstream unchanged.
     """
 
     profile: str = ""  # agent 0's Agent Zero agent profile ('' when the host names none)
@@ -38,13 +36,13 @@ class ChatFacts:
 
 
 def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
-    """The peer id of the chat's human: the first of the project's `human_peer_id` (with `settings` the
-    chat's project's: it is also their `user_peer_id`) and the profile's entry in `profile_peers`; a
-    chat neither names is unmapped: `user_peer_id` under `unmapped_chats: default-peer`, None (no one:
-    nothing captured or recalled) under `no-capture`.
+    """The peer id of the chat's human: the first of the project's `human_peer_id` (with `settings`
+    the chat's project's: it is also their `user_peer_id`) and the profile's entry in
+    `profile_peers`; a chat neither names is unmapped: `user_peer_id` under `unmapped_chats:
+    default-peer`, None (no one: nothing captured or recalled) under `no-capture`.
 
-    `no-capture` holds whatever else is configured: with no mapping anywhere every chat is unmapped, so
-    nothing is captured. Failing closed is the point of the setting (a chat's human must never be
+    `no-capture` holds whatever else is configured: with no mapping anywhere every chat is unmapped,
+    so nothing is captured. Failing closed is the point of the setting (a chat's human must never be
     guessed), and it keeps the rule about this chat's own facts: no other project's file is read.
     """
     if settings.human_peer_id:
@@ -55,12 +53,14 @@ def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
     return settings.user_peer_id if settings.unmapped_chats == "default-peer" else None
 
 
-def chat_view(settings: Settings, facts: HumanFacts, project: str | None, global_settings: Settings) -> Settings:
-    """A chat's settings (`settings`: its project's) with its human as `user_peer_id`, so capture, recall,
-    the tool, status and the dialectic all name the same peer. Under a strategy that shares a session
-    (global, per-project), a chat whose human is not that session's gets `per-chat`: a session's recent
-    messages and summary reach every pack read through it, so no session holds two humans. A chat no one is
-    named for (`unmapped_chats: no-capture`) is returned as it is: its adapters skip it."""
+def chat_view(settings: Settings, facts: HumanFacts, project: str | None,
+              global_settings: Settings) -> Settings:
+    """A chat's settings (`settings`: its project's) with its human as `user_peer_id`, so capture,
+    recall, the tool, status and the dialectic all name the same peer. Under a strategy that shares
+    a session (global, per-project), a chat whose human is not that session's gets `per-chat`: a
+    session's recent messages and summary reach every pack read through it, so no session holds
+    two humans. A chat no one is named for (`unmapped_chats: no-capture`) is returned as it is: its
+    adapters skip it."""
     human = human_peer(facts, settings)
     if human is None:
         return settings
@@ -71,10 +71,11 @@ def chat_view(settings: Settings, facts: HumanFacts, project: str | None, global
     return replace(settings, user_peer_id=human, session_strategy=strategy)
 
 
-def _shared_session_owner(settings: Settings, project: str | None, global_settings: Settings) -> str | None:
-    """The human whose chats share the session the strategy gives a chat in `project`, None when the chat
-    gets a session of its own: under `global` the human of a chat nothing names (the global settings'), under
-    `per-project` the project's human (`user_peer_id` when it names none)."""
+def _shared_session_owner(settings: Settings, project: str | None,
+                          global_settings: Settings) -> str | None:
+    """The human whose chats share the session the strategy gives a chat in `project`, None when the
+    chat gets a session of its own: under `global` the human of a chat nothing names (the global
+    settings'), under `per-project` the project's human (`user_peer_id` when it names none)."""
     if settings.session_strategy == "global":
         owner = global_settings
     elif settings.session_strategy == "per-project" and project:
@@ -119,7 +120,8 @@ def skip_reason_for_user_message(facts: UserMessageFacts, settings: Settings) ->
     return None
 
 
-def skip_reason_for_tool_result(agent_number: int, tool_name: str, chat: ChatFacts, settings: Settings) -> str | None:
+def skip_reason_for_tool_result(agent_number: int, tool_name: str, chat: ChatFacts,
+                                settings: Settings) -> str | None:
     """Only agent 0's `response` tool is a final answer to the human."""
     reason = skip_reason_for_chat(chat, settings)
     if reason:

@@ -1,10 +1,7 @@
 """The capture writer: one thread per process that moves journal records into the outbox.
 
-Woken after every accepted message; while records wait (a locked, full or unusable outbox) it tries again
-on a short, growing timer — on the shortest while the journal is full and only a lock stands in the way,
-since every message is refused until a pass gets it. It holds no lock between passes, so a writer of an
-older module generation and its replacement can overlap safely: passes are serialised by the journal's
-own write lock. The thread's body is `step`, which tests call on an injected clock.
+Woken after every accepted message; while records wait it tries again on a short, growing timer.
+The thread's body is `step`, which tests call on an injected clock.
 """
 
 from __future__ import annotations
@@ -24,8 +21,8 @@ log = logging.getLogger(__name__)
 
 
 class CaptureWriter(threading.Thread):
-    """The process's writer: moves journal records into the outbox whenever woken, and retries on a timer
-    while records wait (a locked, full or unusable outbox)."""
+    """The process's writer: moves journal records into the outbox whenever woken, and retries on
+    a timer while records wait (a locked, full or unusable outbox)."""
 
     SHORTEST_S, LONGEST_S = 0.05, 5.0
     # Short, growing, capped: 0.05, 0.25, 1.25 s, then every 5 s.
@@ -55,8 +52,8 @@ class CaptureWriter(threading.Thread):
             self._wake.clear()
 
     def step(self, woken: bool = False) -> float | None:
-        """One writer pass if one is due or `woken` (a message was accepted); returns the seconds until the
-        next is due, None while nothing waits (the next pass is when woken)."""
+        """One writer pass if one is due or `woken` (a message was accepted); returns the seconds
+        until the next is due, None while nothing waits (the next pass is when woken)."""
         if not woken and (self._due_mono is None or self._monotonic() < self._due_mono):
             return None if self._due_mono is None else self._due_mono - self._monotonic()
         wait = self._write_pass()
@@ -77,8 +74,8 @@ class CaptureWriter(threading.Thread):
         self._failures = self._failures + 1 if waiting else 0
         if not waiting:
             return None
-        # A full journal refuses every message until a pass gets the lock, and nothing announces that the
-        # lock was let go: ask again after the shortest wait (each try itself waits up to capture_wait_ms for
-        # the lock). A full or unusable outbox frees up over seconds (deliveries, the reopen cooldown), and
-        # a try costs a transaction there: the growing timer.
+        # A full journal refuses every message until a pass gets the lock, and nothing announces
+        # that the lock was let go: ask again after the shortest wait (each try itself waits up to
+        # capture_wait_ms for the lock). A full or unusable outbox frees up over seconds
+        # (deliveries, the reopen cooldown), and a try costs a transaction there: the growing timer.
         return self.SHORTEST_S if urgent else wait_s(self.RETRY_WAIT, self._failures)
