@@ -1,4 +1,7 @@
-"""`python -m honcho_hub`: the operator command line (see cli/main.py)."""
+"""`python -m honcho_hub`: the operator command line (see cli/main.py).
+
+An adapter on the top floor, like the Agent Zero bridge: nothing in the core imports it.
+"""
 
 import sys
 

@@ -1,33 +1,7 @@
-"""Every exception the plugin raises on purpose, in one tree. Each carries a `code` that is safe to store,
-log and show: never server text, queued content, a credential or a file path.
-
-    HubError
-    ├── HonchoRequestError       a request to Honcho failed; grouped by the caller's next move
-    │   ├── TransientError       retry later with backoff, counting the attempt (429, 5xx, 408)
-    │   ├── UnreachableError     no answer: open the destination's circuit, attempts not counted
-    │   ├── AuthError            401/403: open the auth circuit until a fresh key works
-    │   ├── PermanentError       rejected as it is: dead-letter
-    │   └── SdkMissingError      honcho-ai is not installed: delivery waits
-    ├── OutboxError              the outbox file cannot be used right now
-    │   ├── OutboxBusy           another connection held the write lock longer than we may wait
-    │   ├── OutboxUnavailable    folder or file cannot be created, opened or written
-    │   └── OutboxCorrupt        not a usable outbox (damaged, or from a newer plugin version)
-    │       └── OutboxForeign    another program's file: left untouched
-    ├── JournalError             the capture journal cannot take a record
-    │   ├── JournalFull
-    │   └── JournalUnavailable
-    ├── RedactionError           text could not be made safe: it is not queued or sent
-    ├── ConfigFileError          a config file that cannot be used
-    ├── InvalidValue             a setting's raw value that does not fit its field
-    ├── BadInput                 a memory-tool argument the agent can fix
-    ├── ForgetRefused            a chat id that cannot name a chat: nothing was forgotten
-    ├── BackfillError            a backfill cannot start: `code` says why
-    └── FileRefused              a file not read: not a regular file, too large, or linked out of its folder
-
-The kinds a caller's input causes (ConfigFileError, InvalidValue, BadInput, ForgetRefused, FileRefused)
-are also ValueErrors, as they were before the tree: code that catches ValueError still catches them.
-
-`except HubError` catches everything the plugin means to raise; anything else is a bug.
+"""Every exception the plugin raises on purpose, in one tree under `HubError`, grouped by what the
+caller does next (docs/architecture.md draws it). Each carries a `code` that is safe to store, log
+and show: never server text, queued content, a credential or a file path. The kinds a caller's input
+causes are also ValueErrors; anything raised that is not a HubError is a bug.
 """
 
 from __future__ import annotations
@@ -53,7 +27,8 @@ class HonchoRequestError(HubError):
 class TransientError(HonchoRequestError):
     """Retry later with backoff, counting the attempt (429, 5xx)."""
 
-    def __init__(self, code: str, *, retry_after: float | None = None, ambiguous: bool = False) -> None:
+    def __init__(self, code: str, *, retry_after: float | None = None,
+                 ambiguous: bool = False) -> None:
         super().__init__(code, ambiguous=ambiguous)
         self.retry_after = retry_after
 
@@ -63,7 +38,8 @@ class UnreachableError(HonchoRequestError):
 
 
 class AuthError(HonchoRequestError):
-    """401/403: open the destination's auth circuit until a fresh key works; nothing is dead-lettered."""
+    """401/403: open the destination's auth circuit until a fresh key works; nothing is
+    dead-lettered."""
 
 
 class PermanentError(HonchoRequestError):
@@ -87,7 +63,8 @@ class OutboxBusy(OutboxError):
 
 
 class OutboxUnavailable(OutboxError):
-    """The folder or file cannot be created, opened or written (permissions, disk, a symbolic link)."""
+    """The folder or file cannot be created, opened or written (permissions, disk, a symbolic
+    link)."""
 
     code = "outbox_unavailable"
 
@@ -101,14 +78,16 @@ class OutboxCorrupt(OutboxError):
 class OutboxForeign(OutboxCorrupt):
     """The file at the outbox path is not an outbox of this plugin; it was left untouched.
 
-    A kind of its own (status shows its code) because the remedy differs from a damaged outbox: the
-    setting points at another program's file. A subclass, so whoever handles unusable files handles it."""
+    A kind of its own (status shows its code) because the remedy differs from a damaged outbox:
+    the setting points at another program's file. A subclass, so whoever handles unusable files
+    handles it."""
 
     code = "outbox_foreign"
 
 
 class JournalError(HubError):
-    """The journal cannot take this record; the message is refused (and counted), never half-kept."""
+    """The journal cannot take this record; the message is refused (and counted), never
+    half-kept."""
 
     code = "journal_error"
 
@@ -128,7 +107,8 @@ class RedactionError(HubError):
 
 
 class ConfigFileError(HubError, ValueError):
-    """A config file that cannot be used; the reason names the problem, never the file's content."""
+    """A config file that cannot be used; the reason names the problem, never the file's
+    content."""
 
     code = "config_file"
 
@@ -157,8 +137,8 @@ class ForgetRefused(HubError, ValueError):
 
 
 class BackfillError(HubError):
-    """A backfill cannot start (cli/backfill.py): `code` says why — `bad_chats`, a chats folder or chat id
-    the caller can fix, or Agent Zero's scheduler list or settings cannot be read."""
+    """A backfill cannot start (cli/backfill.py): `code` says why — `bad_chats`, a chats folder or
+    chat id the caller can fix, or Agent Zero's scheduler list or settings cannot be read."""
 
     def __init__(self, message: str, code: str = "bad_chats") -> None:
         super().__init__(message)
@@ -166,8 +146,9 @@ class BackfillError(HubError):
 
 
 class FileRefused(HubError, ValueError):
-    """A file not read (settings/files.read_regular_file): `code` says why — `not_a_file` (a FIFO, device
-    or folder), `too_large`, or `linked_outside` (a link leads out of the folder it must stay in)."""
+    """A file not read (settings/files.read_regular_file): `code` says why — `not_a_file` (a FIFO,
+    device or folder), `too_large`, or `linked_outside` (a link leads out of the folder it must stay
+    in)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

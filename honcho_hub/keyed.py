@@ -1,15 +1,7 @@
-"""A resource built from settings and rebuilt when the settings it depends on change.
-
-Settings are re-read at every step (a capture, a worker pass, a tool call), but a resource built from
-them — an outbox connection, an SDK client, a thread pool, a cache — is expensive and holds something
-open. The one rule for what a change of settings rebuilds: each resource names its key, the subset of
-settings it was built from, next to its builder; when the key of the settings in hand differs from the
-key it was built with, the old one is closed and a new one built. Any other change leaves it alone.
-
-    outbox = Keyed(key=fields("outbox_path", "max_queued_rows"), build=Outbox.for_settings)
-    box = outbox.get(settings)      # built once; rebuilt when outbox_path or max_queued_rows change
-
-`KeyedMany` keeps several at once (one per destination, say), up to a bound.
+"""A resource built from settings and rebuilt when the settings it depends on change: `Keyed` holds
+one, `KeyedMany` several at once (one per destination, say), up to a bound. Each names its key, the
+settings it was built from; when the key differs, the old one is closed and a new one built
+(docs/architecture.md, "Bottom floor", gives the rule and an example).
 """
 
 from __future__ import annotations
@@ -28,7 +20,8 @@ def fields(*names: str) -> Callable[[object], Hashable]:
     if not names:
         raise ValueError("a key needs at least one setting")
     get = operator.attrgetter(*names)
-    return (lambda settings: get(settings)) if len(names) > 1 else (lambda settings: (get(settings),))
+    return ((lambda settings: get(settings)) if len(names) > 1
+            else (lambda settings: (get(settings),)))
 
 
 def close_resource(resource: object) -> None:
@@ -41,9 +34,10 @@ def close_resource(resource: object) -> None:
 class Keyed(Generic[S, R]):
     """One resource, built on first use and rebuilt (the old one closed) when its key changes.
 
-    Thread-safe: concurrent callers get the same resource; a build runs under the lock (callers wait for
-    it rather than build twice). The replaced resource is closed after the lock is released, so a close
-    that waits (for a writer pass, a pool's threads) does not hold up callers of the new one.
+    Thread-safe: concurrent callers get the same resource; a build runs under the lock (callers
+    wait for it rather than build twice). The replaced resource is closed after the lock is
+    released, so a close that waits (for a writer pass, a pool's threads) does not hold up callers
+    of the new one.
     """
 
     def __init__(self, key: Callable[[S], Hashable], build: Callable[[S], R],
@@ -66,7 +60,8 @@ class Keyed(Generic[S, R]):
         return resource
 
     def peek(self) -> R | None:
-        """The resource built last, without building one (None before the first get or after reset)."""
+        """The resource built last, without building one (None before the first get or after
+        reset)."""
         held = self._held
         return held[1] if held is not None else None
 
@@ -79,7 +74,8 @@ class Keyed(Generic[S, R]):
 
 
 class KeyedMany(Generic[S, R]):
-    """Up to `limit` resources at once, one per key (e.g. one SDK client per destination and timeout).
+    """Up to `limit` resources at once, one per key (e.g. one SDK client per destination and
+    timeout).
 
     When a new key would exceed the limit, every resource held is closed and the set starts over:
     settings changing that often are a burst of edits, and the clients of superseded values are the

@@ -1,9 +1,7 @@
-"""Process-wide state that must outlive a re-import of the plugin's modules, and the background starts.
-
-Agent Zero purges `usr.plugins.*` from `sys.modules` when plugin files change and imports them anew,
-so a module global would silently start over. What must survive lives in one `ProcessState`, kept by a
-module object registered under a name outside that namespace; a floor above keeps its own values on it
-through a `Kept` (capture/kept.py: the journal, the writer, counters). Imports nothing of ours.
+"""Process-wide state that must outlive a re-import of the plugin's modules, and background starts.
+Agent Zero imports `usr.plugins.*` anew when plugin files change, so what must survive lives in one
+`ProcessState` on a module registered outside that namespace; floors above keep their own values on
+it through a `Kept` (docs/architecture.md, "Bottom floor"). Imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -33,7 +31,8 @@ class ApiCheck(TypedDict):
 
 
 class RestartHold(TypedDict):
-    """A hold on starting workers (delivery.lifecycle.hold_restart); only its generation honours it."""
+    """A hold on starting workers (delivery.lifecycle.hold_restart); only its generation honours
+    it."""
     generation: object
     until: float
     reason: str
@@ -43,10 +42,10 @@ class RestartHold(TypedDict):
 class ProcessState:
     """What the process keeps across module generations; `lock` guards every field.
 
-    Plain data on purpose: the instance in the registry may have been made by an older generation's
-    class, which a newer generation uses as it is (after `process_state` has added the fields that class
-    lacked), so behaviour belongs in this generation's functions, never in methods here. The floors
-    above keep their own values on it, each through a `Kept`."""
+    Plain data on purpose: the instance in the registry may have been made by an older
+    generation's class, which a newer generation uses as it is (after `process_state` has added the
+    fields that class lacked), so behaviour belongs in this generation's functions, never in methods
+    here. The floors above keep their own values on it, each through a `Kept`."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     api_checks: dict[str, ApiCheck] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)
@@ -64,25 +63,29 @@ def process_state() -> ProcessState:
     kept = vars(registry)
     state = kept.get("state")
     if state is None:
-        # Generations before ProcessState kept their values as attributes of the registry module: adopt
-        # them (the journal holds the file lock; a second one for the same file could not take it).
+        # Generations before ProcessState kept their values as attributes of the registry module:
+        # adopt them (the journal holds the file lock; a second one for the same file could not
+        # take it).
         own = {f.name for f in fields(ProcessState)}
         made = ProcessState(**{name: kept[name] for name in own if name in kept})
         for name, value in kept.items():
             if name not in own and name != "state" and not name.startswith("_"):
                 setattr(made, name, value)  # one of a floor above's values: read through its Kept
         state = kept.setdefault("state", made)  # dict.setdefault: one winner per race
-    if type(state) is not ProcessState:  # made by an older generation: it may lack what this one keeps
+    # Made by an older generation: it may lack what this one keeps.
+    if type(state) is not ProcessState:
         with state.lock:
             for f in fields(ProcessState):
                 if not hasattr(state, f.name):
-                    setattr(state, f.name, f.default if f.default_factory is MISSING else f.default_factory())
+                    setattr(state, f.name,
+                            f.default if f.default_factory is MISSING else f.default_factory())
     return state
 
 
 class Kept(Generic[T]):
     """A value a floor above keeps on the process state, as its attribute `name` (so every module
-    generation finds it where an older one left it); `make` gives its value where none is kept yet."""
+    generation finds it where an older one left it); `make` gives its value where none is kept
+    yet."""
 
     def __init__(self, name: str, make: Callable[[], T]) -> None:
         self.name, self._make = name, make
@@ -100,12 +103,13 @@ class Kept(Generic[T]):
             setattr(state, self.name, value)
 
 
-def record_api_check(destination: str, ok: bool, code: str | None, auth: bool, now: float) -> None:
+def record_api_check(destination: str, ok: bool, code: str | None, auth: bool,
+                     now: float) -> None:
     """Remember what an endpoint check learned about the API, for status in this process."""
     state = process_state()
     with state.lock:
-        known = state.api_checks.setdefault(destination, {"ok_at": None, "failed_at": None, "code": None,
-                                                          "auth": False})
+        known = state.api_checks.setdefault(destination, {"ok_at": None, "failed_at": None,
+                                                          "code": None, "auth": False})
         if ok:
             known["ok_at"] = now
         else:
@@ -113,8 +117,8 @@ def record_api_check(destination: str, ok: bool, code: str | None, auth: bool, n
 
 
 def warn_once(key: str, message: str, *args: Any, logger: logging.Logger = log) -> None:
-    """Log a condition once per process, on `logger` (a missing dependency would otherwise log on every
-    message, a settings problem on every turn)."""
+    """Log a condition once per process, on `logger` (a missing dependency would otherwise log on
+    every message, a settings problem on every turn)."""
     state = process_state()
     with state.lock:
         if key in state.warned:
@@ -149,7 +153,8 @@ def in_background(name: str, work: Callable[[], Any], single: bool = True) -> No
 
 
 def join_background(timeout_s: float) -> bool:
-    """Wait for the background starts running now (tests, shutdown); False if one is still running."""
+    """Wait for the background starts running now (tests, shutdown); False if one is still
+    running."""
     deadline = time.monotonic() + timeout_s
     with _starters_lock:
         running = list(_starters.values())
