@@ -1,9 +1,7 @@
 """The outbox file: its schema steps, its admission when opened (whose file it is, owner-only, WAL,
 durability), and the one transaction helper through which every table of it is read and written.
-
-Every process of the install shares this one SQLite file. Its tables belong to the modules beside this
-one: the events queue (outbox.py), chats (chats.py), the memory tool's record (memory_log.py) and the
-processes that drain the queue (processes.py); this module owns the file, they own their rows.
+Every process of the install shares this one SQLite file; this module owns the file, the modules
+beside it own their tables' rows (docs/architecture.md, "Storage").
 """
 
 from __future__ import annotations
@@ -30,14 +28,19 @@ from .journal import FOLDER as JOURNAL_FOLDER
 # before writing anything.
 APPLICATION_ID = 0x486E4862
 
-# Step N (a tuple of statements, run in one transaction) brings the database from user_version N to N+1.
-# Append steps; never edit a shipped one: files written by every earlier version must still open.
+# Step N (a tuple of statements, run in one transaction) brings the database from user_version N to
+# N+1. Append steps; never edit a shipped one: files written by every earlier version must still
+# open. (Where a statement's line is too long for the source, it goes on in an adjacent literal, so
+# the statement's text stays byte for byte the one shipped.)
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE events (
-            seq              INTEGER PRIMARY KEY,                -- capture order (rowid: always above every remaining row)
-            id               TEXT NOT NULL UNIQUE,               -- stable id derived from the source
-            destination      TEXT NOT NULL,                      -- API URL + workspace, never the key
+            seq              INTEGER PRIMARY KEY,                -- capture order (rowid: always"""
+        """ above every remaining row)
+            id               TEXT NOT NULL UNIQUE,               -- stable id derived from the"""
+        """ source
+            destination      TEXT NOT NULL,                      -- API URL + workspace, never"""
+        """ the key
             workspace_id     TEXT NOT NULL,
             session_id       TEXT NOT NULL,
             peer_id          TEXT NOT NULL,
@@ -59,8 +62,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Ready candidates in capture order.
         "CREATE INDEX events_pending_by_seq ON events (seq) WHERE state = 'pending'",
         "CREATE INDEX events_lease_expiry ON events (lease_expires_at) WHERE state = 'leased'",
-        # No index for pruning terminal rows: it runs every ten minutes or when the queue is full, and a
-        # scan of at most max_queued_rows then costs less than maintaining an index on every ack.
+        # No index for pruning terminal rows: it runs every ten minutes or when the queue is full,
+        # and a scan of at most max_queued_rows then costs less than maintaining an index on every
+        # ack.
     ),
     (
         # Honcho may already hold the row (a send failed after it may have arrived, or its lease was
@@ -69,17 +73,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Consecutive permanent failures to ask Honcho which of these rows it holds.
         "ALTER TABLE events ADD COLUMN reconcile_failures INTEGER NOT NULL DEFAULT 0",
         # Rows the previous version left leased or marked with an ambiguous failure code.
-        """UPDATE events SET ambiguous = 1 WHERE state = 'leased' OR error_code IN ('timeout', 'reset',
+        """UPDATE events SET ambiguous = 1"""
+        """ WHERE state = 'leased' OR error_code IN ('timeout', 'reset',
             'unexpected', 'http_408') OR error_code GLOB 'http_5[0-9][0-9]'""",
     ),
     (
-        # Mark the file as ours. A new file carries the mark from its first write already (see _open);
-        # this step marks outboxes written before the mark existed.
+        # Mark the file as ours. A new file carries the mark from its first write already (see
+        # _open); this step marks outboxes written before the mark existed.
         f"PRAGMA application_id = {APPLICATION_ID}",
     ),
     (
-        # The memory tool's own writes (memory_log): what Honcho's derivation did not write. Bounded to the
-        # newest records by the insert; a memory inspector shows their text and can undo them.
+        # The memory tool's own writes (memory_log): what Honcho's derivation did not write.
+        # Bounded to the newest records by the insert; a memory inspector shows their text and can
+        # undo them.
         """CREATE TABLE memory_writes (
             seq           INTEGER PRIMARY KEY,   -- write order
             conclusion_id TEXT NOT NULL,         -- Honcho's id of the conclusion created or deleted
@@ -90,13 +96,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             observed_id   TEXT NOT NULL,
             session_id    TEXT,
             scope_id      TEXT,
-            content       TEXT                   -- redacted; for forget, the deleted conclusion's text
+            content       TEXT                   -- redacted; for forget, the deleted"""
+        """ conclusion's text
         )""",
     ),
     (
-        # Known chat -> Honcho session mappings (chats.py; the `sessions` command), recorded with each captured
-        # message's events from this step on: a chat has several under a changed strategy or a project
-        # attached after its first message. Bounded to the MAX_CHAT_SESSIONS most recently captured.
+        # Known chat -> Honcho session mappings (chats.py; the `sessions` command), recorded with
+        # each captured message's events from this step on: a chat has several under a changed
+        # strategy or a project attached after its first message. Bounded to the MAX_CHAT_SESSIONS
+        # most recently captured.
         """CREATE TABLE chat_sessions (
             destination       TEXT NOT NULL,     -- API URL + workspace, never the key
             chat_id           TEXT NOT NULL,     -- Agent Zero's chat (context) id
@@ -109,19 +117,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX chat_sessions_by_last ON chat_sessions (last_captured_at)",
     ),
     (
-        # The processes that drain this outbox (storage/processes.py): one heartbeat row per delivery worker,
-        # rewritten at most every few seconds, deleted at a clean stop, expired after an hour; at most
-        # processes.MAX_PROCESSES rows.
+        # The processes that drain this outbox (storage/processes.py): one heartbeat row per
+        # delivery worker, rewritten at most every few seconds, deleted at a clean stop, expired
+        # after an hour; at most processes.MAX_PROCESSES rows.
         """CREATE TABLE worker_processes (
-            owner              TEXT PRIMARY KEY,  -- the worker's lease owner (pid and a random part)
+            owner              TEXT PRIMARY KEY,  -- the worker's lease owner (pid and a random"""
+        """ part)
             pid                INTEGER NOT NULL,
             host               TEXT NOT NULL,
             started_at         REAL NOT NULL,     -- wall epoch s of its first beat
             beat_at            REAL NOT NULL,     -- of its latest beat
             beat_every_s       REAL NOT NULL,     -- the longest it means to go between beats
             state              TEXT NOT NULL,     -- running, idle, paused, circuit_open, error
-            reason             TEXT,              -- why paused or failing: a setting's name or an error code
-            circuit_kind       TEXT,              -- the circuit it holds: unreachable, auth, sdk_missing
+            reason             TEXT,              -- why paused or failing: a setting's name or"""
+        """ an error code
+            circuit_kind       TEXT,              -- the circuit it holds: unreachable, auth,"""
+        """ sdk_missing
             circuit_code       TEXT,
             circuit_open_until REAL,
             sent               INTEGER NOT NULL,  -- counters since the worker started
@@ -132,8 +143,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             last_error_code    TEXT,
             last_error_at      REAL
         )""",
-        # The unreachable-server circuit every process of this outbox honours, one row per destination while
-        # it is open; a success deletes it.
+        # The unreachable-server circuit every process of this outbox honours, one row per
+        # destination while it is open; a success deletes it.
         """CREATE TABLE shared_circuits (
             destination TEXT PRIMARY KEY,  -- API URL + workspace, never the key
             code        TEXT NOT NULL,     -- unreachable, connect_timeout, timeout, reset
@@ -143,9 +154,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
     ),
     (
-        # Chats the user asked to forget (chats/forget.py): the chat's later messages go to a session of the
-        # next generation (names.session_id_for), and messages captured up to `forgotten_at` (still in
-        # a capture journal then) are not queued. At most MAX_CHAT_SESSIONS rows, the oldest forgets go first.
+        # Chats the user asked to forget (chats/forget.py): the chat's later messages go to a
+        # session of the next generation (names.session_id_for), and messages captured up to
+        # `forgotten_at` (still in a capture journal then) are not queued. At most MAX_CHAT_SESSIONS
+        # rows, the oldest forgets go first.
         """CREATE TABLE forgotten_chats (
             destination  TEXT NOT NULL,        -- API URL + workspace, never the key
             chat_id      TEXT NOT NULL,
@@ -153,8 +165,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             forgotten_at REAL NOT NULL,        -- wall epoch s of the latest forget
             PRIMARY KEY (destination, chat_id)
         )""",
-        # The forgotten chats' own sessions: no row of theirs is leased again, none is queued again, and
-        # `deleted_at` says when Honcho accepted the session's deletion (or held none).
+        # The forgotten chats' own sessions: no row of theirs is leased again, none is queued again,
+        # and `deleted_at` says when Honcho accepted the session's deletion (or held none).
         """CREATE TABLE forgotten_sessions (
             destination  TEXT NOT NULL,
             session_id   TEXT NOT NULL,
@@ -169,8 +181,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-# The versions an outbox could have before the step above marked it: such a file carries application id 0,
-# and only the first step's `events` table tells it from another program's database.
+# The versions an outbox could have before the step above marked it: such a file carries application
+# id 0, and only the first step's `events` table tells it from another program's database.
 UNMARKED_VERSIONS = range(1, 3)
 
 
@@ -183,8 +195,9 @@ def _refuse_newer(conn: sqlite3.Connection) -> int:
 
 
 def _is_unmarked_outbox(conn: sqlite3.Connection) -> bool:
-    """Whether `conn` (read-only is enough) holds an outbox this plugin wrote before it marked its files:
-    application id 0, a version from before the mark, and an `events` table with the first step's columns."""
+    """Whether `conn` (read-only is enough) holds an outbox this plugin wrote before it marked its
+    files: application id 0, a version from before the mark, and an `events` table with the first
+    step's columns."""
     if conn.execute("PRAGMA application_id").fetchone()[0] != 0:
         return False
     if conn.execute("PRAGMA user_version").fetchone()[0] not in UNMARKED_VERSIONS:
@@ -195,16 +208,18 @@ def _is_unmarked_outbox(conn: sqlite3.Connection) -> bool:
 
 @functools.cache
 def _first_step_columns() -> frozenset[str]:
-    # Read from the shipped step itself (run on a throwaway in-memory database), not from a second list.
+    # Read from the shipped step itself (run on a throwaway in-memory database), not from a second
+    # list.
     conn = sqlite3.connect(":memory:")
     try:
         conn.execute(MIGRATIONS[0][0])
-        return frozenset(row[1] for row in conn.execute("SELECT * FROM pragma_table_info('events')"))
+        return frozenset(row[1] for row in conn.execute(
+            "SELECT * FROM pragma_table_info('events')"))
     finally:
         conn.close()
 
 
-# -- errors ------------------------------------------------------------------------------------------
+# -- errors ----------------------------------------------------------------------------------------
 
 # Primary SQLite result codes (the low byte of extended codes).
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
@@ -213,8 +228,9 @@ _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 @contextmanager
 def _translated() -> Iterator[None]:
-    """sqlite3 and OS errors raised inside come out as OutboxError kinds, judged by their codes, never by
-    message text (which may hold the path). Opening the file and every transaction go through here."""
+    """sqlite3 and OS errors raised inside come out as OutboxError kinds, judged by their codes,
+    never by message text (which may hold the path). Opening the file and every transaction go
+    through here."""
     try:
         yield
     except sqlite3.Error as exc:
@@ -228,18 +244,20 @@ def _translated() -> Iterator[None]:
         raise OutboxUnavailable(f"outbox folder unavailable ({type(exc).__name__})") from exc
 
 
-# -- opening the file ---------------------------------------------------------------------------------
+# -- opening the file ------------------------------------------------------------------------------
 
 # The files SQLite keeps beside the database; SQLite opens them by name.
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 
-# What else the plugin keeps beside the outbox (the capture journal's folder; recall's cache marker is
-# named after the outbox file): a folder holding only these and the outbox's own files is the plugin's.
+# What else the plugin keeps beside the outbox (the capture journal's folder; recall's cache marker
+# is named after the outbox file): a folder holding only these and the outbox's own files is the
+# plugin's.
 PLUGIN_FOLDER_ENTRIES = frozenset({JOURNAL_FOLDER})
 
-# A WAL checkpoint that resets the log truncates it to this size. SQLite checkpoints on its own once the
-# log holds about 1,000 pages (≈ 4 MB), so normal operation stays within it without shrinking and
-# regrowing the file; a burst (large pastes while a reader held back the checkpoint) shrinks back to it.
+# A WAL checkpoint that resets the log truncates it to this size. SQLite checkpoints on its own once
+# the log holds about 1,000 pages (≈ 4 MB), so normal operation stays within it without shrinking
+# and regrowing the file; a burst (large pastes while a reader held back the checkpoint) shrinks
+# back to it.
 JOURNAL_SIZE_LIMIT = 4 * 1024 * 1024
 
 
@@ -262,22 +280,27 @@ def _open(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connect
             judged = _lstat_regular(path)
             new = _admit(path, judged, busy_timeout_s)
             _make_private(path, folder)
-            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
+                                   check_same_thread=False)
             _refuse_swapped(path, judged)
-            conn.execute("PRAGMA secure_delete=ON")  # deleted rows are overwritten, not left readable in free pages
+            # Deleted rows are overwritten, not left readable in free pages.
+            conn.execute("PRAGMA secure_delete=ON")
             conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
             if new:
-                # The first write, still in rollback mode so it lands in the main file: free pages can be
-                # given back (only settable before the first table), and the mark says the file is ours even
-                # if this process dies before its first migration. Two transactions (SQLite ignores the vacuum
-                # mode inside one): `_admit` knows the file between them.
+                # The first write, still in rollback mode so it lands in the main file: free pages
+                # can be given back (only settable before the first table), and the mark says the
+                # file is ours even if this process dies before its first migration. Two
+                # transactions (SQLite ignores the vacuum mode inside one): `_admit` knows the file
+                # between them.
                 conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            _refuse_newer(conn)  # again on this connection: a newer plugin's version may be only in the WAL
+            # Again on this connection: a newer plugin's version may be only in the WAL.
+            _refuse_newer(conn)
             if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
                 raise OutboxUnavailable("outbox cannot use WAL mode here")
             conn.execute(f"PRAGMA synchronous={synchronous}")
-            conn.execute("PRAGMA cache_size=-16000")  # 16 MB: a full outbox of 10,000 rows stays in memory
+            # 16 MB: a full outbox of 10,000 rows stays in memory.
+            conn.execute("PRAGMA cache_size=-16000")
             return conn
     except BaseException:
         if conn is not None:
@@ -286,13 +309,14 @@ def _open(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connect
 
 
 # Why no descriptor of our own ever reads the database file: closing any descriptor of a file drops
-# every POSIX lock this process holds on it, and SQLite's locks are POSIX locks. Another connection of
-# this process (the worker's, capture's) would lose its locks, and other processes could then write
-# under it. SQLite's own connections share their descriptors and defer such closes, so the header is
-# read through one of them; the names are checked with lstat, which opens nothing.
+# every POSIX lock this process holds on it, and SQLite's locks are POSIX locks. Another connection
+# of this process (the worker's, capture's) would lose its locks, and other processes could then
+# write under it. SQLite's own connections share their descriptors and defer such closes, so the
+# header is read through one of them; the names are checked with lstat, which opens nothing.
 
 def _refuse_links(path: str) -> None:
-    """A symbolic link at the outbox or at a name SQLite opens beside it would send our writes elsewhere."""
+    """A symbolic link at the outbox or at a name SQLite opens beside it would send our writes
+    elsewhere."""
     for name in (path, *(path + suffix for suffix in COMPANION_SUFFIXES)):
         try:
             _lstat_regular(name)
@@ -310,30 +334,36 @@ def _lstat_regular(name: str) -> os.stat_result:
 
 
 def _create_if_absent(path: str) -> None:
-    """An empty owner-only file; O_EXCL neither follows a link nor opens a file that already exists, so
-    the descriptor closed here is one nobody else can hold locks through."""
+    """An empty owner-only file; O_EXCL neither follows a link nor opens a file that already exists,
+    so the descriptor closed here is one nobody else can hold locks through."""
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600))
     except FileExistsError:
-        pass  # there already, or created by another process meanwhile: judged next like any other file
+        # There already, or created by another process meanwhile: judged next like any other file.
+        pass
 
 
 def _admit(path: str, judged: os.stat_result, busy_timeout_s: float) -> bool:
-    """Whether the file is new (empty, or begun by a connection of ours); raises, having written nothing, unless it is an outbox of this plugin.
+    """Whether the file is new (empty, or begun by a connection of ours); raises, having written
+    nothing, unless it is an outbox of this plugin.
 
-    SQLite reads the header on a connection that cannot write: the magic (else "not a database"), the
-    application id (offset 68) and the user version (offset 60). Files from before the mark carry id 0;
-    our `events` table then tells them apart. Without WAL frames the main file holds everything, and
-    `immutable` reads it without creating -wal or -shm files beside someone else's database. With frames,
-    a read-only connection reads them too: a plugin from before the mark that was killed before any
-    checkpoint left its first migration there, and the main file at user version 0."""
+    SQLite reads the header on a connection that cannot write: the magic (else "not a database"),
+    the application id (offset 68) and the user version (offset 60). Files from before the mark
+    carry id 0; our `events` table then tells them apart. Without WAL frames the main file holds
+    everything, and `immutable` reads it without creating -wal or -shm files beside someone else's
+    database. With frames, a read-only connection reads them too: a plugin from before the mark that
+    was killed before any checkpoint left its first migration there, and the main file at user
+    version 0."""
     wal_has_frames = _wal_size(path) > 0
     if judged.st_size == 0:
         if wal_has_frames:
             raise OutboxForeign("outbox file is empty but its WAL is not; left untouched")
         return True
-    uri = "file:" + urllib.parse.quote(path) + ("?mode=ro" if wal_has_frames else "?mode=ro&immutable=1")
-    look = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    uri = ("file:" + urllib.parse.quote(path)
+           + ("?mode=ro" if wal_has_frames else "?mode=ro&immutable=1"))
+    look = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s, isolation_level=None,
+                           check_same_thread=False)
     try:
         if look.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
             _refuse_newer(look)
@@ -348,10 +378,11 @@ def _admit(path: str, judged: os.stat_result, busy_timeout_s: float) -> bool:
 
 
 def _begun_by_us(look: sqlite3.Connection) -> bool:
-    """Whether the file is a new outbox between its first two writes (see `_open`): incremental vacuum,
-    yet no stamp, no version and nothing stored. SQLite commits the vacuum mode on its own (it ignores
-    it inside a transaction), so another thread or process opening the outbox at that moment sees this,
-    and a kill at that moment leaves it for good. It holds no data of anyone's: it is stamped as new."""
+    """Whether the file is a new outbox between its first two writes (see `_open`): incremental
+    vacuum, yet no stamp, no version and nothing stored. SQLite commits the vacuum mode on its own
+    (it ignores it inside a transaction), so another thread or process opening the outbox at that
+    moment sees this, and a kill at that moment leaves it for good. It holds no data of anyone's: it
+    is stamped as new."""
     return (look.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
             and look.execute("PRAGMA user_version").fetchone()[0] == 0
             and look.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0)
@@ -365,21 +396,24 @@ def _wal_size(path: str) -> int:
 
 
 def _make_private(path: str, folder: str) -> None:
-    """Owner-only modes for an admitted outbox: the file, its companions, and the folder when it is ours.
+    """Owner-only modes for an admitted outbox: the file, its companions, and the folder when it is
+    ours.
 
-    Only what this user owns. The folder only when it holds nothing but the outbox, its companion files
-    (names starting with the outbox's name) and PLUGIN_FOLDER_ENTRIES, and is not sticky: a folder that
-    holds anything else (a home folder, a shared one, /tmp) was not made for the outbox and keeps its mode. Files are changed
-    by name (see above: no descriptor of ours on them) after lstat found a regular file; were it swapped
-    for a link meanwhile, the worst is another file of ours turned owner-only. Best effort: a file system
-    without modes must not make the outbox unusable."""
+    Only what this user owns. The folder only when it holds nothing but the outbox, its companion
+    files (names starting with the outbox's name) and PLUGIN_FOLDER_ENTRIES, and is not sticky: a
+    folder that holds anything else (a home folder, a shared one, /tmp) was not made for the outbox
+    and keeps its mode. Files are changed by name (see above: no descriptor of ours on them) after
+    lstat found a regular file; were it swapped for a link meanwhile, the worst is another file of
+    ours turned owner-only. Best effort: a file system without modes must not make the outbox
+    unusable."""
     for name in (path, *(path + suffix for suffix in COMPANION_SUFFIXES)):
         try:
             st = os.lstat(name)
             if stat.S_ISREG(st.st_mode) and _needs_private(st):
                 os.chmod(name, 0o600)
         except OSError:
-            continue  # absent (SQLite creates it with the database's mode), or a volume without modes
+            # Absent (SQLite creates it with the database's mode), or a volume without modes.
+            continue
     try:
         folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -387,7 +421,8 @@ def _make_private(path: str, folder: str) -> None:
     try:
         name = os.path.basename(path)
         st = os.fstat(folder_fd)
-        ours = all(entry == name or entry.startswith((name + "-", name + ".")) or entry in PLUGIN_FOLDER_ENTRIES
+        ours = all(entry == name or entry.startswith((name + "-", name + "."))
+                   or entry in PLUGIN_FOLDER_ENTRIES
                    for entry in os.listdir(folder_fd))
         if ours and not st.st_mode & stat.S_ISVTX and _needs_private(st):
             os.fchmod(folder_fd, 0o700)
@@ -411,13 +446,14 @@ def _refuse_swapped(path: str, judged: os.stat_result) -> None:
 
 T = TypeVar("T")
 
-# How long a reader off the turn's path (status, the inspector, a chat's generation) waits for the locks.
+# How long a reader off the turn's path (status, the inspector, a chat's generation) waits for the
+# locks.
 EXISTING_WAIT_S = 5.0
 
 
 def with_existing(settings: Settings, work: Callable[[Database], T], missing: T) -> T:
-    """`work(db)` on a short-lived connection to the file `settings` name, or `missing` when nothing was
-    captured yet: reading never creates the file. Raises OutboxError."""
+    """`work(db)` on a short-lived connection to the file `settings` name, or `missing` when nothing
+    was captured yet: reading never creates the file. Raises OutboxError."""
     if not os.path.exists(settings.outbox_path):
         return missing
     db = Database.for_settings(settings, busy_timeout_s=EXISTING_WAIT_S)
@@ -427,7 +463,7 @@ def with_existing(settings: Settings, work: Callable[[Database], T], missing: T)
         db.close()
 
 
-# -- the one transaction helper -----------------------------------------------------------------------
+# -- the one transaction helper --------------------------------------------------------------------
 
 # How `Database.transaction` begins and ends each kind of transaction.
 READ, WRITE, AUTOCOMMIT = "read", "write", "autocommit"
@@ -436,8 +472,9 @@ READ, WRITE, AUTOCOMMIT = "read", "write", "autocommit"
 class Database:
     """The outbox file at `path`, opened and migrated; safe to share between threads of one process.
 
-    Each read or write of any table is one short transaction (`transaction`); threads of this process
-    queue for the connection, processes for SQLite's write lock, neither longer than `busy_timeout_s`."""
+    Each read or write of any table is one short transaction (`transaction`); threads of this
+    process queue for the connection, processes for SQLite's write lock, neither longer than
+    `busy_timeout_s`."""
 
     def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_s: float = 0.25,
                  clock: Callable[[], float] = time.time) -> None:
@@ -454,11 +491,13 @@ class Database:
 
     @classmethod
     def for_settings(cls, settings: Settings, *, busy_timeout_s: float | None = None,
-                     synchronous: str | None = None, clock: Callable[[], float] = time.time) -> Database:
+                     synchronous: str | None = None,
+                     clock: Callable[[], float] = time.time) -> Database:
         """The file `settings` name, kept as they say. `busy_timeout_s` defaults to capture's wait
         (`capture_wait_ms`), `synchronous` to the configured durability."""
         return cls(settings.outbox_path, synchronous=synchronous or settings.outbox_synchronous,
-                   busy_timeout_s=settings.capture_wait_ms / 1000 if busy_timeout_s is None else busy_timeout_s,
+                   busy_timeout_s=(settings.capture_wait_ms / 1000 if busy_timeout_s is None
+                                   else busy_timeout_s),
                    clock=clock)
 
     def close(self) -> None:
@@ -469,19 +508,21 @@ class Database:
                 self._conn.close()
 
     @contextmanager
-    def transaction(self, kind: str, wait_s: float | None = None) -> Iterator[tuple[sqlite3.Connection, float]]:
+    def transaction(self, kind: str,
+                    wait_s: float | None = None) -> Iterator[tuple[sqlite3.Connection, float]]:
         """The only way to the connection of the open file: yields it and the time the transaction
         began (one reading of the clock: every row it touches carries the same time).
 
-        `WRITE`: BEGIN IMMEDIATE (the write lock up front, so two writers never deadlock), COMMIT, and
-        ROLLBACK when anything raises. `READ`: several reads from one snapshot, ended by ROLLBACK
-        (nothing was written). `AUTOCOMMIT`: statements SQLite refuses inside a transaction (VACUUM,
-        checkpoints). sqlite3 and OS errors come out as OutboxError kinds (`_translated`).
+        `WRITE`: BEGIN IMMEDIATE (the write lock up front, so two writers never deadlock), COMMIT,
+        and ROLLBACK when anything raises. `READ`: several reads from one snapshot, ended by
+        ROLLBACK (nothing was written). `AUTOCOMMIT`: statements SQLite refuses inside a transaction
+        (VACUUM, checkpoints). sqlite3 and OS errors come out as OutboxError kinds (`_translated`).
 
         `wait_s`, when shorter than the file's busy timeout, bounds this transaction's wait for the
         locks instead (for writes that are better skipped than waited for)."""
         wait = self._busy_timeout_s if wait_s is None else min(wait_s, self._busy_timeout_s)
-        # Threads of this process queue here; they wait no longer than SQLite would for another process.
+        # Threads of this process queue here; they wait no longer than SQLite would for another
+        # process.
         if not self._lock.acquire(timeout=wait):
             raise OutboxBusy("outbox is in use by another thread")
         try:
@@ -498,7 +539,8 @@ class Database:
                     if kind == WRITE:
                         self._conn.execute("COMMIT")
                 finally:
-                    if self._conn.in_transaction:  # a read, or a write that raised (COMMIT itself included)
+                    # A read, or a write that raised (COMMIT itself included).
+                    if self._conn.in_transaction:
                         try:
                             self._conn.execute("ROLLBACK")
                         except sqlite3.Error:
@@ -508,7 +550,8 @@ class Database:
 
     @contextmanager
     def _waiting(self, wait_s: float) -> Iterator[None]:
-        """SQLite's busy timeout set to `wait_s` for the statements inside, then back to the file's own."""
+        """SQLite's busy timeout set to `wait_s` for the statements inside, then back to the file's
+        own."""
         if wait_s == self._busy_timeout_s:
             yield
             return
@@ -519,8 +562,8 @@ class Database:
             self._conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
 
     def _migrate(self) -> None:
-        """Apply the missing MIGRATIONS steps, one transaction each. Safe when several processes race:
-        the version is read again under the write lock."""
+        """Apply the missing MIGRATIONS steps, one transaction each. Safe when several processes
+        race: the version is read again under the write lock."""
         with _translated():
             version = _refuse_newer(self._conn)
         while version < SCHEMA_VERSION:
@@ -533,15 +576,15 @@ class Database:
                     conn.execute(f"PRAGMA user_version = {int(version)}")
 
 
-# -- giving deleted rows' space back -------------------------------------------------------------
+# -- giving deleted rows' space back ---------------------------------------------------------------
 
 def reclaim_space(conn: sqlite3.Connection, queue_idle: bool, deleted: bool) -> None:
     """Give the pages of deleted rows back to the file system and empty the WAL of their old copies.
 
-    Best effort, never raises: each step is bounded by the busy timeout, and a step that meets a lock
-    or a full disk is tried again at a later prune. A file created before auto_vacuum was set needs one
-    full VACUUM to switch it on; it takes the write lock for as long as it copies the database (and as
-    much free space), so it runs only while no row waits for delivery."""
+    Best effort, never raises: each step is bounded by the busy timeout, and a step that meets a
+    lock or a full disk is tried again at a later prune. A file created before auto_vacuum was set
+    needs one full VACUUM to switch it on; it takes the write lock for as long as it copies the
+    database (and as much free space), so it runs only while no row waits for delivery."""
     reclaimed = False
     try:
         if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0:
@@ -557,6 +600,7 @@ def reclaim_space(conn: sqlite3.Connection, queue_idle: bool, deleted: bool) -> 
         pass
     if deleted or reclaimed:
         try:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # busy readers: tried again later
+            # Busy readers: tried again later.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         except sqlite3.Error:
             pass

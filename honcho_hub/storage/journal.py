@@ -1,22 +1,7 @@
-"""The capture journal: what a capture hook accepted is on disk before the hook returns.
-
-The capture hook runs on Agent Zero's event loop, where the outbox (SQLite, whose write lock another
-process may hold for seconds) must not be touched. So the hook appends one record to this process's
-journal — one `write`, plus `fdatasync` when durability is FULL — and a writer thread moves records
-into the outbox. Once every appended record is committed there, the journal is truncated.
-
-One file per process (`capture-<pid>-<token>.journal`), held under an exclusive `flock` for the
-process's life. A file whose lock can be taken belongs to a process that died: whoever takes the lock
-reads its records (a torn last record, cut by the crash before its hook returned, is ignored), hands
-them over, and deletes the file while still holding the lock, so two processes never replay one file.
-
-Record: `HJ1 <crc32 hex> <header bytes> <body bytes>\n`, the header JSON (ids, peers, destination,
-the record's place in accept order `n`), the body the message text as UTF-8. No JSON encoding of the
-text: one encode and one write on the loop. The journal persists redacted text only: the hook redacts a
-message up to a size before it appends it; a larger one is `hold`-ed in memory (never written unredacted)
-until the writer thread has redacted it and `persist`s it. Journals live in folders of the plugin's own:
-beside the outbox only once the plugin has opened that outbox as its own (`make_folder_beside`), never
-beside another program's file; else in the per-user state folder.
+"""The capture journal: what a capture hook accepted is on disk before the hook returns. The hook
+appends one record of redacted text to this process's file, on Agent Zero's event loop where the
+outbox must not be touched; a writer thread moves the records into the outbox. The file of a process
+that died is replayed by whoever takes its lock (docs/architecture.md, "Storage").
 """
 
 from __future__ import annotations
@@ -43,9 +28,9 @@ FOLDER = "journal"  # beside the outbox file, once the plugin opened it as its o
 PREFIX = "capture-"
 MARK = ".beside-our-outbox"  # in a journal folder beside an outbox the plugin opened as its own
 MAGIC = b"HJ1"
-# A record up to this size is synced before `append` returns. A larger one (a paste) is written before
-# it returns — it survives the process being killed — and synced by the writer thread at once: syncing
-# a megabyte on the event loop can take tens of milliseconds while the disk is busy.
+# A record up to this size is synced before `append` returns. A larger one (a paste) is written
+# before it returns — it survives the process being killed — and synced by the writer thread at
+# once: syncing a megabyte on the event loop can take tens of milliseconds while the disk is busy.
 SYNC_ON_APPEND_BYTES = 64 * 1024
 SUFFIX = ".journal"
 MAX_HEADER_BYTES = 64 * 1024
@@ -59,7 +44,8 @@ class Entry:
     header: dict[str, Any]
     text: str
     size: int  # bytes it counts against the journal's limit
-    local: dict[str, Any] = field(default_factory=dict)  # callables of the live host; never persisted
+    # Callables of the live host; never persisted.
+    local: dict[str, Any] = field(default_factory=dict)
     on_disk: bool = True  # False: held in memory until the writer redacts and persists it
 
 
@@ -81,7 +67,8 @@ def decode_all(data: bytes) -> tuple[list[tuple[dict, str]], int]:
             break
         parts = data[at:line_end].split(b" ")
         try:
-            magic, crc, head_len, body_len = parts[0], int(parts[1], 16), int(parts[2]), int(parts[3])
+            magic, crc, head_len, body_len = (parts[0], int(parts[1], 16), int(parts[2]),
+                                              int(parts[3]))
         except (IndexError, ValueError):
             break  # not a record start: nothing after it can be trusted to be aligned
         if magic != MAGIC or not 0 < head_len <= MAX_HEADER_BYTES or body_len < 0:
@@ -107,11 +94,13 @@ def decode_all(data: bytes) -> tuple[list[tuple[dict, str]], int]:
 class Journal:
     """This process's journal file and the accepted entries not yet committed to the outbox."""
 
-    def __init__(self, folder: str, *, max_entries: int, max_bytes: int, durable: bool = True) -> None:
+    def __init__(self, folder: str, *, max_entries: int, max_bytes: int,
+                 durable: bool = True) -> None:
         self.folder = folder
         self.max_entries, self.max_bytes, self.durable = max_entries, max_bytes, durable
         self._lock = threading.Lock()
-        self.writing = threading.Lock()  # held by the one writer pass moving entries into the outbox
+        # Held by the one writer pass moving entries into the outbox.
+        self.writing = threading.Lock()
         self._entries: deque[Entry] = deque()
         self._bytes = 0
         self._unsynced = False  # a large record was appended without a sync
@@ -141,9 +130,10 @@ class Journal:
     def is_open(self) -> bool:
         return self._fd >= 0
 
-    def append(self, header: dict[str, Any], text: str, local: dict[str, Any] | None = None) -> Entry:
-        """Persist one record of redacted text (synced when durable) and keep it for the writer; raises
-        JournalError."""
+    def append(self, header: dict[str, Any], text: str,
+               local: dict[str, Any] | None = None) -> Entry:
+        """Persist one record of redacted text (synced when durable) and keep it for the writer;
+        raises JournalError."""
         with self._lock:
             header = {**header, "n": self._accepted + 1}
             record = encode(header, text)
@@ -162,13 +152,15 @@ class Journal:
         with self._lock:
             self._check_room(len(text))
             self._accepted += 1
-            entry = Entry({**header, "n": self._accepted}, text, len(text), dict(local or {}), on_disk=False)
+            entry = Entry({**header, "n": self._accepted}, text, len(text), dict(local or {}),
+                          on_disk=False)
             self._keep(entry)
         return entry
 
     def persist(self, entry: Entry, header: dict[str, Any], text: str) -> None:
-        """Write a held entry's redacted `text` under `header` (the writer calls this, off the event loop,
-        then syncs); it then survives the process. Raises JournalError; the entry stays held."""
+        """Write a held entry's redacted `text` under `header` (the writer calls this, off the event
+        loop, then syncs); it then survives the process. Raises JournalError; the entry stays
+        held."""
         record = encode(header, text)
         with self._lock:
             if not self.is_open:
@@ -204,8 +196,8 @@ class Journal:
         self._end += len(record)
 
     def pending(self, limit: int) -> list[Entry]:
-        """The oldest entries not yet committed, at most `limit`; first syncs large records `append` left
-        unsynced (the writer calls this, off the event loop)."""
+        """The oldest entries not yet committed, at most `limit`; first syncs large records `append`
+        left unsynced (the writer calls this, off the event loop)."""
         with self._lock:
             if self._unsynced and self.is_open:
                 self._unsynced = False
@@ -218,7 +210,8 @@ class Journal:
         return entries
 
     def committed(self, count: int) -> None:
-        """The oldest `count` entries are in the outbox: forget them; empty the file when none is left."""
+        """The oldest `count` entries are in the outbox: forget them; empty the file when none is
+        left."""
         with self._lock:
             for _ in range(min(count, len(self._entries))):
                 self._bytes -= self._entries.popleft().size
@@ -227,7 +220,8 @@ class Journal:
                     os.ftruncate(self._fd, 0)  # O_APPEND: the next record starts at offset 0 again
                     self._end = 0
                 except OSError:
-                    log.warning("honcho capture: journal could not be emptied; it is replayed if this process dies")
+                    log.warning("honcho capture: journal could not be emptied; it is replayed if"
+                                " this process dies")
 
     def is_full(self) -> bool:
         with self._lock:
@@ -252,8 +246,10 @@ class Journal:
             pass  # a torn tail is skipped on replay anyway
 
 
-def orphans(folders: tuple[str, ...], own_path: str = "") -> Iterator[tuple[str, Callable[[bool], None]]]:
-    """Journal files of dead processes, each yielded locked with a `release(delete)` to call when done.
+def orphans(folders: tuple[str, ...],
+            own_path: str = "") -> Iterator[tuple[str, Callable[[bool], None]]]:
+    """Journal files of dead processes, each yielded locked with a `release(delete)` to call when
+    done.
 
     A file whose lock is held belongs to a live process and is skipped."""
     for folder in folders:
@@ -307,17 +303,19 @@ def _sync(fd: int) -> None:
 
 
 def journal_folders(outbox_path: str, fallback_folder: str) -> tuple[str, ...]:
-    """Where journals live: beside the outbox when the plugin made a journal folder there (it does once
-    it has opened that outbox as its own), and the per-user state folder. Nothing here creates a folder:
-    beside another program's file at `outbox_path` there is never one of ours."""
+    """Where journals live: beside the outbox when the plugin made a journal folder there (it does
+    once it has opened that outbox as its own), and the per-user state folder. Nothing here creates
+    a folder: beside another program's file at `outbox_path` there is never one of ours."""
     beside = os.path.join(os.path.dirname(outbox_path), FOLDER)
     return (beside, fallback_folder) if _is_ours(beside) else (fallback_folder,)
 
 
 def make_folder_beside(outbox_path: str) -> None:
-    """The journal folder beside an outbox the plugin has opened as its own, with its mark (best effort).
+    """The journal folder beside an outbox the plugin has opened as its own, with its mark (best
+    effort).
 
-    The mark tells it from a folder an earlier version made beside whatever file the setting named."""
+    The mark tells it from a folder an earlier version made beside whatever file the setting
+    named."""
     folder = os.path.join(os.path.dirname(outbox_path), FOLDER)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -328,7 +326,8 @@ def make_folder_beside(outbox_path: str) -> None:
 
 
 def _is_ours(folder: str) -> bool:
-    """A real folder of this user that no one else can enter, with the mark `make_folder_beside` leaves."""
+    """A real folder of this user that no one else can enter, with the mark `make_folder_beside`
+    leaves."""
     try:
         st, mark = os.lstat(folder), os.lstat(os.path.join(folder, MARK))
     except OSError:

@@ -1,6 +1,6 @@
-"""The marker beside the outbox: a file whose every move tells each process sharing the outbox to drop
-what it holds in memory (recall's cache and base packs, the chats' generations). A cache clear and a
-chat's forget move it; each process looks at it before it uses what it holds (`MarkerWatch`).
+"""The marker beside the outbox: a file whose every move tells each process sharing the outbox to
+drop what it holds in memory (recall's cache and base packs, the chats' generations). A cache clear
+and a chat's forget move it; each process looks at it before it uses what it holds (`MarkerWatch`).
 """
 
 from __future__ import annotations
@@ -32,14 +32,15 @@ def read_marker(settings: Settings) -> int:
 
 
 def move_marker(settings: Settings) -> bool:
-    """Touch the marker, never through a symbolic link; True when the other processes were told. Only
-    beside an outbox of ours: the setting may name anyone's folder or file. Never raises."""
+    """Touch the marker, never through a symbolic link; True when the other processes were told.
+    Only beside an outbox of ours: the setting may name anyone's folder or file. Never raises."""
     if not os.path.isfile(settings.outbox_path):
         return False  # no outbox: no other process shares a cache through it
     try:
-        # Opening is how the plugin judges a file (by its header, before writing anything): another
-        # program's database, or a file no process of ours can use, is refused untouched — and then
-        # nothing is written beside it either. No process of ours shares a cache through such a file.
+        # Opening is how the plugin judges a file (by its header, before writing anything):
+        # another program's database, or a file no process of ours can use, is refused untouched —
+        # and then nothing is written beside it either. No process of ours shares a cache through
+        # such a file.
         Outbox.for_settings(settings).close()
     except OutboxError as exc:
         log.warning("honcho recall: the outbox could not be opened (%s); only this process's"
@@ -54,16 +55,17 @@ def move_marker(settings: Settings) -> bool:
             os.close(handle)
         os.utime(path, ns=(time.time_ns(), time.time_ns()), follow_symlinks=False)
     except OSError:
-        log.warning("honcho recall: the cache marker could not be written; only this process's recall"
-                    " cache was cleared")
+        log.warning("honcho recall: the cache marker could not be written; only this process's"
+                    " recall cache was cleared")
         return False
     return True
 
 
 class MarkerWatch:
-    """What this process last saw of the marker, shared by the parts that follow it (recall, the chats'
-    sessions): whichever of them sees it move first tells every listener, so each drops what it holds
-    once. Where no file may be read (Agent Zero's event loop), `seen` is the newest look, not a read."""
+    """What this process last saw of the marker, shared by the parts that follow it (recall, the
+    chats' sessions): whichever of them sees it move first tells every listener, so each drops what
+    it holds once. Where no file may be read (Agent Zero's event loop), `seen` is the newest look,
+    not a read."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -1,18 +1,7 @@
-"""The local record of what the memory tool wrote to Honcho: every conclusion `remember` created,
-every one `forget` deleted, and every card `profile` replaced.
-
-Honcho's own derivation writes conclusions too, so this record is the only way to tell the agent's
-writes apart. It lives in the outbox file (table `memory_writes`, schema step 4), which every process
-of the install shares, and keeps the newest MAX_RECORDS writes. Each holds what a memory inspector needs
-to show a write and undo it: the conclusion's id, when, where (destination, observer and observed peers,
-session, scope) and its redacted text — for a `forget`, the text the deleted conclusion had, so that it
-can be created again (under a new id). A card has no id in Honcho: a `profile` write is kept under the
-id CARD_ID (its observer and observed say whose card), with JSON text `{"card": [the facts sent],
-"replaced": [the facts it replaced ([] for no card), each null where it could not be made safe]}`, so
-that the earlier card can be set again. The memory inspector's undo of a forget is kept as a `restore`
-write under the new conclusion's id, with JSON text `{"text": the text created again, "restores": the
-forgotten id}`. Status reads only counts, ids and times; the text never leaves the file through status or
-logs: only the memory inspector reads it (`records`).
+"""The local record of what the memory tool wrote to Honcho (table `memory_writes` of the outbox
+file, schema step 4): every conclusion `remember` created, every one `forget` deleted, every card
+`profile` replaced and every `restore`, with what the memory inspector needs to show and undo it.
+The newest MAX_RECORDS are kept; only the inspector reads their text (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -25,7 +14,8 @@ from ..settings.config import Settings
 from .db import READ, WRITE, Database
 
 MAX_RECORDS = 1_000
-KEEP_WAIT_S = 1.0  # how long keeping a record waits for the outbox's write lock; the write itself is done
+# How long keeping a record waits for the outbox's write lock; the write itself is done.
+KEEP_WAIT_S = 1.0
 
 
 class WriteKind(str, Enum):
@@ -54,7 +44,8 @@ class MemoryWrite:
 
 @dataclass(frozen=True)
 class KeptWrite:
-    """A write as the record holds it: its place in write order and when it was kept (wall epoch s)."""
+    """A write as the record holds it: its place in write order and when it was kept
+    (wall epoch s)."""
 
     seq: int
     made_at: float
@@ -73,33 +64,44 @@ def keep(settings: Settings, write: MemoryWrite) -> None:
 def record(db: Database, write: MemoryWrite, limit: int = MAX_RECORDS) -> None:
     """Add one record and drop what is older than the newest `limit`."""
     with db.transaction(WRITE) as (conn, now):
-        conn.execute("INSERT INTO memory_writes (conclusion_id, kind, made_at, destination, observer_id,"
-                     " observed_id, session_id, scope_id, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (write.conclusion_id, WriteKind(write.kind).value, now, write.destination, write.observer_id,
-                      write.observed_id, write.session_id, write.scope_id, write.content))
-        conn.execute("DELETE FROM memory_writes WHERE seq <= (SELECT max(seq) FROM memory_writes) - ?", (limit,))
+        conn.execute("INSERT INTO memory_writes (conclusion_id, kind, made_at, destination,"
+                     " observer_id, observed_id, session_id, scope_id, content)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                     (write.conclusion_id, WriteKind(write.kind).value, now, write.destination,
+                      write.observer_id, write.observed_id, write.session_id, write.scope_id,
+                      write.content))
+        conn.execute("DELETE FROM memory_writes"
+                     " WHERE seq <= (SELECT max(seq) FROM memory_writes) - ?", (limit,))
 
 
 def summary(db: Database, latest: int = 3) -> dict:
-    """Counts by kind and the newest `latest` writes' ids, kinds and times: never their text (status)."""
+    """Counts by kind and the newest `latest` writes' ids, kinds and times: never their text
+    (status)."""
     with db.transaction(READ) as (conn, now):
-        counts = dict(conn.execute("SELECT kind, count(*) FROM memory_writes GROUP BY kind").fetchall())
-        rows = conn.execute("SELECT conclusion_id, kind, made_at FROM memory_writes ORDER BY seq DESC LIMIT ?",
-                            (max(0, int(latest)),)).fetchall()
-    return {"remembered": counts.get(WriteKind.REMEMBER.value, 0), "forgotten": counts.get(WriteKind.FORGET.value, 0),
+        counts = dict(conn.execute(
+            "SELECT kind, count(*) FROM memory_writes GROUP BY kind").fetchall())
+        rows = conn.execute("SELECT conclusion_id, kind, made_at FROM memory_writes"
+                            " ORDER BY seq DESC LIMIT ?", (max(0, int(latest)),)).fetchall()
+    return {"remembered": counts.get(WriteKind.REMEMBER.value, 0),
+            "forgotten": counts.get(WriteKind.FORGET.value, 0),
             "latest": [{"id": r[0], "kind": r[1], "at": r[2]} for r in rows]}
 
 
 def records(db: Database, destination: str, observer_id: str, observed_id: str, limit: int,
             since: float | None = None) -> list[KeptWrite]:
-    """The newest `limit` records of `destination` about these peers (kept at `since` or later, when given),
-    newest first, with their text: for the memory inspector only (status reads `summary`)."""
+    """The newest `limit` records of `destination` about these peers (kept at `since` or later,
+    when given), newest first, with their text: for the memory inspector only (status reads
+    `summary`)."""
     with db.transaction(READ) as (conn, now):
-        rows = conn.execute("SELECT seq, made_at, conclusion_id, kind, content, destination, observer_id,"
-                            " observed_id, session_id, scope_id FROM memory_writes WHERE destination = ?"
-                            " AND observer_id = ? AND observed_id = ? AND made_at >= ? ORDER BY seq DESC LIMIT ?",
-                            (destination, observer_id, observed_id, -math.inf if since is None else since,
+        rows = conn.execute("SELECT seq, made_at, conclusion_id, kind, content, destination,"
+                            " observer_id, observed_id, session_id, scope_id FROM memory_writes"
+                            " WHERE destination = ? AND observer_id = ? AND observed_id = ?"
+                            " AND made_at >= ? ORDER BY seq DESC LIMIT ?",
+                            (destination, observer_id, observed_id,
+                             -math.inf if since is None else since,
                              max(0, min(int(limit), MAX_RECORDS)))).fetchall()
-    known = {kind.value for kind in WriteKind}  # a kind a newer version keeps is left out, not an error
-    return [KeptWrite(r[0], r[1], MemoryWrite(r[2], WriteKind(r[3]), r[4], r[5], r[6], r[7], r[8], r[9]))
+    # A kind a newer version keeps is left out, not an error.
+    known = {kind.value for kind in WriteKind}
+    return [KeptWrite(r[0], r[1],
+                      MemoryWrite(r[2], WriteKind(r[3]), r[4], r[5], r[6], r[7], r[8], r[9]))
             for r in rows if r[3] in known]
