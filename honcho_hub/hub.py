@@ -1,19 +1,7 @@
 """The composition root: one `Hub` per module generation owns the process's services.
 
-Built once (by `current()`) around the global settings source the host gives it (`reconfigure`); the
-effective per-chat or per-project settings are passed into each call. It owns the capture service and
-the capture writer, the delivery worker, the recaller, the chats' sessions, the scope registrar and the
-memory tool's gateways. The adapters — the Agent Zero bridge (for hooks.py, the API handlers and the
-tool) and the command line — get it from `current()` and pass its parts down; nothing below asks for it.
-
-What must outlive a re-import of the plugin's modules (the capture journal and its lock, counters, the
-capture writer, a worker thread of an older generation found by its marker) lives in `runtime`'s
-process state, not here: a new generation's Hub is rebuilt around it.
-
-Capture works without httpx and the SDK (of the plugin's requirements it needs tenacity alone, which
-Agent Zero's own langchain-core requires): the delivery and recall modules are imported lazily, and
-never on the caller's thread when that may be Agent Zero's event loop (`ensure_worker`,
-`ready_recaller`, `runtime.in_background`).
+It builds, starts and stops them; the adapters (the bridge, the command line) get it from
+`current()` and pass its parts down. See docs/architecture.md, Composition root.
 """
 
 from __future__ import annotations
@@ -48,14 +36,16 @@ log = logging.getLogger(__name__)
 
 RESTART_WAIT_S = 60.0
 STOP_S = 10.0  # Hub.stop waits this long in all for its threads to end
-MAX_TOOL_GATEWAYS = 8  # one per destination and timeout; settings changed that often drop the old clients
+# one per destination and timeout; settings changed that often drop the old clients
+MAX_TOOL_GATEWAYS = 8
 # What a capture service is built from: a change of any of these rebuilds it (the journal follows).
 CAPTURE_KEY = fields("outbox_path", "outbox_synchronous", "max_queued_rows", "journal_capacity",
                      "dead_retention_days")
 TOOL_GATEWAY_KEY = fields(*GATEWAY_FIELDS, "sdk_timeout_s")
 
 
-_delivery_loaded = threading.Event()  # this generation's delivery modules (and the SDK) are imported
+# Set once this generation's delivery modules (and the SDK) are imported.
+_delivery_loaded = threading.Event()
 
 
 def _no_settings() -> Settings:
@@ -63,7 +53,8 @@ def _no_settings() -> Settings:
 
 
 class Hub:
-    """The process's services for this module generation; see the module docstring."""
+    """The process's services for this module generation (docs/architecture.md, Composition
+    root)."""
 
     def __init__(self, settings: Callable[[], Settings] = _no_settings,
                  enabled: Callable[[], bool] = lambda: True,
@@ -72,14 +63,14 @@ class Hub:
         if replay_secrets is not None:
             kept.REPLAY_SECRETS.put(process_state(), replay_secrets)
         self._capture: Keyed[Settings, CaptureService] = Keyed(CAPTURE_KEY, self._build_capture)
-        self._tool_gateways: KeyedMany[Settings, HonchoGateway] = KeyedMany(TOOL_GATEWAY_KEY, _build_gateway,
-                                                                  MAX_TOOL_GATEWAYS)
+        self._tool_gateways: KeyedMany[Settings, HonchoGateway] = KeyedMany(
+            TOOL_GATEWAY_KEY, _build_gateway, MAX_TOOL_GATEWAYS)
         self._worker: DeliveryWorker | None = None
         self._worker_lock = threading.Lock()
         self._successor: threading.Thread | None = None
         self._recaller: Recaller | None = None
-        # The marker beside the outbox, followed by recall and the chats' sessions together: whichever
-        # sees it move first makes the other drop what it holds.
+        # The marker beside the outbox, followed by recall and the chats' sessions together:
+        # whichever sees it move first makes the other drop what it holds.
         self._marker = MarkerWatch()
         self._chats: ChatSessions | None = None
         self._registrar: ScopeRegistrar | None = None
@@ -87,11 +78,13 @@ class Hub:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
-    def reconfigure(self, settings: Callable[[], Settings] | None = None, enabled: Callable[[], bool] | None = None,
+    def reconfigure(self, settings: Callable[[], Settings] | None = None,
+                    enabled: Callable[[], bool] | None = None,
                     replay_secrets: Callable[[str | None], dict] | None = None) -> Hub:
-        """Set where the global settings, the plugin's enabled state and a project's secrets (to replay a
-        dead process's journal) come from. Cheap: the host calls it before each use. Services follow the
-        new settings at their next use (each rebuilds what its key says changed)."""
+        """Set where the global settings, the plugin's enabled state and a project's secrets (to
+        replay a dead process's journal) come from. Cheap: the host calls it before each use.
+        Services follow the new settings at their next use (each rebuilds what its key says
+        changed)."""
         if settings is not None:
             self.settings = settings
         if enabled is not None:
@@ -101,7 +94,8 @@ class Hub:
         return self
 
     def start(self) -> None:
-        """Start the capture writer and (off the caller's thread the first time) the delivery worker."""
+        """Start the capture writer and (off the caller's thread the first time) the delivery
+        worker."""
         self.ensure_worker()
         self.ensure_writer()
 
@@ -146,8 +140,9 @@ class Hub:
     # -- capture ---------------------------------------------------------------------------------
 
     def capture(self, settings: Settings) -> CaptureService:
-        """The capture service for these settings; rebuilt when its storage settings change. Every service
-        of the process shares one journal, so messages waiting in it follow the outbox setting."""
+        """The capture service for these settings; rebuilt when its storage settings change. Every
+        service of the process shares one journal, so messages waiting in it follow the outbox
+        setting."""
         log_level.follow(settings)  # every captured message brings the newest settings
         return self._capture.get(settings)
 
@@ -160,8 +155,8 @@ class Hub:
                               replay_secrets=_replay_secrets)
 
     def flush_capture(self) -> None:
-        """Move what the capture journal holds into the outbox now (a drain delivers what was typed a
-        moment ago, before the writer thread's pass); never raises."""
+        """Move what the capture journal holds into the outbox now (a drain delivers what was typed
+        a moment ago, before the writer thread's pass); never raises."""
         service = self._capture.peek()
         if service is not None:
             service.write_pending()
@@ -186,8 +181,9 @@ class Hub:
     def ensure_worker(self) -> DeliveryWorker | None:
         """Start the process's delivery worker unless one runs; cheap and non-blocking when it does.
 
-        The first call imports the delivery modules (the SDK: hundreds of milliseconds) on a background
-        thread, never on the caller's, which may be Agent Zero's event loop; until then it returns None.
+        The first call imports the delivery modules (the SDK: hundreds of milliseconds) on a
+        background thread, never on the caller's, which may be Agent Zero's event loop; until then
+        it returns None.
         """
         current = self._worker
         if current is not None and current.is_alive() and not current.stopping:
@@ -198,30 +194,34 @@ class Hub:
         return self._start_worker()
 
     def load_delivery(self) -> bool:
-        """Import the delivery modules (the SDK) now, on this thread; False when the plugin's requirements
-        are missing (logged once). For threads that may wait: never Agent Zero's event loop."""
+        """Import the delivery modules (the SDK) now, on this thread; False when the plugin's
+        requirements are missing (logged once). For threads that may wait: never Agent Zero's event
+        loop."""
         try:  # imported here, not at the top: capture must work without httpx and the SDK
             importlib.import_module(f"{__package__}.delivery.worker")
         except ImportError as exc:
-            warn_once("worker_import", "honcho: delivery is off until the plugin's requirements are installed"
-                      " (%s is missing); captured messages wait in the outbox", exc.name or "a module")
+            warn_once("worker_import",
+                      "honcho: delivery is off until the plugin's requirements are installed"
+                      " (%s is missing); captured messages wait in the outbox",
+                      exc.name or "a module")
             return False
         _delivery_loaded.set()
         return True
 
     def start_worker_now(self) -> DeliveryWorker | None:
-        """`ensure_worker` for a thread that may wait (the sidebar's wake, never Agent Zero's event loop):
-        the delivery modules are imported on it, so a worker starts at once unless something holds it."""
+        """`ensure_worker` for a thread that may wait (the sidebar's wake, never Agent Zero's event
+        loop): the delivery modules are imported on it, so a worker starts at once unless something
+        holds it."""
         self.load_delivery()
         return self.ensure_worker()
 
     def _start_worker(self) -> DeliveryWorker | None:
         """Start the worker unless one of this module generation runs.
 
-        A worker left by an older generation (Agent Zero re-imported the plugin) is asked to stop, and the
-        new one starts once it has gone, so there are never two: on a later call, or from a short-lived
-        helper thread that waits for the old one (else a lone message after a reload would wait for the
-        next call, possibly the job loop a minute later). Never blocks.
+        A worker left by an older generation (Agent Zero re-imported the plugin) is asked to stop,
+        and the new one starts once it has gone, so there are never two: on a later call, or from a
+        short-lived helper thread that waits for the old one (else a lone message after a reload
+        would wait for the next call, possibly the job loop a minute later). Never blocks.
         """
         if not self.load_delivery():
             return None
@@ -233,8 +233,8 @@ class Hub:
         if current is not None and current.is_alive() and not current.stopping:
             return current
         with self._worker_lock:
-            # This generation's scope registrar is one of the plugin's threads but not a delivery worker:
-            # it neither stops nor waits for the worker.
+            # This generation's scope registrar is one of the plugin's threads but not a delivery
+            # worker: it neither stops nor waits for the worker.
             for thread in self._other_plugin_threads():
                 if type(thread) is DeliveryWorker and not thread.stopping:
                     self._worker = thread  # ours, started before this Hub was built: adopt it
@@ -245,7 +245,8 @@ class Hub:
                 self._start_after(older)
                 return None
             # Settings are reloaded at every step, their debug setting applied.
-            self._worker = DeliveryWorker(log_level.following(lambda: self.settings()), enabled=lambda: self.enabled(),
+            self._worker = DeliveryWorker(log_level.following(lambda: self.settings()),
+                                          enabled=lambda: self.enabled(),
                                           on_delivered=self._delivered)
             self._worker.start()
             return self._worker
@@ -254,7 +255,8 @@ class Hub:
         return [t for t in lifecycle.plugin_workers() if t is not self._registrar]
 
     def _start_after(self, older: list[lifecycle.PluginThread]) -> None:
-        """One helper thread (call under _worker_lock) that starts the worker once `older` have ended."""
+        """One helper thread (call under _worker_lock) that starts the worker once `older` have
+        ended."""
         def start_when_gone() -> None:
             deadline = time.monotonic() + RESTART_WAIT_S
             for thread in older:
@@ -262,7 +264,8 @@ class Hub:
             self._start_worker()  # still alive past the deadline: the job loop tries again
 
         if self._successor is None or not self._successor.is_alive():
-            self._successor = threading.Thread(target=start_when_gone, name="honcho-hub-restart", daemon=True)
+            self._successor = threading.Thread(target=start_when_gone, name="honcho-hub-restart",
+                                               daemon=True)
             self._successor.start()
 
     def _delivered(self, destination: str, session_id: str) -> None:
@@ -285,8 +288,8 @@ class Hub:
     # -- recall, scopes, the tool ----------------------------------------------------------------
 
     def recaller(self) -> Recaller:
-        """The Recaller (its cache starts over when Agent Zero re-imports the plugin). Its first call
-        imports the SDK: call it off the event loop (see `ready_recaller`)."""
+        """The Recaller (its cache starts over when Agent Zero re-imports the plugin). Its first
+        call imports the SDK: call it off the event loop (see `ready_recaller`)."""
         from .recall.recaller import Recaller  # imported here: capture must work without the SDK
 
         with self._parts_lock:
@@ -295,16 +298,16 @@ class Hub:
             return self._recaller
 
     def chats(self) -> ChatSessions:
-        """Which Honcho session each chat names now (chats/sessions.py). Cheap and safe on the event loop:
-        it needs no SDK, and its reads run on a thread of its own."""
+        """Which Honcho session each chat names now (chats/sessions.py). Cheap and safe on the event
+        loop: it needs no SDK, and its reads run on a thread of its own."""
         with self._parts_lock:
             if self._chats is None:
                 self._chats = ChatSessions(self._marker)
             return self._chats
 
     def ready_recaller(self, then: Callable[[Recaller], object] | None = None) -> Recaller | None:
-        """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`, builds
-        it on a background thread and calls `then(recaller)` there."""
+        """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`,
+        builds it on a background thread and calls `then(recaller)` there."""
         if self._recaller is not None:
             return self._recaller
         if then is not None:
@@ -318,13 +321,15 @@ class Hub:
         return None
 
     def registrar(self) -> ScopeRegistrar | None:
-        """The scope registrar thread, started on first use (or again after a stop); not started while an
-        update or uninstall holds the plugin's threads stopped (then None or the stopped one)."""
+        """The scope registrar thread, started on first use (or again after a stop); not started
+        while an update or uninstall holds the plugin's threads stopped (then None or the stopped
+        one)."""
         from .gateway.gateway import HonchoGateway
         from .gateway.registrar import ScopeRegistrar
 
         with self._parts_lock:
-            if (self._registrar is None or not self._registrar.is_alive()) and not lifecycle.restart_held():
+            if ((self._registrar is None or not self._registrar.is_alive())
+                    and not lifecycle.restart_held()):
                 self._registrar = ScopeRegistrar(HonchoGateway.for_settings)
                 self._registrar.start()
             return self._registrar
@@ -335,22 +340,26 @@ class Hub:
 
     # -- status ----------------------------------------------------------------------------------
 
-    def status_parts(self, settings: Settings, session_id: str | None = None, scope_id: str | None = None,
-                     backfill: bool = False) -> StatusParts:
+    def status_parts(self, settings: Settings, session_id: str | None = None,
+                     scope_id: str | None = None, backfill: bool = False) -> StatusParts:
         """What this process knows for status (see ops.status.gather_parts); never raises."""
         from .ops.status import gather_parts
 
         service = self._capture.peek()
         recaller = self._recaller
-        # The full status asks Honcho (through recall's client), every request within one check_timeout_s; the
-        # light one reads nothing.
-        backfill_of = (lambda scope: self.recaller().gateway(settings).scope_status(scope)) if backfill else None
-        peers_of = ((lambda sid, peers: self.recaller().gateway(settings).session_peer_flags(sid, peers))
+        # The full status asks Honcho (through recall's client), every request within one
+        # check_timeout_s; the light one reads nothing.
+        def honcho() -> HonchoGateway:
+            return self.recaller().gateway(settings)
+
+        backfill_of = (lambda scope: honcho().scope_status(scope)) if backfill else None
+        peers_of = ((lambda sid, peers: honcho().session_peer_flags(sid, peers))
                     if backfill else None)
         return gather_parts(settings, process_state(), session_id=session_id, scope_id=scope_id,
                             outbox_problem=service.unavailable if service else None,
                             worker=self.worker(), recaller=recaller, scope_backfill=backfill_of,
-                            session_peers=peers_of, deadline_s=settings.check_timeout_s if backfill else None)
+                            session_peers=peers_of,
+                            deadline_s=settings.check_timeout_s if backfill else None)
 
 
 def _build_gateway(settings: Settings) -> HonchoGateway:
@@ -378,8 +387,8 @@ _hub_lock = threading.Lock()
 
 
 def current() -> Hub:
-    """This module generation's Hub, built on first use (Agent Zero re-importing the plugin builds a new
-    one around the same process state)."""
+    """This module generation's Hub, built on first use (Agent Zero re-importing the plugin builds a
+    new one around the same process state)."""
     global _hub
     hub = _hub
     if hub is None:
@@ -391,7 +400,7 @@ def current() -> Hub:
 
 
 def shutdown(timeout_s: float = STOP_S) -> bool:
-    """Stop this generation's Hub, if one was built (uninstall, the command line's exit, tests), waiting
-    at most `timeout_s`; True when every thread it started has ended."""
+    """Stop this generation's Hub, if one was built (uninstall, the command line's exit, tests),
+    waiting at most `timeout_s`; True when every thread it started has ended."""
     hub = _hub
     return hub.stop(timeout_s) if hub is not None else True
