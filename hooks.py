@@ -1,7 +1,7 @@
 """Agent Zero plugin hooks: config read/save, install, pre_update, uninstall.
 
 All hooks are sync (Agent Zero runs async hooks through asyncio.run), safe to call twice, and never
-raise: a raising install() makes Agent Zero delete the plugin, a raising config hook breaks settings.
+raise: Agent Zero deletes a plugin whose install() raises; a raising config hook breaks settings.
 """
 
 import logging
@@ -13,8 +13,9 @@ PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))
 PLUGIN_NAME = "honcho"
 DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
 GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
-# Uninstall's wait for the plugin's threads, in all: a thread whose request still hangs is signalled and
-# ends with that request, and the report says it has not stopped yet (Agent Zero's page waits on us).
+# Uninstall's wait for the plugin's threads, in all: a thread whose request still hangs is signalled
+# and ends with that request, and the report says it has not stopped yet (Agent Zero's page waits on
+# us).
 UNINSTALL_WAIT_S = 5.0
 
 log = logging.getLogger("honcho_hub.hooks")
@@ -26,7 +27,8 @@ def get_plugin_config(default=None, project_name=None):
         from usr.plugins.honcho.honcho_hub.settings.effective import read_layers
         from usr.plugins.honcho.honcho_hub.settings.files import merged_config
 
-        layers = read_layers(DEFAULT_CONFIG, GLOBAL_CONFIG, _project_config(project_name) if project_name else None)
+        project_config = _project_config(project_name) if project_name else None
+        layers = read_layers(DEFAULT_CONFIG, GLOBAL_CONFIG, project_config)
         return merged_config(layers.default_config, layers.global_config, layers.project_config)
     except Exception:
         log.exception("honcho: could not merge settings; using Agent Zero's")
@@ -59,8 +61,8 @@ def install():
 
 
 def pre_update():
-    """Before `git pull`: drain at most 5 s, then stop this plugin's workers; none starts again until the
-    updated modules load (or a bounded time passes: a failed pull reloads nothing)."""
+    """Before `git pull`: drain at most 5 s, then stop this plugin's workers; none starts again
+    until the updated modules load (or a bounded time passes: a failed pull reloads nothing)."""
     from usr.plugins.honcho.honcho_hub.delivery.lifecycle import UPDATE_HOLD_S
 
     return _stop_workers(drain_s=5.0, hold_s=UPDATE_HOLD_S, reason="pre_update")
@@ -87,8 +89,8 @@ def _stop_workers(drain_s, hold_s, reason):
 
 
 def _stop_hub(timeout_s):
-    """Every other thread the Hub started (the capture writer, recall's pools), its connections; waits at
-    most `timeout_s` for them (none left: each is signalled to stop)."""
+    """Every other thread the Hub started (the capture writer, recall's pools), its connections;
+    waits at most `timeout_s` for them (none left: each is signalled to stop)."""
     try:
         from usr.plugins.honcho.honcho_hub import hub
 
@@ -100,8 +102,8 @@ def _stop_hub(timeout_s):
 def _global_settings():
     from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 
-    return effective_settings(read_layers(DEFAULT_CONFIG, GLOBAL_CONFIG), secrets=_agent_zero_secrets(),
-                              environ=os.environ)
+    return effective_settings(read_layers(DEFAULT_CONFIG, GLOBAL_CONFIG),
+                              secrets=_agent_zero_secrets(), environ=os.environ)
 
 
 def _agent_zero_secrets():

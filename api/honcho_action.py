@@ -1,4 +1,5 @@
-"""POST /api/plugins/honcho/honcho_action: check, wake, drain (≤ 5 s), retry_dead (≤ 100), clear_cache."""
+"""POST /api/plugins/honcho/honcho_action: check, wake, drain (≤ 5 s), retry_dead (≤ 100),
+clear_cache."""
 
 import asyncio
 import logging

@@ -1,5 +1,5 @@
-"""POST /api/plugins/honcho/honcho_card: the open sidebar's card of the user (a request to Honcho, so the
-panel asks at most once a minute). Auth and CSRF as Agent Zero's defaults."""
+"""POST /api/plugins/honcho/honcho_card: the open sidebar's card of the user (a request to Honcho,
+so the panel asks at most once a minute). Auth and CSRF as Agent Zero's defaults."""
 
 import asyncio
 import logging

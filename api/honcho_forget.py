@@ -1,6 +1,7 @@
-"""POST /api/plugins/honcho/honcho_forget: forgetting a chat from the sidebar — `offers` (chats the user deleted
-in Agent Zero), `forget_chat` (`chat`, only with `confirmed: true`, which the sidebar sends after its confirm
-step: a click in the UI, not proof of a person), `dismiss` (`chat`). Auth and CSRF as Agent Zero's defaults."""
+"""POST /api/plugins/honcho/honcho_forget: forgetting a chat from the sidebar — `offers` (chats the
+user deleted in Agent Zero), `forget_chat` (`chat`, only with `confirmed: true`, which the sidebar
+sends after its confirm step: a click in the UI, not proof of a person), `dismiss` (`chat`). Auth
+and CSRF as Agent Zero's defaults."""
 
 import asyncio
 import logging

@@ -1,4 +1,5 @@
-"""POST /api/plugins/honcho/honcho_status: the sidebar's status. Auth and CSRF as Agent Zero's defaults."""
+"""POST /api/plugins/honcho/honcho_status: the sidebar's status. Auth and CSRF as Agent Zero's
+defaults."""
 
 import asyncio
 import logging

@@ -15,5 +15,6 @@ class HonchoMemory(Tool):
             text = await run_tool(self.agent, dict(self.args or {}))
         except Exception:  # never a trace into the agent's loop
             log.exception("honcho_memory failed")
-            text = "honcho_memory: an unexpected error occurred; nothing was changed. Try again later."
+            text = ("honcho_memory: an unexpected error occurred; nothing was changed."
+                    " Try again later.")
         return Response(message=text, break_loop=False)
