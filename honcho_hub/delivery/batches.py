@@ -1,11 +1,7 @@
-"""Sending one leased session batch: reconcile when Honcho may hold it already, split to isolate a bad event.
-
-Runs on a sender thread and touches no database: it returns what happened, and the coordinator
-records it. Order within the session is kept: once a send fails (other than a permanent rejection),
-that event and every later one of the batch wait for the next attempt. A batch Honcho may already
-hold (an earlier send failed after it may have arrived, or a dead worker's lease was recovered) is
-never sent before a lookup of its event ids succeeded: if the lookup fails, nothing is sent. A drain whose
-time runs out withdraws a batch whose messages have not left yet (`Boarding`): its send then adds nothing.
+"""Sending one leased session batch: reconcile when Honcho may hold it already, split to isolate a
+bad event. Runs on a sender thread and touches no database: it returns what happened, and the
+coordinator records it. How order is kept and why a batch Honcho may hold is looked up before it is
+sent: docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations
@@ -22,14 +18,16 @@ from ..storage.outbox import LeasedEvent, NewEvent
 
 
 class Gateway(Protocol):
-    def send(self, messages: Sequence[Message], boarding: Callable[[], bool] | None = None) -> bool: ...
+    def send(self, messages: Sequence[Message],
+             boarding: Callable[[], bool] | None = None) -> bool: ...
 
     def existing_event_ids(self, session_id: str, event_ids: Sequence[str]) -> set[str]: ...
 
 
 class Boarding:
-    """Whether a batch's messages may still leave, decided once: the sender boards right before the first
-    one leaves; the coordinator withdraws the batch at a drain's deadline (then releases its rows)."""
+    """Whether a batch's messages may still leave, decided once: the sender boards right before the
+    first one leaves; the coordinator withdraws the batch at a drain's deadline (then releases its
+    rows)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -70,8 +68,8 @@ class BatchResult:
 def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent],
                monotonic: Callable[[], float] = time.monotonic,
                boarding: Boarding | None = None) -> BatchResult:
-    """Deliver `batch` (one session, in order) and report each event's fate, unless `boarding` withdraws it
-    before its messages leave."""
+    """Deliver `batch` (one session, in order) and report each event's fate, unless `boarding`
+    withdraws it before its messages leave."""
     boarding = boarding or Boarding()
     result = BatchResult()
     started = monotonic()
@@ -105,12 +103,14 @@ def send_batch(gateway: Gateway, batch: Sequence[LeasedEvent],
 
 
 def as_message(event: NewEvent) -> Message:
-    """The gateway's message for a stored event: its id (the lookup's key), where it goes and what it says."""
+    """The gateway's message for a stored event: its id (the lookup's key), where it goes and what
+    it says."""
     return Message(id=event.id, session_id=event.session_id, peer_id=event.peer_id, role=event.role,
                    content=event.content, created_at=event.captured_at, scope_id=event.scope_id)
 
 
-def _reconcile(gateway: Gateway, pending: list[LeasedEvent], result: BatchResult) -> list[LeasedEvent]:
+def _reconcile(gateway: Gateway, pending: list[LeasedEvent],
+               result: BatchResult) -> list[LeasedEvent]:
     """Drop events Honcho already holds; raises HonchoRequestError when the lookup fails."""
     result.requests += 1
     held = gateway.existing_event_ids(pending[0].session_id, [e.id for e in pending])

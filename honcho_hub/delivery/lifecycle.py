@@ -1,14 +1,7 @@
-"""Install, update and uninstall steps behind `hooks.py`; none of them ever raises.
-
-Agent Zero deletes a plugin whose `install()` raises, so a failed pip run is reported and the plugin
-runs degraded: capture only needs the standard library and PyYAML, both present in Agent Zero.
-Workers are found among the live threads by a marker attribute rather than through a module global,
-because Agent Zero re-imports plugin modules when their files change and a global would be new.
-
-After uninstall or pre_update the workers must stay stopped although the next capture or job-loop tick
-asks for one: `stop_workers(hold_s=...)` holds restarts in the process-wide state. A hold binds only the
-module generation that made it, so the modules Agent Zero imports after an update (or a reinstall) start
-workers again at once; a bounded hold also ends by itself, since a failed `git pull` never reloads.
+"""Install, update and uninstall steps behind `hooks.py`; none of them ever raises (Agent Zero
+deletes a plugin whose `install()` raises). Workers are found among the live threads by a marker
+attribute, and `stop_workers(hold_s=...)` keeps them stopped after uninstall or pre_update until the
+plugin's modules reload. Why, and how a hold ends: docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations
@@ -31,14 +24,16 @@ log = logging.getLogger(__name__)
 WORKER_MARKER = "honcho_hub_worker"
 PIP_TIMEOUT_S = 600.0
 MAX_DRAIN_S = 5.0
-UPDATE_HOLD_S = 120.0  # pre_update: no new worker until the updated modules load, or this long at most
+# pre_update: no new worker until the updated modules load, or this long at most.
+UPDATE_HOLD_S = 120.0
 # This module generation, as a hold records it: a re-import of the plugin makes a new object.
 _GENERATION = object()
 
 
 def install_requirements(requirements: str, python: str | None = None,
                          timeout_s: float = PIP_TIMEOUT_S) -> str:
-    """Run pip for `requirements` with the given interpreter; returns ok, failed, timeout or missing."""
+    """Run pip for `requirements` with the given interpreter; returns ok, failed, timeout or
+    missing."""
     if not os.path.isfile(requirements):
         log.warning("honcho install: %s not found; dependencies not installed",
                     os.path.basename(requirements))
@@ -52,13 +47,14 @@ def install_requirements(requirements: str, python: str | None = None,
         log.warning("honcho install: pip did not finish in %.0f s; running degraded", timeout_s)
         return "timeout"
     except OSError as exc:
-        log.warning("honcho install: pip could not start (%s); running degraded", type(exc).__name__)
+        log.warning("honcho install: pip could not start (%s); running degraded",
+                    type(exc).__name__)
         return "failed"
     if done.returncode != 0:
         # pip's own output may echo index URLs with credentials, so only the exit code is logged.
-        log.warning("honcho install: pip exited with %d; running degraded (delivery needs honcho-ai;"
-                    " run `%s -m pip install -r requirements.txt` to see why)", done.returncode,
-                    os.path.basename(command[0]))
+        log.warning("honcho install: pip exited with %d; running degraded (delivery needs"
+                    " honcho-ai; run `%s -m pip install -r requirements.txt` to see why)",
+                    done.returncode, os.path.basename(command[0]))
         return "failed"
     importlib.invalidate_caches()
     log.info("honcho install: requirements installed")
@@ -66,8 +62,9 @@ def install_requirements(requirements: str, python: str | None = None,
 
 
 def migrate_outbox(path: str) -> str:
-    """Create the outbox (folder and file) or bring an existing one to the current schema: 'created',
-    'migrated', or the error code of why it cannot be used (the plugin still installs; capture reports it)."""
+    """Create the outbox (folder and file) or bring an existing one to the current schema:
+    'created', 'migrated', or the error code of why it cannot be used (the plugin still installs;
+    capture reports it)."""
     from ..errors import OutboxError
     from ..storage.outbox import Outbox
 
@@ -82,8 +79,8 @@ def migrate_outbox(path: str) -> str:
 
 
 class PluginThread(Protocol):
-    """A thread marked WORKER_MARKER (a delivery worker or the scope registrar) of any module generation:
-    only what every generation's class has."""
+    """A thread marked WORKER_MARKER (a delivery worker or the scope registrar) of any module
+    generation: only what every generation's class has."""
 
     def is_alive(self) -> bool: ...
 
@@ -103,9 +100,11 @@ def plugin_workers() -> list[PluginThread]:
     return [t for t in threading.enumerate() if _is_plugin_thread(t) and t.is_alive()]
 
 
-def hold_restart(seconds: float, reason: str, monotonic: Callable[[], float] = time.monotonic) -> None:
-    """Keep this module generation from starting workers for `seconds` (math.inf: while it is loaded).
-    A hold of the same generation is only ever lengthened (pre_update after uninstall keeps it)."""
+def hold_restart(seconds: float, reason: str,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    """Keep this module generation from starting workers for `seconds` (math.inf: while it is
+    loaded). A hold of the same generation is only ever lengthened (pre_update after uninstall keeps
+    it)."""
     state = process_state()
     with state.lock:
         until = monotonic() + max(0.0, seconds)
@@ -114,7 +113,8 @@ def hold_restart(seconds: float, reason: str, monotonic: Callable[[], float] = t
             until = max(until, known["until"])
         state.restart_hold = {"generation": _GENERATION, "until": until, "reason": reason}
     log.info("honcho: workers held after %s%s", reason,
-             "" if math.isinf(seconds) else f" for at most {seconds:.0f} s or until the plugin reloads")
+             "" if math.isinf(seconds)
+             else f" for at most {seconds:.0f} s or until the plugin reloads")
 
 
 def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
@@ -124,12 +124,14 @@ def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
     return hold is not None and hold["generation"] is _GENERATION and monotonic() < hold["until"]
 
 
-def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0, monotonic: Callable[[], float] = time.monotonic,
+def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0,
+                 monotonic: Callable[[], float] = time.monotonic,
                  hold_s: float = 0.0, reason: str = "stop") -> dict[str, Any]:
     """Drain each worker for at most `drain_s` in total (≤ 5 s), then stop them; never raises.
     `stopped` counts the workers that have ended; one whose request still hangs ends with it.
-    With `hold_s` > 0 no worker of this generation starts again for that long (see hold_restart); the
-    hold is in place before the first worker stops, so a capture meanwhile cannot start another."""
+    With `hold_s` > 0 no worker of this generation starts again for that long (see hold_restart);
+    the hold is in place before the first worker stops, so a capture meanwhile cannot start
+    another."""
     if hold_s > 0:
         hold_restart(hold_s, reason, monotonic)
     deadline = monotonic() + max(0.0, min(drain_s, MAX_DRAIN_S))
@@ -142,8 +144,10 @@ def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0, monotonic: Callable[
                 moved = worker.drain(remaining)
                 report["drained"] += moved.get("delivered", 0)  # a registrar delivers nothing
             worker.stop(stop_s)
-            if worker.is_alive():  # a request still hangs; the stop is signalled and it ends with it
-                log.warning("honcho: a worker is still finishing a request; it stops when that ends")
+            # A request still hangs; the stop is signalled and it ends with it.
+            if worker.is_alive():
+                log.warning("honcho: a worker is still finishing a request; it stops when that"
+                            " ends")
             else:
                 report["stopped"] += 1
         except Exception:  # best-effort shutdown: one bad worker must not keep the others running

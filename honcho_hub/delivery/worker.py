@@ -1,27 +1,7 @@
 """The delivery worker: one coordinator thread per process, with a bounded pool of sender threads.
-
-The coordinator alone leases and acks; senders only talk HTTP (no transaction or lock is held across
-a request). All logic is in `step()`, which tests call directly with an injected clock; the thread
-only repeats it, waiting on a wake event (set by enqueue) or the poll timer in between. A step that
-fails is logged once per change of its error code, not once per poll.
-
-A drain without the thread runs steps inline under one deadline: it leases only what the time left
-can plausibly deliver (judged by its last batch's duration), leases nothing once the deadline passed,
-and does not wait for sends still running then. A batch whose messages have not left yet (its session
-still being set up) is withdrawn and its rows released, pending again at once with no attempt counted;
-a batch on the wire stays leased and goes out again after the lease, reconciled first, like a crashed
-worker's.
-
-While batches are on the wire the coordinator renews their leases every third of `lease_s`, so no
-other worker takes them over. A settlement that meets a locked outbox is kept in memory and retried
-until it is recorded or a stop is requested; rows it leaves leased are recovered after their lease as
-events Honcho may hold, and reconciled before anything is sent again.
-
-Every process that drains the outbox is seen through it (storage/processes.py): the coordinator writes
-this worker's heartbeat at the end of a step, and while a step waits on the wire, at most every
-BEAT_EVERY_S, and deletes it at a clean stop. It shares the unreachable circuit: at the start of each
-step, and after a batch opened or closed it, it writes what changed here and takes the shared circuit in.
-Both are skipped, never waited for, while another writer holds the outbox.
+The coordinator alone leases and acks; senders only talk HTTP. All logic is in `step()`, which
+tests call with an injected clock; the thread only repeats it. Drains, lease renewal, settlements
+and what the processes of an outbox share: docs/architecture.md ("Delivery").
 """
 
 from __future__ import annotations
@@ -55,7 +35,8 @@ from .state import WorkerState
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 600.0
-BATCHES_PER_STEP = 25  # per sender: a step returns now and then, so stop() and settings changes apply
+# Per sender: a step returns now and then, so stop() and settings changes apply.
+BATCHES_PER_STEP = 25
 RENEWALS_PER_LEASE = 3  # leases on the wire are renewed this many times per lease_s
 # Waits between settlement attempts while another writer holds the outbox: short, growing, jittered.
 SETTLE_WAIT = tenacity.wait_exponential(multiplier=0.05, max=2.0) + tenacity.wait_random(0, 0.05)
@@ -76,23 +57,28 @@ class StepReport:
     dead: int = 0
     retried: int = 0
     state: str = "idle"
-    reason: str | None = None  # why nothing is delivered: plugin_disabled, api_url_invalid, an error code
+    # Why nothing is delivered: plugin_disabled, api_url_invalid, an error code.
+    reason: str | None = None
     detail: str | None = None  # which setting is at fault (its name, never its value)
 
 
 class DeliveryWorker(threading.Thread):
     """Drains the outbox of the current settings to their destination."""
 
-    honcho_hub_worker = True  # how lifecycle finds us among threads, whatever module generation we are
+    # How lifecycle finds us among threads, whatever module generation we are.
+    honcho_hub_worker = True
 
-    def __init__(self, settings: Callable[[], Settings], *, enabled: Callable[[], bool] = lambda: True,
-                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
-                 rng: random.Random | None = None, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
+    def __init__(self, settings: Callable[[], Settings], *,
+                 enabled: Callable[[], bool] = lambda: True,
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 rng: random.Random | None = None,
+                 gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  busy_timeout_s: float = 5.0, settle_sleep: Callable[[float], Any] | None = None,
                  on_delivered: Callable[[str, str], None] | None = None) -> None:
-        """`on_delivered(destination, session_id)` is called on this worker's thread once per batch of a
-        session that Honcho took or was found to hold already: it must be quick, and what it raises is
-        logged at debug and otherwise ignored."""
+        """`on_delivered(destination, session_id)` is called on this worker's thread once per batch
+        of a session that Honcho took or was found to hold already: it must be quick, and what it
+        raises is logged at debug and otherwise ignored."""
         super().__init__(name="honcho-hub-delivery", daemon=True)
         self._settings, self._enabled = settings, enabled
         self._on_delivered = on_delivered
@@ -101,7 +87,8 @@ class DeliveryWorker(threading.Thread):
         self._gateway_factory = gateway_factory or _default_gateway
         self.owner = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.state = WorkerState()
-        self._wake, self._stop_event, self._stepped = threading.Event(), threading.Event(), threading.Condition()
+        self._wake, self._stop_event, self._stepped = (threading.Event(), threading.Event(),
+                                                       threading.Condition())
         # The worker may wait for the write lock longer than capture: it is not on the turn's path.
         self._busy_timeout_s = busy_timeout_s
         self._settle_sleep = settle_sleep or self._stop_event.wait  # a stop cuts a wait short
@@ -110,32 +97,36 @@ class DeliveryWorker(threading.Thread):
         self._last_report = StepReport()
         # Built on first use and rebuilt when the settings they are built from change (keyed.py).
         # The outbox's commits need not be fsynced: captured rows were made durable by capture's own
-        # commit, and a lost delivered/leased mark after a power cut only means a resend (at-least-once),
-        # never a lost message. Capture keeps the configured durability.
+        # commit, and a lost delivered/leased mark after a power cut only means a resend
+        # (at-least-once), never a lost message. Capture keeps the configured durability.
         self._outbox: Keyed[Settings, Outbox] = Keyed(
             fields("outbox_path", "max_queued_rows", "dead_retention_days"),
-            lambda s: Outbox.for_settings(s, synchronous="NORMAL", busy_timeout_s=self._busy_timeout_s,
+            lambda s: Outbox.for_settings(s, synchronous="NORMAL",
+                                          busy_timeout_s=self._busy_timeout_s,
                                           clock=self._clock), _close_quietly)
         self._gateways: Keyed[Settings, HonchoGateway] = Keyed(
             fields(*GATEWAY_FIELDS, "sdk_timeout_s"),
             lambda s: self._gateway_factory(s), _close_quietly)
         self._pool: Keyed[Settings, ThreadPoolExecutor] = Keyed(
             fields("concurrency"),
-            lambda s: ThreadPoolExecutor(max_workers=s.concurrency, thread_name_prefix="honcho-hub-sender"),
+            lambda s: ThreadPoolExecutor(max_workers=s.concurrency,
+                                         thread_name_prefix="honcho-hub-sender"),
             self._shut_down_pool)
         self._next_prune_mono = 0.0
         self._adopted_for: str | None = None
-        self._batch_s: float | None = None  # how long the last batch took, to judge what a deadline allows
+        # How long the last batch took, to judge what a deadline allows.
+        self._batch_s: float | None = None
         self._abandoned: list[Future] = []  # sends left on the wire at a drain's deadline
         self._failure: str | None = None  # the code of the failing steps, logged once per change
-        # Heartbeats (see the module docstring): when the next is due (monotonic), the interval this worker
-        # promises (from the poll interval), the destination whose circuit it reports, whether a row exists.
+        # Heartbeats (docs/architecture.md, "Delivery"): when the next is due (monotonic), the
+        # interval this worker promises (from the poll interval), the destination whose circuit it
+        # reports, whether a row exists.
         self._next_beat_mono = -math.inf
         self._beat_every_s = BEAT_EVERY_S
         self._beat_destination: str | None = None
         self._beating = False
 
-    # -- thread surface ------------------------------------------------------------------------------
+    # -- thread surface --------------------------------------------------------------------------
 
     def run(self) -> None:
         while not self._stop_event.is_set() and _process_running():
@@ -144,8 +135,10 @@ class DeliveryWorker(threading.Thread):
             try:
                 report = self.step()
             except Exception as exc:  # the loop boundary: log, back off one poll, keep going
-                if not _process_running():  # the interpreter refuses new thread-pool work as it exits
-                    log.info("honcho worker: the process is exiting; leased events go out again after their lease")
+                # The interpreter refuses new thread-pool work as it exits.
+                if not _process_running():
+                    log.info("honcho worker: the process is exiting; leased events go out again"
+                             " after their lease")
                     break
                 report = self._failed(exc)
             else:
@@ -164,12 +157,14 @@ class DeliveryWorker(threading.Thread):
         self._wake.set()
 
     def drain(self, timeout_s: float) -> dict:
-        """Deliver until nothing is ready or `timeout_s` passed; returns what moved. Never blocks longer."""
+        """Deliver until nothing is ready or `timeout_s` passed; returns what moved. Never blocks
+        longer."""
         deadline = self._monotonic() + max(0.0, timeout_s)
         if self.is_alive():
             return self._drain_via_thread(deadline)
         totals = dict.fromkeys(_MOVED, 0)
-        self._batch_s = None  # judged by this drain's batches: an earlier slow one must not stall it
+        # Judged by this drain's batches: an earlier slow one must not stall it.
+        self._batch_s = None
         while self._monotonic() < deadline:
             report = self.step(deadline)
             _add(totals, report)
@@ -192,7 +187,7 @@ class DeliveryWorker(threading.Thread):
             self._close()
         return not self.is_alive()
 
-    # -- one step ------------------------------------------------------------------------------------
+    # -- one step --------------------------------------------------------------------------------
 
     def step(self, deadline: float = math.inf) -> StepReport:
         """Keep up to `concurrency` session batches in flight until nothing is ready (or the step's
@@ -200,8 +195,8 @@ class DeliveryWorker(threading.Thread):
         one transaction, while the other batches are still on the wire.
 
         With a `deadline` (monotonic), a batch is leased only while the time left exceeds the last
-        batch's duration, and the step returns at the deadline: batches whose messages have not left are
-        released, those on the wire left leased (`_withdraw`)."""
+        batch's duration, and the step returns at the deadline: batches whose messages have not left
+        are released, those on the wire left leased (`_withdraw`)."""
         settings = self._settings()
         self._beat_every_s = max(BEAT_EVERY_S, settings.poll_interval_s)
         paused = pause_reason(settings, self._enabled)
@@ -210,7 +205,8 @@ class DeliveryWorker(threading.Thread):
         report = StepReport(state="idle")
         outbox = self._outbox.get(settings)
         destination = self._beat_destination = settings.destination()
-        if destination != self._adopted_for:  # captured while the URL was unusable: theirs from now on
+        # Captured while the URL was unusable: theirs from now on.
+        if destination != self._adopted_for:
             outbox.adopt_unsent(settings.unusable_url_destination(), destination)
             self._adopted_for = destination
         self._share_circuit(outbox, destination, settings.circuit_max_s)
@@ -221,7 +217,8 @@ class DeliveryWorker(threading.Thread):
         gateway, pool = self._gateways.get(settings), self._pool.get(settings)
         budget = settings.concurrency * BATCHES_PER_STEP
         in_flight: dict[Future, list[LeasedEvent]] = {}
-        boardings: dict[Future, Boarding] = {}  # whether each batch's messages have left (see _withdraw)
+        # Whether each batch's messages have left (see _withdraw).
+        boardings: dict[Future, Boarding] = {}
         settlement = Settlement()
         renew_every = settings.lease_s / RENEWALS_PER_LEASE
         renew_at = self._monotonic() + renew_every
@@ -232,13 +229,16 @@ class DeliveryWorker(threading.Thread):
                 renew = [e.id for batch in in_flight.values() for e in batch]
                 renew_at = self._monotonic() + renew_every
             try:
-                batches = self._settle_and_lease(outbox, settlement, settings, destination, wanted, renew, deadline)
+                batches = self._settle_and_lease(outbox, settlement, settings, destination, wanted,
+                                                 renew, deadline)
             except OutboxError:
                 if not (self._stop_event.is_set() or self._past(deadline)):
                     raise
-                log.warning("honcho worker: %s while the outbox was locked; unrecorded results and %d batches"
-                            " on the wire go out again after their lease, once Honcho was asked what it holds",
-                            "stopped" if self._stop_event.is_set() else "drain time up", len(in_flight))
+                log.warning("honcho worker: %s while the outbox was locked; unrecorded results and"
+                            " %d batches on the wire go out again after their lease, once Honcho"
+                            " was asked what it holds",
+                            "stopped" if self._stop_event.is_set() else "drain time up",
+                            len(in_flight))
                 break
             budget -= len(batches)
             for batch in batches:
@@ -253,7 +253,8 @@ class DeliveryWorker(threading.Thread):
                 break
             if report.state != "running":
                 report.state = "running"
-                self.state.show("running")  # what a beat written while the batches are on the wire says
+                # What a beat written while the batches are on the wire says.
+                self.state.show("running")
             done = self._wait(in_flight, min(renew_at, deadline))
             settlement = Settlement()
             for future in done:
@@ -265,8 +266,8 @@ class DeliveryWorker(threading.Thread):
         return self._report(report)
 
     def _wait(self, in_flight: dict[Future, list[LeasedEvent]], until: float) -> set[Future]:
-        """The batches that finished first, or none at `until` (monotonic); a wait that lasts longer than a
-        beat interval beats, so a slow request does not make this process look dead."""
+        """The batches that finished first, or none at `until` (monotonic); a wait that lasts longer
+        than a beat interval beats, so a slow request does not make this process look dead."""
         while True:
             beat_at = self._monotonic() + BEAT_EVERY_S
             done, _ = wait(in_flight, timeout=max(0.0, min(until, beat_at) - self._monotonic()),
@@ -276,24 +277,29 @@ class DeliveryWorker(threading.Thread):
             if self._monotonic() >= beat_at:
                 self._beat_if_due()
 
-    def _settle_and_lease(self, outbox: Outbox, settlement: Settlement, settings: Settings, destination: str,
-                          wanted: int, renew: Sequence[str], deadline: float) -> list[list[LeasedEvent]]:
-        """One settle-renew-lease transaction, retried while the outbox is locked or unwritable, until it
-        is recorded or a stop is requested or the deadline passed (then the last OutboxError is raised)."""
+    def _settle_and_lease(self, outbox: Outbox, settlement: Settlement, settings: Settings,
+                          destination: str, wanted: int, renew: Sequence[str],
+                          deadline: float) -> list[list[LeasedEvent]]:
+        """One settle-renew-lease transaction, retried while the outbox is locked or unwritable,
+        until it is recorded or a stop is requested or the deadline passed (then the last
+        OutboxError is raised)."""
         def sleep(seconds: float) -> None:
-            self._settle_sleep(min(seconds, max(0.0, deadline - self._monotonic())))  # never past the deadline
+            # Never past the deadline.
+            self._settle_sleep(min(seconds, max(0.0, deadline - self._monotonic())))
 
         retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type((OutboxBusy, OutboxUnavailable)), wait=SETTLE_WAIT,
+            retry=tenacity.retry_if_exception_type((OutboxBusy, OutboxUnavailable)),
+            wait=SETTLE_WAIT,
             stop=lambda attempt: self._stop_event.is_set() or self._past(deadline),
             sleep=sleep, before_sleep=_log_settle_retry, reraise=True)
-        return retrying(outbox.settle_and_lease, settlement, self.owner, wanted, settings.batch_size,
-                        settings.lease_s, destination, renew)
+        return retrying(outbox.settle_and_lease, settlement, self.owner, wanted,
+                        settings.batch_size, settings.lease_s, destination, renew)
 
-    def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int, deadline: float) -> int:
-        """How many new batches to lease: none while stopping, switched off or with the circuit open, nor
-        when the time left before a deadline is shorter than the last batch took; one to probe. Asked
-        before every lease, so switching the plugin off stops a long step too."""
+    def _wanted(self, settings: Settings, destination: str, in_flight: int, budget: int,
+                deadline: float) -> int:
+        """How many new batches to lease: none while stopping, switched off or with the circuit
+        open, nor when the time left before a deadline is shorter than the last batch took; one to
+        probe. Asked before every lease, so switching the plugin off stops a long step too."""
         circuit = self.state.circuit(destination)
         now = self._clock()
         if self._stop_event.is_set() or budget <= 0 or circuit.is_open(now) or not self._enabled():
@@ -308,10 +314,11 @@ class DeliveryWorker(threading.Thread):
 
     def _withdraw(self, outbox: Outbox, in_flight: dict[Future, list[LeasedEvent]],
                   boardings: dict[Future, Boarding]) -> None:
-        """At a drain's deadline: the batches whose messages have not left are withdrawn (their sends add
-        nothing now) and their rows released, pending again at once; the batches on the wire are left to
-        their lease (Honcho may be storing them: they go out again after it, once Honcho was asked what it
-        holds). No result of either is recorded, and no send is waited for."""
+        """At a drain's deadline: the batches whose messages have not left are withdrawn (their
+        sends add nothing now) and their rows released, pending again at once; the batches on the
+        wire are left to their lease (Honcho may be storing them: they go out again after it,
+        once Honcho was asked what it holds). No result of either is recorded, and no send is
+        waited for."""
         withdrawn = [f for f in in_flight if boardings[f].withdraw()]
         unsent = [e.id for f in withdrawn for e in in_flight[f]]
         self._abandoned = [f for f in self._abandoned if not f.done()] + list(in_flight)
@@ -319,34 +326,37 @@ class DeliveryWorker(threading.Thread):
             if unsent:
                 outbox.release(self.owner, unsent)
         except OutboxError as exc:
-            log.info("honcho worker: %d unsent events not released (%s); they go out after their lease",
-                     len(unsent), exc.code)
+            log.info("honcho worker: %d unsent events not released (%s); they go out after their"
+                     " lease", len(unsent), exc.code)
         on_wire = len(in_flight) - len(withdrawn)
         if on_wire:
-            log.info("honcho worker: drain time up with %d batches on the wire; they go out again after their"
-                     " lease, once Honcho was asked what it holds", on_wire)
+            log.info("honcho worker: drain time up with %d batches on the wire; they go out again"
+                     " after their lease, once Honcho was asked what it holds", on_wire)
 
-    def _record(self, settlement: Settlement, settings: Settings, destination: str, batch: list[LeasedEvent],
-                result: BatchResult, report: StepReport) -> None:
+    def _record(self, settlement: Settlement, settings: Settings, destination: str,
+                batch: list[LeasedEvent], result: BatchResult, report: StepReport) -> None:
         if result.requests:
             self._batch_s = result.latency_s
         delivered, dead, retried = self.state.record(result, settlement, destination,
-                                                     RetryPolicy.from_settings(settings), self._clock(), self._rng)
-        report.delivered, report.dead, report.retried = (report.delivered + delivered, report.dead + dead,
+                                                     RetryPolicy.from_settings(settings),
+                                                     self._clock(), self._rng)
+        report.delivered, report.dead, report.retried = (report.delivered + delivered,
+                                                         report.dead + dead,
                                                          report.retried + retried)
         if self._on_delivered is not None and (result.delivered or result.already_there):
             try:
                 self._on_delivered(destination, batch[0].session_id)
             except Exception as exc:  # the callback's trouble is its own: delivery goes on
-                log.debug("honcho worker: the on_delivered callback failed (%s)", type(exc).__name__)
+                log.debug("honcho worker: the on_delivered callback failed (%s)",
+                          type(exc).__name__)
 
-    # -- what the processes of this outbox share --------------------------------------------------------
+    # -- what the processes of this outbox share --------------------------------------------------
 
     def _share_circuit(self, outbox: Outbox, destination: str, max_s: float) -> None:
-        """Write what opened or closed `destination`'s unreachable circuit here, then take in the one every
-        process of the outbox shares (open at most `max_s` from now: see processes); a success here newer than
-        its opening closes it for all. A locked or unusable outbox leaves both for the next time (this process
-        keeps its own circuit meanwhile)."""
+        """Write what opened or closed `destination`'s unreachable circuit here, then take in the
+        one every process of the outbox shares (open at most `max_s` from now: see processes); a
+        success here newer than its opening closes it for all. A locked or unusable outbox leaves
+        both for the next time (this process keeps its own circuit meanwhile)."""
         opening, closed_at = self.state.unshared(destination)
         try:
             if closed_at is not None:
@@ -356,29 +366,33 @@ class DeliveryWorker(threading.Thread):
             shared = processes.follow_shared(outbox.db, destination, max_s)
             success_at = self.state.snapshot()["metrics"]["last_success_at"]
             if shared is not None and success_at is not None and success_at > shared.opened_at:
-                # Honcho answered this process after the opening (a batch that was on the wire then).
+                # Honcho answered this process after the opening (a batch that was on the wire
+                # then).
                 if processes.close_shared(outbox.db, destination, shared.opened_at):
                     shared = None
         except OutboxError as exc:
-            log.debug("honcho worker: the shared circuit was not read (%s); trying again at the next step", exc.code)
+            log.debug("honcho worker: the shared circuit was not read (%s); trying again at the"
+                      " next step", exc.code)
             return
         self.state.follow_shared(destination, shared)
 
     def _beat_if_due(self) -> None:
-        """Write this worker's heartbeat, at most every BEAT_EVERY_S, into the outbox it has open (none is
-        opened for it); a locked outbox skips the beat rather than stall delivery."""
+        """Write this worker's heartbeat, at most every BEAT_EVERY_S, into the outbox it has open
+        (none is opened for it); a locked outbox skips the beat rather than stall delivery."""
         now = self._monotonic()
         outbox = self._outbox.peek()
         if now < self._next_beat_mono or outbox is None or outbox.closed:
             return
         self._next_beat_mono = now + BEAT_EVERY_S
         snapshot = self.state.snapshot()
-        metrics, circuit = snapshot["metrics"], snapshot["circuits"].get(self._beat_destination or "")
+        metrics, circuit = (snapshot["metrics"],
+                            snapshot["circuits"].get(self._beat_destination or ""))
         beat = Beat(self.owner, self._beat_every_s, snapshot["state"], snapshot["reason"],
                     circuit["kind"] if circuit else None, circuit["code"] if circuit else None,
                     circuit["open_until"] if circuit else None, sent=metrics["sent"],
-                    reconciled=metrics["reconciled"], failed=metrics["failed"], dead=metrics["dead"],
-                    last_success_at=metrics["last_success_at"], last_error_code=metrics["last_error_code"],
+                    reconciled=metrics["reconciled"], failed=metrics["failed"],
+                    dead=metrics["dead"], last_success_at=metrics["last_success_at"],
+                    last_error_code=metrics["last_error_code"],
                     last_error_at=metrics["last_error_at"])
         try:
             processes.beat(outbox.db, beat)
@@ -387,7 +401,8 @@ class DeliveryWorker(threading.Thread):
             log.debug("honcho worker: heartbeat skipped (%s)", exc.code)
 
     def _forget_beat(self) -> None:
-        """Delete this worker's heartbeat row at a clean stop; left behind, it goes stale and expires."""
+        """Delete this worker's heartbeat row at a clean stop; left behind, it goes stale and
+        expires."""
         outbox = self._outbox.peek()
         if not self._beating or outbox is None or outbox.closed:
             return
@@ -397,7 +412,7 @@ class DeliveryWorker(threading.Thread):
         except OutboxError as exc:
             log.debug("honcho worker: heartbeat row left to expire (%s)", exc.code)
 
-    # -- helpers -------------------------------------------------------------------------------------
+    # -- helpers ---------------------------------------------------------------------------------
 
     def _report(self, report: StepReport) -> StepReport:
         self.state.show(report.state, report.reason, report.detail)
@@ -405,14 +420,16 @@ class DeliveryWorker(threading.Thread):
         return report
 
     def _failed(self, exc: Exception) -> StepReport:
-        """A failed step of the thread: one log line when the failure changes (its code, or for a bug the
-        exception type and where it was raised; never its message, which may hold a path)."""
+        """A failed step of the thread: one log line when the failure changes (its code, or for a
+        bug the exception type and where it was raised; never its message, which may hold a
+        path)."""
         if isinstance(exc, (OutboxError, HonchoRequestError)):
             code, where = exc.code, ""
         else:
             code, where = type(exc).__name__, f" at {_raised_at(exc)}"
         if code != self._failure:
-            log.error("honcho worker: delivery stopped (%s%s); trying again every poll", code, where)
+            log.error("honcho worker: delivery stopped (%s%s); trying again every poll", code,
+                      where)
             self._failure = code
         return self._report(StepReport(state="error", reason=code))
 
@@ -422,8 +439,9 @@ class DeliveryWorker(threading.Thread):
             self._failure = None
 
     def _shut_down_pool(self, pool: ThreadPoolExecutor) -> None:
-        """Let the sender threads go once their sends end; sends abandoned at a drain's deadline finish on
-        their own: waiting would undo the deadline (the gateway closes its client only once they are done)."""
+        """Let the sender threads go once their sends end; sends abandoned at a drain's deadline
+        finish on their own: waiting would undo the deadline (the gateway closes its client only
+        once they are done)."""
         pool.shutdown(wait=not any(not f.done() for f in self._abandoned), cancel_futures=True)
         self._abandoned = []
 
@@ -460,8 +478,9 @@ class DeliveryWorker(threading.Thread):
 
 
 def pause_reason(settings: Settings, enabled: Callable[[], bool]) -> tuple[str, str | None] | None:
-    """Why nothing may be sent now, and which setting is at fault: the plugin is switched off, or the API URL
-    the user configured cannot be used (the key must go nowhere else). Captured events wait meanwhile."""
+    """Why nothing may be sent now, and which setting is at fault: the plugin is switched off, or
+    the API URL the user configured cannot be used (the key must go nowhere else). Captured events
+    wait meanwhile."""
     if not enabled():
         return "plugin_disabled", None
     problem = settings.api_url_problem
@@ -478,7 +497,8 @@ def _raised_at(exc: BaseException) -> str:
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}" if tb is not None else "?"
+    return (f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+            if tb is not None else "?")
 
 
 def _log_settle_retry(attempt: tenacity.RetryCallState) -> None:
@@ -496,5 +516,6 @@ def _close_quietly(resource: Outbox | HonchoGateway) -> None:
 
 
 def _default_gateway(settings: Settings) -> HonchoGateway:
-    # Each batch's peers join its session with their roles' flags; the global human is not every chat's.
+    # Each batch's peers join its session with their roles' flags; the global human is not every
+    # chat's.
     return HonchoGateway.for_settings(settings, with_human=False)
