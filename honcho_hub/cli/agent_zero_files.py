@@ -1,6 +1,5 @@
 """Agent Zero v1.7's saved files as the backfill reads them: chat folders and their chat.json,
 the scheduler's tasks.json, settings.json and where a project keeps plugin settings.
-
 In cli/, at the edge: only the command line reads Agent Zero's files, so no floor below depends on
 their format (inside Agent Zero, the bridge reads its live objects instead).
 """
