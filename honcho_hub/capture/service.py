@@ -220,8 +220,8 @@ class CaptureService:
                 header, text, {"secrets": secrets, "mask": mask}))
         try:
             redacted = redacted_text(text, secrets, mask)
-        # RedactionError, or a host masker that fails: fail closed, nothing persisted
         except Exception:
+            # RedactionError, or a host masker that fails: fail closed, nothing persisted
             log.warning("honcho capture: redaction failed; message not queued")
             return self._count(Outcome.REDACTION_FAILED), None
         if not redacted.strip():
