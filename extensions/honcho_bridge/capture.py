@@ -1,9 +1,7 @@
-"""Capture adapters' logic: who typed it, which ids, then one core call; safe on Agent Zero's event loop.
+"""Capture adapters' logic: who typed it, which ids, then one core call; safe on the event loop.
 
-Both hooks run on the loop that runs every chat, so they only read in-memory facts and cached settings,
-append the message to the process's journal and wake the threads that do the rest: the capture writer
-(masking, redaction, the outbox), the delivery worker, and — for what the human typed — the query-aware
-recall for the coming turn.
+Both hooks only read in-memory facts and cached settings, append the message to the process's
+journal and wake the threads that do the rest.
 """
 
 from __future__ import annotations
@@ -40,7 +38,8 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     text = getattr(message, "message", None)
     settings = host.settings_for(agent)
     facts = UserMessageFacts(agent_number=agent.number, intervention=intervention,
-                             is_nudge=not intervention and _is_nudge(agent, text), chat=host.chat_facts(agent))
+                             is_nudge=not intervention and _is_nudge(agent, text),
+                             chat=host.chat_facts(agent))
     skip = skip_reason_for_user_message(facts, settings)
     if skip:
         return skip
@@ -58,15 +57,17 @@ def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome
     skip = skip_reason_for_tool_result(agent.number, tool_name, host.chat_facts(agent), settings)
     if skip:
         return skip
-    return _capture(agent, settings, Role.AGENT, _last_ai_message_id(agent), getattr(response, "message", None),
-                    host.project_name(agent), host.host_secrets(agent))
+    return _capture(agent, settings, Role.AGENT, _last_ai_message_id(agent),
+                    getattr(response, "message", None), host.project_name(agent),
+                    host.host_secrets(agent))
 
 
 def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, project: str | None,
              secrets: dict[str, str]) -> Outcome:
-    # The scope is stored on the event for the worker; the project finds its secrets if this process dies.
-    request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id, text=text,
-                             scope_id=resolve_scope(settings, project), project=project)
+    # The scope is stored on the event for the worker; the project finds its secrets if this process
+    # dies.
+    request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id,
+                             text=text, scope_id=resolve_scope(settings, project), project=project)
     the_hub = hub()
     outcome = the_hub.capture(settings).accept(request, settings, secrets,
                                                        mask=lambda value: host.mask(agent, value))
@@ -77,18 +78,20 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
     return outcome
 
 
-def _prefetch_recall(agent: Any, settings, text: str, project: str | None, secrets: dict[str, str]) -> None:
-    """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks: the
-    first time, the recall modules load on a background thread that then starts it."""
+def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
+                     secrets: dict[str, str]) -> None:
+    """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks:
+    the first time, the recall modules load on a background thread that then starts it."""
     scope = resolve_scope(settings, project)
     chat = str(agent.context.id)
 
     def prefetch(recaller, wait_s: float) -> None:
-        # The chat's session after its forgets: on the loop, as memory holds it (a forget this process has
-        # not read yet is read meanwhile, and the recall hook names the new session); elsewhere read first.
+        # The chat's session after its forgets: on the loop, as memory holds it (a forget this
+        # process has not read yet is read meanwhile, and the recall hook names the new session);
+        # elsewhere read first.
         session = session_of(chat, settings, project, wait_s)
-        recaller.prefetch(settings, session, text, scope, mask=lambda value: host.mask(agent, value),
-                          secrets=secrets)
+        recaller.prefetch(settings, session, text, scope,
+                          mask=lambda value: host.mask(agent, value), secrets=secrets)
     recaller = hub().ready_recaller(lambda built: prefetch(built, settings.recall_wait_s))
     if recaller is not None:
         prefetch(recaller, 0.0)
@@ -104,8 +107,8 @@ _nudges: BoundedMap[str, tuple[float, str]] = BoundedMap(64)
 
 
 def _nudge_text(agent: Any) -> str:
-    """The nudge prompt, read (a file read and template render) at most once a minute per profile: this
-    runs on Agent Zero's event loop for every typed message."""
+    """The nudge prompt, read (a file read and template render) at most once a minute per profile:
+    this runs on Agent Zero's event loop for every typed message."""
     profile = str(getattr(getattr(agent, "config", None), "profile", "") or "")
     known = _nudges.get(profile)
     if known is None or time.monotonic() - known[0] > NUDGE_REREAD_S:
@@ -116,7 +119,8 @@ def _nudge_text(agent: Any) -> str:
 
 def _last_ai_message_id(agent: Any) -> str:
     """The history id of the AI message that called the response tool (added just before it ran)."""
-    messages = getattr(getattr(getattr(agent, "history", None), "current", None), "messages", None) or []
+    messages = getattr(getattr(getattr(agent, "history", None), "current", None), "messages",
+                       None) or []
     for message in reversed(messages):
         if getattr(message, "ai", False):
             return str(getattr(message, "id", "") or "")

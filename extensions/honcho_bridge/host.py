@@ -1,4 +1,7 @@
-"""Settings, secrets and chat facts as Agent Zero v1.x provides them."""
+"""Settings, secrets and chat facts as Agent Zero v1.x provides them.
+
+It knows nothing of the Hub: the settings it builds are cached per project and per chat view.
+"""
 
 from __future__ import annotations
 
@@ -21,28 +24,30 @@ GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
 SECRETS_FILE = "usr/secrets.env"
 NEW_CHAT_S = 30.0  # a chat whose agent 0 starts within this of its creation was just opened
 
-# The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing YAML
-# and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per project, then
-# reused until one of the files or a HONCHO_* variable changes. A hit costs a few `stat` calls.
+# The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing
+# YAML and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per
+# project, then reused until one of the files or a HONCHO_* variable changes. A hit costs a few
+# `stat` calls.
 _settings_cache = SettingsCache()
 
 
 _last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is caught mid-save
-# (project, human facts) -> (the project's settings, the chat's): the chat's are made again only when the
-# project's were rebuilt (a file or variable changed), never on a call that finds them.
+# (project, human facts) -> (the project's settings, the chat's): the chat's are made again only
+# when the project's were rebuilt (a file or variable changed), never on a call that finds them.
 MAX_CHAT_VIEWS = 256  # projects × agent profiles in use
 _chat_views: BoundedMap[tuple, tuple[Settings, Settings]] = BoundedMap(MAX_CHAT_VIEWS)
 
 
 def settings_for(agent: Any) -> Settings:
-    """Effective settings for this agent's chat: the global settings with its project's over them, as the
-    chat's human sees them (rules.chat_view: its peer, a session of its own when a shared one is another
-    human's)."""
+    """Effective settings for this agent's chat: the global settings with its project's over them,
+    as the chat's human sees them (rules.chat_view: its peer, a session of its own when a shared one
+    is another human's)."""
     return chat_settings(project_name(agent), human_facts(agent))
 
 
 def chat_settings(project: str | None, facts: HumanFacts) -> Settings:
-    """The settings of a chat in `project` whose human facts are `facts` (rules.chat_view); cached."""
+    """The settings of a chat in `project` whose human facts are `facts` (rules.chat_view);
+    cached."""
     base = project_settings(project)
     key = (project, facts)
     known = _chat_views.get(key)
@@ -54,15 +59,16 @@ def chat_settings(project: str | None, facts: HumanFacts) -> Settings:
 
 
 def chat_human(agent: Any, settings: Settings | None = None) -> str | None:
-    """The peer id of the chat's human; None when no one is named and `unmapped_chats` is no-capture
-    (nothing of the chat is captured or recalled). `settings`: the chat's, when the caller has them."""
+    """The peer id of the chat's human; None when no one is named and `unmapped_chats` is
+    no-capture (nothing of the chat is captured or recalled). `settings`: the chat's, when the
+    caller has them."""
     return human_peer(human_facts(agent), settings or settings_for(agent))
 
 
 def human_facts(agent: Any) -> HumanFacts:
-    """What names the chat's human in Agent Zero v1.7: agent 0's profile (`agent.config.profile`). Agent 0's,
-    not this agent's: a subordinate runs under the profile its superior asked for, and a message typed
-    while it runs is still the chat's human's."""
+    """What names the chat's human in Agent Zero v1.7: agent 0's profile (`agent.config.profile`).
+    Agent 0's, not this agent's: a subordinate runs under the profile its superior asked for, and a
+    message typed while it runs is still the chat's human's."""
     first = getattr(getattr(agent, "context", None), "agent0", None) or agent
     profile = getattr(getattr(first, "config", None), "profile", "")
     return HumanFacts(profile=profile if isinstance(profile, str) else "")
@@ -74,13 +80,15 @@ def global_settings() -> Settings:
 
 
 def project_settings(project: str | None) -> Settings:
-    """Effective settings for a project's chats (None: global), the same files our `get_plugin_config`
-    hook merges for Agent Zero, built once until one of them, the secrets or a HONCHO_* variable changes."""
+    """Effective settings for a project's chats (None: global), the same files our
+    `get_plugin_config` hook merges for Agent Zero, built once until one of them, the secrets or a
+    HONCHO_* variable changes."""
     key, files = (("chat", project) if project else ("global",)), _config_files(project)
     try:
         settings = _last_built[key] = _settings_cache.get(key, files, lambda: _build(*files[:-1]))
         return settings
-    except ConfigFileError:  # caught while Agent Zero was writing a config file (an empty JSON file)
+    except ConfigFileError:
+        # caught while Agent Zero was writing a config file (an empty JSON file)
         if key in _last_built:
             return _last_built[key]  # the file changed, so the next call builds again
         raise
@@ -89,7 +97,8 @@ def project_settings(project: str | None) -> Settings:
 def _config_files(project: str | None) -> tuple[str, ...]:
     from helpers import files, projects
 
-    project_file = (projects.get_project_meta(project, "plugins", PLUGIN_NAME, "config.json"),) if project else ()
+    project_file = ((projects.get_project_meta(project, "plugins", PLUGIN_NAME, "config.json"),)
+                    if project else ())
     return (DEFAULT_CONFIG, GLOBAL_CONFIG, *project_file, files.get_abs_path(SECRETS_FILE))
 
 
@@ -100,7 +109,8 @@ def _build(default_file: str, global_file: str, project_file: str | None = None)
     # (Project secrets are still masked and redacted: see host_secrets and mask.)
     manager = get_default_secrets_manager()  # the global secrets file, never a project's
     return effective_settings(read_layers(default_file, global_file, project_file, strict=True),
-                              secrets=_load(manager), environ=os.environ, load_secrets=lambda: _load(manager))
+                              secrets=_load(manager), environ=os.environ,
+                              load_secrets=lambda: _load(manager))
 
 
 def host_secrets(agent: Any) -> dict[str, str]:
@@ -123,7 +133,8 @@ def mask(agent: Any, text: str) -> str:
 
 
 def chat_facts(agent: Any) -> ChatFacts:
-    """Whether the chat is a background (MCP/A2A) chat or one run by a scheduled task, and whose it is."""
+    """Whether the chat is a background (MCP/A2A) chat or one run by a scheduled task, and whose it
+    is."""
     context = agent.context
     kind = getattr(context, "type", None)
     return ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
@@ -131,12 +142,13 @@ def chat_facts(agent: Any) -> ChatFacts:
 
 
 def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:
-    """Whether this agent 0 starts a chat a person just opened: not a chat loaded from disk at startup
-    (Agent Zero gives it its saved creation time), not a reset (its log is emptied but the creation time
-    stays), not a background or scheduler chat, not a subordinate."""
+    """Whether this agent 0 starts a chat a person just opened: not a chat loaded from disk at
+    startup (Agent Zero gives it its saved creation time), not a reset (its log is emptied but the
+    creation time stays), not a background or scheduler chat, not a subordinate."""
     context = agent.context
     created = getattr(context, "created_at", None)
-    if getattr(agent, "number", None) != 0 or not isinstance(created, datetime) or created.tzinfo is None:
+    if (getattr(agent, "number", None) != 0 or not isinstance(created, datetime)
+            or created.tzinfo is None):
         return False  # a chat saved without a creation time is loaded with a naive 1970 one
     facts = chat_facts(agent)
     age_s = ((now or datetime.now(UTC)) - created).total_seconds()

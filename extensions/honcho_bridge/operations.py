@@ -1,5 +1,8 @@
-"""The sidebar's API side: status, the bounded operator actions, the card and the memory inspector, for the
-chat the UI shows."""
+"""The sidebar's API side, for the chat the UI shows.
+
+Status, the bounded operator actions, the card, the memory inspector, and the offers to forget a
+chat deleted in Agent Zero.
+"""
 
 from __future__ import annotations
 
@@ -28,23 +31,25 @@ from .tool import action_context
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card")
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss")
-FORGET_WAIT_S = 30.0  # the sidebar's request waits at most this for sends on the wire; forgetting again finishes
+# the sidebar's request waits at most this for sends on the wire; forgetting again finishes
+FORGET_WAIT_S = 30.0
 
 
 def status_document(body: Any) -> dict:
-    """Status for the sidebar; with a chat id it includes that chat's session (its peers' configuration on
-    the server) and scope progress. `light: true` (the collapsed line's poll) reads local state only: no
-    request to Honcho."""
+    """Status for the sidebar; with a chat id it includes that chat's session (its peers'
+    configuration on the server) and scope progress. `light: true` (the collapsed line's poll) reads
+    local state only: no request to Honcho."""
     settings, session, scope = _chat(body)
     log_level.follow(settings)
     light = isinstance(body, dict) and body.get("light") is True
-    parts = hub().status_parts(settings, session, scope, backfill=session is not None and not light)
+    parts = hub().status_parts(settings, session, scope,
+                               backfill=session is not None and not light)
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 
 def card_document(body: Any) -> dict:
-    """The agent's card of the human of the chat the UI shows (`context`), else of `user_peer_id`: one
-    request to Honcho."""
+    """The agent's card of the human of the chat the UI shows (`context`), else of `user_peer_id`:
+    one request to Honcho."""
     settings = _chat(body)[0]
     log_level.follow(settings)
     return card_view(hub().tool_gateway(settings), settings)
@@ -60,28 +65,33 @@ def run_operation(body: Any) -> dict:
     log_level.follow(settings)
     result = {
         "check": lambda: operations.check(settings),
-        "wake": lambda: operations.wake(settings, the_hub.worker(), the_hub.start_worker_now, plugin_enabled),
+        "wake": lambda: operations.wake(settings, the_hub.worker(), the_hub.start_worker_now,
+                                        plugin_enabled),
         "drain": lambda: operations.drain(settings, operations.DRAIN_S, worker=the_hub.worker(),
-                                          flush_capture=the_hub.flush_capture, enabled=plugin_enabled),
-        "retry_dead": lambda: operations.retry_dead(settings, the_hub.worker(), operations.MAX_REQUEUE),
+                                          flush_capture=the_hub.flush_capture,
+                                          enabled=plugin_enabled),
+        "retry_dead": lambda: operations.retry_dead(settings, the_hub.worker(),
+                                                    operations.MAX_REQUEUE),
         "clear_cache": lambda: operations.clear_cache(settings, the_hub.recaller()),
     }[action]()
     return {"ok": "error" not in result, "action": action, "result": result}
 
 
 def inspector_document(body: Any) -> dict:
-    """One of INSPECTOR_ACTIONS of the memory inspector, seen from the chat the UI shows (its human, session
-    and scope), else from the global settings: `view` (`page`), `search` (`query`), `forget` (`id`, and
-    `confirmed: true` from the UI's confirm step), `undo` (`id` of a forgotten conclusion), `edit_card`
-    (`facts`: the whole new card). A structured error for anything else."""
+    """One of INSPECTOR_ACTIONS of the memory inspector, seen from the chat the UI shows (its human,
+    session and scope), else from the global settings: `view` (`page`), `search` (`query`),
+    `forget` (`id`, and `confirmed: true` from the UI's confirm step), `undo` (`id` of a forgotten
+    conclusion), `edit_card` (`facts`: the whole new card). A structured error for anything else."""
     body = body if isinstance(body, dict) else {}
     action = body.get("action")
     if action not in INSPECTOR_ACTIONS:
         return {"ok": False, "error": f"unknown action; use one of: {', '.join(INSPECTOR_ACTIONS)}"}
     the_hub = hub()
     agent = _chat_agent(body)
-    # A chat with no human (unmapped_chats: no-capture) has no memory of its own: the global view instead.
-    actions = action_context(agent) if agent is not None and host.chat_human(agent) is not None else _global_actions()
+    # A chat with no human (unmapped_chats: no-capture) has no memory of its own: the global view
+    # instead.
+    actions = (action_context(agent) if agent is not None and host.chat_human(agent) is not None
+               else _global_actions())
     log_level.follow(actions.settings)
     ins = inspector.Inspector(actions, the_hub.recaller(), template())
     return {
@@ -108,7 +118,8 @@ def _chat_agent(body: dict) -> Any:
 
 
 def _global_actions() -> ActionContext:
-    """The memory tool's context outside any chat: global settings and secrets, no session or scope."""
+    """The memory tool's context outside any chat: global settings and secrets, no session or
+    scope."""
     settings = global_settings()
     the_hub = hub()
     gateway = the_hub.tool_gateway(settings)
@@ -117,13 +128,15 @@ def _global_actions() -> ActionContext:
         the_hub.recaller().memory_changed(settings)  # the next turn's pack shows the change
         memory_log.keep(settings, write)
 
-    return ActionContext(settings=settings, secrets=host.host_secrets(None), mask=lambda text: host.mask(None, text),
-                         gateway=gateway, supports_scopes=gateway.supports_scopes, record=record)
+    return ActionContext(settings=settings, secrets=host.host_secrets(None),
+                         mask=lambda text: host.mask(None, text), gateway=gateway,
+                         supports_scopes=gateway.supports_scopes, record=record)
 
 
 def _chat(body: Any) -> tuple[Settings, str | None, str | None]:
-    """The settings, session and scope of the chat the UI shows (`context`): its human's, as its turns use
-    them; the global settings and no session without a chat (or for a chat with no human)."""
+    """The settings, session and scope of the chat the UI shows (`context`): its human's, as its
+    turns use them; the global settings and no session without a chat (or for a chat with no
+    human)."""
     settings = global_settings()
     context_id = body.get("context") if isinstance(body, dict) else None
     if not isinstance(context_id, str) or not context_id:
@@ -133,20 +146,22 @@ def _chat(body: Any) -> tuple[Settings, str | None, str | None]:
         session = session_of(context_id, settings, None, CHAT_READ_WAIT_S)
         return settings, session, None
     chat_settings = host.settings_for(agent)
-    if host.chat_human(agent, chat_settings) is None:  # unmapped_chats no-capture: no memory of its own
+    # unmapped_chats no-capture: no memory of its own
+    if host.chat_human(agent, chat_settings) is None:
         return settings, None, None
     project = host.project_name(agent)
     session = chat_session(agent, chat_settings, project, CHAT_READ_WAIT_S)
     return chat_settings, session, resolve_scope(chat_settings, project)
 
 
-# -- forgetting a chat ------------------------------------------------------------------------------------
+# -- forgetting a chat -----------------------------------------------------------------------------
 
 def offer_forget_after_chat_delete(data: Any) -> bool:
-    """After `AgentContext.remove`: when the user's chat-delete action removed the chat (Agent Zero's
-    `api/chat_remove.py` handler is on the stack), offer to forget it in Honcho; whether an offer was made.
-    Nothing is deleted here. `remove` also runs when API chats expire, for scheduler and MCP/A2A chats and
-    others: those make no offer. In-memory only (no disk, no network): this runs on the event loop."""
+    """After `AgentContext.remove`: when the user's chat-delete action removed the chat (Agent
+    Zero's `api/chat_remove.py` handler is on the stack), offer to forget it in Honcho; whether an
+    offer was made. Nothing is deleted here. `remove` also runs when API chats expire, for scheduler
+    and MCP/A2A chats and others: those make no offer. In-memory only (no disk, no network): this
+    runs on the event loop."""
     if not isinstance(data, dict) or data.get("exception") is not None:
         return False
     args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
@@ -158,8 +173,9 @@ def offer_forget_after_chat_delete(data: Any) -> bool:
 
 
 def _called_by_chat_delete() -> bool:
-    """Whether a frame on this thread's stack runs `RemoveChat.process` of Agent Zero's `api/chat_remove.py`:
-    v1.7 has no extension point on the handler itself, so `remove`'s caller is told from the stack."""
+    """Whether a frame on this thread's stack runs `RemoveChat.process` of Agent Zero's
+    `api/chat_remove.py`: v1.7 has no extension point on the handler itself, so `remove`'s caller is
+    told from the stack."""
     frame = sys._getframe(1)
     suffix = os.sep + os.path.join("api", "chat_remove.py")
     while frame is not None:
@@ -172,10 +188,10 @@ def _called_by_chat_delete() -> bool:
 
 
 def forget_document(body: Any) -> dict:
-    """One of FORGET_ACTIONS: `offers` (chats deleted in Agent Zero that may be forgotten, newest first),
-    `forget_chat` (`chat`, and `confirmed: true` from the UI's confirm step: the chat's queued messages and its
-    Honcho session deleted, see chats/forget.py), `dismiss` (`chat`: drop its offer). A structured error
-    for anything else."""
+    """One of FORGET_ACTIONS: `offers` (chats deleted in Agent Zero that may be forgotten, newest
+    first), `forget_chat` (`chat`, and `confirmed: true` from the UI's confirm step: the chat's
+    queued messages and its Honcho session deleted, see chats/forget.py), `dismiss` (`chat`: drop
+    its offer). A structured error for anything else."""
     body = body if isinstance(body, dict) else {}
     action = body.get("action")
     if action not in FORGET_ACTIONS:
@@ -189,10 +205,13 @@ def forget_document(body: Any) -> dict:
     if action == "dismiss":
         return {"ok": True, "dismissed": forget.OFFERS.withdraw(chat_id)}
     if body.get("confirmed") is not True:
-        return {"ok": False, "error": "forgetting a chat deletes its Honcho session for good; confirm first"}
+        return {"ok": False,
+                "error": "forgetting a chat deletes its Honcho session for good; confirm first"}
     settings = global_settings()
     log_level.follow(settings)
     report = forget.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
     if "generation" in report:
-        hub().chats().forgotten(settings, chat_id, report["generation"])  # its next turn names the new session
-    return {"ok": report.get("state") == forget.DONE, "result": report, "text": forget.report_text(report)}
+        # its next turn names the new session
+        hub().chats().forgotten(settings, chat_id, report["generation"])
+    return {"ok": report.get("state") == forget.DONE, "result": report,
+            "text": forget.report_text(report)}

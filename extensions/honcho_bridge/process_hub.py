@@ -1,6 +1,7 @@
-"""The process's Hub as Agent Zero sees it: global settings, Agent Zero's enabled state, project secrets.
+"""The process's Hub as Agent Zero sees it: global settings, enabled state, project secrets.
 
-The other bridge modules ask this one for the Hub; it configures it from `host` on every ask."""
+The other bridge modules ask this one for the Hub; it configures it from `host` on every ask.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from .host import PLUGIN_NAME
 
 
 def hub() -> Hub:
-    """The Hub, told where Agent Zero keeps the global settings (cheap: every adapter asks for it)."""
+    """The Hub, told where Agent Zero keeps the global settings (cheap: every adapter asks for
+    it)."""
     return hub_module.current().reconfigure(settings=global_settings, enabled=plugin_enabled,
                                             replay_secrets=host.project_secrets)
 

@@ -1,4 +1,7 @@
-"""Recall for Agent Zero: the typed text of agent 0's user turn in, a labelled block in extras out."""
+"""Recall for Agent Zero: the typed text of agent 0's user turn in, a labelled block in extras out.
+
+Also what a chat's start warms: its base pack, a new chat's dialectic note, its scope registration.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +20,14 @@ from .chat_sessions import CHAT_READ_WAIT_S, session_of
 from .process_hub import hub
 
 EXTRAS_KEY = "honcho_memory"
-TEMPLATE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "prompts", "honcho.recall_block.md")
+TEMPLATE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "prompts", "honcho.recall_block.md")
 
 
 async def inject_recall(agent: Any, loop_data: Any) -> str:
-    """Before agent 0's first model call of a user turn; returns what happened (for logs and tests)."""
+    """Before agent 0's first model call of a user turn; returns what happened (for logs and
+    tests)."""
     if getattr(agent, "number", None) != 0 or getattr(loop_data, "iteration", None) != 0:
         return "not_first_turn_call"
     if host.chat_facts(agent).background:
@@ -37,17 +42,21 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     text = typed_text(getattr(loop_data, "user_message", None))
     chat = str(agent.context.id)
 
-    def recall():  # off the loop: the first import, masking and redaction of the query, the bounded wait
+    # off the loop: the first import, masking and redaction of the query, the bounded wait
+    def recall():
         deadline = time.monotonic() + settings.recall_wait_s
         try:
             recaller = hub().recaller()
-        except ImportError:  # the plugin's requirements are missing: delivery's warning says so, once
+        except ImportError:
+            # the plugin's requirements are missing: delivery's warning says so, once
             return None
-        # The chat's session after its forgets, read within the turn's own wait (a forget the process has not
-        # read yet: another process's, or one from before this process started).
+        # The chat's session after its forgets, read within the turn's own wait (a forget the
+        # process has not read yet: another process's, or one from before this process started).
         session = session_of(chat, settings, project, settings.recall_wait_s)
-        return recaller.recall(settings, session, text, template(), scope, lambda value: host.mask(agent, value),
-                               wait_s=max(0.0, deadline - time.monotonic()), secrets=host.host_secrets(agent))
+        return recaller.recall(settings, session, text, template(), scope,
+                               lambda value: host.mask(agent, value),
+                               wait_s=max(0.0, deadline - time.monotonic()),
+                               secrets=host.host_secrets(agent))
     result = await asyncio.to_thread(recall)
     if result is None:
         loop_data.extras_persistent.pop(EXTRAS_KEY, None)
@@ -75,8 +84,8 @@ def template() -> str:
 
 
 def register_chat(agent: Any) -> bool:
-    """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and queue the
-    chat's scope registration (background threads do the requests)."""
+    """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and
+    queue the chat's scope registration (background threads do the requests)."""
     settings = host.settings_for(agent)
     if host.chat_human(agent, settings) is None:
         return False  # no-capture and no one named: nothing to warm, prewarm or register
@@ -88,10 +97,12 @@ def register_chat(agent: Any) -> bool:
     def start() -> None:  # off the loop: the first call imports the SDK
         the_hub = hub()
         recaller = the_hub.recaller()
-        # The base pack does not depend on the chat's session: its load is queued before the session's read
-        # (which may wait for the outbox), so the chat's first turns are not left without it.
+        # The base pack does not depend on the chat's session: its load is queued before the
+        # session's read (which may wait for the outbox), so the chat's first turns are not left
+        # without it.
         recaller.warm(settings, scope)
-        # Read here, at chat start, the chat's forgets are known before its first turn (chats loaded at startup).
+        # Read here, at chat start, the chat's forgets are known before its first turn (chats loaded
+        # at startup).
         session = session_of(chat, settings, project, CHAT_READ_WAIT_S)
         if new_chat:
             recaller.prewarm(settings, session, scope)

@@ -1,4 +1,7 @@
-"""The honcho_memory tool's Agent Zero side: the chat's context in, one bounded text out."""
+"""The honcho_memory tool's Agent Zero side: the chat's context in, one bounded text out.
+
+Also whether the tools prompt offers the tool at all (recall_mode, a chat with no human).
+"""
 
 from __future__ import annotations
 
@@ -17,14 +20,16 @@ from .chat_sessions import CHAT_READ_WAIT_S, chat_session
 from .process_hub import hub
 from .recall import template
 
-# Agent Zero renders every `agent.system.tool.*.md` with the kwargs an extension leaves under this key of the
-# agent's data (its tools prompt runs at _11, after ours); our prompt file keeps its section only when told.
+# Agent Zero renders every `agent.system.tool.*.md` with the kwargs an extension leaves under this
+# key of the agent's data (its tools prompt runs at _11, after ours); our prompt file keeps its
+# section only when told.
 TOOL_KWARGS_KEY = "_tool_prompt_kwargs"
 TOOL_PROMPT = "agent.system.tool.honcho_memory.md"
 
 
-UNMAPPED_REFUSAL = ("honcho_memory: this chat has no human to remember (unmapped_chats is no-capture and neither its"
-                    " project nor its agent profile names one); nothing was read or written.")
+UNMAPPED_REFUSAL = ("honcho_memory: this chat has no human to remember (unmapped_chats is"
+                    " no-capture and neither its project nor its agent profile names one); nothing"
+                    " was read or written.")
 
 
 async def run_tool(agent: Any, args: dict) -> str:
@@ -37,8 +42,8 @@ async def run_tool(agent: Any, args: dict) -> str:
 
 
 def action_context(agent: Any) -> ActionContext:
-    """The chat's context for the memory tool's verbs; off the event loop only (the tool and the API handlers
-    call it on a thread): it may wait for the chat's generation to be read."""
+    """The chat's context for the memory tool's verbs; off the event loop only (the tool and the
+    API handlers call it on a thread): it may wait for the chat's generation to be read."""
     settings = host.settings_for(agent)
     log_level.follow(settings)
     project = host.project_name(agent)
@@ -50,8 +55,8 @@ def action_context(agent: Any) -> ActionContext:
     def recall(query: str, scope: str | None) -> str:
         # Asked for on purpose: worth the wait, and runs with automatic recall switched off too.
         return the_hub.recaller().recall(settings, session, query, template(), scope,
-                                         wait_s=settings.recall_timeout_s, secrets=host.host_secrets(agent),
-                                         deliberate=True).block
+                                         wait_s=settings.recall_timeout_s,
+                                         secrets=host.host_secrets(agent), deliberate=True).block
 
     def status() -> str:
         parts = the_hub.status_parts(settings, session, chat_scope, backfill=True)
@@ -63,21 +68,24 @@ def action_context(agent: Any) -> ActionContext:
         memory_log.keep(settings, write)
 
     def forgotten(chat_id: str, generation: int) -> None:
-        # The chat's next turn (its capture-time load on the event loop too) names the new session at once.
+        # The chat's next turn (its capture-time load on the event loop too) names the new session
+        # at once.
         the_hub.chats().forgotten(settings, chat_id, generation)
 
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
-                         mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall, status=status,
-                         supports_scopes=gateway.supports_scopes, scope_id=chat_scope, record=record,
-                         chat_id=str(agent.context.id), forgotten=forgotten)
+                         mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall,
+                         status=status, supports_scopes=gateway.supports_scopes,
+                         scope_id=chat_scope, record=record, chat_id=str(agent.context.id),
+                         forgotten=forgotten)
 
 
 def offer_tool_in_prompt(agent: Any) -> bool:
-    """Before the tools prompt is built: whether the tool's section is in it (every recall_mode but context,
-    where memory is injected only, and not in a chat with no human), and whether it may say memory is
-    injected (not under tools). Reads cached settings: safe on the event loop."""
+    """Before the tools prompt is built: whether the tool's section is in it (every recall_mode but
+    context, where memory is injected only, and not in a chat with no human), and whether it may say
+    memory is injected (not under tools). Reads cached settings: safe on the event loop."""
     settings = host.settings_for(agent)
-    offered = settings.offers_tool and host.chat_human(agent, settings) is not None  # no-capture: no human
+    # no-capture: no human
+    offered = settings.offers_tool and host.chat_human(agent, settings) is not None
     kwargs = agent.data.setdefault(TOOL_KWARGS_KEY, {})
     kwargs[TOOL_PROMPT] = {**kwargs.get(TOOL_PROMPT, {}), "honcho_tool_offered": offered,
                            "honcho_recall_injected": settings.injects_recall}

@@ -1,4 +1,7 @@
-"""When a chat's primary agent is created: start the worker, queue the scope registration. Never raises."""
+"""When a chat's primary agent is created: start the worker, queue the scope registration.
+
+Never raises: the agent starts even if memory cannot.
+"""
 
 import logging
 

@@ -1,4 +1,7 @@
-"""About every 60 s: bring the delivery worker back after a stop or a plugin reload. Never raises."""
+"""About every 60 s: bring the delivery worker back after a stop or a plugin reload.
+
+Never raises.
+"""
 
 import logging
 

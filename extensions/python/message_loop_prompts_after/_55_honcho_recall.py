@@ -1,4 +1,7 @@
-"""Inject the Honcho memory pack before agent 0's first model call of a user turn. Never raises."""
+"""Inject the Honcho memory pack before agent 0's first model call of a user turn.
+
+Never raises: the turn goes on without memory.
+"""
 
 import logging
 

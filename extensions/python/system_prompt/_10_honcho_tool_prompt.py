@@ -1,4 +1,7 @@
-"""Offer the honcho_memory tool in the system prompt, or not (recall_mode context). Never raises."""
+"""Offer the honcho_memory tool in the system prompt, or not (recall_mode context).
+
+Never raises.
+"""
 
 import logging
 

@@ -1,4 +1,7 @@
-"""Capture agent 0's final `response` (already masked by the core's _10_mask_secrets). Never raises."""
+"""Capture agent 0's final `response`, already masked by the core's _10_mask_secrets.
+
+Never raises.
+"""
 
 import logging
 

@@ -1,4 +1,7 @@
-"""Capture what the human typed, after Agent Zero added it to history. Sync point; never raises."""
+"""Capture what the human typed, after Agent Zero added it to history.
+
+A sync point of Agent Zero; it never raises.
+"""
 
 import logging
 

@@ -1,5 +1,8 @@
-"""After Agent Zero removed a chat: when the user deleted it (the chat-delete action, not an expiry), offer to
-forget it in Honcho; the sidebar shows the offer. Sync point; deletes nothing; never raises."""
+"""After Agent Zero removed a chat the user deleted, offer to forget it in Honcho.
+
+Only the chat-delete action counts, not an expiry; the sidebar shows the offer. A sync point of
+Agent Zero; it deletes nothing and never raises.
+"""
 
 import logging
 
@@ -11,7 +14,9 @@ log = logging.getLogger("honcho_hub.adapters")
 class HonchoForgetOffer(Extension):
     def execute(self, data=None, **kwargs):
         try:
-            from usr.plugins.honcho.extensions.honcho_bridge.operations import offer_forget_after_chat_delete
+            from usr.plugins.honcho.extensions.honcho_bridge.operations import (
+                offer_forget_after_chat_delete,
+            )
 
             offer_forget_after_chat_delete(data or {})
         except Exception:  # deleting the chat must never fail because of memory
