@@ -2,16 +2,18 @@
 
 Measures, in one run on the same disk: the capture hook as Agent Zero runs it (the journal write the
 turn waits for, settings lookup included); capture of a 400-character message all the way into the
-outbox (journal, redaction, enqueue through CaptureService) against a bare one-row insert into a WAL database with the same `synchronous`
-setting (the physical floor) and against a synchronous `session.add_messages` over loopback HTTP to
-a local server answering in one buffered write (what a naive plugin does). Also 10,000 captures from
-4 threads in each of 2 processes must leave exactly 10,000 rows.
+outbox (journal, redaction, enqueue through CaptureService) against a bare one-row insert into a WAL
+database with the same `synchronous` setting (the physical floor) and against a synchronous
+`session.add_messages` over loopback HTTP to a local server answering in one buffered write (what a
+naive plugin does). Also 10,000 captures from 4 threads in each of 2 processes must leave exactly
+10,000 rows.
 
 The hook by message size (400 B, 16 KB and `redact_on_hook_max_bytes`): its p99 against a same-run
 baseline, the same probe around an empty hook, the two timed in turn. `synchronous` says whether the
 message was redacted and journaled before the hook returned (up to `redact_on_hook_max_bytes`) or
 handed to the writer in memory. The limit is right when, at that size, the p99 stays within 2 ms of
-the baseline's; `--hook-only --hook-limit B --hook-sizes ...` times other sizes redacted on the hook.
+the baseline's; `--hook-only --hook-limit B --hook-sizes ...` times other sizes redacted on the
+hook.
 
     python bench/capture.py [--runs 2000] [--sync-runs 500] [--hook-runs 1000]
     python bench/capture.py --hook-only [--hook-limit BYTES] [--hook-sizes 400,8192,16384]
@@ -43,8 +45,10 @@ from honcho_hub.settings.config import build_settings  # noqa: E402
 MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studio in Berlin. "
            "Please remember that I prefer short answers, metric units and examples in Python. "
            "My sister visits in June; we want a quiet beach within an hour of the city by train. "
-           "Budget is moderate, no car, and I am vegetarian, so restaurant tips should fit that too! "
-           "Thanks a lot for all the help so far, see you soon, and say hello to the team from Ada.")[:400]
+           "Budget is moderate, no car, and I am vegetarian, "
+           "so restaurant tips should fit that too! "
+           "Thanks a lot for all the help so far, see you soon, and say hello to the team from Ada."
+           )[:400]
 
 
 def rss_mb() -> float:
@@ -61,8 +65,9 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 def time_captures(folder: str, synchronous: str, runs: int) -> list[float]:
-    settings = build_settings({"outbox_path": os.path.join(folder, f"capture-{synchronous}.sqlite3"),
-                               "outbox_synchronous": synchronous, "max_queued_rows": 1_000_000}, {}, {})
+    settings = build_settings(
+        {"outbox_path": os.path.join(folder, f"capture-{synchronous}.sqlite3"),
+         "outbox_synchronous": synchronous, "max_queued_rows": 1_000_000}, {}, {})
     service = CaptureService(settings)
     for i in range(50):  # warm-up: open, migrate, first pages
         service.capture(CaptureRequest("warm", Role.USER, f"w{i}", MESSAGE), settings)
@@ -77,9 +82,10 @@ def time_captures(folder: str, synchronous: str, runs: int) -> list[float]:
 
 
 def paste(size: int) -> str:
-    """`size` bytes (ASCII) of what people paste: prose, a log line with a URL, an assignment, code, a
-    key, so that redaction meets the shapes it looks for."""
-    block = (f"{MESSAGE}\n2025-05-01 12:00:01 GET https://api.example.com/v1/items?page=2 200 in 35 ms\n"
+    """`size` bytes (ASCII) of what people paste: prose, a log line with a URL, an assignment, code,
+    a key, so that redaction meets the shapes it looks for."""
+    block = (f"{MESSAGE}\n"
+             "2025-05-01 12:00:01 GET https://api.example.com/v1/items?page=2 200 in 35 ms\n"
              "export DATABASE_URL=postgres://app:s3cr3t-pass@db.internal:5432/app\n"
              "def total(items):\n    return sum(item.price for item in items)\n"
              f"token ghp_{'a1B2c3D4e5' * 4}\n")
@@ -87,20 +93,22 @@ def paste(size: int) -> str:
 
 
 def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dict]:
-    """The capture hook as Agent Zero calls it on its event loop (stub host: cached settings, the skip
-    rules, redaction, the journal write and its sync, the wake-ups), with the writer thread running, and
-    the same probe around an empty hook, in turn; the writer finishes between messages (they come
-    seconds apart in a chat)."""
+    """The capture hook as Agent Zero calls it on its event loop (stub host: cached settings, the
+    skip rules, redaction, the journal write and its sync, the wake-ups), with the writer thread
+    running, and the same probe around an empty hook, in turn; the writer finishes between messages
+    (they come seconds apart in a chat)."""
     import importlib
 
     from hub_testkit import StubAgent, stub_agent_zero
     from outbox_helpers import write_journal
 
     with stub_agent_zero() as host:
-        host.config.update(recall_enabled=False)  # the capture path alone (recall has bench/recall.py)
+        # the capture path alone (recall has bench/recall.py)
+        host.config.update(recall_enabled=False)
         capture = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.capture")
         service = importlib.import_module("usr.plugins.honcho.honcho_hub.capture.service")
-        process_hub = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.process_hub")
+        process_hub = importlib.import_module(
+            "usr.plugins.honcho.extensions.honcho_bridge.process_hub")
         if limit is not None:
             service.REDACT_ON_HOOK_MAX_BYTES = limit
         agent = StubAgent(0)
@@ -108,7 +116,8 @@ def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dic
         texts = {size: paste(size) for size in sizes}
         hook: dict[int, list[float]] = {size: [] for size in sizes}
         empty: dict[int, list[float]] = {size: [] for size in sizes}
-        for i in range(runs):  # the sizes in turn: a noisy moment of the machine falls on all of them
+        # the sizes in turn: a noisy moment of the machine falls on all of them
+        for i in range(runs):
             for size, text in texts.items():
                 hook[size].append(probe(capture.capture_user_message, agent, text, f"{size}-{i}"))
                 write_journal(process_hub.hub().capture(process_hub.global_settings()))
@@ -118,8 +127,9 @@ def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dic
 
 
 def warm_up(capture, agent, hub) -> None:
-    """The first messages build the settings, open the journal and the outbox and start the delivery
-    worker, whose modules (the SDK) load on a thread of their own: time nothing before that is done."""
+    """The first messages build the settings, open the journal and the outbox and start the
+    delivery worker, whose modules (the SDK) load on a thread of their own: time nothing before
+    that is done."""
     for i in range(50):
         probe(capture.capture_user_message, agent, MESSAGE, f"warm-{i}")
         if i == 0:
@@ -145,11 +155,13 @@ def hook_figures(size: int, synchronous: bool, hook: list[float], empty: list[fl
     p99, base = percentile(hook, .99), percentile(empty, .99)
     return {"message_bytes": size, "synchronous": synchronous, "runs": len(hook),
             "hook_us_p50": round(percentile(hook, .5), 1), "hook_us_p99": round(p99, 1),
-            "hook_us_p99_baseline": round(base, 1), "hook_us_p99_over_baseline": round(p99 - base, 1)}
+            "hook_us_p99_baseline": round(base, 1),
+            "hook_us_p99_over_baseline": round(p99 - base, 1)}
 
 
 def time_bare_inserts(folder: str, synchronous: str, runs: int) -> list[float]:
-    conn = sqlite3.connect(os.path.join(folder, f"bare-{synchronous}.sqlite3"), isolation_level=None)
+    conn = sqlite3.connect(os.path.join(folder, f"bare-{synchronous}.sqlite3"),
+                           isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={synchronous}")
     conn.execute("CREATE TABLE t (id TEXT PRIMARY KEY, content TEXT NOT NULL)")
@@ -171,8 +183,8 @@ def time_sync_calls(runs: int) -> list[float]:
 
     server = serve()
     try:
-        client = Honcho(base_url=server.url, api_key="bench", workspace_id="bench", max_retries=0, timeout=10,
-                        http_client=httpx.Client())
+        client = Honcho(base_url=server.url, api_key="bench", workspace_id="bench", max_retries=0,
+                        timeout=10, http_client=httpx.Client())
         session, peer = client.session("naive"), client.peer("user")
         for _ in range(20):
             session.add_messages([peer.message(MESSAGE)])
@@ -192,7 +204,8 @@ def capture_worker(path: str, tag: str, threads: int, per_thread: int) -> None:
 
     def run(thread_no: int) -> None:
         for i in range(per_thread):
-            service.capture(CaptureRequest(f"{tag}-{thread_no}", Role.USER, str(i), MESSAGE), settings)
+            service.capture(CaptureRequest(f"{tag}-{thread_no}", Role.USER, str(i), MESSAGE),
+                            settings)
 
     pool = [threading.Thread(target=run, args=(n,)) for n in range(threads)]
     for thread in pool:
@@ -202,13 +215,14 @@ def capture_worker(path: str, tag: str, threads: int, per_thread: int) -> None:
     deadline = time.monotonic() + 60
     while service.backlog() and time.monotonic() < deadline:
         service.write_pending(settings)
-    print(json.dumps({"left_in_journal": service.backlog(), "counters": service.counters.snapshot()}))
+    print(json.dumps({"left_in_journal": service.backlog(),
+                      "counters": service.counters.snapshot()}))
 
 
 def concurrent_rows(folder: str) -> tuple[int, int, list]:
     path = os.path.join(folder, "concurrent.sqlite3")
-    children = [subprocess.Popen([sys.executable, __file__, "--worker", path, f"p{n}"], stdout=subprocess.PIPE,
-                                 text=True) for n in range(2)]
+    children = [subprocess.Popen([sys.executable, __file__, "--worker", path, f"p{n}"],
+                                 stdout=subprocess.PIPE, text=True) for n in range(2)]
     reports = [json.loads(child.communicate(timeout=600)[0]) for child in children]
     conn = sqlite3.connect(path)
     found = conn.execute("SELECT count(*) FROM events").fetchone()[0]
@@ -224,7 +238,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--sync-runs", type=int, default=500)
     parser.add_argument("--hook-runs", type=int, default=1000)
-    parser.add_argument("--hook-limit", type=int, help="redact on the hook up to this many bytes (a search)")
+    parser.add_argument("--hook-limit", type=int,
+                        help="redact on the hook up to this many bytes (a search)")
     parser.add_argument("--hook-sizes", help="comma-separated message sizes in bytes")
     parser.add_argument("--hook-only", action="store_true")
     parser.add_argument("--worker", nargs=2)
@@ -232,9 +247,11 @@ def main() -> None:
     if args.worker:
         return capture_worker(args.worker[0], args.worker[1], threads=4, per_thread=1250)
     limit = REDACT_ON_HOOK_MAX_BYTES if args.hook_limit is None else args.hook_limit
-    sizes = [int(n) for n in args.hook_sizes.split(",")] if args.hook_sizes else [400, 16 * 1024, limit]
+    sizes = ([int(n) for n in args.hook_sizes.split(",")] if args.hook_sizes
+             else [400, 16 * 1024, limit])
     if args.hook_only:
-        return print(json.dumps(hook_line(time_hook(sizes, args.hook_runs, args.hook_limit), limit)))
+        return print(json.dumps(
+            hook_line(time_hook(sizes, args.hook_runs, args.hook_limit), limit)))
     # The hook first: the disk-heavy phases below leave write-back behind that slows its fdatasync.
     hook = time_hook(sizes, args.hook_runs, args.hook_limit)
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
@@ -246,17 +263,21 @@ def main() -> None:
         bare_normal = time_bare_inserts(folder, "NORMAL", args.runs)
         sync = time_sync_calls(args.sync_runs)
         expected, found, reports = concurrent_rows(folder)
-    p50, p99, bare50, sync50 = percentile(full, .5), percentile(full, .99), percentile(bare_full, .5), percentile(sync, .5)
+    p50, p99, bare50, sync50 = (percentile(full, .5), percentile(full, .99),
+                                percentile(bare_full, .5), percentile(sync, .5))
     print(json.dumps({
         "bench": "capture", "runs": args.runs, "message_chars": len(MESSAGE), "synchronous": "FULL",
         "capture_p50_us": round(p50, 1), "capture_p99_us": round(p99, 1),
-        "bare_insert_p50_us": round(bare50, 1), "bare_insert_p99_us": round(percentile(bare_full, .99), 1),
+        "bare_insert_p50_us": round(bare50, 1),
+        "bare_insert_p99_us": round(percentile(bare_full, .99), 1),
         "sync_call_p50_us": round(sync50, 1), "sync_call_runs": args.sync_runs,
-        "p50_ratio_to_bare_insert": round(p50 / bare50, 3), "speedup_vs_sync_call_p50": round(sync50 / p50, 1),
+        "p50_ratio_to_bare_insert": round(p50 / bare50, 3),
+        "speedup_vs_sync_call_p50": round(sync50 / p50, 1),
         "normal_capture_p50_us": round(percentile(normal, .5), 1),
         "normal_capture_p99_us": round(percentile(normal, .99), 1),
         "normal_bare_insert_p50_us": round(percentile(bare_normal, .5), 1),
-        "normal_p50_ratio_to_bare_insert": round(percentile(normal, .5) / percentile(bare_normal, .5), 3),
+        "normal_p50_ratio_to_bare_insert": round(
+            percentile(normal, .5) / percentile(bare_normal, .5), 3),
         "rows_expected": expected, "rows_found": found,
         "concurrent_journal_left": sum(r["left_in_journal"] for r in reports),
         "rss_growth_mb": round(rss_growth, 2), **hook_line(hook, limit),

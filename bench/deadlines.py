@@ -1,11 +1,12 @@
 """Deadline benchmark: prints one JSON line.
 
-Every call a person or the agent waits on, against a loopback fake Honcho that trickles each answer's body a
-byte every TRICKLE_S (its head at once: httpx's read timeout never fires), run as Agent Zero runs it (stub
-host: the bridge, the Hub, the real SDK): the memory tool's status, search and ask; the sidebar's full
-status, card and Test API + MCP; the memory inspector's view. Per path: its deadline, the measured wait and
-the answer's code. Then `threads_left`: the threads started meanwhile still alive once the server stopped
-and the Hub was shut down (its idle pools end): none may go on reading. The deadlines follow SETTINGS.
+Every call a person or the agent waits on, against a loopback fake Honcho that trickles each
+answer's body a byte every TRICKLE_S (its head at once: httpx's read timeout never fires), run as
+Agent Zero runs it (stub host: the bridge, the Hub, the real SDK): the memory tool's status, search
+and ask; the sidebar's full status, card and Test API + MCP; the memory inspector's view. Per path:
+its deadline, the measured wait and the answer's code. Then `threads_left`: the threads started
+meanwhile still alive once the server stopped and the Hub was shut down (its idle pools end): none
+may go on reading. The deadlines follow SETTINGS.
 
     python bench/deadlines.py
 """
@@ -45,9 +46,10 @@ def remembered(fake: FakeHoncho) -> None:
     fake.cards[("agent-zero", "user")] = ["ATTRIBUTE: keeps two sailing boats at the marina"] * 4
     fake.dialectic_answer = "The user keeps two sailing boats at the marina in Lisbon. " * 3
     for i in range(5):
-        fake.conclusions[f"c{i}"] = {"id": f"c{i}", "content": f"The user sails boat {i} on weekends",
-                                     "observer_id": "agent-zero", "observed_id": "user", "session_id": None,
-                                     "created_at": "2026-01-01T00:00:00Z", "workspace_id": "agent-zero"}
+        fake.conclusions[f"c{i}"] = {
+            "id": f"c{i}", "content": f"The user sails boat {i} on weekends",
+            "observer_id": "agent-zero", "observed_id": "user", "session_id": None,
+            "created_at": "2026-01-01T00:00:00Z", "workspace_id": "agent-zero"}
 
 
 def paths(bridge_tool, operations) -> dict[str, tuple[float, object]]:
@@ -75,7 +77,8 @@ def paths(bridge_tool, operations) -> dict[str, tuple[float, object]]:
 
     return {"tool_status": (SETTINGS["check_timeout_s"], lambda: tool("status")),
             "tool_search": (OPERATION_S, lambda: tool("search", query="boats")),
-            "tool_ask": (SETTINGS["ask_timeout_s"], lambda: tool("ask", query="What does the user keep?")),
+            "tool_ask": (SETTINGS["ask_timeout_s"],
+                         lambda: tool("ask", query="What does the user keep?")),
             "sidebar_full_status": (SETTINGS["check_timeout_s"], full_status),
             "card": (OPERATION_S, card),
             "inspector_view": (OPERATION_S, inspector),
@@ -91,14 +94,17 @@ def main() -> None:
         host.config.update(api_url=server.url, mcp_url=server.url, **SETTINGS)
         host.secrets = {"HONCHO_API_KEY": KEY}
         bridge_tool = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.tool")
-        operations = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.operations")
-        operations.status_document({"light": True})  # the Hub and its parts exist, as in a running Agent Zero
+        operations = importlib.import_module(
+            "usr.plugins.honcho.extensions.honcho_bridge.operations")
+        # the Hub and its parts exist, as in a running Agent Zero
+        operations.status_document({"light": True})
         baseline = set(threading.enumerate())
         for name, (deadline_s, call) in paths(bridge_tool, operations).items():
             answer, wait_ms = waited(call)
             figures[name] = {"deadline_s": deadline_s, "wait_ms": wait_ms, "answer": answer}
         server.close()
-        importlib.import_module("usr.plugins.honcho.honcho_hub.hub").shutdown()  # idle pool threads end
+        # idle pool threads end
+        importlib.import_module("usr.plugins.honcho.honcho_hub.hub").shutdown()
         left = [t for t in threading.enumerate() if t not in baseline]
         for thread in left:
             thread.join(5)

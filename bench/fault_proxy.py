@@ -1,18 +1,19 @@
 """A fault-injecting loopback HTTP proxy in front of a Honcho API, for bench/faults.py.
 
-Every request that reaches the proxy gets one seeded random draw, in arrival order, that picks its fate:
+Every request that reaches the proxy gets one seeded random draw, in arrival order, that picks its
+fate:
 
 - `http_503`: answered 503 without forwarding (the server never sees it);
 - `reset_before`: the client connection is closed without forwarding and without an answer;
-- `reset_after`: forwarded, the server's full answer read, then the client connection closed without an
-  answer (the server did the work; the client never hears of it);
+- `reset_after`: forwarded, the server's full answer read, then the client connection closed without
+  an answer (the server did the work; the client never hears of it);
 - `http_429`: answered 429 with `Retry-After: 1` without forwarding;
 - otherwise forwarded and answered as the server answered.
 
 The proxy keeps one record per request (route, session, fault, the event ids of a message add, the
-server's status, whether the answer reached the client socket), so a run can be explained afterwards.
-A caller may arm an action (bench/faults.py kills the worker process) to run on the next request about
-to be answered, after the server answered it.
+server's status, whether the answer reached the client socket), so a run can be explained
+afterwards. A caller may arm an action (bench/faults.py kills the worker process) to run on the next
+request about to be answered, after the server answered it.
 
     proxy = FaultProxy("http://127.0.0.1:8000", DEFAULT_MIX, seed=1)
     ...  # point clients at proxy.url
@@ -57,8 +58,8 @@ ROUTES = (
     ("POST", r"^/v3/workspaces$", "workspace"),
     ("POST", _WS + r"/scopes", "scope"),
 )
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
-                         "upgrade", "host", "content-length", "accept-encoding"})
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
+                         "trailer", "upgrade", "host", "content-length", "accept-encoding"})
 
 
 def route_of(method: str, path: str) -> tuple[str, str | None]:
@@ -82,18 +83,21 @@ class ProxiedRequest:
     upstream_status: int | None = None  # the server's status when forwarded and answered
     upstream_error: str | None = None  # why forwarding failed (the client then got a 502)
     answered: bool = False  # the proxy's answer was written to the client's socket
-    killed: bool = False  # an armed action (a kill of the client) ran on it: the connection was then closed
+    # an armed action (a kill of the client) ran on it: the connection was then closed
+    killed: bool = False
 
     @property
     def stored(self) -> bool:
         """A message add the server accepted (whether or not the client heard of it)."""
-        return self.route == "message_add" and self.upstream_status is not None and 200 <= self.upstream_status < 300
+        return (self.route == "message_add" and self.upstream_status is not None
+                and 200 <= self.upstream_status < 300)
 
 
 class FaultProxy:
     """A running proxy on 127.0.0.1; `url` is its base URL. Stop it with `close()`."""
 
-    def __init__(self, upstream_url: str, mix: dict[str, float], seed: int, delay_s: float = 0.0) -> None:
+    def __init__(self, upstream_url: str, mix: dict[str, float], seed: int,
+                 delay_s: float = 0.0) -> None:
         unknown = set(mix) - set(FAULT_KINDS)
         if unknown or sum(mix.values()) > 1:
             raise ValueError(f"bad fault mix: {mix}")
@@ -107,7 +111,8 @@ class FaultProxy:
         self._upstream = httpx.Client(base_url=self.upstream_url, timeout=FORWARD_TIMEOUT_S)
         self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fault-proxy",
+                                        daemon=True)
         self._thread.start()
 
     def close(self) -> None:
@@ -118,7 +123,8 @@ class FaultProxy:
         self._server.server_close()
         self._upstream.close()
 
-    def arrived(self, route: str, session_id: str | None, event_ids: tuple[str, ...]) -> ProxiedRequest:
+    def arrived(self, route: str, session_id: str | None,
+                event_ids: tuple[str, ...]) -> ProxiedRequest:
         """Record a request and draw its fate, under one lock so draws follow arrival order."""
         with self._lock:
             draw, fault, edge = self._rng.random(), None, 0.0
@@ -132,8 +138,9 @@ class FaultProxy:
             return record
 
     def arm(self, action: Callable[[ProxiedRequest], None], route: str | None = None) -> None:
-        """Run `action(record)` once, on the next request (of `route`, if given) about to be answered or
-        reset: after the server answered it when it was forwarded, before the client hears anything."""
+        """Run `action(record)` once, on the next request (of `route`, if given) about to be
+        answered or reset: after the server answered it when it was forwarded, before the client
+        hears anything."""
         with self._lock:
             self._armed = (action, route)
 
@@ -154,14 +161,16 @@ class FaultProxy:
         armed[0](record)
         return True
 
-    def forward(self, method: str, path: str, headers: dict[str, str], body: bytes) -> httpx.Response:
+    def forward(self, method: str, path: str, headers: dict[str, str],
+                body: bytes) -> httpx.Response:
         kept = {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
         kept["accept-encoding"] = "identity"
         return self._upstream.request(method, path, headers=kept, content=body)
 
 
 def summarize(records: list[ProxiedRequest]) -> dict:
-    """Requests and injected faults of `records`: totals per kind, per route, and upstream failures."""
+    """Requests and injected faults of `records`: totals per kind, per route, and upstream
+    failures."""
     faults = Counter(r.fault for r in records if r.fault)
     by_route: dict[str, Counter] = {}
     for r in records:
@@ -186,7 +195,8 @@ class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def handle_error(self, request, client_address) -> None:
-        """A client that vanished (a killed worker resets its idle keep-alive connections) is expected."""
+        """A client that vanished (a killed worker resets its idle keep-alive connections) is
+        expected."""
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
 
@@ -208,7 +218,8 @@ def _handler_for(proxy: FaultProxy) -> type:
             body = self._read_body()
             path = urlsplit(self.path).path
             route, session_id = route_of(self.command, path)
-            record = proxy.arrived(route, session_id, _event_ids(body) if route == "message_add" else ())
+            record = proxy.arrived(route, session_id,
+                                   _event_ids(body) if route == "message_add" else ())
             if proxy.delay_s:
                 time.sleep(proxy.delay_s)
             self._serve(record, body)
@@ -217,7 +228,8 @@ def _handler_for(proxy: FaultProxy) -> type:
             response = None
             if record.fault not in NOT_FORWARDED:
                 try:
-                    response = proxy.forward(self.command, self.path, dict(self.headers.items()), body)
+                    response = proxy.forward(self.command, self.path, dict(self.headers.items()),
+                                             body)
                     record.upstream_status = response.status_code
                 except httpx.HTTPError as exc:
                     record.upstream_error = type(exc).__name__
@@ -232,7 +244,8 @@ def _handler_for(proxy: FaultProxy) -> type:
                 return self._reset()
             if response is None:
                 return self._answer(record, 502, b'{"detail":"upstream failed"}', JSON)
-            extra = {k: v for k, v in response.headers.items() if k.lower() in ("content-type", "retry-after")}
+            extra = {k: v for k, v in response.headers.items()
+                     if k.lower() in ("content-type", "retry-after")}
             return self._answer(record, response.status_code, response.content, extra)
 
         def _read_body(self) -> bytes:
@@ -249,8 +262,10 @@ def _handler_for(proxy: FaultProxy) -> type:
             length = int(self.headers.get("Content-Length") or 0)
             return self.rfile.read(length) if length else b""
 
-        def _answer(self, record: ProxiedRequest, status: int, data: bytes, extra: dict[str, str]) -> None:
-            head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}", f"Content-Length: {len(data)}"]
+        def _answer(self, record: ProxiedRequest, status: int, data: bytes,
+                    extra: dict[str, str]) -> None:
+            head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}",
+                    f"Content-Length: {len(data)}"]
             head += [f"{k}: {v}" for k, v in extra.items()]
             try:  # one write: a client never waits on Nagle's algorithm for the body
                 self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
@@ -271,8 +286,8 @@ def _handler_for(proxy: FaultProxy) -> type:
 
 def start_delaying(upstream: str, delay_s: float) -> tuple:
     """(process, url): a proxy that only delays, in its own process (its threads must not share the
-    measured process's interpreter lock), at the lowest CPU priority (it stands for a server elsewhere).
-    Stop it by closing its stdin (bench/delivery.stop_loopback)."""
+    measured process's interpreter lock), at the lowest CPU priority (it stands for a server
+    elsewhere). Stop it by closing its stdin (bench/delivery.stop_loopback)."""
     import os
     import subprocess
 

@@ -3,10 +3,10 @@
 Against a loopback fake Honcho in its own process: cache-hit latency of a full recall (query
 redaction, cache key, render) over 10,000 hits, and of the recall hook as Agent Zero calls it (stub
 host: the settings lookup, the thread hop off the event loop) over 2,000; remote calls made by 50
-concurrent identical recalls; a cold recall (a new query every time: every call goes to Honcho) against
-the bare `Session.context` call with the same arguments, p50 over 500 runs each; and how long a turn
-waits, against the recall deadline, when Honcho hangs, when it trickles its answer one byte a second,
-and when it takes 2 s to refuse the scoped call and 2 s more for the unscoped one.
+concurrent identical recalls; a cold recall (a new query every time: every call goes to Honcho)
+against the bare `Session.context` call with the same arguments, p50 over 500 runs each; and how
+long a turn waits, against the recall deadline, when Honcho hangs, when it trickles its answer one
+byte a second, and when it takes 2 s to refuse the scoped call and 2 s more for the unscoped one.
 
     python bench/recall.py
 """
@@ -88,7 +88,8 @@ def trickled(settings) -> tuple[str, float]:
                                       {"HONCHO_API_KEY": KEY}, {})
     recaller = Recaller()
     try:
-        result, wait_ms = waited(lambda: recaller.recall(trickle_settings, "chat-trickle", QUERY, TEMPLATE))
+        result, wait_ms = waited(
+            lambda: recaller.recall(trickle_settings, "chat-trickle", QUERY, TEMPLATE))
     finally:
         stop.set()
         recaller.close()
@@ -98,18 +99,22 @@ def trickled(settings) -> tuple[str, float]:
 
 
 def refused_then_slow(url: str) -> tuple[str, float]:
-    """A server 2 s away that refuses the scoped call (403), so recall retries unscoped: 2 s more."""
+    """A server 2 s away that refuses the scoped call (403), so recall retries unscoped: 2 s
+    more."""
     from fault_proxy import start_delaying
 
     httpx.post(url + "/_fake/scoped_context_status", json={"status": 403}, timeout=30)
     proxy, proxy_url = start_delaying(url, 2.0)
-    slow = build_settings({"api_url": proxy_url, "workspace_id": "recall-bench", "recall_timeout_s": 2.5},
+    slow = build_settings({"api_url": proxy_url, "workspace_id": "recall-bench",
+                           "recall_timeout_s": 2.5},
                           {"HONCHO_API_KEY": KEY}, {})
     recaller = Recaller()
     try:
-        recaller.recall(slow, "chat-first", QUERY, TEMPLATE)  # its client exists and knows the workspace
+        # its client exists and knows the workspace
+        recaller.recall(slow, "chat-first", QUERY, TEMPLATE)
         wait_idle(30, recaller)
-        result, wait_ms = waited(lambda: recaller.recall(slow, "chat-scoped", QUERY, TEMPLATE, "a0-bench"))
+        result, wait_ms = waited(
+            lambda: recaller.recall(slow, "chat-scoped", QUERY, TEMPLATE, "a0-bench"))
     finally:
         recaller.close()
         stop_loopback(proxy, 30)
@@ -118,7 +123,8 @@ def refused_then_slow(url: str) -> tuple[str, float]:
 
 
 def adapter_path(url: str) -> list[float]:
-    """The recall hook as Agent Zero runs it, hits only: cached settings, the hop off the loop, the cache."""
+    """The recall hook as Agent Zero runs it, hits only: cached settings, the hop off the loop,
+    the cache."""
     import asyncio
     import importlib
     import types
@@ -132,8 +138,9 @@ def adapter_path(url: str) -> list[float]:
         agent = StubAgent(0)
 
         def loop_data():
-            return types.SimpleNamespace(iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
-                content={"user_message": QUERY, "system_message": [], "attachments": []}))
+            return types.SimpleNamespace(
+                iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
+                    content={"user_message": QUERY, "system_message": [], "attachments": []}))
 
         async def run() -> list[float]:
             await bridge.inject_recall(agent, loop_data())  # the miss that fills the cache
@@ -150,15 +157,18 @@ def main() -> None:
     server, url = start_loopback(KEY)
     control = lambda path, body: httpx.post(url + path, json=body, timeout=30).json()  # noqa: E731
     try:
-        control("/_fake/remember", {"observer": "agent-zero", "target": "user",
-                                    "representation": "The user prefers green tea from small shops.\n" * 5,
-                                    "card": ["Name: Ada", "Lives in Lisbon"]})
-        settings = build_settings({"api_url": url, "workspace_id": "recall-bench", "recall_timeout_s": 2.5},
+        control("/_fake/remember", {
+            "observer": "agent-zero", "target": "user",
+            "representation": "The user prefers green tea from small shops.\n" * 5,
+            "card": ["Name: Ada", "Lives in Lisbon"]})
+        settings = build_settings({"api_url": url, "workspace_id": "recall-bench",
+                                   "recall_timeout_s": 2.5},
                                   {"HONCHO_API_KEY": KEY}, {})
         warm = Recaller()
         warm.recall(settings, "chat-bench", QUERY, TEMPLATE)
         hits = timed(lambda: warm.recall(settings, "chat-bench", QUERY, TEMPLATE), 10_000)
-        before = sum(1 for _, p in control("/_fake/requests", None) if "/sessions/" in p and p.endswith("/context"))
+        before = sum(1 for _, p in control("/_fake/requests", None)
+                     if "/sessions/" in p and p.endswith("/context"))
         crowd, barrier = Recaller(), threading.Barrier(50)
 
         def one() -> None:
@@ -169,21 +179,28 @@ def main() -> None:
             thread.start()
         for thread in threads:
             thread.join()
-        single_flight = sum(1 for _, p in control("/_fake/requests", None) if "/sessions/" in p and p.endswith("/context")) - before
+        single_flight = sum(1 for _, p in control("/_fake/requests", None)
+                            if "/sessions/" in p and p.endswith("/context")) - before
 
         cold_settings = settings
         cold_recaller = Recaller()
         from honcho import Honcho
         from honcho.session import Session
-        bare_client = Honcho(base_url=url, api_key=KEY, workspace_id="recall-bench", max_retries=0, timeout=10)
+        bare_client = Honcho(base_url=url, api_key=KEY, workspace_id="recall-bench",
+                             max_retries=0, timeout=10)
         session = Session("chat-bench", bare_client)
         cold, bare = [], []
-        for _ in range(500):  # interleaved, so drift of the machine or server affects both alike
+        # interleaved, so drift of the machine or server affects both alike
+        for _ in range(500):
             query = f"{QUERY} ({len(cold)})"  # a new message: not in the cache
-            cold += timed(lambda: cold_recaller.recall(cold_settings, "chat-bench", query, TEMPLATE), 1)  # noqa: B023  # timed calls it at once
-            bare += timed(lambda: session.context(summary=True, tokens=500, peer_target="user", search_query=QUERY,
-                                                  peer_perspective="agent-zero", search_top_k=8, max_conclusions=20,
-                                                  limit_to_session=False), 1)
+            # timed calls it at once
+            cold += timed(
+                lambda: cold_recaller.recall(cold_settings, "chat-bench", query, TEMPLATE),  # noqa: B023
+                1)
+            bare += timed(lambda: session.context(
+                summary=True, tokens=500, peer_target="user", search_query=QUERY,
+                peer_perspective="agent-zero", search_top_k=8, max_conclusions=20,
+                limit_to_session=False), 1)
 
         for recaller in (warm, crowd, cold_recaller):
             recaller.close()
@@ -191,7 +208,8 @@ def main() -> None:
         trickle_source, trickle_wait_ms = trickled(settings)
         refused_source, refused_wait_ms = refused_then_slow(url)
         hung = Recaller()  # last: the fake stays hung from here on
-        hung.recall(settings, "chat-warm", QUERY, TEMPLATE)  # its client exists, as in a running Agent Zero
+        # its client exists, as in a running Agent Zero
+        hung.recall(settings, "chat-warm", QUERY, TEMPLATE)
         control("/_fake/fail", {"match": "/context$", "kind": "timeout", "times": 100})
         result, hung_wait_ms = waited(lambda: hung.recall(settings, "chat-hung", QUERY, TEMPLATE))
         hung.close()
@@ -201,14 +219,18 @@ def main() -> None:
         "bench": "recall", "hits": len(hits), "hit_p50_us": round(percentile(hits, .5), 1),
         "hit_p99_us": round(percentile(hits, .99), 1), "single_flight_callers": 50,
         "single_flight_remote_calls": single_flight, "cold_runs": len(cold),
-        "cold_recall_p50_us": round(percentile(cold, .5), 1), "bare_context_p50_us": round(percentile(bare, .5), 1),
+        "cold_recall_p50_us": round(percentile(cold, .5), 1),
+        "bare_context_p50_us": round(percentile(bare, .5), 1),
         "cold_overhead_ratio": round(percentile(cold, .5) / percentile(bare, .5), 3),
-        "recall_deadline_ms": settings.recall_timeout_s * 1000, "hung_wait_ms": round(hung_wait_ms, 1),
+        "recall_deadline_ms": settings.recall_timeout_s * 1000,
+        "hung_wait_ms": round(hung_wait_ms, 1),
         "hung_wait_over_deadline_ms": round(hung_wait_ms - settings.recall_timeout_s * 1000, 1),
         "hung_result": result.source,
         "trickle_wait_ms": round(trickle_wait_ms, 1), "trickle_result": trickle_source,
-        "refused_scope_then_slow_wait_ms": round(refused_wait_ms, 1), "refused_scope_result": refused_source,
-        "adapter_hits": len(adapter_hits), "adapter_hit_p50_us": round(percentile(adapter_hits, .5), 1),
+        "refused_scope_then_slow_wait_ms": round(refused_wait_ms, 1),
+        "refused_scope_result": refused_source,
+        "adapter_hits": len(adapter_hits),
+        "adapter_hit_p50_us": round(percentile(adapter_hits, .5), 1),
         "adapter_hit_p99_us": round(percentile(adapter_hits, .99), 1),
     }))
 

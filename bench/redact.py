@@ -1,10 +1,10 @@
 """Redaction benchmark: prints one JSON line.
 
-Runs the generated corpus (tests/redact_corpus.py) through `redact`: how many secret shapes it holds and
-how many of them left a secret part in the output (`survivors`), how many look-alikes it holds and how
-many came out changed (`mangled`). Then timings: the p50 of `redact` on a realistic 400-character
-message without a secret (`p50_us_400_chars`, the common case) and with one API key in it
-(`p50_us_400_chars_with_secret`) or with a connection URL whose password holds `#` and a space
+Runs the generated corpus (tests/redact_corpus.py) through `redact`: how many secret shapes it holds
+and how many of them left a secret part in the output (`survivors`), how many look-alikes it holds
+and how many came out changed (`mangled`). Then timings: the p50 of `redact` on a realistic
+400-character message without a secret (`p50_us_400_chars`, the common case) and with one API key in
+it (`p50_us_400_chars_with_secret`) or with a connection URL whose password holds `#` and a space
 (`p50_us_400_chars_with_url`), and the median of `redact_long` on a 1 MB paste mixing Latin,
 CJK, Cyrillic, emoji and code, none of it a secret (`ms_1mb_mixed_scripts`).
 
@@ -29,8 +29,14 @@ from redact_corpus import lookalikes, secret_cases  # noqa: E402
 from honcho_hub.safety.redact import redact, redact_long  # noqa: E402
 
 KEY = "sk-proj-" + "Q7wErTy9UiOp3AsDfGh5JkLzXcVbNm12" * 2
-WITH_SECRET = (MESSAGE[:200] + f" The key for the test account is {KEY} if you need it. " + MESSAGE[200:])[:400]
-WITH_URL = (MESSAGE[:200] + "\nDATABASE_URL=postgres://svc:Kp4x#Qm9z wd7@db.internal:5432/app\n" + MESSAGE[200:])[:400]
+WITH_SECRET = (
+    MESSAGE[:200] + f" The key for the test account is {KEY} if you need it. " + MESSAGE[200:]
+)[:400]
+WITH_URL = (
+    MESSAGE[:200]
+    + "\nDATABASE_URL=postgres://svc:Kp4x#Qm9z wd7@db.internal:5432/app\n"
+    + MESSAGE[200:]
+)[:400]
 
 _PIECES = (
     "Der Bericht über die Änderungen im Straßenverkehr erscheint nächste Woche, à bientôt. ",
@@ -38,11 +44,13 @@ _PIECES = (
     "Привет! Напомни мне завтра купить молоко, хлеб и яблоки — и позвонить маме в 18:00. ",
     "Great job 🎉🚀 the release is out 👨\u200d👩\u200d👧 family trip photos 📸 next 🌍✨ ",
     "def load(path):\n    with open(path) as f:\n        return json.load(f)  # max_tokens=500\n",
-    "const url = `https://api.example.com/v1/items?page=${page}&sort=asc`;\nfetch(url).then(r => r.json());\n",
+    "const url = `https://api.example.com/v1/items?page=${page}&sort=asc`;\n"
+    "fetch(url).then(r => r.json());\n",
     "東京都の天気：晴れ、最高気温は２５度です。ＡＢＣ１２３のコードを確認してください。\n",
     "SELECT id, name FROM users WHERE created_at > '2024-01-01' ORDER BY id LIMIT 100;\n",
     "كان الاجتماع مفيدا جدا، شكرا لكم. ",
-    "commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the parser; uuid 123e4567-e89b-12d3-a456-426614174000\n",
+    "commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the parser; "
+    "uuid 123e4567-e89b-12d3-a456-426614174000\n",
 )
 
 
@@ -76,9 +84,13 @@ def p50_us(text: str, runs: int) -> float:
 
 def corpus() -> dict:
     cases, looks = secret_cases(), lookalikes()
-    survivors = sum(1 for case in cases if any(part in redact(case.text, case.host) for part in case.parts))
+    survivors = sum(
+        1 for case in cases if any(part in redact(case.text, case.host) for part in case.parts)
+    )
     mangled = sum(1 for text in looks if redact(text) != text)
-    return {"shapes": len(cases), "survivors": survivors, "lookalikes": len(looks), "mangled": mangled}
+    return {
+        "shapes": len(cases), "survivors": survivors, "lookalikes": len(looks), "mangled": mangled
+    }
 
 
 def main() -> None:

@@ -1,55 +1,59 @@
-"""Soak benchmark: concurrent simulated chats against a Honcho for a bounded time; prints one JSON line.
+"""Soak benchmark: concurrent chats against a Honcho for a bounded time; prints one JSON line.
 
-`--chats` (8) chats run at once on one asyncio loop, as Agent Zero runs every chat, through the plugin's
-Agent Zero code paths loaded as Agent Zero loads them (the stub host of tests/hub_testkit.py; the loop
-keeps Python's default executor, so the recall and tool hooks' thread hops share it as they do in Agent
-Zero). Each turn of a chat: the capture hook for what the human typed (`hist_add_user_message`), a 20 ms
-gap standing for Agent Zero's own prompt building, the recall hook (`message_loop_prompts_after`: the
-recaller), in a quarter of the turns one `honcho_memory` tool call (search conclusions, search the
-session, recall or status: through `run_action`, never remember or forget), the model's time (0.1-0.6 s),
-then the capture of the final response (`tool_execute_after`) and the user's time to read it (0.1-0.6 s).
-A chat ends after 5-15 turns and a new one opens. The real delivery worker, started as the adapters start
-it, drains the outbox all along; every message is 3-4,000 characters (every 25th the longest), so each is
-one event.
+`--chats` (8) chats run at once on one asyncio loop, as Agent Zero runs every chat, through the
+plugin's Agent Zero code paths loaded as Agent Zero loads them (the stub host of
+tests/hub_testkit.py; the loop keeps Python's default executor, so the recall and tool hooks' thread
+hops share it as they do in Agent Zero). Each turn of a chat: the capture hook for what the human
+typed (`hist_add_user_message`), a 20 ms gap standing for Agent Zero's own prompt building, the
+recall hook (`message_loop_prompts_after`: the recaller), in a quarter of the turns one
+`honcho_memory` tool call (search conclusions, search the session, recall or status: through
+`run_action`, never remember or forget), the model's time (0.1-0.6 s), then the capture of the final
+response (`tool_execute_after`) and the user's time to read it (0.1-0.6 s). A chat ends after 5-15
+turns and a new one opens. The real delivery worker, started as the adapters start it, drains the
+outbox all along; every message is 3-4,000 characters (every 25th the longest), so each is one
+event.
 
-Honcho is the fake in its own process (tests/loopback.py), or the server at `--url`; either way a new
-workspace `honcho-hub-soak-<hex>`. With `--faults`, every request of the plugin goes through the
-fault-injecting loopback proxy of bench/fault_proxy.py, in its own process (its threads must not share
-this process's interpreter lock or memory): each request draws its fate from `random.Random(seed)` in
-arrival order (the mix of bench/faults.py: 5% answered 503, 5% reset before forwarding, 5% reset after the
-server answered, 3% answered 429 with `Retry-After: 1`), and independently, from its own seeded source,
-5% wait 0.2-3 s before they are served (latency; shorter than the SDK's 10 s timeout, longer than recall's
-2.5 s deadline). All routes draw: message adds, reconciliation lookups, session and peer creation,
-recall's context calls, the tool's requests.
+Honcho is the fake in its own process (tests/loopback.py), or the server at `--url`; either way a
+new workspace `honcho-hub-soak-<hex>`. With `--faults`, every request of the plugin goes through the
+fault-injecting loopback proxy of bench/fault_proxy.py, in its own process (its threads must not
+share this process's interpreter lock or memory): each request draws its fate from
+`random.Random(seed)` in arrival order (the mix of bench/faults.py: 5% answered 503, 5% reset before
+forwarding, 5% reset after the server answered, 3% answered 429 with `Retry-After: 1`), and
+independently, from its own seeded source, 5% wait 0.2-3 s before they are served (latency; shorter
+than the SDK's 10 s timeout, longer than recall's 2.5 s deadline). All routes draw: message adds,
+reconciliation lookups, session and peer creation, recall's context calls, the tool's requests.
 
 After `--seconds` the chats stop (a turn under way finishes), the proxy stops injecting (it still
-forwards), and the worker drains until the capture journal is empty and no event is pending or leased, at
-most `--drain-s`. Then every message of the run's sessions is read from the server directly (not through
-the proxy) and counted by `metadata.event_id`.
+forwards), and the worker drains until the capture journal is empty and no event is pending or
+leased, at most `--drain-s`. Then every message of the run's sessions is read from the server
+directly (not through the proxy) and counted by `metadata.event_id`.
 
 Figures:
-- `captured`: messages the capture hooks accepted (outcome `accepted`: in the journal); each one's event
-  id is derived as capture derives it (chat id, role, history message id, part 0).
-- `delivered`: captured event ids the server holds at least once; `duplicated`: captured event ids it
-  holds more than once (`duplicate_copies`: the copies beyond the first); `dead_lettered`: captured ids
-  the outbox holds as dead letters; `lost`: captured ids neither on the server nor dead-lettered after the
-  drain (`still_queued` says how many of them were still pending or leased: a drain that ran out of time).
+- `captured`: messages the capture hooks accepted (outcome `accepted`: in the journal); each one's
+  event id is derived as capture derives it (chat id, role, history message id, part 0).
+- `delivered`: captured event ids the server holds at least once; `duplicated`: captured event ids
+  it holds more than once (`duplicate_copies`: the copies beyond the first); `dead_lettered`:
+  captured ids the outbox holds as dead letters; `lost`: captured ids neither on the server nor
+  dead-lettered after the drain (`still_queued` says how many of them were still pending or leased:
+  a drain that ran out of time).
 - `recall_p50_ms`, `recall_p99_ms`: the recall hook's wall time as a turn waits for it, thread hop
-  included. `capture_p50_us`, `capture_p99_us`: both capture hooks' wall time on the loop (what a turn
-  waits for; the writer and the worker run on their own threads). `tool_p50_ms`, `tool_p99_ms`: the tool
-  hook's wall time.
+  included. `capture_p50_us`, `capture_p99_us`: both capture hooks' wall time on the loop (what a
+  turn waits for; the writer and the worker run on their own threads). `tool_p50_ms`,
+  `tool_p99_ms`: the tool hook's wall time.
 - `worker_rss_mb`: VmRSS of this process (from /proc/self/status) after the drain, the worker still
-  running. The delivery worker is a thread of the simulated Agent Zero process, so this is that whole
-  process: the worker and its sender threads, the capture journal and writer, the recaller and its cache,
-  the tool's clients, the SDK, the interpreter and this bench's own samples. `worker_rss_mb_after_warmup`
-  is the same after the first chat's start-up, `worker_rss_peak_mb` the run's VmHWM.
+  running. The delivery worker is a thread of the simulated Agent Zero process, so this is that
+  whole process: the worker and its sender threads, the capture journal and writer, the recaller and
+  its cache, the tool's clients, the SDK, the interpreter and this bench's own samples.
+  `worker_rss_mb_after_warmup` is the same after the first chat's start-up, `worker_rss_peak_mb` the
+  run's VmHWM.
 - `faults`: what the proxy injected (per kind and route), `latency_injected`; `duplicate_paths` and
   `lost_paths` explain any duplicate or lost event from the proxy's log of every request.
 
     python bench/soak.py [--url URL] [--key KEY] [--seconds 300] [--faults] [--chats 8] [--seed 1]
                          [--drain-s 900] [--set SETTING=VALUE ...]
 
-`--set` gives a plugin setting for the run (as bench/turn.py takes it); the JSON's `settings.set` lists them.
+`--set` gives a plugin setting for the run (as bench/turn.py takes it); the JSON's `settings.set`
+lists them.
 """
 
 from __future__ import annotations
@@ -90,7 +94,8 @@ from honcho_hub.storage.outbox import Outbox  # noqa: E402
 LATENCY_SHARE = 0.05
 LATENCY_S = (0.2, 3.0)
 TOOL_SHARE = 0.25
-TOOL_CALLS = ({"action": "search", "target": "conclusions"}, {"action": "search", "target": "session"},
+TOOL_CALLS = ({"action": "search", "target": "conclusions"},
+              {"action": "search", "target": "session"},
               {"action": "recall"}, {"action": "status"})
 MODEL_S = (0.1, 0.6)
 THINK_S = (0.1, 0.6)
@@ -102,11 +107,11 @@ CHILD_LINE_TIMEOUT_S = 60.0
 MAX_EXPLAINED = 10  # lost_paths keeps this many patterns and example ids
 
 
-# -- the proxy, in its own process ---------------------------------------------------------------------
+# -- the proxy, in its own process -----------------------------------------------------------------
 
 class LatencyProxy(FaultProxy):
-    """The fault proxy, plus latency: a seeded share of requests waits before it is served. The draw has
-    its own random source, so the fault draws stay those of FaultProxy for the same seed."""
+    """The fault proxy, plus latency: a seeded share of requests waits before it is served. The draw
+    has its own random source, so the fault draws stay those of FaultProxy for the same seed."""
 
     def __init__(self, upstream_url: str, mix: dict[str, float], seed: int, latency_share: float,
                  latency_s: tuple[float, float]) -> None:
@@ -116,7 +121,8 @@ class LatencyProxy(FaultProxy):
         self._latency_rng = random.Random(f"latency-{seed}")
         self._latency_lock = threading.Lock()
 
-    def arrived(self, route: str, session_id: str | None, event_ids: tuple[str, ...]) -> ProxiedRequest:
+    def arrived(self, route: str, session_id: str | None,
+                event_ids: tuple[str, ...]) -> ProxiedRequest:
         record = super().arrived(route, session_id, event_ids)
         with self._latency_lock:
             delay = (self._latency_rng.uniform(*self.latency_s)
@@ -124,7 +130,8 @@ class LatencyProxy(FaultProxy):
             if delay:
                 self.delays[record.seq] = delay
         if delay:
-            time.sleep(delay)  # on this request's handler thread, before it is forwarded or answered
+            # on this request's handler thread, before it is forwarded or answered
+            time.sleep(delay)
         return record
 
     def calm(self) -> None:
@@ -135,8 +142,9 @@ class LatencyProxy(FaultProxy):
 
 
 def proxy_child(config_json: str) -> None:
-    """In its own process: serve, print the URL; 'calm' on stdin stops the faults (answered 'calm'); at the
-    end of stdin write every request's record to `records` (JSON lines) and print the summary."""
+    """In its own process: serve, print the URL; 'calm' on stdin stops the faults (answered 'calm');
+    at the end of stdin write every request's record to `records` (JSON lines) and print the
+    summary."""
     config = json.loads(config_json)
     proxy = LatencyProxy(config["upstream"], config["mix"], config["seed"], config["latency_share"],
                          tuple(config["latency_s"]))
@@ -151,7 +159,8 @@ def proxy_child(config_json: str) -> None:
     records = list(proxy.records)
     with open(config["records"], "w", encoding="utf-8") as out:
         for record in records:
-            out.write(json.dumps({**asdict(record), "delay_s": proxy.delays.get(record.seq, 0.0)}) + "\n")
+            out.write(json.dumps({**asdict(record), "delay_s": proxy.delays.get(record.seq, 0.0)})
+                      + "\n")
     injected = records[:calm_at] if calm_at is not None else records
     print(json.dumps({**summarize(injected), "latency_injected": len(proxy.delays),
                       "latency_injected_s": round(sum(proxy.delays.values()), 1),
@@ -159,12 +168,13 @@ def proxy_child(config_json: str) -> None:
 
 
 class ProxyProcess:
-    """The parent's handle on the proxy child: its URL, calm(), finish() -> summary; every wait bounded."""
+    """The parent's handle on the proxy child: its URL, calm(), finish() -> summary; every wait
+    bounded."""
 
     def __init__(self, config: dict) -> None:
         self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--proxy-child",
-                                         json.dumps(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True)
+                                         json.dumps(config)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.records_path = config["records"]
         self.url = self._line()
         if not self.url.startswith("http"):
@@ -201,7 +211,7 @@ class ProxyProcess:
         self.process.wait(30)
 
 
-# -- the chats -----------------------------------------------------------------------------------------
+# -- the chats -------------------------------------------------------------------------------------
 
 class Tally:
     """What the chats did: samples, the captured event ids, outcomes; one asyncio loop writes it."""
@@ -236,16 +246,19 @@ def message_text(chat: int, turn: int) -> str:
     return text[:PASTE_CHARS]
 
 
-async def one_turn(bridge: dict, agent: StubAgent, chat: int, turn: int, rng: random.Random, tally: Tally) -> None:
+async def one_turn(bridge: dict, agent: StubAgent, chat: int, turn: int, rng: random.Random,
+                   tally: Tally) -> None:
     chat_id = str(agent.context.id)
     text = message_text(chat, turn)
     message = types.SimpleNamespace(message=text, attachments=[], system_message=[], id="")
-    data = {"args": (agent, message), "kwargs": {}, "result": StubHistoryMessage(False, f"u{turn}"),
-            "exception": None}
-    tally.capture(lambda: bridge["capture"].capture_user_message(agent, data), chat_id, "user", f"u{turn}")
+    data = {"args": (agent, message), "kwargs": {},
+            "result": StubHistoryMessage(False, f"u{turn}"), "exception": None}
+    tally.capture(lambda: bridge["capture"].capture_user_message(agent, data), chat_id, "user",
+                  f"u{turn}")
     await asyncio.sleep(GAP_S)  # Agent Zero builds the prompt meanwhile
-    loop_data = types.SimpleNamespace(iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
-        content={"user_message": text, "system_message": [], "attachments": []}))
+    loop_data = types.SimpleNamespace(
+        iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
+            content={"user_message": text, "system_message": [], "attachments": []}))
     start = time.perf_counter()
     tally.sources[await bridge["recall"].inject_recall(agent, loop_data)] += 1
     tally.recall_ms.append((time.perf_counter() - start) * 1000)
@@ -259,15 +272,18 @@ async def one_turn(bridge: dict, agent: StubAgent, chat: int, turn: int, rng: ra
         tally.tools[call["action"] + (f":{call['target']}" if "target" in call else "")] += 1
         tally.tool_errors += answer.startswith("honcho_memory")  # the tool's one-line failures
     await asyncio.sleep(rng.uniform(*MODEL_S))  # the model answers
-    agent.history.current.messages.append(StubHistoryMessage(True, f"a{turn}"))  # the AI message calling response
-    reply = types.SimpleNamespace(message=f"Answer to turn {turn} of chat {chat}: noted, here is what I found.")
-    tally.capture(lambda: bridge["capture"].capture_final_response(agent, "response", reply), chat_id, "agent",
-                  f"a{turn}")
+    # the AI message calling response
+    agent.history.current.messages.append(StubHistoryMessage(True, f"a{turn}"))
+    reply = types.SimpleNamespace(
+        message=f"Answer to turn {turn} of chat {chat}: noted, here is what I found.")
+    tally.capture(lambda: bridge["capture"].capture_final_response(agent, "response", reply),
+                  chat_id, "agent", f"a{turn}")
     tally.turns += 1
     await asyncio.sleep(rng.uniform(*THINK_S))  # the user reads the answer
 
 
-async def one_chat_stream(bridge: dict, chat: int, seed: int, deadline: float, tally: Tally) -> None:
+async def one_chat_stream(bridge: dict, chat: int, seed: int, deadline: float,
+                          tally: Tally) -> None:
     """Chat after chat in one slot until the deadline."""
     rng = random.Random(f"chat-{seed}-{chat}")
     opened = 0
@@ -294,11 +310,12 @@ async def soak(bridge: dict, chats: int, seconds: float, seed: int, tally: Tally
     return time.monotonic() - started
 
 
-# -- the drain and the counts --------------------------------------------------------------------------
+# -- the drain and the counts ----------------------------------------------------------------------
 
 def drain(the_hub, journal, outbox_path: str, bound_s: float) -> dict:
-    """Until the journal is empty and no event is pending or leased, or `bound_s` passed: the worker
-    delivers on its own thread; this only moves the journal along and wakes the worker now and then."""
+    """Until the journal is empty and no event is pending or leased, or `bound_s` passed: the
+    worker delivers on its own thread; this only moves the journal along and wakes the worker now
+    and then."""
     started = time.monotonic()
     box = Outbox(outbox_path, busy_timeout_s=5.0, max_rows=1_000_000)  # for counting only
     try:
@@ -321,15 +338,16 @@ def outbox_rows(path: str) -> dict[str, tuple[str, str | None, int]]:
     """event id -> (state, error code, attempts) of every row, read-only."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT id, state, error_code, attempts FROM events")}
+        return {r[0]: (r[1], r[2], r[3])
+                for r in conn.execute("SELECT id, state, error_code, attempts FROM events")}
     finally:
         conn.close()
 
 
 def lost_paths(lost: list[str], rows: dict, records: list[ProxiedRequest] | None) -> dict:
-    """For each lost event: its outbox row (state/error code, or 'never queued') and what the proxy did
-    with each request that carried it (its fault, else the server's status; '+stored' when the server
-    accepted it). The commonest patterns, with a few example ids."""
+    """For each lost event: its outbox row (state/error code, or 'never queued') and what the proxy
+    did with each request that carried it (its fault, else the server's status; '+stored' when the
+    server accepted it). The commonest patterns, with a few example ids."""
     sends: dict[str, list[str]] = {}
     for record in records or []:
         if record.route == "message_add":
@@ -342,14 +360,16 @@ def lost_paths(lost: list[str], rows: dict, records: list[ProxiedRequest] | None
     for eid in lost:
         state, code, attempts = rows.get(eid, ("never queued", None, 0))
         where = f"{state}/{code or '-'}/attempts {attempts}"
-        trail = " > ".join(sends.get(eid, [])) or ("no send seen" if records is not None else "no proxy")
+        trail = (" > ".join(sends.get(eid, []))
+                 or ("no send seen" if records is not None else "no proxy"))
         key = f"{where}: {trail}"
         patterns[key] += 1
         examples.setdefault(key, []).append(eid)
-    return {key: {"count": n, "examples": examples[key][:3]} for key, n in patterns.most_common(MAX_EXPLAINED)}
+    return {key: {"count": n, "examples": examples[key][:3]}
+            for key, n in patterns.most_common(MAX_EXPLAINED)}
 
 
-# -- the run -------------------------------------------------------------------------------------------
+# -- the run ---------------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
     workspace = f"honcho-hub-soak-{uuid.uuid4().hex[:12]}"  # never a user's own workspace
@@ -363,11 +383,12 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
     try:
         api_url = proxy.url if proxy else upstream
         with stub_agent_zero() as host:
-            host.config.update(outbox_path=outbox_path, api_url=api_url, mcp_url=api_url, workspace_id=workspace,
-                               **args.chosen)
+            host.config.update(outbox_path=outbox_path, api_url=api_url, mcp_url=api_url,
+                               workspace_id=workspace, **args.chosen)
             host.secrets = {"HONCHO_API_KEY": key}
-            bridge = {name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
-                      for name in ("capture", "recall", "worker", "tool")}
+            bridge = {
+                name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
+                for name in ("capture", "recall", "worker", "tool")}
             soak_s = asyncio.run(soak(bridge, args.chats, args.seconds, args.seed, tally))
             if proxy:
                 proxy.calm()
@@ -375,10 +396,12 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
             from usr.plugins.honcho.honcho_hub.capture import kept
 
             the_hub = bridge["worker"].hub()
-            drained = drain(the_hub, kept.JOURNAL.of(runtime.process_state()), outbox_path, args.drain_s)
+            drained = drain(the_hub, kept.JOURNAL.of(runtime.process_state()), outbox_path,
+                            args.drain_s)
             rss_end = rss_mb()
             with open("/proc/self/status") as handle:
-                rss_peak = next(int(line.split()[1]) / 1024 for line in handle if line.startswith("VmHWM:"))
+                rss_peak = next(int(line.split()[1]) / 1024 for line in handle
+                                if line.startswith("VmHWM:"))
             settings = bridge["worker"].global_settings()
             worker = the_hub.worker()
             metrics = worker_metrics(worker) if worker is not None else {}
@@ -387,7 +410,8 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
     finally:
         if proxy:
             proxy.kill()
-    sessions = sorted({session_for(settings.session_strategy, chat_id, None) for chat_id in tally.chats})
+    sessions = sorted({session_for(settings.session_strategy, chat_id, None)
+                       for chat_id in tally.chats})
     copies = event_copies_on_server(upstream, key, workspace, sessions)
     rows = outbox_rows(outbox_path)
     dead = {eid for eid, (state, _, _) in rows.items() if state == "dead"}
@@ -398,7 +422,8 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
     records = proxy.records() if proxy and (lost or duplicated) else None
     result = {
         "bench": "soak", "server": "loopback-fake" if args.url is None else "given-url",
-        "captured": len(tally.captured), "delivered": counts["delivered"], "duplicated": len(duplicated),
+        "captured": len(tally.captured), "delivered": counts["delivered"],
+        "duplicated": len(duplicated),
         "lost": len(lost), "dead_lettered": len(dead & captured),
         "recall_p50_ms": round(percentile(tally.recall_ms, 0.5), 1),
         "recall_p99_ms": round(percentile(tally.recall_ms, 0.99), 1),
@@ -408,16 +433,20 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
             1 for eid in lost if rows.get(eid, ("",))[0] in ("pending", "leased")),
         "never_queued": sum(1 for eid in captured if eid not in rows),
         "dead_letter_codes": dict(Counter(rows[eid][1] for eid in dead)),
-        "dead_but_on_server": counts["dead_but_on_server"], "unexpected_on_server": counts["unexpected_on_server"],
-        "capture_p50_us": round(percentile(tally.capture_us, 0.5), 1), "capture_calls": len(tally.capture_us),
+        "dead_but_on_server": counts["dead_but_on_server"],
+        "unexpected_on_server": counts["unexpected_on_server"],
+        "capture_p50_us": round(percentile(tally.capture_us, 0.5), 1),
+        "capture_calls": len(tally.capture_us),
         "capture_outcomes": dict(tally.outcomes), "capture_counters": capture_counters,
         "recall_calls": len(tally.recall_ms), "recall_sources": dict(tally.sources),
         "tool_calls": dict(tally.tools), "tool_error_lines": tally.tool_errors,
         "tool_p50_ms": round(percentile(tally.tool_ms, 0.5), 1) if tally.tool_ms else None,
         "tool_p99_ms": round(percentile(tally.tool_ms, 0.99), 1) if tally.tool_ms else None,
         "turns": tally.turns, "chats_opened": len(tally.chats), "sessions": len(sessions),
-        "soak_s": round(soak_s, 1), **{k: round(v, 1) if isinstance(v, float) else v for k, v in drained.items()},
-        "worker_rss_mb_after_warmup": round(tally.rss_after_warmup_mb, 1), "worker_rss_peak_mb": round(rss_peak, 1),
+        "soak_s": round(soak_s, 1),
+        **{k: round(v, 1) if isinstance(v, float) else v for k, v in drained.items()},
+        "worker_rss_mb_after_warmup": round(tally.rss_after_warmup_mb, 1),
+        "worker_rss_peak_mb": round(rss_peak, 1),
         "worker_metrics": metrics,
         "faults": traffic if traffic is not None else "off",
         "settings": {
@@ -426,9 +455,11 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
             "fault_mix": {**DEFAULT_MIX, "retry_after_s": RETRY_AFTER_S} if args.faults else None,
             "latency": {"share": LATENCY_SHARE, "wait_s": list(LATENCY_S)} if args.faults else None,
             "turns_per_chat": list(TURNS_PER_CHAT), "tool_share": TOOL_SHARE,
-            "tool_calls": [c["action"] + (f":{c['target']}" if "target" in c else "") for c in TOOL_CALLS],
+            "tool_calls": [c["action"] + (f":{c['target']}" if "target" in c else "")
+                           for c in TOOL_CALLS],
             "gap_s": GAP_S, "model_s": list(MODEL_S), "think_s": list(THINK_S),
-            "message_chars_max": PASTE_CHARS, "default_executor_workers": min(32, (os.cpu_count() or 1) + 4),
+            "message_chars_max": PASTE_CHARS,
+            "default_executor_workers": min(32, (os.cpu_count() or 1) + 4),
             "batch_size": settings.batch_size, "concurrency": settings.concurrency,
             "max_attempts": settings.max_attempts, "lease_s": settings.lease_s,
             "sdk_timeout_s": settings.sdk_timeout_s, "recall_timeout_s": settings.recall_timeout_s,
@@ -446,18 +477,22 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="Honcho API URL (default: the fake in its own process)")
-    parser.add_argument("--key", default=os.environ.get("HONCHO_API_KEY") or os.environ.get("HONCHO_REAL_ADMIN_KEY"),
+    parser.add_argument("--key", default=(os.environ.get("HONCHO_API_KEY")
+                                          or os.environ.get("HONCHO_REAL_ADMIN_KEY")),
                         help="API key (default: HONCHO_API_KEY, else HONCHO_REAL_ADMIN_KEY)")
     parser.add_argument("--seconds", type=float, default=300.0, help="how long the chats run")
     parser.add_argument("--faults", action="store_true", help="through the fault-injecting proxy")
     parser.add_argument("--chats", type=int, default=8, help="chats at once")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--drain-s", type=float, default=900.0, help="bound of the final drain, seconds")
+    parser.add_argument("--drain-s", type=float, default=900.0,
+                        help="bound of the final drain, seconds")
     parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
-                        help="a plugin setting for the run (repeatable), e.g. outbox_synchronous=NORMAL")
+                        help="a plugin setting for the run (repeatable), "
+                             "e.g. outbox_synchronous=NORMAL")
     parser.add_argument("--proxy-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.chosen = {name: yaml.safe_load(value) for name, _, value in (item.partition("=") for item in args.set)}
+    args.chosen = {name: yaml.safe_load(value)
+                   for name, _, value in (item.partition("=") for item in args.set)}
     if args.proxy_child:
         return proxy_child(args.proxy_child)
     owned = sorted(set(args.chosen) & {"outbox_path", "api_url", "mcp_url", "workspace_id"})
@@ -466,7 +501,8 @@ def main() -> None:
     if args.seconds <= 0 or args.chats < 1 or args.drain_s < 0:
         parser.error("--seconds and --chats must be positive, --drain-s not negative")
     if len(message_text(0, PASTE_EVERY - 1)) > MAX_CONTENT_CHARS:
-        raise SystemExit("soak: a message would be split into parts; its event id would not be part 0")
+        raise SystemExit("soak: a message would be split into parts; "
+                         "its event id would not be part 0")
     result = on_server(args.url, args.key or "", "honcho-hub-soak-",
                        lambda upstream, key, folder: run(args, upstream, key, folder))
     print(json.dumps(result), flush=True)

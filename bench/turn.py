@@ -1,26 +1,28 @@
-"""Turn benchmark: how long our hooks hold a user turn and Agent Zero's event loop; prints one JSON line.
+"""Turn benchmark: how long our hooks hold a turn and Agent Zero's event loop; prints one JSON line.
 
-Drives user turns through the plugin's Agent Zero code paths, loaded as Agent Zero loads them (a stub
-host, see tests/hub_testkit.py) and run on one asyncio loop as Agent Zero runs every chat: the capture
-hook (`hist_add_user_message`), a 20 ms gap standing for Agent Zero's own prompt building, the recall
-hook (`message_loop_prompts_after`), then the final response's capture (`tool_execute_after`). Each chat
-starts with the agent-init hook. Honcho is the fake in its own process behind a proxy (its own process
-too) that delays every answer by `--latency-ms`, or a real server with `--url`.
+Drives user turns through the plugin's Agent Zero code paths, loaded as Agent Zero loads them (a
+stub host, see tests/hub_testkit.py) and run on one asyncio loop as Agent Zero runs every chat: the
+capture hook (`hist_add_user_message`), a 20 ms gap standing for Agent Zero's own prompt building,
+the recall hook (`message_loop_prompts_after`), then the final response's capture
+(`tool_execute_after`). Each chat starts with the agent-init hook. Honcho is the fake in its own
+process behind a proxy (its own process too) that delays every answer by `--latency-ms`, or a real
+server with `--url`.
 
 The middle third of the turns runs while another process holds the outbox's write lock, and every
-tenth message is a 1 MB paste. A loop-lag probe (a 1 ms timer) measures how long the loop could not run.
-Then `--kills` times a process that accepted messages while the outbox was locked is killed with
-SIGKILL, and what it accepted is looked for in the outbox after its journal was replayed.
+tenth message is a 1 MB paste. A loop-lag probe (a 1 ms timer) measures how long the loop could not
+run. Then `--kills` times a process that accepted messages while the outbox was locked is killed
+with SIGKILL, and what it accepted is looked for in the outbox after its journal was replayed.
 
     python bench/turn.py [--url URL] [--latency-ms 300] [--wait-ms W] [--turns 200] [--kills 20]
                          [--set SETTING=VALUE ...]
 
 Figures: `added_turn_ms_p50/p99/max` — time the three hooks held the turn (the 20 ms gap excluded);
-`loop_block_ms_p99/max` — event-loop lateness of the probe while turns ran; `query_aware_first_call_share`
-— turns whose recall was searched with the current message; `base_pack_share` — turns that got the base
-pack instead; `empty_pack_share` — turns with nothing injected, after `warmup_turns`; `accepted` — messages
-the capture hook accepted; `lost_after_kill` — accepted by a killed process, missing after the replay;
-`dialectic_note_share` — turns whose pack carried the dialectic's note (with `--set dialectic_enabled=true`).
+`loop_block_ms_p99/max` — event-loop lateness of the probe while turns ran;
+`query_aware_first_call_share` — turns whose recall was searched with the current message;
+`base_pack_share` — turns that got the base pack instead; `empty_pack_share` — turns with nothing
+injected, after `warmup_turns`; `accepted` — messages the capture hook accepted; `lost_after_kill` —
+accepted by a killed process, missing after the replay; `dialectic_note_share` — turns whose pack
+carried the dialectic's note (with `--set dialectic_enabled=true`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,13 @@ from delivery import client, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
 from idle import wait_idle  # noqa: E402
-from outbox_helpers import hold_write_lock, read_outbox, release_lock, run_child, write_journal  # noqa: E402
+from outbox_helpers import (  # noqa: E402
+    hold_write_lock,
+    read_outbox,
+    release_lock,
+    run_child,
+    write_journal,
+)
 
 from honcho_hub.recall.pack import NOTE_TITLE  # noqa: E402
 
@@ -73,7 +81,8 @@ def percentile(samples: list[float], q: float) -> float:
 
 def paste(n: int) -> str:
     """About 1 MB of mixed scripts and code, different every time."""
-    line = (f"{n}: def handler(event): return {{'ok': True}}  # Grüße, привет, 你好, مرحبا, こんにちは 🙂 "
+    line = (f"{n}: def handler(event): return {{'ok': True}}  "
+            "# Grüße, привет, 你好, مرحبا, こんにちは 🙂 "
             "Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n")
     return (line * (1_000_000 // len(line) + 1))[:1_000_000]
 
@@ -84,17 +93,19 @@ def seed_memory(url: str, workspace: str, fake: bool) -> None:
         headers = {"Authorization": f"Bearer {KEY}"}
         httpx.post(f"{url}/v3/workspaces", json={"id": workspace}, headers=headers)
         for peer in ("agent-zero", "user"):  # they exist: earlier chats were delivered
-            httpx.post(f"{url}/v3/workspaces/{workspace}/peers", json={"id": peer}, headers=headers)
-        httpx.post(f"{url}/_fake/remember", json={"observer": "agent-zero", "target": "user", "card": [
-            "Name: Ada", "Lives in Lisbon"], "representation": "The user prefers green tea and short answers."})
+            httpx.post(f"{url}/v3/workspaces/{workspace}/peers", json={"id": peer},
+                       headers=headers)
+        httpx.post(f"{url}/_fake/remember", json={
+            "observer": "agent-zero", "target": "user", "card": ["Name: Ada", "Lives in Lisbon"],
+            "representation": "The user prefers green tea and short answers."})
         return
     honcho = client(url, KEY, workspace)
     honcho.peer("agent-zero").set_card(["Name: Ada", "Lives in Lisbon"], target="user")
 
 
 class GcPauses:
-    """The interpreter's garbage-collection passes (any thread's allocations trigger one, and it holds
-    every thread), so a loop stall can be told apart from one our hooks or threads caused."""
+    """The interpreter's garbage-collection passes (any thread's allocations trigger one, and it
+    holds every thread), so a loop stall can be told apart from one our hooks or threads caused."""
 
     def __init__(self) -> None:
         self.spans: list[tuple[float, float]] = []
@@ -127,31 +138,35 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
     prober = asyncio.create_task(probe(lags, running))
     added, sources, outcomes, empty, notes = [], [], [], 0, 0
     lock_from, lock_to = turns // 3, 2 * turns // 3
-    holder = run_child(CHILD_LOCK_ON_REQUEST, outbox_path)  # spawned now: a process start is not ours to count
+    # spawned now: a process start is not ours to count
+    holder = run_child(CHILD_LOCK_ON_REQUEST, outbox_path)
     agent = None
     await start_up(worker, recall)
     try:
         for turn in range(turns):
-            if turn in (lock_from, lock_to):  # lock, then release, the outbox from the other process
+            # lock, then release, the outbox from the other process
+            if turn in (lock_from, lock_to):
                 holder.stdin.write("\n")
                 holder.stdin.flush()
                 await asyncio.to_thread(holder.stdout.readline)
             if turn % CHAT_TURNS == 0:
-                agent = StubAgent(0, StubContext(id=f"bench{turn:04d}", created_at=datetime.now(UTC)))
+                agent = StubAgent(0, StubContext(id=f"bench{turn:04d}",
+                                                 created_at=datetime.now(UTC)))
                 worker.ensure_worker()
                 recall.register_chat(agent)  # agent_init: warms the base pack
             pasted = turn % PASTE_EVERY == PASTE_EVERY - 1
             text = paste(turn) if pasted else f"{MESSAGES[turn % len(MESSAGES)]} ({turn})"
             message = types.SimpleNamespace(message=text, attachments=[], system_message=[], id="")
-            data = {"args": (agent, message), "kwargs": {}, "result": StubHistoryMessage(False, f"h{turn}"),
-                    "exception": None}
+            data = {"args": (agent, message), "kwargs": {},
+                    "result": StubHistoryMessage(False, f"h{turn}"), "exception": None}
             running.set()
             start = time.perf_counter()
             outcomes.append(str(getattr(capture.capture_user_message(agent, data), "value", "")))
             held = time.perf_counter() - start
             await asyncio.sleep(GAP_S)  # Agent Zero builds the prompt meanwhile
-            loop_data = types.SimpleNamespace(iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
-                content={"user_message": text, "system_message": [], "attachments": []}))
+            loop_data = types.SimpleNamespace(
+                iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
+                    content={"user_message": text, "system_message": [], "attachments": []}))
             start = time.perf_counter()
             sources.append(await recall.inject_recall(agent, loop_data))
             held += time.perf_counter() - start
@@ -161,7 +176,8 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
             notes += NOTE_TITLE in block
             agent.history.current.messages.append(StubHistoryMessage(True, f"ai{turn}"))
             start = time.perf_counter()
-            capture.capture_final_response(agent, "response", types.SimpleNamespace(message=f"Answer {turn}."))
+            capture.capture_final_response(agent, "response",
+                                           types.SimpleNamespace(message=f"Answer {turn}."))
             held += time.perf_counter() - start
             running.clear()
             added.append(held * 1000)
@@ -170,20 +186,24 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
         holder.kill()
         holder.wait(30)
         prober.cancel()
-    return {"added": added, "sources": sources, "outcomes": outcomes, "empty": empty, "lags": lags, "notes": notes}
+    return {"added": added, "sources": sources, "outcomes": outcomes, "empty": empty, "lags": lags,
+            "notes": notes}
 
 
 async def start_up(worker, recall) -> None:
-    """Agent Zero's start: the first chat's agent-init hook loads the plugin's delivery and recall modules
-    in the background; the user types a moment later. Waits (at most 60 s) until they are loaded."""
+    """Agent Zero's start: the first chat's agent-init hook loads the plugin's delivery and recall
+    modules in the background; the user types a moment later. Waits (at most 60 s) until they are
+    loaded."""
     worker.ensure_worker()
     recall.register_chat(StubAgent(0, StubContext(id="benchstart")))
     the_hub = worker.hub()
     deadline = time.monotonic() + 60
-    while (the_hub.ready_recaller() is None or the_hub.worker() is None) and time.monotonic() < deadline:
+    while ((the_hub.ready_recaller() is None or the_hub.worker() is None)
+           and time.monotonic() < deadline):
         await asyncio.sleep(0.05)
     if the_hub.ready_recaller() is not None:
-        await asyncio.to_thread(wait_idle, 60, the_hub.ready_recaller())  # the base pack's first load
+        # the base pack's first load
+        await asyncio.to_thread(wait_idle, 60, the_hub.ready_recaller())
 
 
 CHILD_LOCK_ON_REQUEST = r"""
@@ -207,7 +227,8 @@ from honcho_hub.settings.config import build_settings
 settings = build_settings({"outbox_path": sys.argv[2], "capture_wait_ms": 10}, {}, {})
 service = CaptureService(settings, fallback_journal_folder=sys.argv[3])
 for i in range(1000):
-    outcome = service.accept(CaptureRequest(sys.argv[4], Role.USER, f"k{i}", f"kill test {i}"), settings)
+    outcome = service.accept(CaptureRequest(sys.argv[4], Role.USER, f"k{i}", f"kill test {i}"),
+                             settings)
     print(outcome.value, i, flush=True)
 sys.stdin.readline()
 """
@@ -230,15 +251,17 @@ def kills(outbox_path: str, fallback: str, count: int, seed: int) -> dict:
         lines = [child.stdout.readline() for _ in range(rng.randint(1, 40))]
         os.kill(child.pid, signal.SIGKILL)
         child.wait(30)
-        lines += child.stdout.read().splitlines(keepends=True)  # printed after our last read: accepted too
-        ids = [int(line.split()[1]) for line in lines if line.endswith("\n") and line.startswith("accepted ")]
+        # printed after our last read: accepted too
+        lines += child.stdout.read().splitlines(keepends=True)
+        ids = [int(line.split()[1]) for line in lines
+               if line.endswith("\n") and line.startswith("accepted ")]
         release_lock(holder)
         accepted += len(ids)
         service = CaptureService(settings, fallback_journal_folder=fallback)
         service.write_pending(settings)
         service.close()
-        stored = {row[0] for row in read_outbox(outbox_path, "SELECT content FROM events WHERE session_id = ?",
-                                                (f"chat-{chat}",))}
+        stored = {row[0] for row in read_outbox(
+            outbox_path, "SELECT content FROM events WHERE session_id = ?", (f"chat-{chat}",))}
         lost += sum(1 for i in ids if f"kill test {i}" not in stored)
     return {"accepted": accepted, "lost": lost}
 
@@ -247,13 +270,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="a real Honcho (default: the fake in its own process)")
     parser.add_argument("--latency-ms", type=float, default=56.0)
-    parser.add_argument("--wait-ms", type=int, default=-1, help="recall_wait_ms (-1: the whole recall deadline)")
+    parser.add_argument("--wait-ms", type=int, default=-1,
+                        help="recall_wait_ms (-1: the whole recall deadline)")
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
-                        help="a plugin setting for the run (repeatable), e.g. dialectic_enabled=true")
+                        help="a plugin setting for the run (repeatable), "
+                             "e.g. dialectic_enabled=true")
     args = parser.parse_args()
-    chosen = {name: yaml.safe_load(value) for name, _, value in (item.partition("=") for item in args.set)}
+    chosen = {name: yaml.safe_load(value)
+              for name, _, value in (item.partition("=") for item in args.set)}
 
     fake_process = None
     pauses = GcPauses()
@@ -263,27 +289,29 @@ def main() -> None:
     workspace = f"bench-turn-{int(time.time())}"
     proxy_process, proxy_url = start_delaying(upstream, args.latency_ms / 1000)
     if fake_process is not None:
-        # It stands for a server elsewhere: on this 2-core machine it must not take the CPU the measured
-        # process needs (it runs whenever that process waits, which is what a turn does).
+        # It stands for a server elsewhere: on this 2-core machine it must not take the CPU the
+        # measured process needs (it runs whenever that process waits, which is what a turn does).
         os.setpriority(os.PRIO_PROCESS, fake_process.pid, 19)
     try:
         seed_memory(upstream, workspace, fake=args.url is None)
         with tempfile.TemporaryDirectory() as folder, stub_agent_zero() as host:
             outbox_path = os.path.join(folder, "outbox.sqlite3")
-            host.config.update(outbox_path=outbox_path, api_url=proxy_url, mcp_url=proxy_url, workspace_id=workspace,
-                               recall_wait_ms=args.wait_ms, **chosen)
+            host.config.update(outbox_path=outbox_path, api_url=proxy_url, mcp_url=proxy_url,
+                               workspace_id=workspace, recall_wait_ms=args.wait_ms, **chosen)
             host.secrets = {"HONCHO_API_KEY": KEY}
-            # The bridge functions the extension files call (each file adds only a try/except around it).
-            bridge = {name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
-                      for name in ("capture", "recall", "process_hub")}
+            # The bridge functions the extension files call (each file adds only a try/except
+            # around it).
+            bridge = {
+                name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
+                for name in ("capture", "recall", "process_hub")}
             gc.callbacks.append(pauses)
             run = asyncio.run(drive(bridge, args.turns, outbox_path))
             gc.callbacks.remove(pauses)
             settings = bridge["process_hub"].global_settings()
             recall_timeout_ms = settings.recall_timeout_s * 1000
             write_journal(bridge["process_hub"].hub().capture(settings))
-            killed = kills(os.path.join(folder, "kills", "outbox.sqlite3"), os.path.join(folder, "kills-state"),
-                           args.kills, seed=1)
+            killed = kills(os.path.join(folder, "kills", "outbox.sqlite3"),
+                           os.path.join(folder, "kills-state"), args.kills, seed=1)
     finally:
         for process in (proxy_process, fake_process):
             stop_loopback(process)
@@ -294,7 +322,8 @@ def main() -> None:
     lags_without_gc = [lag for start, end, lag in run["lags"] if not pauses.overlaps(start, end)]
     gc_ms = [(end - start) * 1000 for start, end in pauses.spans]
     print(json.dumps({
-        "target": "real" if args.url else "fake", "latency_ms": args.latency_ms, "wait_ms": args.wait_ms,
+        "target": "real" if args.url else "fake", "latency_ms": args.latency_ms,
+        "wait_ms": args.wait_ms,
         "settings": chosen, "dialectic_note_share": round(run["notes"] / turns, 3),
         "recall_timeout_ms": recall_timeout_ms, "turns": turns, "warmup_turns": WARMUP_TURNS,
         "added_turn_ms_p50": round(percentile(run["added"], 0.5), 2),
@@ -305,13 +334,15 @@ def main() -> None:
         "loop_probe_samples": len(lags),
         "loop_block_ms_max_outside_gc": round(max(lags_without_gc or [0.0]), 2),
         "gc_pauses": len(gc_ms), "gc_pause_ms_max": round(max(gc_ms or [0.0]), 2),
-        "query_aware_first_call_share": round(sum(s in ("fresh", "hit") for s in sources) / turns, 3),
+        "query_aware_first_call_share": round(
+            sum(s in ("fresh", "hit") for s in sources) / turns, 3),
         "base_pack_share": round(sources.count("base") / turns, 3),
         "empty_pack_share": round(run["empty"] / max(1, turns - WARMUP_TURNS), 3),
         "sources": {s: sources.count(s) for s in sorted(set(sources))},
         "accepted": run["outcomes"].count("accepted"),
         "capture_outcomes": {o: run["outcomes"].count(o) for o in sorted(set(run["outcomes"]))},
-        "kills": args.kills, "accepted_before_kill": killed["accepted"], "lost_after_kill": killed["lost"],
+        "kills": args.kills, "accepted_before_kill": killed["accepted"],
+        "lost_after_kill": killed["lost"],
     }))
 
 
