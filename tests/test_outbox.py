@@ -36,7 +36,8 @@ class FileTest(OutboxTestCase):
         for sync, level in (("FULL", 2), ("NORMAL", 1)):
             with self.subTest(sync=sync):
                 path = temp_outbox_path(self)
-                _, conn = open_with_connection(path, lambda path=path, sync=sync: self.open(path, synchronous=sync))
+                _, conn = open_with_connection(
+                    path, lambda path=path, sync=sync: self.open(path, synchronous=sync))
                 self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
                 self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode), 0o700)
                 self.assertEqual(read_outbox(path, "PRAGMA journal_mode"), [("wal",)])
@@ -44,19 +45,25 @@ class FileTest(OutboxTestCase):
                 self.assertEqual(schema_version(path), SCHEMA_VERSION)
 
     def test_opened_from_settings_with_their_durability_wait_row_bound_and_dead_retention(self):
-        settings = build_settings({"outbox_path": self.path, "outbox_synchronous": "NORMAL", "capture_wait_ms": 400,
-                                   "max_queued_rows": 100, "dead_retention_days": 2}, {}, {})
+        settings = build_settings({"outbox_path": self.path, "outbox_synchronous": "NORMAL",
+                                   "capture_wait_ms": 400, "max_queued_rows": 100,
+                                   "dead_retention_days": 2}, {}, {})
         self.clock = ManualClock()
-        for overrides, sync_level, wait_ms in (({}, 1, 400), ({"synchronous": "FULL", "busy_timeout_s": 3.0}, 2, 3000)):
+        for overrides, sync_level, wait_ms in (({}, 1, 400),
+                                               ({"synchronous": "FULL", "busy_timeout_s": 3.0},
+                                                2, 3000)):
             with self.subTest(overrides=overrides):
                 box, conn = open_with_connection(
-                    self.path, lambda overrides=overrides: Outbox.for_settings(settings, clock=self.clock, **overrides))
+                    self.path,
+                    lambda overrides=overrides: Outbox.for_settings(settings, clock=self.clock,
+                                                                    **overrides))
                 self.addCleanup(box.close)
                 self.assertEqual(conn.execute("PRAGMA synchronous").fetchone()[0], sync_level)
                 self.assertEqual(conn.execute("PRAGMA busy_timeout").fetchone()[0], wait_ms)
         box = Outbox.for_settings(settings, clock=self.clock)
         self.addCleanup(box.close)
-        self.assertEqual(enqueue(box, [event(n) for n in range(101)]).refused, 101)  # the settings' row bound
+        # the settings' row bound
+        self.assertEqual(enqueue(box, [event(n) for n in range(101)]).refused, 101)
         enqueue(box, [event(1)])
         settle(box, "w", Settlement(dead=[(e.id, "http_422") for e in lease(box, "w", 1)]))
         self.clock.advance(2 * 86_400 - 1)
@@ -69,25 +76,30 @@ class FileTest(OutboxTestCase):
         again = self.open()
         self.assertEqual(again.stats()["counts"]["pending"], 1)
 
-    def test_rows_of_the_first_schema_that_honcho_may_hold_are_marked_ambiguous_by_the_migration(self):
-        legacy_outbox(self.path, 1, {"leased-by-old-worker": ("leased", None), "after-timeout": ("pending", "timeout"),
-                                     "after-503": ("pending", "http_503"), "after-429": ("pending", "http_429"),
-                                     "never-tried": ("pending", None), "refused": ("dead", "http_422")})
+    def test_rows_of_the_first_schema_honcho_may_hold_are_marked_ambiguous_by_the_migration(self):
+        legacy_outbox(self.path, 1, {"leased-by-old-worker": ("leased", None),
+                                     "after-timeout": ("pending", "timeout"),
+                                     "after-503": ("pending", "http_503"),
+                                     "after-429": ("pending", "http_429"),
+                                     "never-tried": ("pending", None),
+                                     "refused": ("dead", "http_422")})
         self.open()
         marked = dict(read_outbox(self.path, "SELECT id, ambiguous FROM events"))
-        self.assertEqual(marked, {"leased-by-old-worker": 1, "after-timeout": 1, "after-503": 1, "after-429": 0,
-                                  "never-tried": 0, "refused": 0})
+        self.assertEqual(marked, {"leased-by-old-worker": 1, "after-timeout": 1, "after-503": 1,
+                                  "after-429": 0, "never-tried": 0, "refused": 0})
         self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
 
     def test_an_unusable_folder_or_a_relative_path_is_a_clear_error(self):
-        # A regular file where the folder should be fails for every user, root included (root ignores modes).
+        # A regular file where the folder should be fails for every user, root included (root
+        # ignores modes).
         blocker = os.path.join(os.path.dirname(os.path.dirname(self.path)), "blocker")
         open(blocker, "w").close()
         target = os.path.join(blocker, "outbox.sqlite3")
         with self.assertRaises(OutboxUnavailable) as caught:
             self.open(target)
         self.assertNotIn(target, str(caught.exception))
-        with contextlib.chdir(os.path.dirname(blocker)):  # were it accepted, it would land in a temp folder
+        # were it accepted, it would land in a temp folder
+        with contextlib.chdir(os.path.dirname(blocker)):
             with self.assertRaises(OutboxUnavailable):
                 self.open("relative/outbox.sqlite3")
             self.assertFalse(os.path.exists("relative"))
@@ -114,39 +126,49 @@ class OrderAndLeaseTest(OutboxTestCase):
         box = self.open()
         box.enqueue_batches([[event(i, "chat-backing-off")] for i in range(50)]
                             + [[event(i, "chat-in-flight")] for i in range(50)]
-                            + [[event(i, "chat-other-place", dest="https://elsewhere#agent-zero")] for i in range(3)]
-                            + [[event(i, "chat-ready-1")] for i in range(3)] + [[event(i, "chat-ready-2")] for i in range(3)])
+                            + [[event(i, "chat-other-place", dest="https://elsewhere#agent-zero")]
+                               for i in range(3)]
+                            + [[event(i, "chat-ready-1")] for i in range(3)]
+                            + [[event(i, "chat-ready-2")] for i in range(3)])
         backing_off = lease(box, "w", 20, 60, DEST)
-        settle(box, "w", Settlement(retries=[Retry([e.id for e in backing_off], self.clock.now + 600, "http_503",
+        settle(box, "w", Settlement(retries=[Retry([e.id for e in backing_off],
+                                                   self.clock.now + 600, "http_503",
                                                    burn_attempt=True)]))
         self.assertEqual(lease(box, "w", 20, 60, DEST)[0].session_id, "chat-in-flight")
-        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], [f"ev_chat-ready-1_{i}" for i in range(3)])
-        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], [f"ev_chat-ready-2_{i}" for i in range(3)])
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)],
+                         [f"ev_chat-ready-1_{i}" for i in range(3)])
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)],
+                         [f"ev_chat-ready-2_{i}" for i in range(3)])
         self.assertEqual(lease(box, "w", 20, 60, DEST), [])
-        self.assertEqual(lease(box, "w", 20, 60)[0].session_id, "chat-other-place")  # any destination
+        # any destination
+        self.assertEqual(lease(box, "w", 20, 60)[0].session_id, "chat-other-place")
 
     def test_a_failed_head_blocks_only_its_own_session(self):
         box = self.open()
         enqueue(box, [event(1, "chat-a"), event(2, "chat-a"), event(3, "chat-b")])
         batch = lease(box, "w", 1, 60)
-        settle(box, "w", Settlement(retries=[Retry([batch[0].id], self.clock.now + 30, "http_503", burn_attempt=True)]))
+        settle(box, "w", Settlement(retries=[Retry([batch[0].id], self.clock.now + 30, "http_503",
+                                                   burn_attempt=True)]))
         self.assertEqual([e.id for e in lease(box, "w", 5, 60)], ["ev_chat-b_3"])
         self.assertEqual(lease(box, "w", 5, 60), [])
         self.clock.advance(30)
         retried = lease(box, "w", 5, 60)
-        self.assertEqual([(e.id, e.attempts) for e in retried], [("ev_chat-a_1", 1), ("ev_chat-a_2", 0)])
+        self.assertEqual([(e.id, e.attempts) for e in retried],
+                         [("ev_chat-a_1", 1), ("ev_chat-a_2", 0)])
 
     def test_ack_retry_without_burn_and_dead_letter(self):
         box = self.open()
         enqueue(box, [event(i) for i in range(4)])
         batch = lease(box, "w", 4, 60)
         settle(box, "w", Settlement(delivered=[batch[0].id], dead=[(batch[1].id, "http_422")],
-                                    retries=[Retry([batch[2].id, batch[3].id], self.clock.now, "unreachable",
-                                                   burn_attempt=False)]))
+                                    retries=[Retry([batch[2].id, batch[3].id], self.clock.now,
+                                                   "unreachable", burn_attempt=False)]))
         self.assertEqual(box.stats()["dead_by_code"], {"http_422": 1})
         again = lease(box, "w", 4, 60)
-        self.assertEqual([(e.id, e.attempts) for e in again], [(batch[2].id, 0), (batch[3].id, 0)])
-        self.assertEqual(box.stats()["counts"], {"pending": 0, "leased": 2, "delivered": 1, "dead": 1})
+        self.assertEqual([(e.id, e.attempts) for e in again],
+                         [(batch[2].id, 0), (batch[3].id, 0)])
+        self.assertEqual(box.stats()["counts"],
+                         {"pending": 0, "leased": 2, "delivered": 1, "dead": 1})
 
     def test_destination_filter(self):
         box = self.open()
@@ -180,16 +202,18 @@ class CrashRecoveryTest(OutboxTestCase):
         survivor = self.open()
         self.assertEqual(lease(survivor, "next", 10, 60), [])
         self.clock.advance(61)
-        self.assertEqual([e.id for e in lease(survivor, "next", 10, 60)], ["ev_chat-a_1", "ev_chat-a_2"])
+        self.assertEqual([e.id for e in lease(survivor, "next", 10, 60)],
+                         ["ev_chat-a_1", "ev_chat-a_2"])
 
-    def test_a_settlement_returns_an_expired_lease_to_pending_marked_as_possibly_held_by_honcho(self):
+    def test_a_settlement_returns_an_expired_lease_to_pending_marked_possibly_held_by_honcho(self):
         box = self.open()
         enqueue(box, [event(1)])
         lease(box, "w", 1, 10)
         self.clock.advance(10)
         settle(box, "another-worker", Settlement())
         self.assertEqual({k: v for k, v in box.stats()["counts"].items() if v}, {"pending": 1})
-        self.assertEqual([(e.id, e.ambiguous) for e in lease(box, "another-worker", 1)], [(event(1).id, True)])
+        self.assertEqual([(e.id, e.ambiguous) for e in lease(box, "another-worker", 1)],
+                         [(event(1).id, True)])
 
 
 class BoundTest(OutboxTestCase):
@@ -200,9 +224,11 @@ class BoundTest(OutboxTestCase):
             settle(box, "w", Settlement(delivered=[e.id for e in lease(box, "w", 1, 60)]))
         for _ in range(10):
             settle(box, "w", Settlement(dead=[(e.id, "http_422") for e in lease(box, "w", 1, 60)]))
-        self.assertEqual(enqueue(box, [event(1000 + i, "chat-new") for i in range(10)]).inserted, 10)
+        self.assertEqual(enqueue(box, [event(1000 + i, "chat-new") for i in range(10)]).inserted,
+                         10)
         self.assertEqual(box.stats()["counts"]["delivered"], 0)
-        self.assertEqual(enqueue(box, [event(2000, "chat-new")]).refused, 1)  # dead rows are still young
+        # dead rows are still young
+        self.assertEqual(enqueue(box, [event(2000, "chat-new")]).refused, 1)
         self.clock.advance(3601)
         self.assertEqual(enqueue(box, [event(2001, "chat-new")]).inserted, 1)
         self.assertEqual(box.stats()["counts"]["dead"], 9)
@@ -229,7 +255,8 @@ class BoundTest(OutboxTestCase):
 class ProcessesTest(OutboxTestCase):
     def test_two_real_processes_enqueue_into_one_file(self):
         enqueue(self.open(), [event(0)])  # create and migrate first
-        children = [run_child(CHILD_ENQUEUE, ROOT, self.path, tag, "300") for tag in ("p1", "p2")]
+        children = [run_child(CHILD_ENQUEUE, ROOT, self.path, tag, "300")
+                    for tag in ("p1", "p2")]
         for child in children:
             out, err = child.communicate(timeout=120)
             self.assertEqual(out.strip(), "done", err)

@@ -1,4 +1,5 @@
-"""The plugin folder as Agent Zero sees it: manifest, files, discovery by path, no shadowed names."""
+"""The plugin folder as Agent Zero sees it: manifest, files, discovery by path, no shadowed
+names."""
 
 import ast
 import json
@@ -29,7 +30,8 @@ def read(*parts):
 
 
 def readme_table(heading):
-    """The rows (lists of cells, header excluded) of the table that follows the README line `heading`."""
+    """The rows (lists of cells, header excluded) of the table that follows the README line
+    `heading`."""
     lines = read("README.md").splitlines()
     rows = []
     for line in lines[lines.index(heading) + 1:]:
@@ -55,11 +57,13 @@ def readme_value(cell):
 
 
 def plugin_files(folder, suffix=".py"):
-    """The folder's files with that suffix; never empty, so a loop over them always asserts something."""
+    """The folder's files with that suffix; never empty, so a loop over them always asserts
+    something."""
     base = os.path.join(ROOT, folder)
     found = [os.path.join(dirpath, name) for dirpath, _, names in os.walk(base)
              for name in sorted(names) if name.endswith(suffix)]
-    assert found, f"no {suffix} file under {folder}: a moved folder would make every check here pass"
+    assert found, (f"no {suffix} file under {folder}: a moved folder would make every check here"
+                   " pass")
     return found
 
 
@@ -75,9 +79,10 @@ class ManifestTest(unittest.TestCase):
         self.assertTrue(meta["description"].strip())
 
     def test_top_level_layout(self):
-        for entry in ["plugin.yaml", "hooks.py", "default_config.yaml", "extensions", "tools", "api", "webui",
-                      "honcho_hub", "tests", "README.md", "LICENSE", "requirements.txt",
-                      "requirements-test.txt", ".gitignore", ".ci/run", "webui/config.html"]:
+        for entry in ["plugin.yaml", "hooks.py", "default_config.yaml", "extensions", "tools",
+                      "api", "webui", "honcho_hub", "tests", "README.md", "LICENSE",
+                      "requirements.txt", "requirements-test.txt", ".gitignore", ".ci/run",
+                      "webui/config.html"]:
             with self.subTest(entry=entry):
                 self.assertTrue(os.path.exists(os.path.join(ROOT, entry)))
         self.assertFalse(os.path.exists(os.path.join(ROOT, "execute.py")))
@@ -109,8 +114,10 @@ class SettingsSurfacesTest(unittest.TestCase):
         for spec in FIELDS:
             with self.subTest(name=spec.name):
                 group, default, accepted, variables = row_of[spec.name][1:5]
-                self.assertEqual(group, spec.group + (" (project)" if spec.group in PROJECT_GROUPS else ""))
-                expected = float(spec.default) if type(spec.default) in (int, float) else spec.default
+                self.assertEqual(group, spec.group + (" (project)" if spec.group in PROJECT_GROUPS
+                                                      else ""))
+                expected = (float(spec.default) if type(spec.default) in (int, float)
+                            else spec.default)
                 self.assertEqual(readme_value(default), expected)
                 self.assertEqual(accepted, spec.bounds_text())
                 self.assertEqual(variables, ", ".join(f"`{var}`" for var in spec.env) or "—")
@@ -120,7 +127,8 @@ class SettingsSurfacesTest(unittest.TestCase):
     def test_readme_documents_every_variable(self):
         rows = readme_table("### Environment variables")
         named = {cells[0].strip("`"): cells[1] for cells in rows}
-        expected = {"HONCHO_API_KEY": "—", **{var: f"`{spec.name}`" for spec in FIELDS for var in spec.env}}
+        expected = {"HONCHO_API_KEY": "—",
+                    **{var: f"`{spec.name}`" for spec in FIELDS for var in spec.env}}
         self.assertEqual(named, expected, "the table names every variable, with its setting")
         self.assertEqual(len(rows), len(named), "each variable once")
 
@@ -140,14 +148,16 @@ class SettingsSurfacesTest(unittest.TestCase):
 
 
 class WebUiTextTest(unittest.TestCase):
-    """Our pages and stores, read as files: nothing of ours sets HTML, and since Agent Zero renders a toast's
-    message (and its notification history) as HTML, every toast goes through the one helper that escapes it."""
+    """Our pages and stores, read as files: nothing of ours sets HTML, and since Agent Zero renders
+    a toast's message (and its notification history) as HTML, every toast goes through the one
+    helper that escapes it."""
 
     HELPER = "webui/honcho-toast.js"
 
     def ui_files(self):
         """Every page and script of our web UI: webui/ and the sidebar's extensions/webui/."""
-        found = [os.path.relpath(os.path.join(dirpath, name), ROOT) for folder in ("webui", "extensions/webui")
+        found = [os.path.relpath(os.path.join(dirpath, name), ROOT)
+                 for folder in ("webui", "extensions/webui")
                  for dirpath, _, names in os.walk(os.path.join(ROOT, folder))
                  for name in sorted(names) if name.endswith((".html", ".js"))]
         self.assertGreaterEqual(len(found), 5)  # a moved folder would make every check here pass
@@ -156,15 +166,16 @@ class WebUiTextTest(unittest.TestCase):
     def test_no_page_or_store_of_ours_sets_html(self):
         for name in self.ui_files():
             with self.subTest(name):
-                self.assertEqual(re.findall(r"x-html|innerHTML|outerHTML|insertAdjacentHTML|document\.write",
-                                            read(name)), [])
+                self.assertEqual(re.findall(r"x-html|innerHTML|outerHTML|insertAdjacentHTML"
+                                            r"|document\.write", read(name)), [])
 
     def test_only_the_escaping_helper_calls_agent_zeros_toasts(self):
         stores = [name for name in self.ui_files() if name.endswith(".js") and name != self.HELPER]
         self.assertGreaterEqual(len(stores), 2)
         for name in stores:
             with self.subTest(name):
-                self.assertEqual(re.findall(r"notification-store\.js|\btoastFrontend\w*|notificationStore", read(name)), [])
+                self.assertEqual(re.findall(r"notification-store\.js|\btoastFrontend\w*"
+                                            r"|notificationStore", read(name)), [])
         helper = read(self.HELPER)
         for entity in ("&amp;", "&lt;", "&gt;", "&quot;", "&#39;"):
             self.assertIn(entity, helper)
@@ -179,7 +190,8 @@ class DiscoveryTest(unittest.TestCase):
             for folder, base in kinds:
                 for path in plugin_files(folder):
                     with self.subTest(path=os.path.relpath(path, ROOT)):
-                        loaded = import_by_path(os.path.join(host.plugin_dir, os.path.relpath(path, ROOT)))
+                        loaded = import_by_path(os.path.join(host.plugin_dir,
+                                                             os.path.relpath(path, ROOT)))
                         self.assertEqual(len(classes_in(loaded, base)), 1)
 
     def test_no_file_shadows_a_core_agent_zero_name(self):
@@ -215,7 +227,8 @@ class CoreHygieneTest(unittest.TestCase):
             rel = os.path.relpath(path, ROOT)
             found = set(self.imports_of(rel))
             with self.subTest(module=rel):
-                self.assertFalse(found & {"helpers", "agent", "initialize", "usr", "models", "python"})
+                self.assertFalse(found & {"helpers", "agent", "initialize", "usr", "models",
+                                          "python"})
                 if rel != os.path.join("honcho_hub", "gateway", "gateway.py"):
                     self.assertNotIn("honcho", found)
 

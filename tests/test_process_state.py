@@ -1,6 +1,6 @@
-"""The process state outlives a re-import of the plugin's modules: what an older module generation made —
-a ProcessState of its own (older) class, or the module attributes used before ProcessState — is what the
-newer generation uses, completed with the fields it lacked."""
+"""The process state outlives a re-import of the plugin's modules: what an older module
+generation made — a ProcessState of its own (older) class, or the module attributes used before
+ProcessState — is what the newer generation uses, completed with the fields it lacked."""
 
 import sys
 import threading
@@ -47,7 +47,8 @@ class ProcessStateTest(unittest.TestCase):
         state = runtime.process_state()
         self.assertIs(state, older)
         self.assertIs(kept.JOURNAL.of(state), journal)
-        self.assertEqual((state.warned, state.api_checks, state.debug_saved_levels), (set(), {}, {}))
+        self.assertEqual((state.warned, state.api_checks, state.debug_saved_levels),
+                         (set(), {}, {}))
         self.assertIsNone(state.restart_hold)
         self.assertIsInstance(kept.COUNTERS.of(state), Counters)
 
@@ -58,17 +59,19 @@ class ProcessStateTest(unittest.TestCase):
         sys.modules[runtime.STATE_MODULE] = registry
         state = runtime.process_state()
         self.assertIs(state.lock, lock)
-        self.assertIs(kept.JOURNAL.of(state), journal)  # the journal holds the file lock: never a second one
+        # the journal holds the file lock: never a second one
+        self.assertIs(kept.JOURNAL.of(state), journal)
         self.assertEqual(state.warned, {"sdk_missing"})
         self.assertIsNone(kept.WRITER.of(state))
 
-    def test_a_kept_value_is_made_once_and_found_by_a_later_generations_kept_of_its_name(self) -> None:
+    def test_a_kept_value_is_made_once_and_found_by_a_later_generations_kept_by_name(self) -> None:
         made = []
         first = runtime.Kept("journal", lambda: made.append(1) or len(made))
         state = runtime.process_state()
         self.assertEqual((first.of(state), first.of(state)), (1, 1))
         first.put(state, 7)
-        later = runtime.Kept("journal", lambda: made.append(1) or len(made))  # a newer module generation's
+        # a newer module generation's
+        later = runtime.Kept("journal", lambda: made.append(1) or len(made))
         self.assertEqual((later.of(runtime.process_state()), made), (7, [1]))
 
 

@@ -1,10 +1,11 @@
-"""Real worker processes draining one outbox, seen and coordinated through it: each appears in status
-(pid, host, state, counters), a killed one goes stale and then expires, the unreachable-server circuit one
-opens pauses the others until its open-until and a success anywhere closes it, while an auth failure
-pauses only the process that met it.
+"""Real worker processes draining one outbox, seen and coordinated through it: each appears in
+status (pid, host, state, counters), a killed one goes stale and then expires, the
+unreachable-server circuit one opens pauses the others until its open-until and a success anywhere
+closes it, while an auth failure pauses only the process that met it.
 
-Each worker runs in a process of its own (process_child.py) against one fake Honcho served over loopback
-by this process; the test sets every worker's clocks at each step, so nothing waits for time to pass."""
+Each worker runs in a process of its own (process_child.py) against one fake Honcho served over
+loopback by this process; the test sets every worker's clocks at each step, so nothing waits for
+time to pass."""
 
 import json
 import os
@@ -33,8 +34,8 @@ T0 = 1_800_000_000.0
 
 
 class HeldFake(FakeHoncho):
-    """The fake Honcho, holding one session's add-messages requests until the test releases them; held before
-    the fake takes its lock, so every other request is answered meanwhile."""
+    """The fake Honcho, holding one session's add-messages requests until the test releases them;
+    held before the fake takes its lock, so every other request is answered meanwhile."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -42,7 +43,8 @@ class HeldFake(FakeHoncho):
         self.holding, self.release = threading.Event(), threading.Event()
 
     def handle(self, method, path, query, body, headers):
-        if self.held_session is not None and path.endswith(f"/sessions/{self.held_session}/messages"):
+        if (self.held_session is not None
+                and path.endswith(f"/sessions/{self.held_session}/messages")):
             self.holding.set()
             self.release.wait(60)
         return super().handle(method, path, query, body, headers)
@@ -52,8 +54,9 @@ class Child:
     """A worker process (process_child.py), stepped at the times the test gives."""
 
     def __init__(self, test, path: str, url: str, key: str) -> None:
-        self.process = subprocess.Popen([sys.executable, CHILD, path, url, key], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+        self.process = subprocess.Popen([sys.executable, CHILD, path, url, key],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        cwd=tempfile.gettempdir())
         test.addCleanup(self.close)
         self.pid = self.process.pid
         self._owner: str | None = None
@@ -141,7 +144,8 @@ class Place:
 
     def adds(self, session: str) -> int:
         """Add-messages requests that reached the server for this chat."""
-        return self.fake.count(f"/sessions/{session}/messages") - self.fake.count(f"/sessions/{session}/messages/")
+        return (self.fake.count(f"/sessions/{session}/messages")
+                - self.fake.count(f"/sessions/{session}/messages/"))
 
     def stored_owners(self) -> set[str]:
         conn = sqlite3.connect(self.path)
@@ -162,14 +166,17 @@ class ProcessesInStatusTest(unittest.TestCase):
         status = place.status(T0 + 3)
         workers = {w["pid"]: w for w in status["processes"]["workers"]}
         self.assertEqual(set(workers), {first.pid, second.pid})
-        for pid, state, sent, beat_age in ((first.pid, "running", 6, 3.0), (second.pid, "idle", 0, 2.0)):
+        for pid, state, sent, beat_age in ((first.pid, "running", 6, 3.0),
+                                           (second.pid, "idle", 0, 2.0)):
             with self.subTest(pid=pid):
                 worker = workers[pid]
                 self.assertEqual((worker["host"], worker["this_process"], worker["stale"]),
                                  (socket.gethostname(), False, False))
-                self.assertEqual((worker["state"], worker["sent"], worker["beat_age_s"], worker["started_age_s"]),
+                self.assertEqual((worker["state"], worker["sent"], worker["beat_age_s"],
+                                  worker["started_age_s"]),
                                  (state, sent, beat_age, beat_age))
-                self.assertEqual((worker["circuit"], worker["failed"], worker["last_error_code"]), (None, 0, None))
+                self.assertEqual((worker["circuit"], worker["failed"], worker["last_error_code"]),
+                                 (None, 0, None))
         self.assertEqual(workers[first.pid]["last_success_age_s"], 3.0)
         self.assertEqual((status["processes"]["live"], status["processes"]["stale"]), (2, 0))
         self.assertIn(f"pid {first.pid}", status_text(status))
@@ -178,7 +185,7 @@ class ProcessesInStatusTest(unittest.TestCase):
         self.assertEqual(second.stop(), {"stopped": True})
         self.assertEqual(set(place.workers(T0 + 4)), {first.pid}, "a clean stop removes its row")
 
-    def test_a_killed_process_goes_stale_then_is_no_longer_shown_and_the_next_prune_deletes_its_row(self):
+    def test_a_killed_process_goes_stale_then_hidden_and_the_next_prune_deletes_its_row(self):
         place = Place(self)
         place.seed("chat-a")
         killed, survivor = place.children(KEY, KEY)
@@ -200,7 +207,7 @@ class ProcessesInStatusTest(unittest.TestCase):
 
 
 class SharedCircuitTest(unittest.TestCase):
-    def test_an_unreachable_server_seen_by_one_process_pauses_the_others_sends_until_the_shared_open_until(self):
+    def test_a_server_unreachable_to_one_process_pauses_the_others_till_the_shared_open_until(self):
         place = Place(self)
         place.seed("chat-a")
         place.fake.fail(match=r"/sessions/chat-a/messages$", kind="reset")
@@ -219,16 +226,18 @@ class SharedCircuitTest(unittest.TestCase):
         self.assertEqual(place.adds("chat-b"), 0)
         status = place.status(T0 + 1)
         self.assertEqual(status["processes"]["shared_circuit"],
-                         {"reason": "reset", "retry_in_s": round(open_until - (T0 + 1), 1), "failures": 1})
+                         {"reason": "reset", "retry_in_s": round(open_until - (T0 + 1), 1),
+                          "failures": 1})
         self.assertEqual(place.workers(T0 + 1)[first.pid]["circuit"]["kind"], "unreachable")
         self.assertIn("Honcho unreachable (reset)", status["health_reasons"])
 
-        probed = second.step(open_until + 0.1)  # due: one probe, then, once it succeeded, everything
+        # due: one probe, then, once it succeeded, everything
+        probed = second.step(open_until + 0.1)
         self.assertEqual((probed["delivered"], probed["circuit"]), (6, None))
         self.assertIsNone(place.status(open_until + 1)["processes"]["shared_circuit"])
         self.assertEqual(len(place.fake.messages), 6)
 
-    def test_a_success_in_one_process_after_the_opening_closes_the_shared_circuit_for_every_process(self):
+    def test_a_success_in_one_process_after_the_opening_closes_the_shared_circuit_for_all(self):
         place = Place(self, HeldFake(api_key=KEY))
         opener, other = place.children(KEY, KEY)
         place.seed("chat-b")
@@ -244,11 +253,13 @@ class SharedCircuitTest(unittest.TestCase):
         self.assertIsNotNone(place.status(T0 + 1.5)["processes"]["shared_circuit"])
         place.fake.release.set()
         self.assertEqual(other.end_step()["delivered"], 3)  # at T0 + 2: after the opening at T0 + 1
-        self.assertEqual(other.step(T0 + 2.5)["leased"], 0)  # its next step closes the shared circuit
+        # its next step closes the shared circuit
+        self.assertEqual(other.step(T0 + 2.5)["leased"], 0)
         self.assertIsNone(place.status(T0 + 2.5)["processes"]["shared_circuit"])
 
         place.seed("chat-c")
-        resumed = opener.step(T0 + 2.6)  # before its own open-until: it follows the closed shared circuit
+        # before its own open-until: it follows the closed shared circuit
+        resumed = opener.step(T0 + 2.6)
         self.assertLess(T0 + 2.6, own_open_until)
         self.assertEqual((resumed["delivered"], resumed["circuit"]), (3, None))
 
@@ -266,7 +277,8 @@ class SharedCircuitTest(unittest.TestCase):
         workers = {w["pid"]: w for w in status["processes"]["workers"]}
         self.assertEqual(workers[stale_key.pid]["circuit"]["kind"], "auth")
         self.assertEqual(workers[stale_key.pid]["last_error_code"], "auth_401")
-        self.assertEqual((workers[good_key.pid]["circuit"], workers[good_key.pid]["sent"]), (None, 6))
+        self.assertEqual((workers[good_key.pid]["circuit"], workers[good_key.pid]["sent"]),
+                         (None, 6))
 
 
 if __name__ == "__main__":
