@@ -30,13 +30,15 @@ class RecallBench:
         self.gate = threading.Event()
         self.gate.set()
         self.mono = ManualClock(100.0)
-        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(test),
-                                        **overrides}, {"HONCHO_API_KEY": KEY}, {})
+        self.settings = build_settings({"api_url": "https://honcho.test",
+                                        "outbox_path": temp_outbox_path(test), **overrides},
+                                       {"HONCHO_API_KEY": KEY}, {})
         self.recaller = Recaller(self.gateway, monotonic=self.mono)
         self.supports_scopes = supports_scopes
         self.hangs = lambda request: True  # which context requests the closed gate holds
         test.addCleanup(self.recaller.close)
-        test.addCleanup(self.gate.set)  # cleanups run last-in first-out: release a hung Honcho first
+        # cleanups run last-in first-out: release a hung Honcho first
+        test.addCleanup(self.gate.set)
 
     def gateway(self, settings):
         fake_transport = self.fake.transport()
@@ -45,12 +47,15 @@ class RecallBench:
             if request.url.path.endswith("/context") and self.hangs(request):
                 self.gate.wait(30)  # a test closes the gate to make Honcho hang
             return fake_transport.handle_request(request)
-        return HonchoGateway.for_settings(settings, settings.recall_timeout_s,
-                                          http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(gated)),
-                                          supports_scopes=lambda: self.supports_scopes)
+        return HonchoGateway.for_settings(
+            settings, settings.recall_timeout_s,
+            http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(gated)),
+            supports_scopes=lambda: self.supports_scopes)
 
-    def remember(self, representation="The user prefers tea.", card=("Name: Ada",), summary=None, scope=None):
-        for peer in ("agent-zero", "user"):  # the server has seen both peers (their messages were delivered)
+    def remember(self, representation="The user prefers tea.", card=("Name: Ada",), summary=None,
+                 scope=None):
+        # the server has seen both peers (their messages were delivered)
+        for peer in ("agent-zero", "user"):
             self.fake.ensure_peer(self.settings.workspace_id, peer)
         observer = f"scope:{scope}" if scope else "agent-zero"
         self.fake.representations[(observer, "user")] = representation
@@ -69,28 +74,35 @@ class RecallGatewayTest(unittest.TestCase):
         def factory(kind):
             def build(settings):
                 built.append((kind, settings.user_peer_id))
-                return HonchoGateway.for_settings(settings, http_client_factory=lambda: httpx.Client(
-                    transport=FakeHoncho().transport()))
+                return HonchoGateway.for_settings(
+                    settings,
+                    http_client_factory=lambda: httpx.Client(transport=FakeHoncho().transport()))
             return build
         clock = ManualClock(1000.0)
-        recaller = Recaller(factory("recall"), monotonic=clock, ask_gateway_factory=factory("dialectic"))
+        recaller = Recaller(factory("recall"), monotonic=clock,
+                            ask_gateway_factory=factory("dialectic"))
         self.addCleanup(recaller.close)
-        base = {"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self), "dialectic_enabled": True}
+        base = {"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self),
+                "dialectic_enabled": True}
         chats = iter(range(100))
 
         def use_both(user):
             settings = build_settings({**base, "user_peer_id": user}, {}, {})
             recaller.gateway(settings)
             clock.advance(60)  # past the prewarm rate limit
-            self.assertTrue(recaller.prewarm(settings, f"chat-{next(chats)}"))  # a new chat's note: the dialectic's
+            # a new chat's note: the dialectic's
+            self.assertTrue(recaller.prewarm(settings, f"chat-{next(chats)}"))
             self.assertTrue(wait_idle(10, recaller))
         for user in ("ada", "bob"):
             use_both(user)
         # A gateway creates sessions with its peers.
-        self.assertEqual(built, [("recall", "ada"), ("dialectic", "ada"), ("recall", "bob"), ("dialectic", "bob")])
-        for user in ("ada", "bob", "ada"):  # chats of several humans take turns: each keeps its client
+        self.assertEqual(built, [("recall", "ada"), ("dialectic", "ada"), ("recall", "bob"),
+                                 ("dialectic", "bob")])
+        # chats of several humans take turns: each keeps its client
+        for user in ("ada", "bob", "ada"):
             use_both(user)
-        self.assertEqual(built, [("recall", "ada"), ("dialectic", "ada"), ("recall", "bob"), ("dialectic", "bob")])
+        self.assertEqual(built, [("recall", "ada"), ("dialectic", "ada"), ("recall", "bob"),
+                                 ("dialectic", "bob")])
 
 
 class CacheKeyTest(unittest.TestCase):
@@ -98,12 +110,17 @@ class CacheKeyTest(unittest.TestCase):
         base = build_settings({}, {}, {})
         reference = cache_key(base, "chat-a", "query", "a0-x")
         variants = {
-            "api_url": cache_key(build_settings({"api_url": "http://other:8000"}, {}, {}), "chat-a", "query", "a0-x"),
-            "workspace": cache_key(build_settings({"workspace_id": "w2"}, {}, {}), "chat-a", "query", "a0-x"),
-            "observer": cache_key(build_settings({"agent_peer_id": "bot2"}, {}, {}), "chat-a", "query", "a0-x"),
-            "target": cache_key(build_settings({"user_peer_id": "bob"}, {}, {}), "chat-a", "query", "a0-x"),
+            "api_url": cache_key(build_settings({"api_url": "http://other:8000"}, {}, {}),
+                                 "chat-a", "query", "a0-x"),
+            "workspace": cache_key(build_settings({"workspace_id": "w2"}, {}, {}),
+                                   "chat-a", "query", "a0-x"),
+            "observer": cache_key(build_settings({"agent_peer_id": "bot2"}, {}, {}),
+                                  "chat-a", "query", "a0-x"),
+            "target": cache_key(build_settings({"user_peer_id": "bob"}, {}, {}),
+                                "chat-a", "query", "a0-x"),
             "session": cache_key(base, "chat-b", "query", "a0-x"),
-            "tokens": cache_key(build_settings({"max_context_tokens": 900}, {}, {}), "chat-a", "query", "a0-x"),
+            "tokens": cache_key(build_settings({"max_context_tokens": 900}, {}, {}),
+                                "chat-a", "query", "a0-x"),
             "query": cache_key(base, "chat-a", "other query", "a0-x"),
             "scope": cache_key(base, "chat-a", "query", "a0-y"),
             "no scope": cache_key(base, "chat-a", "query", None),
@@ -155,11 +172,13 @@ class CacheBehaviourTest(unittest.TestCase):
 
     def test_a_hung_honcho_gives_the_base_pack_else_the_last_pack_else_nothing(self):
         bench = RecallBench(self)
-        bench.remember(representation="The user prefers tea.", card=("Name: Ada",), summary="They spoke of tea.")
+        bench.remember(representation="The user prefers tea.", card=("Name: Ada",),
+                       summary="They spoke of tea.")
         bench.recall()
         self.assertTrue(wait_idle(10, bench.recaller))
         bench.mono.advance(121)
-        bench.fake.fail(match=SESSION_CONTEXT + "$", kind="timeout")  # the client's read timeout fires
+        # the client's read timeout fires
+        bench.fake.fail(match=SESSION_CONTEXT + "$", kind="timeout")
         based = bench.recall()
         self.assertEqual(based.source, "base")
         self.assertIn("prefers tea", based.block)
@@ -178,7 +197,8 @@ class CacheBehaviourTest(unittest.TestCase):
         without_base.fake.fail(match=SESSION_CONTEXT + "$", kind="timeout")
         stale = without_base.recall("a different question")
         self.assertEqual((stale.source, stale.block), ("stale", earlier.block))
-        other = without_base.recaller.recall(without_base.settings, "chat-other", "hello there", TEMPLATE)
+        other = without_base.recaller.recall(without_base.settings, "chat-other", "hello there",
+                                             TEMPLATE)
         self.assertIn(other.source, ("fresh", "base"))
 
         empty = RecallBench(self)
@@ -192,7 +212,8 @@ class CacheBehaviourTest(unittest.TestCase):
         bench.gate.clear()  # the first caller's load hangs
         owner = threading.Thread(target=bench.recall)
         owner.start()
-        self.assertEqual(bench.fake.await_request(r"/v3/workspaces$", 1, 10), 1)  # the owner is loading
+        # the owner is loading
+        self.assertEqual(bench.fake.await_request(r"/v3/workspaces$", 1, 10), 1)
         waiter = bench.recall()
         self.assertEqual((waiter.source, waiter.block), ("timeout", ""))
         bench.gate.set()
@@ -204,17 +225,20 @@ class CacheBehaviourTest(unittest.TestCase):
         bench.gate.clear()  # every context request hangs until the gate opens
         result = bench.recall()
         self.assertEqual((result.source, result.block), ("timeout", ""))
-        self.assertFalse(bench.gate.is_set())  # it came back while the server still held the request
+        # it came back while the server still held the request
+        self.assertFalse(bench.gate.is_set())
 
     def test_a_refused_scoped_call_and_a_hung_fallback_end_within_the_one_deadline(self):
         bench = RecallBench(self, recall_timeout_s=0.3)
         bench.remember()
         bench.fake.scoped_context_status = 403
-        bench.hangs = lambda request: "scope" not in request.url.params  # only the unscoped retry hangs
+        # only the unscoped retry hangs
+        bench.hangs = lambda request: "scope" not in request.url.params
         bench.gate.clear()
         result = bench.recall(scope="a0-alpha")
         self.assertEqual(result.source, "timeout")
-        self.assertEqual(bench.recaller.scope_problem, "scope unavailable: auth_403")  # refused, then retried
+        # refused, then retried
+        self.assertEqual(bench.recaller.scope_problem, "scope unavailable: auth_403")
         self.assertFalse(bench.gate.is_set())  # the unscoped retry still hangs
 
     def test_a_turn_waits_on_the_prefetched_load_and_never_starts_a_second_one(self):
@@ -222,14 +246,17 @@ class CacheBehaviourTest(unittest.TestCase):
         bench.remember()
         bench.gate.clear()  # the prefetch's request is on the wire when the turn asks
         self.assertTrue(bench.recaller.prefetch(bench.settings, SESSION, "what do I drink?"))
-        self.assertEqual(bench.fake.await_request(r"/v3/workspaces$", 1, 10), 1)  # its load has begun
-        self.assertEqual(bench.recall("what do I drink?").source, "timeout")  # waited on it, to its deadline
+        # its load has begun
+        self.assertEqual(bench.fake.await_request(r"/v3/workspaces$", 1, 10), 1)
+        # waited on it, to its deadline
+        self.assertEqual(bench.recall("what do I drink?").source, "timeout")
         bench.gate.set()
         self.assertTrue(wait_idle(10, bench.recaller))
         after = bench.recall("what do I drink?")
         self.assertEqual(after.source, "hit")  # the prefetched load filled the cache
         self.assertIn("prefers tea", after.block)
-        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 1)  # one request for the message, in all
+        # one request for the message, in all
+        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 1)
 
     def test_a_turn_that_may_not_wait_gets_the_warm_base_pack_at_once(self):
         bench = RecallBench(self, recall_wait_ms=0)
@@ -245,7 +272,8 @@ class CacheBehaviourTest(unittest.TestCase):
 
     def test_an_empty_base_pack_is_asked_again_soon_not_after_the_whole_ttl(self):
         bench = RecallBench(self, recall_wait_ms=0, cache_ttl_s=600)
-        self.assertTrue(bench.recaller.warm(bench.settings))  # a new install: Honcho knows nobody yet (404)
+        # a new install: Honcho knows nobody yet (404)
+        self.assertTrue(bench.recaller.warm(bench.settings))
         self.assertTrue(wait_idle(10, bench.recaller))
         bench.remember()  # the first deliveries made the peers; the deriver concluded something
         self.assertFalse(bench.recaller.warm(bench.settings))  # kept for now
@@ -259,7 +287,8 @@ class CacheBehaviourTest(unittest.TestCase):
         folder = os.path.dirname(bench.settings.outbox_path)
         os.makedirs(folder, exist_ok=True)
         bench.recaller.clear_cache(bench.settings)
-        self.assertEqual(os.listdir(folder), [])  # an outbox path that points at someone's folder stays clean
+        # an outbox path that points at someone's folder stays clean
+        self.assertEqual(os.listdir(folder), [])
 
     def test_an_error_gives_the_base_pack_kept_from_before(self):
         bench = RecallBench(self)
@@ -284,7 +313,8 @@ class ScopedCallTest(unittest.TestCase):
         query = bench.fake.context_queries[-1]
         self.assertEqual((query["peer_target"], query["peer_perspective"]), ("user", "agent-zero"))
         self.assertNotIn("scope", query)
-        self.assertEqual((query["tokens"], query["search_top_k"], query["max_conclusions"]), ("800", "5", "7"))
+        self.assertEqual((query["tokens"], query["search_top_k"], query["max_conclusions"]),
+                         ("800", "5", "7"))
         self.assertEqual(query["search_query"], "my key is [REDACTED:github_token], what tea?")
         self.assertEqual(query["summary"], "true")
 
@@ -310,7 +340,8 @@ class ScopedCallTest(unittest.TestCase):
     def test_an_sdk_validation_refusal_falls_back_too(self):
         bench = RecallBench(self)
         bench.remember(representation="Global.")
-        self.assertIn("Global.", bench.recall(scope="scope.invalid").block)  # the SDK raises ValueError
+        # the SDK raises ValueError
+        self.assertIn("Global.", bench.recall(scope="scope.invalid").block)
         self.assertEqual(bench.recaller.scope_problem, "scope unavailable: invalid")
 
     def test_an_old_sdk_recalls_globally_and_silently(self):
@@ -326,7 +357,8 @@ class ScopedCallTest(unittest.TestCase):
         for text in ("a", "what do I like?", "tell me everything you know about me"):
             bench.recall(text)
         self.assertEqual(bench.fake.count(SESSION_CONTEXT), 3)  # each recall reached Honcho
-        self.assertFalse(any(re.search(r"/chat$", path) for _, path in bench.fake.requests))  # dialectic routes
+        # dialectic routes
+        self.assertFalse(any(re.search(r"/chat$", path) for _, path in bench.fake.requests))
         off = build_settings({"recall_enabled": False}, {}, {})
         self.assertEqual(bench.recall(settings=off).source, "disabled")
 
@@ -337,9 +369,10 @@ class ScopedCallTest(unittest.TestCase):
 
 
 class CacheMarkerTest(unittest.TestCase):
-    """Clearing the cache tells the other processes sharing the outbox through a marker beside it."""
+    """Clearing the cache tells the other processes sharing the outbox through a marker beside
+    it."""
 
-    def test_a_file_that_is_not_our_outbox_gets_no_marker_and_this_process_alone_forgets_its_packs(self):
+    def test_a_file_not_our_outbox_gets_no_marker_and_this_process_alone_forgets_its_packs(self):
         cases = {"another program's database": test_db.other_program("DELETE"),
                  "another program's database in WAL mode": test_db.other_program("WAL"),
                  "another application id over our schema": test_db.other_application_id,
@@ -355,24 +388,28 @@ class CacheMarkerTest(unittest.TestCase):
                 before = test_db.snapshot(folder)
                 with self.assertLogs("honcho_hub.storage.marker", "WARNING") as logged:
                     self.assertEqual(bench.recaller.clear_cache(bench.settings), 1)
-                    self.assertEqual(test_db.snapshot(folder), before)  # no marker; the file untouched
+                    # no marker; the file untouched
+                    self.assertEqual(test_db.snapshot(folder), before)
                 self.assertEqual(bench.recall().source, "fresh")
                 self.assertIn("only this process's recall cache was cleared", logged.output[0])
                 self.assertNotIn(folder, "\n".join(logged.output))
 
     def test_our_outbox_gets_the_marker_even_while_another_process_writes_to_it(self):
         bench = RecallBench(self)
-        other = Recaller(bench.gateway, monotonic=bench.mono)  # as another process sharing the outbox holds it
+        # as another process sharing the outbox holds it
+        other = Recaller(bench.gateway, monotonic=bench.mono)
         self.addCleanup(other.close)
         Outbox(bench.settings.outbox_path).close()
         bench.remember()
-        self.assertEqual(other.recall(bench.settings, SESSION, "what do I drink?", TEMPLATE).source, "fresh")
+        self.assertEqual(other.recall(bench.settings, SESSION, "what do I drink?", TEMPLATE).source,
+                         "fresh")
         child = hold_write_lock(bench.settings.outbox_path)
         try:
             bench.recaller.clear_cache(bench.settings)
         finally:
             release_lock(child)
-        self.assertEqual(other.recall(bench.settings, SESSION, "what do I drink?", TEMPLATE).source, "fresh")
+        self.assertEqual(other.recall(bench.settings, SESSION, "what do I drink?", TEMPLATE).source,
+                         "fresh")
 
 
 if __name__ == "__main__":

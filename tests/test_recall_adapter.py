@@ -1,4 +1,5 @@
-"""The recall extension and chat registration, loaded as Agent Zero loads them, against a loopback fake."""
+"""The recall extension and chat registration, loaded as Agent Zero loads them, against a loopback
+fake."""
 
 import asyncio
 import os
@@ -8,13 +9,21 @@ import unittest
 from datetime import UTC, datetime, timedelta
 
 from fake_honcho import FakeHoncho
-from hub_testkit import ContextType, StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
+from hub_testkit import (
+    ContextType,
+    StubAgent,
+    StubContext,
+    StubHistoryMessage,
+    import_by_path,
+    stub_agent_zero,
+)
 from idle import wait_idle
 from loopback import serve
 
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
-USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/"
+            "_50_honcho_capture_user.py")
 TOOL_PROMPT_EXT = "extensions/python/system_prompt/_10_honcho_tool_prompt.py"
 KEY = "hch-adapter-key-0987654321"
 
@@ -56,7 +65,8 @@ class RecallAdapterTest(unittest.TestCase):
     def test_no_recall_on_later_iterations_for_subordinates_background_chats_or_when_disabled(self):
         cases = {"later iteration": (StubAgent(0), loop_data("x y z", iteration=1)),
                  "subordinate": (StubAgent(1), loop_data("x y z")),
-                 "background": (StubAgent(0, StubContext(type=ContextType.BACKGROUND)), loop_data("x y z"))}
+                 "background": (StubAgent(0, StubContext(type=ContextType.BACKGROUND)),
+                                loop_data("x y z"))}
         for name, (agent, data) in cases.items():
             with self.subTest(case=name):
                 self.assertIsNone(self.run_recall(agent, data))
@@ -72,15 +82,18 @@ class RecallAdapterTest(unittest.TestCase):
                 agent = StubAgent(0)
                 asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
                 kwargs = agent.data["_tool_prompt_kwargs"]["agent.system.tool.honcho_memory.md"]
-                self.assertEqual(kwargs, {"honcho_tool_offered": offered, "honcho_recall_injected": injected})
+                self.assertEqual(kwargs, {"honcho_tool_offered": offered,
+                                          "honcho_recall_injected": injected})
                 queries = len(self.fake.context_queries)
-                block = self.run_recall(agent, loop_data(f"Which tea should I buy ({mode})?"))  # a new query
+                # a new query
+                block = self.run_recall(agent, loop_data(f"Which tea should I buy ({mode})?"))
                 self.assertEqual(block is not None and "green tea" in block, injected)
                 self.assertEqual(len(self.fake.context_queries) > queries, injected)
 
     def test_the_tool_prompt_settings_keep_what_other_extensions_left_for_other_prompts(self):
         agent = StubAgent(0)
-        agent.data["_tool_prompt_kwargs"] = {"agent.system.tool.text_editor.md": {"default_line_count": 100}}
+        agent.data["_tool_prompt_kwargs"] = {"agent.system.tool.text_editor.md":
+                                             {"default_line_count": 100}}
         asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
         self.assertEqual(agent.data["_tool_prompt_kwargs"]["agent.system.tool.text_editor.md"],
                          {"default_line_count": 100})
@@ -89,11 +102,16 @@ class RecallAdapterTest(unittest.TestCase):
         from usr.plugins.honcho.extensions.honcho_bridge import host
 
         now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
-        cases = {"just opened": (StubAgent(0, StubContext(created_at=now - timedelta(seconds=1))), True),
-                 "loaded at startup (saved creation time)": (StubAgent(0, StubContext(created_at=now - timedelta(days=2))), False),
-                 "saved without a creation time": (StubAgent(0, StubContext(created_at=datetime(1970, 1, 1))), False),
+        cases = {"just opened":
+                     (StubAgent(0, StubContext(created_at=now - timedelta(seconds=1))), True),
+                 "loaded at startup (saved creation time)":
+                     (StubAgent(0, StubContext(created_at=now - timedelta(days=2))), False),
+                 "saved without a creation time":
+                     (StubAgent(0, StubContext(created_at=datetime(1970, 1, 1))), False),
                  "subordinate": (StubAgent(1, StubContext(created_at=now)), False),
-                 "background": (StubAgent(0, StubContext(type=ContextType.BACKGROUND, created_at=now)), False)}
+                 "background":
+                     (StubAgent(0, StubContext(type=ContextType.BACKGROUND, created_at=now)),
+                      False)}
         for name, (agent, new) in cases.items():
             with self.subTest(case=name):
                 self.assertEqual(host.is_new_user_chat(agent, now), new)
@@ -119,7 +137,8 @@ class RecallAdapterTest(unittest.TestCase):
         from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
 
         self.host.config.update(cache_ttl_s=3600, recall_wait_ms=0)
-        self.fake.fail(r"/sessions/[^/]+/context$", kind="status", status=500, times=10_000)  # base packs only
+        # base packs only
+        self.fake.fail(r"/sessions/[^/]+/context$", kind="status", status=500, times=10_000)
         for peer in ("agent-zero", "user"):
             self.fake.ensure_peer("agent-zero", peer)  # known to Honcho, as after a first delivery
         agent = StubAgent(0)
@@ -151,15 +170,17 @@ class RecallAdapterTest(unittest.TestCase):
     def test_a_project_attached_after_the_agent_started(self):
         context = StubContext(id="Proj0001")
         agent = StubAgent(0, context)
-        self.load(INIT_EXT)(agent=agent).execute()  # chat start: no project yet, nothing to register
+        # chat start: no project yet, nothing to register
+        self.load(INIT_EXT)(agent=agent).execute()
         self.assertEqual(self.fake.scopes, {})
         context.project = "Alpha"  # Agent Zero attaches the project afterwards
-        data = {"args": (agent, types.SimpleNamespace(message="I write Rust here", id="")), "kwargs": {},
-                "result": StubHistoryMessage(False, "h1"), "exception": None}
+        data = {"args": (agent, types.SimpleNamespace(message="I write Rust here", id="")),
+                "kwargs": {}, "result": StubHistoryMessage(False, "h1"), "exception": None}
         self.load(USER_EXT)(agent=agent).execute(data=data)
         from usr.plugins.honcho.extensions.honcho_bridge import host
         from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
-        hub().capture(host.settings_for(agent)).write_pending()  # the writer thread may not have run yet
+        # the writer thread may not have run yet
+        hub().capture(host.settings_for(agent)).write_pending()
         conn = sqlite3.connect(self.host.config["outbox_path"])
         self.assertEqual(conn.execute("SELECT scope_id FROM events").fetchall(), [("a0-alpha",)])
         conn.close()
@@ -168,13 +189,15 @@ class RecallAdapterTest(unittest.TestCase):
         self.assertEqual(self.fake.context_queries[-1]["scope"], "a0-alpha")
 
     def test_a_host_secret_typed_in_another_case_never_reaches_the_recall_query(self):
-        # Agent Zero's masker replaces exact values only; the query is redacted with the host's secrets too.
+        # Agent Zero's masker replaces exact values only; the query is redacted with the host's
+        # secrets too.
         self.host.secrets = {"HONCHO_API_KEY": KEY, "DB_PASSWORD": "hunter2-password-77"}
         agent = StubAgent(0, StubContext(id="Secret01"))
         typed = "Is HUNTER2-PASSWORD-77 still the database password?"
         data = {"args": (agent, types.SimpleNamespace(message=typed, id="")), "kwargs": {},
                 "result": StubHistoryMessage(False, "h1"), "exception": None}
-        self.load(USER_EXT)(agent=agent).execute(data=data)  # the capture hook starts the query's recall
+        # the capture hook starts the query's recall
+        self.load(USER_EXT)(agent=agent).execute(data=data)
         self.assertIsNotNone(self.run_recall(agent, loop_data(typed)))
         queries = [q["search_query"] for q in self.fake.context_queries if q.get("search_query")]
         self.assertTrue(queries)
@@ -186,7 +209,8 @@ class RecallAdapterTest(unittest.TestCase):
         self.load(INIT_EXT)(agent=agent).execute()
         from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         from usr.plugins.honcho.honcho_hub import runtime
-        self.assertTrue(runtime.join_background(10))  # the hook returned at once; a thread queues it
+        # the hook returned at once; a thread queues it
+        self.assertTrue(runtime.join_background(10))
         self.assertTrue(hub().registrar().stop(10))  # finishes the queued registration
         self.assertEqual(self.fake.scopes[("agent-zero", "a0-alpha")], {"chat-Proj0002"})
 
