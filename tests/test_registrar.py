@@ -1,5 +1,6 @@
-"""The scope registrar (gateway/registrar.py): a chat's session joins its scope off the turn's thread,
-failures are logged and retried later, and what it remembers per chat and destination stays bounded."""
+"""The scope registrar (gateway/registrar.py): a chat's session joins its scope off the turn's
+thread, failures are logged and retried later, and what it remembers per chat and destination
+stays bounded."""
 
 import dataclasses
 import unittest
@@ -16,8 +17,8 @@ class RegistrarTest(unittest.TestCase):
         registrar = ScopeRegistrar(bench.gateway)
         self.assertTrue(registrar.register(bench.settings, "chat-r1", "a0-alpha"))
         session = bench.fake.sessions[("agent-zero", "chat-r1")]
-        self.assertEqual(session["peers_set_before_messages"]["agent-zero"], {"observe_me": False,
-                                                                             "observe_others": True})
+        self.assertEqual(session["peers_set_before_messages"]["agent-zero"],
+                         {"observe_me": False, "observe_others": True})
         self.assertEqual(bench.fake.scopes[("agent-zero", "a0-alpha")], {"chat-r1"})
         self.assertFalse(registrar.submit(bench.settings, "chat-r1", "a0-alpha"))  # already done
 
@@ -34,7 +35,8 @@ class RegistrarTest(unittest.TestCase):
         registrar = ScopeRegistrar(bench.gateway, capacity=2)
         self.assertTrue(registrar.submit(bench.settings, "chat-r3", "a0-alpha"))
         self.assertTrue(registrar.submit(bench.settings, "chat-r4", "a0-alpha"))
-        self.assertFalse(registrar.submit(bench.settings, "chat-r5", "a0-alpha"))  # bounded, never blocks
+        # bounded, never blocks
+        self.assertFalse(registrar.submit(bench.settings, "chat-r5", "a0-alpha"))
         registrar.start()
         self.assertTrue(registrar.stop(10))
         self.assertEqual(bench.fake.scopes[("agent-zero", "a0-alpha")], {"chat-r3", "chat-r4"})
@@ -43,21 +45,27 @@ class RegistrarTest(unittest.TestCase):
 class RegistrarBoundsTest(unittest.TestCase):
     def test_the_registrar_remembers_a_bounded_number_of_chats_and_gateways(self):
         bench = Bench(self)
-        registrar = ScopeRegistrar(bench.gateway, capacity=1_000, remember=3)  # its thread never runs here
+        # its thread never runs here
+        registrar = ScopeRegistrar(bench.gateway, capacity=1_000, remember=3)
         for n in range(10):
             self.assertTrue(registrar.register(bench.settings, f"chat-r{n}", f"scope-{n}"))
             # A registration it remembers is not queued again; a forgotten one is.
-            remembered = [k for k in range(n + 1) if not registrar.submit(bench.settings, f"chat-r{k}", f"scope-{k}")]
+            remembered = [k for k in range(n + 1)
+                          if not registrar.submit(bench.settings, f"chat-r{k}", f"scope-{k}")]
             self.assertIn(n, remembered)
             self.assertLessEqual(len(remembered), 3)
         for n in range(10):  # every registration reached Honcho, forgotten or not
-            self.assertEqual(bench.fake.scopes[(bench.settings.workspace_id, f"scope-{n}")], {f"chat-r{n}"})
-        self.assertTrue(registrar.submit(bench.settings, "chat-r0", "scope-0"), "forgotten: registered again")
+            self.assertEqual(bench.fake.scopes[(bench.settings.workspace_id, f"scope-{n}")],
+                             {f"chat-r{n}"})
+        self.assertTrue(registrar.submit(bench.settings, "chat-r0", "scope-0"),
+                        "forgotten: registered again")
         for n in range(scope_registrar.MAX_GATEWAYS * 3):
             other = dataclasses.replace(bench.settings, workspace_id=f"ws-{n}")
             self.assertTrue(registrar.register(other, "chat-w", "scope-w"))
             self.assertLessEqual(len(bench.open_clients()), scope_registrar.MAX_GATEWAYS)
-        self.assertEqual(bench.fake.scopes[(f"ws-{scope_registrar.MAX_GATEWAYS * 3 - 1}", "scope-w")], {"chat-w"})
+        self.assertEqual(
+            bench.fake.scopes[(f"ws-{scope_registrar.MAX_GATEWAYS * 3 - 1}", "scope-w")],
+            {"chat-w"})
 
 
 if __name__ == "__main__":

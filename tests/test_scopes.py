@@ -1,12 +1,18 @@
-"""Scopes: slugging rules, strategies, and sessions joining their scope before delivery (the registrar:
-test_registrar.py)."""
+"""Scopes: slugging rules, strategies, and sessions joining their scope before delivery (the
+registrar: test_registrar.py)."""
 
 import re
 import unittest
 
 from delivery_helpers import Bench
 
-from honcho_hub.gateway.scopes import MAX_SCOPE_ID, resolve_scope, scope_id, sdk_supports_scopes, slug
+from honcho_hub.gateway.scopes import (
+    MAX_SCOPE_ID,
+    resolve_scope,
+    scope_id,
+    sdk_supports_scopes,
+    slug,
+)
 from honcho_hub.settings.config import build_settings
 
 VALID = re.compile(r"^[A-Za-z0-9_-]{1,506}$")
@@ -57,7 +63,8 @@ class SlugTest(unittest.TestCase):
 class StrategyTest(unittest.TestCase):
     def test_project_custom_and_off(self):
         project = build_settings({}, {}, {})
-        custom = build_settings({"scope_strategy": "custom", "scope_custom": "Shared Notes"}, {}, {})
+        custom = build_settings({"scope_strategy": "custom", "scope_custom": "Shared Notes"},
+                                {}, {})
         custom_empty = build_settings({"scope_strategy": "custom"}, {}, {})
         off = build_settings({"scope_strategy": "off"}, {}, {})
         self.assertEqual(resolve_scope(project, "Alpha"), "a0-alpha")
@@ -66,7 +73,8 @@ class StrategyTest(unittest.TestCase):
         self.assertEqual(resolve_scope(custom, "Alpha"), "a0-shared-notes")
         self.assertIsNone(resolve_scope(custom_empty, "Alpha"))
         self.assertIsNone(resolve_scope(off, "Alpha"))
-        self.assertEqual(resolve_scope(build_settings({"scope_prefix": ""}, {}, {}), "Beta"), "beta")
+        self.assertEqual(resolve_scope(build_settings({"scope_prefix": ""}, {}, {}), "Beta"),
+                         "beta")
 
     def test_feature_detection_looks_for_the_method_not_a_version(self):
         class New:
@@ -92,7 +100,8 @@ class DeliveryInScopeTest(unittest.TestCase):
         bench.run_until_idle()
         self.assertEqual(bench.fake.scopes[("agent-zero", "a0-alpha")], {"chat-p1"})
         paths = [path for _, path in bench.fake.requests]
-        first_message = next(i for i, p in enumerate(paths) if p.endswith("/sessions/chat-p1/messages"))
+        first_message = next(i for i, p in enumerate(paths)
+                             if p.endswith("/sessions/chat-p1/messages"))
         joined = next(i for i, p in enumerate(paths) if p.endswith("/scopes/a0-alpha/sessions"))
         self.assertLess(joined, first_message)
 

@@ -29,7 +29,8 @@ class FakeFiles:
         if isinstance(info, OSError):
             raise info
         mtime_ns, size, inode = info
-        return types.SimpleNamespace(st_mtime_ns=mtime_ns, st_ctime_ns=mtime_ns, st_size=size, st_ino=inode)
+        return types.SimpleNamespace(st_mtime_ns=mtime_ns, st_ctime_ns=mtime_ns, st_size=size,
+                                     st_ino=inode)
 
 
 class SettingsCacheTest(unittest.TestCase):
@@ -58,10 +59,12 @@ class SettingsCacheTest(unittest.TestCase):
         changes = [
             ("mtime", lambda: self.stat.files.update({"/cfg/global.json": (201, 60, 2)})),
             ("size", lambda: self.stat.files.update({"/cfg/default.yaml": (100, 51, 1)})),
-            ("replaced by rename", lambda: self.stat.files.update({"/cfg/secrets.env": (300, 70, 9)})),
+            ("replaced by rename",
+             lambda: self.stat.files.update({"/cfg/secrets.env": (300, 70, 9)})),
             ("created", lambda: self.stat.files.update({"/cfg/project.json": (400, 10, 4)})),
             ("deleted", lambda: self.stat.files.pop("/cfg/global.json")),
-            ("unreadable folder", lambda: self.stat.files.update({"/cfg/secrets.env": PermissionError(13, "no")})),
+            ("unreadable folder",
+             lambda: self.stat.files.update({"/cfg/secrets.env": PermissionError(13, "no")})),
             ("variable changed", lambda: self.environ.update({"HONCHO_API_URL": "http://b:1"})),
             ("variable added", lambda: self.environ.update({"honcho_workspace_id": "w2"})),
             ("variable removed", lambda: self.environ.pop("HONCHO_API_URL")),
@@ -84,7 +87,8 @@ class SettingsCacheTest(unittest.TestCase):
     def test_a_file_changed_while_building_is_seen_at_the_next_get(self):
         def build_during_a_save():
             self.builds.append("racing")
-            self.stat.files["/cfg/global.json"] = (999, 61, 2)  # the file is saved while being read
+            # the file is saved while being read
+            self.stat.files["/cfg/global.json"] = (999, 61, 2)
             return object()
 
         racing = self.cache.get("chat-1", self.FILES, build_during_a_save)
