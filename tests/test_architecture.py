@@ -1,6 +1,6 @@
-"""The layout promises: every import points down the floors of docs/architecture.md (lazy imports included)
-and no modules or packages import each other in a cycle; the README's architecture section names every
-module of the core package, and only those; the package has one exception tree."""
+"""The layout promises: every import points down the floors of docs/architecture.md (lazy imports
+included) and no modules or packages import each other in a cycle; the README's architecture section
+names every module of the core package, and only those; the package has one exception tree."""
 
 import importlib
 import inspect
@@ -24,15 +24,16 @@ FLOORS = (
     ("settings and safety", ("settings", "safety")),
     ("bottom", ("errors", "backoff", "bounded", "keyed", "names", "runtime", "honcho_hub")),
 )
-# Imports that still point up a floor, each to be removed by the move that fixes it (issue 23). The test
-# fails on one not listed and on one listed that is gone, so the list only shrinks.
+# Imports that still point up a floor, each to be removed by the move that fixes it (issue 23). The
+# test fails on one not listed and on one listed that is gone, so the list only shrinks.
 KNOWN_UPWARD: set[tuple[str, str]] = set()
 # Imports inside a floor that close a cycle, likewise to be removed.
 KNOWN_CYCLE_EDGES: set[tuple[str, str]] = set()
 
 
 def package_modules() -> set[str]:
-    """Every module of honcho_hub as a path inside it (`storage/outbox.py`), package markers aside."""
+    """Every module of honcho_hub as a path inside it (`storage/outbox.py`), package markers
+    aside."""
     base = os.path.join(ROOT, "honcho_hub")
     found = set()
     for dirpath, dirnames, names in os.walk(base):
@@ -55,8 +56,10 @@ class ArchitectureSectionTest(unittest.TestCase):
     def test_the_table_names_every_module_once_and_nothing_else(self):
         named = architecture_table()
         self.assertEqual(sorted(set(named)), sorted(named), "a module named twice")
-        self.assertEqual(set(named) - package_modules(), set(), "named in the README but not in the package")
-        self.assertEqual(package_modules() - set(named), set(), "in the package but not in the README")
+        self.assertEqual(set(named) - package_modules(), set(),
+                         "named in the README but not in the package")
+        self.assertEqual(package_modules() - set(named), set(),
+                         "in the package but not in the README")
 
 
 def unit(module: str) -> str:
@@ -74,8 +77,10 @@ class FloorsTest(unittest.TestCase):
         self.edges = import_graph.most_specific(import_graph.imports(self.modules))
 
     def test_every_module_stands_on_a_floor(self):
-        homeless = sorted({unit(m) for m in self.modules} - {u for _, units in FLOORS for u in units})
-        self.assertEqual(homeless, [], "units on no floor: add them to FLOORS and docs/architecture.md")
+        homeless = sorted({unit(m) for m in self.modules}
+                          - {u for _, units in FLOORS for u in units})
+        self.assertEqual(homeless, [],
+                         "units on no floor: add them to FLOORS and docs/architecture.md")
 
     def test_no_import_points_up_a_floor(self):
         upward = {(a, b) for a, b in self.edges if floor_of(b) > floor_of(a)}
@@ -84,9 +89,11 @@ class FloorsTest(unittest.TestCase):
 
     def test_no_modules_and_no_units_import_each_other_in_a_cycle(self):
         listed = KNOWN_UPWARD | KNOWN_CYCLE_EDGES
-        self.assertEqual(sorted(KNOWN_CYCLE_EDGES - self.edges), [], "gone: remove them from KNOWN_CYCLE_EDGES")
+        self.assertEqual(sorted(KNOWN_CYCLE_EDGES - self.edges), [],
+                         "gone: remove them from KNOWN_CYCLE_EDGES")
         edges = self.edges - listed
-        self.assertEqual(import_graph.cycles(self.modules, edges), [], "modules importing each other")
+        self.assertEqual(import_graph.cycles(self.modules, edges), [],
+                         "modules importing each other")
         units = {(unit(a), unit(b)) for a, b in edges if unit(a) != unit(b)}
         self.assertEqual(import_graph.cycles({unit(m) for m in self.modules}, units), [],
                          "packages importing each other")
@@ -94,7 +101,8 @@ class FloorsTest(unittest.TestCase):
     def test_the_cycle_finder_finds_a_cycle(self):
         # The check above is only as good as this: a cycle of three and one of two, beside a chain.
         edges = {("a", "b"), ("b", "c"), ("c", "a"), ("d", "e"), ("e", "d"), ("f", "a")}
-        self.assertEqual(sorted(import_graph.cycles("abcdef", edges)), [["a", "b", "c"], ["d", "e"]])
+        self.assertEqual(sorted(import_graph.cycles("abcdef", edges)),
+                         [["a", "b", "c"], ["d", "e"]])
 
     def test_an_import_inside_a_function_counts(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -109,7 +117,8 @@ class FloorsTest(unittest.TestCase):
         with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as handle:
             document = handle.read()
         section = document.split("\n## Floors\n", 1)[1].split("\n## ", 1)[0]
-        rows = re.findall(r"^\| ([^|]+?) \| (.+?) \|$", section, re.MULTILINE)[1:]  # after the header
+        rows = re.findall(r"^\| ([^|]+?) \| (.+?) \|$", section,
+                          re.MULTILINE)[1:]  # after the header
         listed = [(name, tuple(re.findall(r"`([\w/]+?)/?`", units))) for name, units in rows]
         self.assertEqual(listed, [(name, units) for name, units in FLOORS])
 
@@ -119,14 +128,16 @@ class ExceptionTreeTest(unittest.TestCase):
         from honcho_hub.errors import HubError
 
         elsewhere, outside_tree = [], []
-        for path in sorted(package_modules() - {"__main__.py"}):  # importing __main__ runs the command line
+        # importing __main__ runs the command line
+        for path in sorted(package_modules() - {"__main__.py"}):
             module = importlib.import_module("honcho_hub." + path[:-3].replace(os.sep, "."))
             for name, cls in inspect.getmembers(module, inspect.isclass):
                 if cls.__module__ != module.__name__ or not issubclass(cls, BaseException):
                     continue
                 if not issubclass(cls, HubError):
                     outside_tree.append(f"{path}:{name}")
-                if path != "errors.py" and not name.startswith("_"):  # a private signal stays in its module
+                # a private signal stays in its module
+                if path != "errors.py" and not name.startswith("_"):
                     elsewhere.append(f"{path}:{name}")
         self.assertEqual(elsewhere, [], "public exceptions defined outside errors.py")
         self.assertEqual(outside_tree, [], "exceptions outside the HubError tree")

@@ -20,7 +20,8 @@ from hub_testkit import (
 )
 from outbox_helpers import stub_host_events
 
-USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/"
+            "_50_honcho_capture_user.py")
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
@@ -55,8 +56,8 @@ class AdapterTestCase(unittest.TestCase):
 
     def responded(self, agent, text, tool_name="response", ai_id="ai-1"):
         agent.history.current.messages.append(StubHistoryMessage(True, ai_id))
-        self.response_ext(agent=agent).execute(response=types.SimpleNamespace(message=text, break_loop=True),
-                                               tool_name=tool_name)
+        self.response_ext(agent=agent).execute(
+            response=types.SimpleNamespace(message=text, break_loop=True), tool_name=tool_name)
 
     def stored(self):
         return stub_host_events(self, self.host)
@@ -67,8 +68,9 @@ class WhoTypedItTest(AdapterTestCase):
         agent0 = StubAgent(0)
         self.typed(agent0, "I prefer tea over coffee")
         self.responded(agent0, "Noted: tea it is.")
-        self.assertEqual(self.stored(), [("chat-Ab3dE6gH", "user", "user", "I prefer tea over coffee"),
-                                         ("chat-Ab3dE6gH", "agent-zero", "agent", "Noted: tea it is.")])
+        self.assertEqual(self.stored(), [
+            ("chat-Ab3dE6gH", "user", "user", "I prefer tea over coffee"),
+            ("chat-Ab3dE6gH", "agent-zero", "agent", "Noted: tea it is.")])
 
     def test_an_intervention_sent_while_a_subordinate_runs_is_the_humans(self):
         context = StubContext()
@@ -124,8 +126,10 @@ class SecretsAndFailuresTest(AdapterTestCase):
         self.assertIn("[secret-ref:DB_PASS]", stored)
 
     def test_project_secrets_are_masked_but_never_change_identity(self):
-        self.host.project_secrets = {"HONCHO_WORKSPACE_ID": "project-ws", "PROJECT_TOKEN": "pr0ject-t0ken-value"}
-        self.typed(StubAgent(0, StubContext(project="Alpha")), "deploy with pr0ject-t0ken-value please")
+        self.host.project_secrets = {"HONCHO_WORKSPACE_ID": "project-ws",
+                                     "PROJECT_TOKEN": "pr0ject-t0ken-value"}
+        self.typed(StubAgent(0, StubContext(project="Alpha")),
+                   "deploy with pr0ject-t0ken-value please")
         _, _, _, content = self.stored()[0]
         conn = sqlite3.connect(self.host.config["outbox_path"])
         workspace, = conn.execute("SELECT workspace_id FROM events").fetchone()
@@ -136,19 +140,22 @@ class SecretsAndFailuresTest(AdapterTestCase):
     def test_adapters_never_raise_into_agent_zero(self):
         broken = types.SimpleNamespace(number=0)  # no context at all
         with self.assertLogs("honcho_hub.adapters", "ERROR"):
-            self.user_ext(agent=broken).execute(data={"args": (broken, UserMessage("x")), "kwargs": {}})
+            self.user_ext(agent=broken).execute(
+                data={"args": (broken, UserMessage("x")), "kwargs": {}})
         with self.assertLogs("honcho_hub.adapters", "ERROR"):
             self.response_ext(agent=broken).execute(response=None, tool_name="response")
 
     def test_a_failed_host_call_is_not_captured(self):
         agent = StubAgent(0)
-        self.user_ext(agent=agent).execute(data={"args": (agent, UserMessage("x")), "kwargs": {},
-                                                 "result": None, "exception": RuntimeError("host failed")})
+        self.user_ext(agent=agent).execute(data={
+            "args": (agent, UserMessage("x")), "kwargs": {},
+            "result": None, "exception": RuntimeError("host failed")})
         self.assertEqual(self.stored(), [])
 
 
 class EventLoopTest(AdapterTestCase):
-    """What the capture hooks do on Agent Zero's event loop, and what they leave to other threads."""
+    """What the capture hooks do on Agent Zero's event loop, and what they leave to other
+    threads."""
 
     def test_settings_are_built_once_until_a_config_file_or_a_secret_changes(self):
         from usr.plugins.honcho.extensions.honcho_bridge import host
@@ -163,7 +170,8 @@ class EventLoopTest(AdapterTestCase):
                 builds.append(used)
         for n in range(3):
             typed(f"message {n}", f"h-{n}")
-        self.assertEqual(len(builds), 1)  # parsing the files on every message would make a new object each time
+        # parsing the files on every message would make a new object each time
+        self.assertEqual(len(builds), 1)
         self.host.config["recall_timeout_s"] = 3  # saved to the plugin's config.json
         typed("after a save", "h-saved")
         self.assertEqual(len(builds), 2)
@@ -177,12 +185,13 @@ class EventLoopTest(AdapterTestCase):
     def test_the_nudge_prompt_is_read_once_not_for_every_message(self):
         agent = StubAgent(0)
         reads = []
-        prompt = agent.read_prompt
-        agent.read_prompt = lambda name, **kw: reads.append(name) or prompt(name, **kw)  # the stub host's
+        prompt = agent.read_prompt  # the stub host's
+        agent.read_prompt = lambda name, **kw: reads.append(name) or prompt(name, **kw)
         for n in range(3):
             self.typed(agent, f"message {n}", history_id=f"h-{n}")
         self.typed(agent, NUDGE_TEXT, history_id="h-nudge")
-        self.assertEqual(len(reads), 1)  # a file read and template render on the event loop: once a minute
+        # a file read and template render on the event loop: once a minute
+        self.assertEqual(len(reads), 1)
         self.assertEqual([row[3] for row in self.stored()], ["message 0", "message 1", "message 2"])
 
     def test_without_the_delivery_packages_messages_are_kept_and_one_warning_says_why(self):
@@ -204,7 +213,8 @@ class EventLoopTest(AdapterTestCase):
                     iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
                         content={"user_message": f"kept {n}"}))))
                 self.assertTrue(runtime.join_background(10))
-        self.assertEqual([r.levelname for r in logs.records], ["WARNING"])  # once, no traceback; recall is quiet
+        # once, no traceback; recall is quiet
+        self.assertEqual([r.levelname for r in logs.records], ["WARNING"])
         self.assertIn("httpx", logs.records[0].getMessage())
         self.assertEqual([row[3] for row in self.stored()], ["kept 0", "kept 1", "kept 2"])
 

@@ -1,4 +1,5 @@
-"""Splitting a long message into parts Honcho accepts, and cleaning its text (capture/chunking.py)."""
+"""Splitting a long message into parts Honcho accepts, and cleaning its text
+(capture/chunking.py)."""
 
 import re
 import unittest

@@ -1,5 +1,5 @@
-"""What the command line is given: a `--config` file it cannot use is a usage error, and `demo --real`
-never shows what the user's own outbox holds."""
+"""What the command line is given: a `--config` file it cannot use is a usage error, and
+`demo --real` never shows what the user's own outbox holds."""
 
 import contextlib
 import io
@@ -29,8 +29,8 @@ class ConfigFileTest(unittest.TestCase):
         self.addCleanup(folder.cleanup)
         self.folder = folder.name
         # Nothing listens on port 9: a command that ran anyway could not reach anything.
-        self.env = {"HONCHO_API_URL": "http://127.0.0.1:9", "HONCHO_OUTBOX_PATH": temp_outbox_path(self),
-                    "HOME": self.folder}
+        self.env = {"HONCHO_API_URL": "http://127.0.0.1:9",
+                    "HONCHO_OUTBOX_PATH": temp_outbox_path(self), "HOME": self.folder}
 
     def write(self, name, data: bytes) -> str:
         path = os.path.join(self.folder, name)
@@ -62,27 +62,37 @@ class ConfigFileTest(unittest.TestCase):
              f"--config: larger than {MAX_CONFIG_BYTES:,} bytes"),
             ("a list", self.write("list.yaml", b"- workspace_id: a\n- batch_size: 5\n"),
              "--config: not a mapping of settings"),
-            ("a scalar", self.write("scalar.yaml", b"just words\n"), "--config: not a mapping of settings"),
-            ("a JSON list", self.write("list.json", b"[1, 2]"), "--config: not a mapping of settings"),
-            ("bad YAML", self.write("bad.yaml", b"workspace_id: [unclosed\n"), "--config: not valid YAML or JSON"),
-            ("bad JSON", self.write("bad.json", b"{\"workspace_id\": }"), "--config: not valid YAML or JSON"),
-            ("not UTF-8", self.write("latin.yaml", b"scope_custom: caf\xe9\n"), "--config: not valid YAML or JSON"),
+            ("a scalar", self.write("scalar.yaml", b"just words\n"),
+             "--config: not a mapping of settings"),
+            ("a JSON list", self.write("list.json", b"[1, 2]"),
+             "--config: not a mapping of settings"),
+            ("bad YAML", self.write("bad.yaml", b"workspace_id: [unclosed\n"),
+             "--config: not valid YAML or JSON"),
+            ("bad JSON", self.write("bad.json", b"{\"workspace_id\": }"),
+             "--config: not valid YAML or JSON"),
+            ("not UTF-8", self.write("latin.yaml", b"scope_custom: caf\xe9\n"),
+             "--config: not valid YAML or JSON"),
         ]
         for what, path, message in cases:
             with self.subTest(what=what):
                 code, out, err = self.run_cli(path)
                 self.assertEqual(code, cli.EXIT_USAGE)
                 self.assertEqual(out, "")  # the command did not run
-                self.assertEqual(err.strip().splitlines()[-1], f"python -m honcho_hub: error: {message}")
+                self.assertEqual(err.strip().splitlines()[-1],
+                                 f"python -m honcho_hub: error: {message}")
                 self.assertNotIn(self.folder, err)
 
     def test_a_mapping_file_is_used_and_an_empty_one_means_no_settings(self):
-        code, out, _ = self.run_cli(self.write("ok.yaml", b"workspace_id: from-file\nbatch_size: 5\n"))
-        self.assertEqual((code, json.loads(out)["identity"]["workspace_id"]), (cli.EXIT_OK, "from-file"))
+        code, out, _ = self.run_cli(
+            self.write("ok.yaml", b"workspace_id: from-file\nbatch_size: 5\n"))
+        self.assertEqual((code, json.loads(out)["identity"]["workspace_id"]),
+                         (cli.EXIT_OK, "from-file"))
         code, out, _ = self.run_cli(self.write("ok.json", b"{\"workspace_id\": \"from-json\"}"))
-        self.assertEqual((code, json.loads(out)["identity"]["workspace_id"]), (cli.EXIT_OK, "from-json"))
+        self.assertEqual((code, json.loads(out)["identity"]["workspace_id"]),
+                         (cli.EXIT_OK, "from-json"))
         code, out, _ = self.run_cli(self.write("empty.yaml", b""))
-        self.assertEqual((code, json.loads(out)["identity"]["workspace_id"]), (cli.EXIT_OK, "agent-zero"))
+        self.assertEqual((code, json.loads(out)["identity"]["workspace_id"]),
+                         (cli.EXIT_OK, "agent-zero"))
 
 
 class RealDemoTest(unittest.TestCase):
@@ -95,8 +105,8 @@ class RealDemoTest(unittest.TestCase):
                "HONCHO_OUTBOX_PATH": path, "HOME": os.path.dirname(path)}
         settings = build_settings({}, {}, env)
         service = CaptureService(settings)  # the user's own message, queued before the demo runs
-        service.capture(CaptureRequest("mine1", Role.USER, "m-1", "Dear diary, my password=Hunter2-Private ok"),
-                        settings)
+        service.capture(CaptureRequest("mine1", Role.USER, "m-1",
+                                       "Dear diary, my password=Hunter2-Private ok"), settings)
         service.close()
         box = Outbox(path)
         stored = box.contents()[0]

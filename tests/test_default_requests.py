@@ -1,10 +1,11 @@
-"""With every memory control at its default, the plugin makes exactly the requests it made before them.
+"""With every memory control at its default, the plugin makes exactly the requests it made before
+them.
 
-`fixtures/default_requests.json` was recorded by the code before the memory controls existed (commit
-160ab0d): a scripted conversation — two chats, one in a project scope, captured, delivered and recalled
-over several turns with an injected clock and a one-thread recall pool (so the order of requests is
-fixed) — and every request it sent: method, path, query and body. The same script runs here on today's
-code with default settings; the requests must be identical.
+`fixtures/default_requests.json` was recorded by the code before the memory controls existed
+(commit 160ab0d): a scripted conversation — two chats, one in a project scope, captured, delivered
+and recalled over several turns with an injected clock and a one-thread recall pool (so the order
+of requests is fixed) — and every request it sent: method, path, query and body. The same script
+runs here on today's code with default settings; the requests must be identical.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class DefaultRequestsTest(unittest.TestCase):
     def test_default_settings_send_exactly_the_requests_recorded_before_the_memory_controls(self):
         with open(GOLDEN, encoding="utf-8") as handle:
             recorded = json.load(handle)
-        made = json.loads(json.dumps(scripted_requests(self)))  # tuples as lists, as the file holds them
+        # tuples as lists, as the file holds them
+        made = json.loads(json.dumps(scripted_requests(self)))
         self.assertEqual(len(made), len(recorded))
         for index, (now, before) in enumerate(zip(made, recorded, strict=True)):
             with self.subTest(request=index, path=before["path"]):

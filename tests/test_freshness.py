@@ -1,5 +1,6 @@
-"""Derivation-aware freshness: after a delivery, recall follows Honcho's queue status for that session (bounded
-polling) and refreshes the base pack when derivation is done, instead of waiting for the cache TTL."""
+"""Derivation-aware freshness: after a delivery, recall follows Honcho's queue status for that
+session (bounded polling) and refreshes the base pack when derivation is done, instead of waiting
+for the cache TTL."""
 
 from __future__ import annotations
 
@@ -33,16 +34,19 @@ class FreshnessTest(unittest.TestCase):
             self.fake.ensure_peer("agent-zero", peer)
         self.fake.representations[("agent-zero", "user")] = "The user drinks green tea."
         self.clock = ManualClock(1000.0)
-        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(self),
+        self.settings = build_settings({"api_url": "https://honcho.test",
+                                        "outbox_path": temp_outbox_path(self),
                                         "cache_ttl_s": 3600, "recall_wait_ms": 0}, {}, {})
-        self.recaller = Recaller(lambda s: HonchoGateway.for_settings(s, http_client_factory=lambda: httpx.Client(
-            transport=self.fake.transport())), monotonic=self.clock, threads=1)
+        self.recaller = Recaller(lambda s: HonchoGateway.for_settings(
+            s, http_client_factory=lambda: httpx.Client(transport=self.fake.transport())),
+            monotonic=self.clock, threads=1)
         self.addCleanup(self.recaller.close)
         # Every query-aware load fails: each turn shows the base pack, the one freshness refreshes.
         self.fake.fail(r"/sessions/chat-other/context$", kind="status", status=500, times=10_000)
 
     def turn(self, advance_s: float = 0.0) -> str:
-        """A recall of another chat of the same destination (the base pack is every chat's), then idle."""
+        """A recall of another chat of the same destination (the base pack is every chat's), then
+        idle."""
         self.clock.advance(advance_s)
         result = self.recaller.recall(self.settings, "chat-other", "", TEMPLATE)
         self.assertTrue(wait_idle(30, self.recaller))
@@ -55,7 +59,8 @@ class FreshnessTest(unittest.TestCase):
         for _ in range(5):
             self.turn(FRESHNESS_POLL_S)
         self.assertEqual(self.fake.queue_reads, [])
-        self.assertEqual(self.recaller.freshness(self.settings, SESSION), {"state": "fresh", "pending": 0})
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION),
+                         {"state": "fresh", "pending": 0})
 
     def test_work_seen_pending_then_drained_refreshes_the_base_pack_before_the_ttl(self):
         self.turn()
@@ -64,7 +69,8 @@ class FreshnessTest(unittest.TestCase):
         self.fake.queue_script[SESSION] = [2, 1, 0]
         self.recaller.note_delivered(self.settings.destination(), SESSION)
         self.turn()  # polls: 2 pending
-        self.assertEqual(self.recaller.freshness(self.settings, SESSION), {"state": "deriving", "pending": 2})
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION),
+                         {"state": "deriving", "pending": 2})
         self.turn(1.0)  # within the interval: no second request
         self.assertEqual(self.fake.queue_reads, [SESSION])
         self.turn(FRESHNESS_POLL_S)  # 1 pending
@@ -72,13 +78,15 @@ class FreshnessTest(unittest.TestCase):
         self.turn(FRESHNESS_POLL_S)  # drained: the base pack is reloaded at once
         self.assertEqual(self.fake.queue_reads, [SESSION] * 3)
         self.assertEqual(self.base_loads(), loads + 1)
-        self.assertEqual(self.recaller.freshness(self.settings, SESSION), {"state": "fresh", "pending": 0})
+        self.assertEqual(self.recaller.freshness(self.settings, SESSION),
+                         {"state": "fresh", "pending": 0})
         self.assertIn("oolong", self.turn())  # an hour of TTL left, yet the new memory
         self.assertEqual(self.fake.queue_reads, [SESSION] * 3)  # fresh: no more polling
 
     def test_status_says_fresh_or_deriving_with_the_pending_work(self):
         def memory_line():
-            parts = gather_parts(self.settings, process_state(), session_id=SESSION, recaller=self.recaller)
+            parts = gather_parts(self.settings, process_state(), session_id=SESSION,
+                                 recaller=self.recaller)
             status = build_status(self.settings, parts, 1_900_000_000.0)
             return status["recall"]["memory"], [line for line in status_text(status).splitlines()
                                                 if line.startswith("Memory is ")]
@@ -87,13 +95,15 @@ class FreshnessTest(unittest.TestCase):
         self.recaller.note_delivered(self.settings.destination(), SESSION)
         self.assertEqual(memory_line()[1], ["Memory is deriving"])  # not polled yet
         self.turn()
-        self.assertEqual(memory_line(), ({"state": "deriving", "pending": 4}, ["Memory is deriving (4 pending)"]))
+        self.assertEqual(memory_line(), ({"state": "deriving", "pending": 4},
+                                         ["Memory is deriving (4 pending)"]))
         self.turn(FRESHNESS_POLL_S)
         self.assertEqual(memory_line()[1], ["Memory is fresh"])
 
     def test_no_work_seen_counts_as_done_only_after_the_minimum_age(self):
         self.turn()
-        self.recaller.note_delivered(self.settings.destination(), SESSION)  # the deriver has not queued it yet
+        # the deriver has not queued it yet
+        self.recaller.note_delivered(self.settings.destination(), SESSION)
         loads = self.base_loads()
         self.turn()
         self.assertEqual(self.recaller.freshness(self.settings, SESSION)["state"], "deriving")
@@ -133,11 +143,13 @@ class DeliveryTellsRecallTest(unittest.TestCase):
     def test_the_hubs_worker_tells_its_recaller_which_session_it_delivered(self):
         server = serve(FakeHoncho())
         self.addCleanup(server.close)
-        settings = build_settings({"api_url": server.url, "outbox_path": temp_outbox_path(self)}, {}, {})
+        settings = build_settings({"api_url": server.url, "outbox_path": temp_outbox_path(self)},
+                                  {}, {})
         the_hub = Hub(settings=lambda: settings)
         self.addCleanup(the_hub.stop)
         recaller = the_hub.recaller()
-        the_hub.capture(settings).capture(CaptureRequest("told", Role.USER, "u1", "I keep bees"), settings)
+        the_hub.capture(settings).capture(CaptureRequest("told", Role.USER, "u1", "I keep bees"),
+                                          settings)
         the_hub.flush_capture()
         self.assertTrue(the_hub.load_delivery())
         worker = the_hub.ensure_worker()

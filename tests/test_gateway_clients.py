@@ -1,5 +1,6 @@
-"""The gateway's SDK clients: retired only when no call uses them, refused for an unusable API URL, and
-its per-client caches bounded. Real honcho.Honcho over the fake; real threads where senders overlap."""
+"""The gateway's SDK clients: retired only when no call uses them, refused for an unusable API URL,
+and its per-client caches bounded. Real honcho.Honcho over the fake; real threads where senders
+overlap."""
 
 import gc
 import re
@@ -20,12 +21,13 @@ WAIT_S = 10.0  # bound of every wait on another thread; the tests never need tha
 
 
 def message(n: int, session: str) -> Message:
-    return Message(id=f"ev_{session}_{n}", session_id=session, peer_id="user", role="user", content=f"message {n}",
-                   created_at=1_700_000_000.0 + n)
+    return Message(id=f"ev_{session}_{n}", session_id=session, peer_id="user", role="user",
+                   content=f"message {n}", created_at=1_700_000_000.0 + n)
 
 
 class HeldFirstSession:
-    """A fake whose first session get-or-create waits until the test releases it: a sender mid-request."""
+    """A fake whose first session get-or-create waits until the test releases it: a sender
+    mid-request."""
 
     def __init__(self) -> None:
         self.fake = FakeHoncho()  # any key: the tests change it
@@ -52,12 +54,14 @@ class HeldFirstSession:
 
 class ClientRetirementTest(unittest.TestCase):
     def test_a_sender_mid_request_keeps_its_client_until_it_ends_whatever_retires_it(self):
-        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "https://honcho.test"}, {}, {})
+        settings = build_settings({"outbox_path": temp_outbox_path(self),
+                                   "api_url": "https://honcho.test"}, {}, {})
         for retire in ("key_change", "close"):
             with self.subTest(retired_by=retire):
                 server, keys = HeldFirstSession(), ["key-one-0123456789"]
                 # Bound as defaults: the gateway and the sender thread may outlive this iteration.
-                gateway = HonchoGateway(settings.api_url, settings.workspace_id, lambda keys=keys: keys[0], 5.0,
+                gateway = HonchoGateway(settings.api_url, settings.workspace_id,
+                                        lambda keys=keys: keys[0], 5.0,
                                         http_client_factory=server.http_client)
                 self.addCleanup(gateway.close)
                 outcome: list = []
@@ -74,7 +78,8 @@ class ClientRetirementTest(unittest.TestCase):
                 self.assertTrue(server.entered.wait(WAIT_S), "the first sender reached the server")
                 if retire == "key_change":
                     keys[0] = "key-two-0123456789"
-                    gateway.send([message(1, "chat-other")])  # another sender, on a client with the new key
+                    # another sender, on a client with the new key
+                    gateway.send([message(1, "chat-other")])
                 else:
                     gateway.close()
                 self.assertFalse(server.clients[0].is_closed, "the client is still in use")
@@ -95,11 +100,13 @@ class ApiUrlProblemTest(unittest.TestCase):
             clients.append(httpx.Client(transport=fake.transport()))
             return clients[-1]
 
-        settings = build_settings({"outbox_path": temp_outbox_path(self)}, {"HONCHO_API_KEY": KEY}, {})
+        settings = build_settings({"outbox_path": temp_outbox_path(self)},
+                                  {"HONCHO_API_KEY": KEY}, {})
         broken = with_api_url_problem(settings, "HONCHO_API_URL: the port is not a number")
         gateway = HonchoGateway.for_settings(broken, http_client_factory=client)
         calls = {"send": lambda: gateway.send([message(1, "chat-u")]),
-                 "context": lambda: gateway.context("chat-u", query="q", tokens=100, target="user", perspective="agent"),
+                 "context": lambda: gateway.context("chat-u", query="q", tokens=100,
+                                                    target="user", perspective="agent"),
                  "call": lambda: gateway.call(lambda c: c.get_metadata()),
                  "reader_peer": lambda: gateway.reader_peer("user")}
         for name, call in calls.items():
@@ -107,7 +114,8 @@ class ApiUrlProblemTest(unittest.TestCase):
                 with self.assertRaises(PermanentError) as caught:
                     call()
                 self.assertEqual(caught.exception.code, "api_url_invalid")
-        self.assertEqual((clients, fake.requests), ([], []), "no client was built: the key went nowhere")
+        self.assertEqual((clients, fake.requests), ([], []),
+                         "no client was built: the key went nowhere")
         usable = HonchoGateway.for_settings(settings, http_client_factory=client)
         usable.call(lambda c: c.get_metadata())
         usable.close()
@@ -117,12 +125,13 @@ class ApiUrlProblemTest(unittest.TestCase):
 class CacheBoundsTest(unittest.TestCase):
     def test_each_per_client_cache_stays_within_its_limit_and_forgetting_costs_only_requests(self):
         fake = FakeHoncho(api_key=KEY)
-        gateway = HonchoGateway("https://honcho.test", "agent-zero", lambda: KEY, 5.0, cache_limit=3,
-                                http_client_factory=lambda: httpx.Client(transport=fake.transport()),
-                                supports_scopes=lambda: True, peer_roles={"user": "user", "agent": "agent"})
+        gateway = HonchoGateway(
+            "https://honcho.test", "agent-zero", lambda: KEY, 5.0, cache_limit=3,
+            http_client_factory=lambda: httpx.Client(transport=fake.transport()),
+            supports_scopes=lambda: True, peer_roles={"user": "user", "agent": "agent"})
         self.addCleanup(gateway.close)
-        # The objects the gateway keeps, weakly: alive only while it keeps them. A session it created to
-        # send is the one it reads through.
+        # The objects the gateway keeps, weakly: alive only while it keeps them. A session it
+        # created to send is the one it reads through.
         objects: dict[str, list[weakref.ref]] = {"sessions": [], "readers": [], "peers": []}
         for n in range(10):
             gateway.send([message(1, f"chat-s{n}")])
@@ -134,12 +143,14 @@ class CacheBoundsTest(unittest.TestCase):
         kept = {name: sum(ref() is not None for ref in refs) for name, refs in objects.items()}
         self.assertTrue(all(0 < count <= 3 for count in kept.values()), kept)
 
-        # Sessions with their peers, scopes and memberships cost a request when not known: the newest is
-        # known, and of the newest four at least one was forgotten.
-        made = {"sessions": r"/sessions$", "scopes": r"/scopes$", "memberships": r"/scopes/[^/]+/sessions$"}
+        # Sessions with their peers, scopes and memberships cost a request when not known: the
+        # newest is known, and of the newest four at least one was forgotten.
+        made = {"sessions": r"/sessions$", "scopes": r"/scopes$",
+                "memberships": r"/scopes/[^/]+/sessions$"}
 
         def requests() -> dict[str, int]:
-            return {name: sum(1 for method, path in fake.requests if method == "POST" and re.search(pattern, path))
+            return {name: sum(1 for method, path in fake.requests
+                              if method == "POST" and re.search(pattern, path))
                     for name, pattern in made.items()}
 
         def use(n: int) -> None:
@@ -154,7 +165,8 @@ class CacheBoundsTest(unittest.TestCase):
         self.assertTrue(all(after[name] > before[name] for name in made), (before, after))
         gateway.send([message(2, "chat-s0")])  # forgotten long ago: ensured again, then delivered
         gateway.ensure_session_in_scope("chat-s0", "scope-0")
-        self.assertEqual([m["content"] for m in fake.session_messages("chat-s0")], ["message 1", "message 2"])
+        self.assertEqual([m["content"] for m in fake.session_messages("chat-s0")],
+                         ["message 1", "message 2"])
         self.assertEqual(fake.scopes[("agent-zero", "scope-0")], {"chat-s0"})
 
 

@@ -31,13 +31,15 @@ class HubStopTest(unittest.TestCase):
         self.settings = build_settings(plugin, {"HONCHO_API_KEY": KEY}, {})
         self.baseline = set(hub_threads())
         self.hub = Hub(lambda: self.settings)
-        self.assertTrue(self.hub.load_delivery())  # the SDK imported: the worker starts on this thread
+        # the SDK imported: the worker starts on this thread
+        self.assertTrue(self.hub.load_delivery())
         self.addCleanup(self.hub.stop)
 
     def run_everything(self, n: int = 0) -> set[str]:
         """Start the Hub and give each of its threads work: a typed message (the writer, then the
-        worker and a sender), a project chat's scope (the registrar), a turn's recall and the chat's
-        session (the recall pool and the chats' reader). Returns the kinds of thread running then."""
+        worker and a sender), a project chat's scope (the registrar), a turn's recall and the
+        chat's session (the recall pool and the chats' reader). Returns the kinds of thread
+        running then."""
         self.hub.start()
         service = self.hub.capture(self.settings)
         typed = CaptureRequest(CHAT, Role.USER, f"h-{n}", f"message {n}")
@@ -72,7 +74,8 @@ class HubStopTest(unittest.TestCase):
         self.assertEqual(self.run_everything(1), set(KINDS))
 
     def test_start_and_stop_50_times_leaves_threads_and_file_descriptors_at_baseline(self):
-        self.run_everything()  # imports, the process's journal (a stop keeps it) and the first clients
+        # imports, the process's journal (a stop keeps it) and the first clients
+        self.run_everything()
         self.assertTrue(self.hub.stop())
         threads, descriptors = set(threading.enumerate()), len(os.listdir("/proc/self/fd"))
         for n in range(1, 51):
