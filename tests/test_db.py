@@ -43,7 +43,8 @@ def header(path: str) -> dict:
 
 
 def snapshot(folder: str) -> dict:
-    """Every entry of a folder with its bytes and modification time: "untouched" means this is equal."""
+    """Every entry of a folder with its bytes and modification time: "untouched" means this is
+    equal."""
     entries = {}
     for name in sorted(os.listdir(folder)):
         full = os.path.join(folder, name)
@@ -53,7 +54,8 @@ def snapshot(folder: str) -> dict:
 
 
 def auto_vacuum(path: str) -> int:
-    """The file's auto_vacuum mode, read by a fresh connection (an older one may report a stale value)."""
+    """The file's auto_vacuum mode, read by a fresh connection (an older one may report a stale
+    value)."""
     conn = sqlite3.connect(path)
     try:
         return conn.execute("PRAGMA auto_vacuum").fetchone()[0]
@@ -83,7 +85,8 @@ class FileTestCase(unittest.TestCase):
 
 
 def other_program(journal: str):
-    """Another program's database (user_version 0, its own table, a row in it) in that journal mode."""
+    """Another program's database (user_version 0, its own table, a row in it) in that journal
+    mode."""
     def make(path: str) -> None:
         conn = sqlite3.connect(path, isolation_level=None)
         conn.execute(f"PRAGMA journal_mode={journal}")
@@ -94,9 +97,10 @@ def other_program(journal: str):
 
 
 def begun_by_another_connection_of_ours(path: str) -> None:
-    """The file as our first connection leaves it after its first write (auto_vacuum, a transaction of
-    its own: SQLite ignores it inside one) and before its second (the stamp): what a connection opened
-    by another thread or process at that moment sees, and what a kill at that moment leaves for good."""
+    """The file as our first connection leaves it after its first write (auto_vacuum, a
+    transaction of its own: SQLite ignores it inside one) and before its second (the stamp): what
+    a connection opened by another thread or process at that moment sees, and what a kill at that
+    moment leaves for good."""
     open(path, "wb").close()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
@@ -145,17 +149,21 @@ def empty_with_leftover_wal(path: str) -> None:
 
 class ForeignFileTest(FileTestCase):
     def test_files_that_are_not_our_outbox_are_refused_untouched(self):
-        # Another program's database is foreign; a file SQLite cannot read is corrupt (it may be ours, damaged).
+        # Another program's database is foreign; a file SQLite cannot read is corrupt (it may be
+        # ours, damaged).
         cases = {"another program's database": (other_program("DELETE"), OutboxForeign),
                  "another program's database in WAL mode": (other_program("WAL"), OutboxForeign),
                  "another application id over our schema": (other_application_id, OutboxForeign),
-                 "an unrelated events table at user_version 1": (other_events_table("DELETE"), OutboxForeign),
-                 "an unrelated events table at user_version 1 in WAL mode": (other_events_table("WAL"), OutboxForeign),
+                 "an unrelated events table at user_version 1":
+                     (other_events_table("DELETE"), OutboxForeign),
+                 "an unrelated events table at user_version 1 in WAL mode":
+                     (other_events_table("WAL"), OutboxForeign),
                  "an empty file beside a leftover WAL": (empty_with_leftover_wal, OutboxForeign),
-                 "another program's empty database": (another_programs_empty_database, OutboxForeign),
+                 "another program's empty database":
+                     (another_programs_empty_database, OutboxForeign),
                  "not SQLite at all": (write(os.urandom(8192)), OutboxCorrupt),
-                 "the SQLite magic in a file shorter than a header": (write(b"SQLite format 3\x00" + b"\x01" * 40),
-                                                                      OutboxCorrupt)}
+                 "the SQLite magic in a file shorter than a header":
+                     (write(b"SQLite format 3\x00" + b"\x01" * 40), OutboxCorrupt)}
         for name, (make, kind) in cases.items():
             with self.subTest(name):
                 path = temp_outbox_path(self)
@@ -187,8 +195,10 @@ class ForeignFileTest(FileTestCase):
             self.assertEqual(child.returncode, 0, err)
             self.assertEqual(header(path)["user_version"], 0)  # the migration is only in the WAL
 
-        cases = {"version 1": lambda path: legacy_outbox(path, 1, {"queued-before-the-kill": ("pending", None)}),
-                 "version 2": lambda path: legacy_outbox(path, 2, {"queued-before-the-kill": ("pending", None)}),
+        cases = {"version 1": lambda path: legacy_outbox(
+                     path, 1, {"queued-before-the-kill": ("pending", None)}),
+                 "version 2": lambda path: legacy_outbox(
+                     path, 2, {"queued-before-the-kill": ("pending", None)}),
                  "version 1 still in its WAL": killed_after_first_migration}
         for name, make in cases.items():
             with self.subTest(name):
@@ -196,14 +206,17 @@ class ForeignFileTest(FileTestCase):
                 os.makedirs(os.path.dirname(path))
                 make(path)
                 box = self.open(path)
-                self.assertEqual([e.id for e in lease(box, "w", 10, 60)], ["queued-before-the-kill"])
+                self.assertEqual([e.id for e in lease(box, "w", 10, 60)],
+                                 ["queued-before-the-kill"])
                 box.close()
                 self.assertEqual(header(path)["application_id"], APPLICATION_ID)
                 self.assertEqual(header(path)["user_version"], SCHEMA_VERSION)
 
     def test_a_new_or_empty_file_becomes_a_stamped_outbox_with_incremental_vacuum(self):
-        for name, make in (("no file", None), ("an empty file", lambda path: open(path, "wb").close()),
-                           ("a file another connection of ours began", begun_by_another_connection_of_ours)):
+        for name, make in (("no file", None),
+                           ("an empty file", lambda path: open(path, "wb").close()),
+                           ("a file another connection of ours began",
+                            begun_by_another_connection_of_ours)):
             with self.subTest(name):
                 path = temp_outbox_path(self)
                 if make is not None:
@@ -244,12 +257,14 @@ class DiskTest(FileTestCase):
                 self.assertLess(sizes[""], MB)
                 self.assertLessEqual(sizes["-wal"], JOURNAL_SIZE_LIMIT)
                 for suffix, data in texts.items():
-                    self.assertNotIn(b"PRUNED-PASTE-", data, f"pruned text found in {suffix or 'main file'}")
+                    self.assertNotIn(b"PRUNED-PASTE-", data,
+                                     f"pruned text found in {suffix or 'main file'}")
 
     def test_every_connection_overwrites_deleted_content_and_limits_its_journal(self):
         _, conn = open_with_connection(self.path, self.open)
         self.assertEqual(conn.execute("PRAGMA secure_delete").fetchone()[0], 1)
-        self.assertEqual(conn.execute("PRAGMA journal_size_limit").fetchone()[0], JOURNAL_SIZE_LIMIT)
+        self.assertEqual(conn.execute("PRAGMA journal_size_limit").fetchone()[0],
+                         JOURNAL_SIZE_LIMIT)
 
     def test_the_one_time_vacuum_waits_for_an_idle_queue(self):
         legacy_outbox(self.path, 2, {})
@@ -271,10 +286,12 @@ class DiskTest(FileTestCase):
 
         def lock_before_vacuum(statement):
             if statement.strip().upper() == "VACUUM" and not other.in_transaction:
-                other.execute("BEGIN IMMEDIATE")  # another writer takes the lock just as VACUUM starts
+                # another writer takes the lock just as VACUUM starts
+                other.execute("BEGIN IMMEDIATE")
 
         conn.set_trace_callback(lock_before_vacuum)
-        self.assertEqual(box.prune(delivered_retention_s=0), 2)  # the rows are gone; no error escapes
+        # the rows are gone; no error escapes
+        self.assertEqual(box.prune(delivered_retention_s=0), 2)
         conn.set_trace_callback(None)
         self.assertTrue(other.in_transaction)
         other.execute("ROLLBACK")
@@ -317,15 +334,17 @@ print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM events").fetcho
 
 class SameProcessTest(FileTestCase):
     def test_opening_the_outbox_again_keeps_the_locks_of_the_connection_already_open(self):
-        # The checks at open must not close a descriptor of the database or its -shm: that would drop the
-        # POSIX locks the first connection holds, and the next process would reset the shared index under it.
+        # The checks at open must not close a descriptor of the database or its -shm: that would
+        # drop the POSIX locks the first connection holds, and the next process would reset the
+        # shared index under it.
         first = self.open()
         enqueue(first, [event(1)])
         enqueue(self.open(), [event(2)])
         child = run_child(CHILD_ENQUEUE, ROOT, self.path, "other", "5")
         out, err = child.communicate(timeout=60)
         self.assertEqual(out.strip(), "done", err)
-        enqueue(first, [event(3)])  # lands in the -wal the other process sees (not in one it deleted)
+        # lands in the -wal the other process sees (not in one it deleted)
+        enqueue(first, [event(3)])
         self.assertEqual(first.stats()["counts"]["pending"], 8)
         count = run_child(COUNT_ROWS, self.path)
         out, err = count.communicate(timeout=60)
@@ -369,8 +388,10 @@ class PermissionTest(FileTestCase):
             os.mkdir(os.path.join(self.folder, "journal"))
             open(marker_path(build_settings({"outbox_path": self.path}, {}, {})), "w").close()
 
-        for name, prepare in (("empty", lambda: None), ("with an outbox", lambda: self.open().close()),
-                              ("with the plugin's journal folder and cache marker", with_the_plugins_other_files)):
+        for name, prepare in (("empty", lambda: None),
+                              ("with an outbox", lambda: self.open().close()),
+                              ("with the plugin's journal folder and cache marker",
+                               with_the_plugins_other_files)):
             with self.subTest(name):
                 self.path = temp_outbox_path(self)
                 self.folder = os.path.dirname(self.path)
@@ -384,9 +405,11 @@ class PermissionTest(FileTestCase):
         def other_file(folder):
             open(os.path.join(folder, "notes.txt"), "w").close()
 
-        cases = [("holds another file", 0o755, other_file), ("sticky, like /tmp", 0o1777, lambda folder: None)]
+        cases = [("holds another file", 0o755, other_file),
+                 ("sticky, like /tmp", 0o1777, lambda folder: None)]
         if os.geteuid() == 0:  # only root can give a folder to another user
-            cases.append(("owned by another user", 0o777, lambda folder: os.chown(folder, 65534, 65534)))
+            cases.append(("owned by another user", 0o777,
+                          lambda folder: os.chown(folder, 65534, 65534)))
         for name, folder_mode, prepare in cases:
             with self.subTest(name):
                 path = temp_outbox_path(self)

@@ -31,47 +31,57 @@ class HappyPathTest(unittest.TestCase):
         self.assertEqual(bench.states(), {"delivered": 92})
         first = bench.fake.session_messages("chat-a1")[0]
         self.assertEqual(first["metadata"]["event_id"][:3], "ev_")
-        self.assertTrue(first["created_at"].startswith("2027-01-15T08:00:00"))  # the manual clock's time
+        # the manual clock's time
+        self.assertTrue(first["created_at"].startswith("2027-01-15T08:00:00"))
         session = bench.fake.sessions[("agent-zero", "chat-a1")]
         self.assertEqual(session["peers_set_before_messages"],
                          {"user": {"observe_me": True, "observe_others": True},
                           "agent-zero": {"observe_me": False, "observe_others": True}})
-        self.assertEqual(bench.fake.count("/sessions/chat-a1/messages"), 5)  # 32 events in batches of 7
+        # 32 events in batches of 7
+        self.assertEqual(bench.fake.count("/sessions/chat-a1/messages"), 5)
 
     def test_the_key_travels_only_as_a_bearer_header_to_the_configured_url(self):
         api, mcp = "https://honcho-key.test", "https://mcp-key.test"
         bench = Bench(self, api_url=api, mcp_url=mcp)
         # Every component that talks to Honcho, each through a client whose requests are recorded:
-        bench.capture_service.capture(CaptureRequest("k1", Role.USER, "k-1", "I like tea", "a0-key"),
-                                      bench.settings)
+        bench.capture_service.capture(
+            CaptureRequest("k1", Role.USER, "k-1", "I like tea", "a0-key"), bench.settings)
         bench.run_until_idle()  # delivery, with the session joining its scope first
         self.assertEqual(bench.states(), {"delivered": 1})
         self.assertTrue(ScopeRegistrar(bench.gateway).register(bench.settings, "chat-k2", "a0-key"))
         recaller = Recaller(lambda s: bench.gateway(s, s.recall_timeout_s))
         self.addCleanup(recaller.close)
-        self.assertEqual(recaller.recall(bench.settings, "chat-k1", "what do I drink?", TEMPLATE, "a0-key").source,
-                         "fresh")
-        ctx = ActionContext(settings=bench.settings, session_id="chat-k1", gateway=bench.gateway(bench.settings),
-                            recall=lambda q, scope: recaller.recall(bench.settings, "chat-k1", q, TEMPLATE, scope).block)
-        for action, args in (("recall", {"query": "tea again please"}), ("search", {"query": "tea"}),
+        self.assertEqual(recaller.recall(bench.settings, "chat-k1", "what do I drink?", TEMPLATE,
+                                         "a0-key").source, "fresh")
+        ctx = ActionContext(settings=bench.settings, session_id="chat-k1",
+                            gateway=bench.gateway(bench.settings),
+                            recall=lambda q, scope: recaller.recall(bench.settings, "chat-k1", q,
+                                                                    TEMPLATE, scope).block)
+        for action, args in (("recall", {"query": "tea again please"}),
+                             ("search", {"query": "tea"}),
                              ("search", {"query": "tea", "target": "workspace", "scope": "a0-key"}),
-                             ("ask", {"query": "What does the user drink?"}), ("remember", {"content": "Likes tea"}),
+                             ("ask", {"query": "What does the user drink?"}),
+                             ("remember", {"content": "Likes tea"}),
                              ("dream", {})):
             self.assertTrue(run_action(action, args, ctx).ok, action)
         check = operations.check(bench.settings, http_client_factory=bench.http_client)
         self.assertTrue(check["api"]["ok"], check)
         paths = [request.url.path for request in bench.sent]
-        for fragment in ("/sessions/chat-k1/messages", "/scopes/a0-key/sessions", "/context", "/chat",
-                         "/conclusions", "/search", "/schedule_dream"):
+        for fragment in ("/sessions/chat-k1/messages", "/scopes/a0-key/sessions", "/context",
+                         "/chat", "/conclusions", "/search", "/schedule_dream"):
             self.assertTrue(any(fragment in path for path in paths), fragment)
-        self.assertIn("mcp-key.test", {request.url.host for request in bench.sent})  # the MCP check went out
+        # the MCP check went out
+        self.assertIn("mcp-key.test", {request.url.host for request in bench.sent})
         for request in bench.sent:
             with self.subTest(request=f"{request.method} {request.url}"):
                 headers = {k.lower(): v for k, v in request.headers.items()}
                 bearer = headers.pop("authorization", None)
-                self.assertNotIn(KEY, str(request.url) + json.dumps(headers) + request.content.decode("utf-8", "replace"))
-                if request.url.host == "mcp-key.test":  # another host than the API's: the MCP check has no key
-                    self.assertEqual((request.url.scheme, request.url.path, bearer), ("https", "/", None))
+                self.assertNotIn(KEY, str(request.url) + json.dumps(headers)
+                                 + request.content.decode("utf-8", "replace"))
+                # another host than the API's: the MCP check has no key
+                if request.url.host == "mcp-key.test":
+                    self.assertEqual((request.url.scheme, request.url.path, bearer),
+                                     ("https", "/", None))
                 else:
                     self.assertTrue(str(request.url).startswith(api + "/"))
                     self.assertEqual(bearer, f"Bearer {KEY}")
@@ -149,8 +159,9 @@ class UnreachableTest(unittest.TestCase):
         texts = bench.say("u1", 3)
         bench.fake.fail(kind="reset")
         bench.worker.step()
-        self.assertEqual(bench.worker.state.snapshot()["circuits"]["https://honcho.test#agent-zero"]["kind"],
-                         "unreachable")
+        self.assertEqual(
+            bench.worker.state.snapshot()["circuits"]["https://honcho.test#agent-zero"]["kind"],
+            "unreachable")
         self.assertEqual({r[2] for r in bench.rows()}, {0})
         self.assertEqual(bench.worker.step().state, "circuit_open")
         bench.clock.advance(600)
@@ -223,7 +234,8 @@ class AuthTest(unittest.TestCase):
 class PermanentTest(unittest.TestCase):
     def test_one_bad_event_in_the_middle_is_isolated_and_the_rest_arrive_in_order(self):
         bench = Bench(self, batch_size=20)
-        texts = bench.say("p1", 9) + bench.say("p1", 1, text="POISON") + bench.say("p1", 10, text="after")
+        texts = (bench.say("p1", 9) + bench.say("p1", 1, text="POISON")
+                 + bench.say("p1", 10, text="after"))
         bench.fake.reject_marker = "POISON"
         bench.run_until_idle()
         self.assertEqual(bench.server_texts("p1"), [t for t in texts if "POISON" not in t])
@@ -234,8 +246,9 @@ class PermanentTest(unittest.TestCase):
     def test_a_client_side_validation_error_is_permanent_and_costs_no_request(self):
         bench = Bench(self)
         texts = bench.say("p2", 1)
-        oversized = NewEvent("ev_oversized", bench.settings.destination(), "agent-zero", "chat-p2", "user", "user",
-                             "x" * 30_000, bench.clock.now)  # as an older version might have queued it
+        # as an older version might have queued it
+        oversized = NewEvent("ev_oversized", bench.settings.destination(), "agent-zero", "chat-p2",
+                             "user", "user", "x" * 30_000, bench.clock.now)
         box = Outbox(bench.path, clock=bench.clock)
         enqueue(box, [oversized])
         box.close()
@@ -244,7 +257,8 @@ class PermanentTest(unittest.TestCase):
         self.assertEqual(bench.server_texts("p2"), texts)
         self.assertEqual([r[3] for r in bench.rows() if r[1] == "dead"], ["invalid"])
         self.assertFalse(any("x" * 30_000 == m["content"] for m in bench.fake.messages))
-        bodies = [request.content.decode() for request in bench.sent if request.url.path.endswith("/messages")]
+        bodies = [request.content.decode() for request in bench.sent
+                  if request.url.path.endswith("/messages")]
         self.assertEqual(len(bodies), 2)  # the two good events; none for the oversized one
         self.assertFalse(any("x" * 25_001 in body for body in bodies))
 
@@ -252,7 +266,8 @@ class PermanentTest(unittest.TestCase):
 class HandoffTest(unittest.TestCase):
     def test_what_was_handed_off_reaches_the_outbox_by_the_writer_then_honcho_in_order(self):
         bench = Bench(self, capture_wait_ms=10)  # each try meets the lock: it gives up after 10 ms
-        writer = CaptureWriter(lambda: bench.capture_service, lambda: bench.settings, monotonic=bench.mono)
+        writer = CaptureWriter(lambda: bench.capture_service, lambda: bench.settings,
+                               monotonic=bench.mono)
         texts = bench.say("h1", 1)
         child = hold_write_lock(bench.path)  # another process holds the outbox: capture hands off
         try:
@@ -267,7 +282,8 @@ class HandoffTest(unittest.TestCase):
         finally:
             release_lock(child)
         bench.run_until_idle()
-        self.assertEqual(bench.server_texts("h1"), texts[:1])  # the worker sends what the outbox holds
+        # the worker sends what the outbox holds
+        self.assertEqual(bench.server_texts("h1"), texts[:1])
         bench.mono.advance(retry_s)
         self.assertIsNone(writer.step())  # the retry is due: it moves all three, nothing waits
         self.assertEqual(bench.capture_service.backlog(), 0)

@@ -53,7 +53,8 @@ class ThreadLifecycleTest(unittest.TestCase):
         bench.worker.stop(5)
         threads, handles = threading.active_count(), len(os.listdir("/proc/self/fd"))
         for _ in range(50):
-            worker = DeliveryWorker(lambda: bench.settings, gateway_factory=bench.gateway, clock=bench.clock)
+            worker = DeliveryWorker(lambda: bench.settings, gateway_factory=bench.gateway,
+                                    clock=bench.clock)
             worker.start()
             bench.say("t3", 1)
             worker.wake()
@@ -68,7 +69,8 @@ class EnsureWorkerTest(unittest.TestCase):
     def setUp(self):
         self.bench = Bench(self)
         self.hub = Hub(lambda: self.bench.settings, lambda: False)  # paused: no traffic
-        self.assertTrue(self.hub.load_delivery())  # off the loop, as the first call's background start does
+        # off the loop, as the first call's background start does
+        self.assertTrue(self.hub.load_delivery())
         self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
 
     def ensure(self):
@@ -88,7 +90,8 @@ class EnsureWorkerTest(unittest.TestCase):
         self.bench.say("pu", 3)
         self.bench.enabled = False
         self.bench.worker.start()
-        self.bench.worker.drain(10)  # the thread's own first step is over (paused): the drain below moves all
+        # the thread's own first step is over (paused): the drain below moves all
+        self.bench.worker.drain(10)
         self.bench.enabled = True
         report = lifecycle.stop_workers(drain_s=5.0)
         self.assertEqual((report["drained"], report["stopped"]), (3, report["workers"]))
@@ -97,11 +100,13 @@ class EnsureWorkerTest(unittest.TestCase):
 
     def test_a_worker_of_this_generation_is_adopted_after_module_globals_reset(self):
         first = self.ensure()
-        self.hub = Hub(lambda: self.bench.settings, lambda: False)  # as after a re-import of the plugin
+        # as after a re-import of the plugin
+        self.hub = Hub(lambda: self.bench.settings, lambda: False)
         self.assertIs(self.ensure(), first)
 
     def test_a_worker_of_an_older_generation_is_stopped_before_a_new_one_starts(self):
-        class OlderGeneration(DeliveryWorker):  # another class object, as a re-imported module makes
+        # another class object, as a re-imported module makes
+        class OlderGeneration(DeliveryWorker):
             pass
         old = OlderGeneration(lambda: self.bench.settings, enabled=lambda: False)
         old.start()
@@ -115,8 +120,10 @@ class EnsureWorkerTest(unittest.TestCase):
 class RegistrarAndWorkerTest(unittest.TestCase):
     def test_this_generations_busy_scope_registrar_neither_stops_nor_delays_the_worker(self):
         server = serve()
-        server.fake.fail(r".", kind="timeout")  # the registrar's first request is held until the server closes
-        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": server.url}, {}, {})
+        # the registrar's first request is held until the server closes
+        server.fake.fail(r".", kind="timeout")
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": server.url},
+                                  {}, {})
         self.addCleanup(lambda: [w.stop(10) for w in lifecycle.plugin_workers()])
         the_hub = Hub(lambda: settings, lambda: False)
         registrar = the_hub.registrar()  # this generation's registrar, ...
@@ -127,17 +134,19 @@ class RegistrarAndWorkerTest(unittest.TestCase):
         self.assertEqual(server.fake.await_request(r".", 1, 10), 1)  # ... busy with a registration
 
         worker = the_hub.ensure_worker()
-        self.assertIsInstance(worker, DeliveryWorker, "started at once, not after the registrar ended")
+        self.assertIsInstance(worker, DeliveryWorker,
+                              "started at once, not after the registrar ended")
         server.close()
-        self.assertTrue(registrar.submit(settings, "chat-next", "a0-busy"), "the registrar still takes work")
+        self.assertTrue(registrar.submit(settings, "chat-next", "a0-busy"),
+                        "the registrar still takes work")
         self.assertIs(the_hub.registrar(), registrar, "and is the same, running thread")
 
 
 def seed(path: str, api_url: str, sessions: int, per_session: int) -> None:
     """Queue per_session messages in each of `sessions` chats, interleaved in capture order."""
     box = Outbox(path, max_rows=100_000)
-    box.enqueue_batches([[NewEvent(f"ev_{s}_{i}", f"{api_url}#agent-zero", "agent-zero", f"chat-{s}", "user",
-                                   "user", f"{s}:{i}", time.time())]
+    box.enqueue_batches([[NewEvent(f"ev_{s}_{i}", f"{api_url}#agent-zero", "agent-zero",
+                                   f"chat-{s}", "user", "user", f"{s}:{i}", time.time())]
                          for i in range(per_session) for s in range(sessions)])
     box.close()
 
@@ -152,22 +161,26 @@ class ProcessesTest(unittest.TestCase):
     def test_a_step_that_begins_while_the_process_exits_ends_the_worker_quietly(self):
         path = temp_outbox_path(self)
         seed(path, "http://127.0.0.1:9", 1, 2)  # ready events: the step leases and would send them
-        child = subprocess.run([sys.executable, CHILD, "exit", path, "http://127.0.0.1:9"], capture_output=True,
-                               text=True, timeout=60, cwd=tempfile.gettempdir())
+        child = subprocess.run([sys.executable, CHILD, "exit", path, "http://127.0.0.1:9"],
+                               capture_output=True, text=True, timeout=60,
+                               cwd=tempfile.gettempdir())
         self.assertEqual(child.returncode, 0, child.stderr)
         self.assertEqual(json.loads(child.stdout), {"stopped": True})
         self.assertNotIn("Traceback", child.stderr)
 
-    def test_a_process_killed_while_holding_a_lease_is_delivered_by_another_after_expiry_exactly_once(self):
-        # Killed while the request hangs before the server stored it, and after (the batch is held, the
-        # answer never came): either way the survivor delivers every event once.
+    def test_a_killed_processs_lease_is_delivered_by_another_after_expiry_exactly_once(self):
+        # Killed while the request hangs before the server stored it, and after (the batch is
+        # held, the answer never came): either way the survivor delivers every event once.
         for stored_first in (False, True):
             with self.subTest(server_stored_the_batch=stored_first):
                 server, path = self.fake_honcho(), temp_outbox_path(self)
                 seed(path, server.url, 1, 5)
-                server.control("/_fake/fail", {"match": "/messages$", "kind": "timeout", "after_store": stored_first})
-                child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url], cwd=tempfile.gettempdir())
-                seen = server.control("/_fake/await", {"match": "/messages$", "count": 1, "timeout": 60})["seen"]
+                server.control("/_fake/fail", {"match": "/messages$", "kind": "timeout",
+                                               "after_store": stored_first})
+                child = subprocess.Popen([sys.executable, CHILD, "hang", path, server.url],
+                                         cwd=tempfile.gettempdir())
+                seen = server.control("/_fake/await", {"match": "/messages$", "count": 1,
+                                                       "timeout": 60})["seen"]
                 self.assertEqual(seen, 1)
                 os.kill(child.pid, signal.SIGKILL)
                 child.wait(30)
@@ -175,8 +188,10 @@ class ProcessesTest(unittest.TestCase):
                 settings = build_settings({"outbox_path": path, "api_url": server.url},
                                           {"HONCHO_API_KEY": CHILD_KEY}, {})
                 # Bound as defaults: the survivor outlives this iteration (stopped at cleanup).
-                later = lambda lease_s=settings.lease_s: time.time() + lease_s + 1  # noqa: E731 - the lease has expired by then
-                survivor = DeliveryWorker(lambda settings=settings: settings, clock=later, rng=random.Random(3))
+                # `later`: the lease has expired by then
+                later = lambda lease_s=settings.lease_s: time.time() + lease_s + 1  # noqa: E731
+                survivor = DeliveryWorker(lambda settings=settings: settings, clock=later,
+                                          rng=random.Random(3))
                 self.addCleanup(survivor.stop, 10)
                 self.assertEqual(survivor.drain(60)["delivered"], 5)
                 stored = [m["content"] for m in server.control("/_fake/messages")]
@@ -186,7 +201,8 @@ class ProcessesTest(unittest.TestCase):
         server, path = self.fake_honcho(), temp_outbox_path(self)
         seed(path, server.url, 20, 20)
         children = [subprocess.Popen([sys.executable, CHILD, "drain", path, server.url, "120"],
-                                     stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir()) for _ in range(4)]
+                                     stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+                    for _ in range(4)]
         moved = [json.loads(child.communicate(timeout=300)[0]) for child in children]
         self.assertEqual(sum(m["delivered"] for m in moved), 400)
         stored = server.control("/_fake/messages")

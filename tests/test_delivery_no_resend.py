@@ -29,8 +29,8 @@ def add_path(request) -> str | None:
 
 
 def lock_while_answering(test, bench: Bench, chat: str) -> sqlite3.Connection:
-    """Another writer takes the outbox's write lock when the chat's first batch reaches Honcho, and holds it
-    until the test ends the returned connection's transaction."""
+    """Another writer takes the outbox's write lock when the chat's first batch reaches Honcho,
+    and holds it until the test ends the returned connection's transaction."""
     other = sqlite3.connect(bench.path, isolation_level=None, check_same_thread=False)
     test.addCleanup(other.close)
 
@@ -45,7 +45,8 @@ def lock_while_answering(test, bench: Bench, chat: str) -> sqlite3.Connection:
 def ambiguous_flags(bench: Bench) -> set:
     conn = sqlite3.connect(bench.path)
     try:
-        return {row[0] for row in conn.execute("SELECT ambiguous FROM events WHERE state = 'pending'")}
+        return {row[0] for row in conn.execute(
+            "SELECT ambiguous FROM events WHERE state = 'pending'")}
     finally:
         conn.close()
 
@@ -90,10 +91,12 @@ class RecoveredLeaseTest(unittest.TestCase):
         texts = bench.say("c1", 5)
         box = Outbox(bench.path, clock=bench.clock)
         self.addCleanup(box.close)
-        batch = lease(box, "crashed-worker", 20, bench.settings.lease_s, bench.settings.destination())
+        batch = lease(box, "crashed-worker", 20, bench.settings.lease_s,
+                      bench.settings.destination())
         gateway = bench.gateway(bench.settings)
         self.addCleanup(gateway.close)
-        gateway.send([as_message(e) for e in batch])  # Honcho stored it; the worker died before recording that
+        # Honcho stored it; the worker died before recording that
+        gateway.send([as_message(e) for e in batch])
         bench.clock.advance(bench.settings.lease_s + 1)
         bench.run_until_idle()
         bench.assert_exactly_once("c1", texts)
@@ -119,7 +122,8 @@ class RecoveredLeaseTest(unittest.TestCase):
 class FailedSettlementTest(unittest.TestCase):
     def test_a_settlement_that_meets_a_locked_outbox_is_retried_and_nothing_is_resent(self):
         waits: list[float] = []
-        bench = Bench(self, worker_options={"busy_timeout_s": 0.01, "settle_sleep": lambda s: release(s)})
+        bench = Bench(self, worker_options={"busy_timeout_s": 0.01,
+                                            "settle_sleep": lambda s: release(s)})
         texts = bench.say("l1", 3)
         other = lock_while_answering(self, bench, "l1")
 
@@ -139,17 +143,20 @@ class FailedSettlementTest(unittest.TestCase):
         bench.assert_exactly_once("l1", texts)
         self.assertEqual(bench.adds("l1"), 1)
 
-    def test_a_stop_requested_while_the_outbox_stays_locked_ends_the_step_and_the_rows_are_reconciled_later(self):
-        bench = Bench(self, worker_options={"busy_timeout_s": 0.01, "settle_sleep": lambda s: stop_now(s)})
+    def test_a_stop_while_the_outbox_stays_locked_ends_the_step_and_rows_are_reconciled_later(self):
+        bench = Bench(self, worker_options={"busy_timeout_s": 0.01,
+                                            "settle_sleep": lambda s: stop_now(s)})
         texts = bench.say("l2", 3)
         other = lock_while_answering(self, bench, "l2")
 
         def stop_now(seconds: float) -> bool:
-            bench.worker.stop()  # asked to stop while its settlement waits (on its own thread: no join)
+            # asked to stop while its settlement waits (on its own thread: no join)
+            bench.worker.stop()
             return True
 
         bench.worker.start()
-        bench.worker.join(30)  # the step ends: the settlement is given up because a stop was requested
+        # the step ends: the settlement is given up because a stop was requested
+        bench.worker.join(30)
         self.assertFalse(bench.worker.is_alive())
         other.execute("ROLLBACK")
         bench.on_request = None
@@ -171,7 +178,8 @@ class FailedSettlementTest(unittest.TestCase):
         bench.on_request = lambda request: (hold(request), answered.set())
         bench.worker.start()
         self.assertTrue(answered.wait(30))
-        self.assertTrue(bench.worker.stop(10))  # the settlement retries stop; nothing waits for the lock
+        # the settlement retries stop; nothing waits for the lock
+        self.assertTrue(bench.worker.stop(10))
         self.assertTrue(other.in_transaction)
         other.execute("ROLLBACK")
         self.assertEqual(bench.states(), {"leased": 2})
@@ -191,13 +199,15 @@ class LeaseOnTheWireTest(unittest.TestCase):
         def script(request) -> None:
             chat = add_path(request)
             if chat == "w1":
-                self.assertTrue(release_slow.wait(30))  # on the wire until the other worker has looked
+                # on the wire until the other worker has looked
+                self.assertTrue(release_slow.wait(30))
             elif chat == "w2":
                 seen["w2"] += 1
                 if seen["w2"] == 1:  # the first fast batch: time passes past a third of the lease
                     bench.clock.advance(lease_s / 2)
                     bench.mono.advance(lease_s / 2)
-                elif seen["w2"] == 2:  # leased after that settlement: the slow lease's first expiry has passed
+                elif seen["w2"] == 2:
+                    # leased after that settlement: the slow lease's first expiry has passed
                     bench.clock.advance(lease_s * 0.6)
                     bench.mono.advance(lease_s * 0.6)
                     bench.on_request = None
@@ -229,7 +239,8 @@ class LeaseOnTheWireTest(unittest.TestCase):
 
 
 def ambiguous_chat(bench: Bench, chat: str, count: int) -> list[str]:
-    """`count` messages of `chat` that Honcho stored though their answer was lost (a 500 after the store)."""
+    """`count` messages of `chat` that Honcho stored though their answer was lost (a 500 after
+    the store)."""
     texts = bench.say(chat, count)
     bench.fake.fail(status=500, after_store=True)
     bench.worker.step()
@@ -244,25 +255,27 @@ def steps(bench: Bench, count: int, every_s: float) -> None:
 
 
 class UnreconcilableTest(unittest.TestCase):
-    def test_a_server_that_cannot_look_up_event_ids_dead_letters_after_bounded_tries_and_retry_dead_applies(self):
+    def test_a_server_without_id_lookups_dead_letters_after_bounded_tries_retry_dead_applies(self):
         bench = Bench(self)
         texts = ambiguous_chat(bench, "u1", 3)
         bench.fake.fail(match=r"/messages/list$", status=422, times=100)  # no metadata filters here
         steps(bench, 10, every_s=3600)
         self.assertEqual(bench.states(), {"dead": 3})
         self.assertEqual({r[3] for r in bench.rows()}, {"unreconcilable"})
-        status = build_status(bench.settings, hub.current().status_parts(bench.settings), bench.clock.now)
+        status = build_status(bench.settings, hub.current().status_parts(bench.settings),
+                              bench.clock.now)
         self.assertEqual(status["queue"]["dead_by_code"], {"unreconcilable": 3})
         self.assertIn("3 dead letters (3 unreconcilable)", status["health_reasons"])
         self.assertEqual(bench.adds("u1"), 1)
         self.assertEqual(bench.fake.count("/sessions/chat-u1/messages/list"), 3)
         bench.fake.faults.clear()
-        self.assertEqual(operations.retry_dead(bench.settings, hub.current().worker())["requeued"], 3)
+        self.assertEqual(
+            operations.retry_dead(bench.settings, hub.current().worker())["requeued"], 3)
         bench.run_until_idle()
         bench.assert_exactly_once("u1", texts)
         self.assertEqual(bench.adds("u1"), 1)
 
-    def test_a_key_that_may_add_but_not_list_dead_letters_its_chat_after_bounded_lookups_and_other_chats_deliver(self):
+    def test_an_add_only_key_dead_letters_its_chat_after_bounded_lookups_other_chats_deliver(self):
         bench = Bench(self)
         ambiguous_chat(bench, "u2", 3)
         bench.fake.fail(match=r"/sessions/chat-u2/messages/list$", status=403, times=100)
@@ -277,14 +290,15 @@ class UnreconcilableTest(unittest.TestCase):
         self.assertEqual(bench.states(), {"dead": 3, "delivered": 2})
         self.assertEqual(bench.adds("u2"), 1)
 
-    def test_a_lookup_refused_while_adds_are_refused_too_waits_for_the_key_and_dead_letters_nothing(self):
+    def test_a_lookup_refused_with_adds_too_waits_for_the_key_and_dead_letters_nothing(self):
         bench = Bench(self)
         first = ambiguous_chat(bench, "u4", 2)
         second = bench.say("u5", 2)
         bench.fake.fail(match="", status=403, times=1000)  # the key may do nothing here for now
         steps(bench, 10, every_s=61)
         self.assertEqual(bench.states(), {"pending": 4})
-        self.assertEqual(bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
+        self.assertEqual(
+            bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
         bench.fake.faults.clear()  # the key may add and list again
         bench.clock.advance(61)
         bench.run_until_idle()
@@ -298,7 +312,8 @@ class UnreconcilableTest(unittest.TestCase):
         bench.fake.fail(match=r"/messages/list$", status=401, times=1000)
         steps(bench, 10, every_s=61)
         self.assertEqual(bench.states(), {"pending": 2})
-        self.assertEqual(bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
+        self.assertEqual(
+            bench.worker.state.snapshot()["circuits"][bench.settings.destination()]["kind"], "auth")
         bench.fake.faults.clear()
         bench.clock.advance(61)
         bench.run_until_idle()
@@ -309,15 +324,18 @@ class UnreconcilableTest(unittest.TestCase):
 class RowBoundTest(unittest.TestCase):
     def test_the_bound_holds_after_the_table_emptied_and_row_numbers_restarted(self):
         bench = Bench(self, max_queued_rows=100)
-        box = Outbox(bench.path, clock=bench.clock, max_rows=100)  # one long-lived outbox, as capture keeps
+        # one long-lived outbox, as capture keeps
+        box = Outbox(bench.path, clock=bench.clock, max_rows=100)
         self.addCleanup(box.close)
-        for day in range(5):  # busy days: rows delivered today stay a day, so row numbers keep growing
+        # busy days: rows delivered today stay a day, so row numbers keep growing
+        for day in range(5):
             box.enqueue_batches([[event(n, f"chat-day{day}", dest=bench.settings.destination())]
                                  for n in range(60)])
             bench.run_until_idle()
             bench.clock.advance(60)
             box.prune(90)
-        bench.clock.advance(600)  # a quiet weekend: everything delivered is pruned, the table is empty
+        # a quiet weekend: everything delivered is pruned, the table is empty
+        bench.clock.advance(600)
         box.prune(90)
         self.assertEqual(bench.states(), {})
         results = [enqueue(box, [event(n, "chat-outage")]) for n in range(150)]

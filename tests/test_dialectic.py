@@ -1,7 +1,8 @@
-"""The opt-in dialectic layer: reasoning levels, prompts and passes, cadence, prewarm, bounds and failures.
+"""The opt-in dialectic layer: reasoning levels, prompts and passes, cadence, prewarm, bounds and
+failures.
 
-Honcho is the fake over the real SDK; `submit` runs the computation at once (no threads) unless a test
-holds it (`Held`) to look at a computation in flight.
+Honcho is the fake over the real SDK; `submit` runs the computation at once (no threads) unless a
+test holds it (`Held`) to look at a computation in flight.
 """
 
 import dataclasses
@@ -34,8 +35,8 @@ from honcho_hub.settings.config import build_settings
 KEY = "hch-dialectic-key-97531"
 SESSION, OTHER = "chat-Dia10001", "chat-Dia20002"
 WEAK = "The user likes green tea."
-STRONG = "\n".join(f"- Point {i}: the user plans their week on Mondays and prefers short written updates."
-                   for i in range(6))
+STRONG = "\n".join(f"- Point {i}: the user plans their week on Mondays and prefers short written"
+                   " updates." for i in range(6))
 
 
 def run_now(work, *args) -> bool:
@@ -68,17 +69,21 @@ class DialecticBench:
     def __init__(self, test, supports_scopes=True, **overrides):
         self.fake = FakeHoncho(api_key=KEY)
         self.clock = ManualClock(100.0)
-        self.settings = build_settings({"api_url": "https://honcho.test", "outbox_path": temp_outbox_path(test),
-                                        "dialectic_enabled": True, **overrides}, {"HONCHO_API_KEY": KEY}, {})
+        self.settings = build_settings({"api_url": "https://honcho.test",
+                                        "outbox_path": temp_outbox_path(test),
+                                        "dialectic_enabled": True, **overrides},
+                                       {"HONCHO_API_KEY": KEY}, {})
         self.chat_timeouts: list[float] = []  # the read timeout each chat request was sent with
         self.gate = threading.Event()
         self.gate.set()
         self.gateway = HonchoGateway.for_settings(
-            self.settings, http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(self._answer)),
+            self.settings,
+            http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(self._answer)),
             supports_scopes=lambda: supports_scopes)
         self.dialectic = Dialectic(lambda settings: self.gateway, monotonic=self.clock)
         test.addCleanup(self.gateway.close)
-        test.addCleanup(self.gate.set)  # a Honcho a test made hang is released before the client closes
+        # a Honcho a test made hang is released before the client closes
+        test.addCleanup(self.gate.set)
 
     def _answer(self, request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/chat"):
@@ -89,10 +94,10 @@ class DialecticBench:
     def with_(self, **changes):
         return dataclasses.replace(self.settings, **changes)
 
-    def turn(self, text="What should I drink today?", session=SESSION, scope=None, summary=None, base_known=True,
-             settings=None, submit=run_now) -> bool:
-        return self.dialectic.on_user_turn(settings or self.settings, session, scope, text, summary, base_known,
-                                           submit)
+    def turn(self, text="What should I drink today?", session=SESSION, scope=None, summary=None,
+             base_known=True, settings=None, submit=run_now) -> bool:
+        return self.dialectic.on_user_turn(settings or self.settings, session, scope, text, summary,
+                                           base_known, submit)
 
     def note(self, session=SESSION, settings=None):
         return self.dialectic.note(settings or self.settings, session)
@@ -108,14 +113,16 @@ class ReasoningLevelTest(unittest.TestCase):
     def test_the_heuristic_raises_the_base_level_by_message_length_up_to_the_cap(self):
         table = [  # (base, cap, characters, level)
             ("low", "high", 0, "low"), ("low", "high", 119, "low"), ("low", "high", 120, "medium"),
-            ("low", "high", 399, "medium"), ("low", "high", 400, "high"), ("low", "medium", 400, "medium"),
-            ("medium", "high", 400, "high"), ("minimal", "max", 400, "medium"), ("high", "max", 400, "max"),
+            ("low", "high", 399, "medium"), ("low", "high", 400, "high"),
+            ("low", "medium", 400, "medium"), ("medium", "high", 400, "high"),
+            ("minimal", "max", 400, "medium"), ("high", "max", 400, "max"),
             ("low", "minimal", 400, "low"),  # a cap below the base never lowers it
             ("high", "medium", 0, "high"), ("high", "medium", 400, "high"),
         ]
         for base, cap, chars, expected in table:
             with self.subTest(base=base, cap=cap, chars=chars):
-                settings = dataclasses.replace(self.settings, dialectic_reasoning_level=base, reasoning_level_cap=cap)
+                settings = dataclasses.replace(self.settings, dialectic_reasoning_level=base,
+                                               reasoning_level_cap=cap)
                 self.assertEqual(reasoning_level(settings, "x" * chars), expected)
 
     def test_surrounding_space_does_not_count_as_length(self):
@@ -129,8 +136,9 @@ class ReasoningLevelTest(unittest.TestCase):
                 self.assertEqual(reasoning_level(settings, "x" * chars), "medium")
 
     def test_each_pass_takes_its_configured_level_else_the_turns(self):
-        table = [("", 0, "high"), ("", 2, "high"), ("minimal,max", 0, "minimal"), ("minimal,max", 1, "max"),
-                 ("minimal,max", 2, "high"), ("low,low,medium", 2, "medium")]
+        table = [("", 0, "high"), ("", 2, "high"), ("minimal,max", 0, "minimal"),
+                 ("minimal,max", 1, "max"), ("minimal,max", 2, "high"),
+                 ("low,low,medium", 2, "medium")]
         for levels, index, expected in table:
             with self.subTest(levels=levels, index=index):
                 settings = dataclasses.replace(self.settings, dialectic_pass_levels=levels)
@@ -140,8 +148,9 @@ class ReasoningLevelTest(unittest.TestCase):
 class NoteTextTest(unittest.TestCase):
     def test_a_long_answer_is_cut_at_a_word_within_the_limit(self):
         text = "alpha beta gamma delta epsilon"
+        # (limit, note): one word longer than the limit is cut inside it
         table = [(100, text), (len(text), text), (16, "alpha beta…"), (17, "alpha beta gamma…"),
-                 (6, "alpha…"), (4, "alp…")]  # (limit, note): one word longer than the limit is cut inside it
+                 (6, "alpha…"), (4, "alp…")]
         for limit, expected in table:
             with self.subTest(limit=limit):
                 note = cut_note(text, limit)
@@ -154,7 +163,8 @@ class NoteTextTest(unittest.TestCase):
     def test_a_strong_answer_is_long_and_has_several_lines(self):
         table = [(STRONG, True), (WEAK, False), ("x " * 400, False),  # long, one line
                  ("- a\n- b\n- c\n- d", False),  # structured, short
-                 ("\n".join(["- " + "y" * 120] * 3), True), ("\n\n".join(["- " + "y" * 200] * 2), False)]
+                 ("\n".join(["- " + "y" * 120] * 3), True),
+                 ("\n\n".join(["- " + "y" * 200] * 2), False)]
         for answer, strong in table:
             with self.subTest(answer=answer[:30]):
                 self.assertIs(is_strong(answer), strong)
@@ -229,13 +239,17 @@ class PromptsAndCallsTest(unittest.TestCase):
     def test_depth_makes_that_many_passes_each_at_its_level(self):
         for depth in (1, 2, 3):
             with self.subTest(depth=depth):
-                bench = DialecticBench(self, dialectic_depth=depth, dialectic_pass_levels="minimal,medium")
-                bench.fake.dialectic_script.extend(["first answer", "audited answer", "reconciled answer"])
+                bench = DialecticBench(self, dialectic_depth=depth,
+                                       dialectic_pass_levels="minimal,medium")
+                bench.fake.dialectic_script.extend(["first answer", "audited answer",
+                                                    "reconciled answer"])
                 bench.turn(text="short")
                 requests = bench.fake.chat_requests
                 self.assertEqual(len(requests), depth)
-                self.assertEqual([r["reasoning_level"] for r in requests], ["minimal", "medium", "low"][:depth])
-                self.assertEqual(bench.note(), ["first answer", "audited answer", "reconciled answer"][depth - 1])
+                self.assertEqual([r["reasoning_level"] for r in requests],
+                                 ["minimal", "medium", "low"][:depth])
+                self.assertEqual(bench.note(),
+                                 ["first answer", "audited answer", "reconciled answer"][depth - 1])
                 if depth >= 2:
                     self.assertTrue(requests[1]["query"].startswith(AUDIT_QUESTION))
                     self.assertIn("first answer", requests[1]["query"])
@@ -251,7 +265,8 @@ class PromptsAndCallsTest(unittest.TestCase):
         self.assertEqual([r["reasoning_level"] for r in bench.fake.chat_requests], ["medium"] * 3)
 
     def test_a_strong_answer_ends_the_passes(self):
-        table = [([STRONG], 1), ([WEAK, STRONG], 2), ([WEAK, WEAK, STRONG], 3), ([WEAK, WEAK, WEAK], 3)]
+        table = [([STRONG], 1), ([WEAK, STRONG], 2), ([WEAK, WEAK, STRONG], 3),
+                 ([WEAK, WEAK, WEAK], 3)]
         for answers, passes in table:
             with self.subTest(passes=passes):
                 bench = DialecticBench(self, dialectic_depth=3, dialectic_max_chars=4_000)
@@ -270,13 +285,15 @@ class PromptsAndCallsTest(unittest.TestCase):
 
     def test_the_note_is_cut_to_max_chars_at_a_word(self):
         bench = DialecticBench(self, dialectic_max_chars=100)
-        bench.fake.dialectic_answer = "The user writes Python every day and reviews pull requests at night. " * 5
+        bench.fake.dialectic_answer = ("The user writes Python every day and reviews pull requests"
+                                       " at night. ") * 5
         bench.turn()
         note = bench.note()
         self.assertLessEqual(len(note), 100)
         self.assertTrue(note.endswith("…"))
         self.assertTrue(bench.fake.dialectic_answer.startswith(note[:-1]))
-        self.assertEqual(bench.fake.dialectic_answer[len(note) - 1], " ")  # the cut fell between words
+        # the cut fell between words
+        self.assertEqual(bench.fake.dialectic_answer[len(note) - 1], " ")
         self.assertLessEqual(len(bench.note(settings=bench.with_(dialectic_max_chars=50))), 50)
 
     def test_every_query_stays_within_honchos_10000_characters(self):
@@ -286,7 +303,8 @@ class PromptsAndCallsTest(unittest.TestCase):
         bench.turn(text="m " * 20_000, scope="a0-alpha", summary="s " * 20_000)
         queries = bench.queries()
         self.assertEqual(len(queries), 3)
-        for query, question in zip(queries, (WARM_QUESTION, AUDIT_QUESTION, RECONCILE_QUESTION), strict=True):
+        for query, question in zip(queries, (WARM_QUESTION, AUDIT_QUESTION, RECONCILE_QUESTION),
+                                   strict=True):
             self.assertLessEqual(len(query), QUERY_MAX_CHARS)
             self.assertTrue(query.startswith(question))
         self.assertEqual(QUERY_MAX_CHARS, 10_000)
@@ -311,9 +329,10 @@ class CadenceTest(unittest.TestCase):
 
     def test_each_session_counts_its_own_turns(self):
         bench = DialecticBench(self, dialectic_cadence=2)
-        started = [(session, bench.turn(session=session)) for session in (SESSION, OTHER, SESSION, SESSION, OTHER)]
-        self.assertEqual(started, [(SESSION, True), (OTHER, True), (SESSION, False), (SESSION, True),
-                                   (OTHER, False)])
+        started = [(session, bench.turn(session=session))
+                   for session in (SESSION, OTHER, SESSION, SESSION, OTHER)]
+        self.assertEqual(started, [(SESSION, True), (OTHER, True), (SESSION, False),
+                                   (SESSION, True), (OTHER, False)])
 
     def test_with_the_dialectic_off_nothing_is_asked_nor_counted(self):
         bench = DialecticBench(self, dialectic_cadence=3)
@@ -397,7 +416,8 @@ class PrewarmTest(unittest.TestCase):
         self.assertEqual((counters["prewarms"], counters["started"], counters["done"]), (1, 1, 1))
 
     def test_prewarm_needs_the_dialectic_and_its_own_switch(self):
-        for enabled, prewarm, expected in ((True, True, True), (True, False, False), (False, True, False)):
+        for enabled, prewarm, expected in ((True, True, True), (True, False, False),
+                                           (False, True, False)):
             with self.subTest(enabled=enabled, prewarm=prewarm):
                 bench = DialecticBench(self)
                 settings = bench.with_(dialectic_enabled=enabled, dialectic_prewarm=prewarm)
@@ -411,7 +431,8 @@ class PrewarmTest(unittest.TestCase):
         bench.clock.advance(PREWARM_INTERVAL_S - 0.5)
         self.assertFalse(prewarm(bench.settings, "chat-Pre00002", None, run_now))
         bench.clock.advance(0.5)
-        self.assertFalse(prewarm(bench.settings, "chat-Pre00003", None, refuse))  # not started: no slot used
+        # not started: no slot used
+        self.assertFalse(prewarm(bench.settings, "chat-Pre00003", None, refuse))
         self.assertTrue(prewarm(bench.settings, "chat-Pre00004", None, run_now))
         self.assertEqual(bench.dialectic.counters()["prewarms"], 2)
 
@@ -473,8 +494,8 @@ class FailureTest(unittest.TestCase):
                 self.assertTrue(bench.turn())  # started; the failure stays in the background
                 self.assertEqual(bench.note(), "the old note")
                 counters = bench.dialectic.counters()
-                self.assertEqual((counters["started"], counters["done"], counters["failed"], counters["running"]),
-                                 (2, 1, 1, 0))
+                self.assertEqual((counters["started"], counters["done"], counters["failed"],
+                                  counters["running"]), (2, 1, 1, 0))
                 self.assertTrue(bench.turn())  # the session is free again
 
     def test_a_failed_later_pass_keeps_the_answer_before_it(self):

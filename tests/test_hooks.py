@@ -47,7 +47,8 @@ class ConfigHooksTest(unittest.TestCase):
         self.host = self.stub.__enter__()
         self.addCleanup(self.stub.__exit__, None, None, None)
         self.hooks = import_by_path(os.path.join(self.host.plugin_dir, "hooks.py"))
-        self.global_file = self.host.global_config  # in the temporary plugin folder, not the checkout
+        # in the temporary plugin folder, not the checkout
+        self.global_file = self.host.global_config
 
     def write(self, path, data):
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -65,14 +66,16 @@ class ConfigHooksTest(unittest.TestCase):
     def test_project_config_changes_recall_but_not_identity(self):
         self.write(self.global_file, {"workspace_id": "global-ws"})
         project_file = self.host.project_meta("alpha", "plugins", "honcho", "config.json")
-        self.write(project_file, {"workspace_id": "hijack", "recall_enabled": False, "api_key": SECRET})
+        self.write(project_file,
+                   {"workspace_id": "hijack", "recall_enabled": False, "api_key": SECRET})
         with self.assertLogs(HOOKED + "settings.config", "WARNING") as logs:
             config = self.hooks.get_plugin_config(default={}, project_name="alpha")
         self.assertEqual((config["workspace_id"], config["recall_enabled"]), ("global-ws", False))
         self.assertNotIn("api_key", config)
         self.assertNotIn(SECRET, "".join(logs.output))
         self.assertTrue(any("'api_key'" in line for line in logs.output))
-        with self.assertNoLogs(HOOKED + "settings.config", "WARNING"):  # Agent Zero reads config every turn
+        # Agent Zero reads config every turn
+        with self.assertNoLogs(HOOKED + "settings.config", "WARNING"):
             self.hooks.get_plugin_config(default={}, project_name="alpha")
 
     def test_a_corrupt_saved_file_reads_as_defaults(self):
@@ -81,13 +84,14 @@ class ConfigHooksTest(unittest.TestCase):
         self.assertEqual(self.hooks.get_plugin_config(default={}), defaults())
 
     def test_save_never_writes_a_key_and_drops_unknown_fields(self):
-        saved = self.hooks.save_plugin_config(settings=defaults() | {"api_key": SECRET, "HONCHO_API_KEY": SECRET,
-                                                                     "x": 1})
+        saved = self.hooks.save_plugin_config(
+            settings=defaults() | {"api_key": SECRET, "HONCHO_API_KEY": SECRET, "x": 1})
         self.assertEqual(saved, defaults())
         self.assertNotIn(SECRET, json.dumps(saved))
 
     def test_a_project_save_keeps_only_what_a_project_may_change(self):
-        saved = self.hooks.save_plugin_config(settings=defaults() | {"api_key": SECRET}, project_name="alpha")
+        saved = self.hooks.save_plugin_config(settings=defaults() | {"api_key": SECRET},
+                                              project_name="alpha")
         self.assertIn("recall_enabled", saved)
         self.assertIn("scope_strategy", saved)
         for name in ("workspace_id", "api_url", "outbox_path", "batch_size", "api_key"):
@@ -95,7 +99,8 @@ class ConfigHooksTest(unittest.TestCase):
 
 
 class PluginFolderTest(unittest.TestCase):
-    """hooks.py reads the plugin folder it was loaded from; in the tests that folder is temporary."""
+    """hooks.py reads the plugin folder it was loaded from; in the tests that folder is
+    temporary."""
 
     def write(self, path, data):
         with open(path, "w", encoding="utf-8") as handle:
@@ -112,9 +117,11 @@ class PluginFolderTest(unittest.TestCase):
 
     def test_a_config_json_saved_in_the_checkout_is_not_read(self):
         with tempfile.TemporaryDirectory() as folder:
-            checkout = os.path.join(folder, "checkout")  # stands for this checkout after a user saved settings
+            # stands for this checkout after a user saved settings
+            checkout = os.path.join(folder, "checkout")
             link_plugin_folder(ROOT, checkout)
-            self.write(os.path.join(checkout, "config.json"), {"batch_size": 7, "workspace_id": "saved-by-a-user"})
+            self.write(os.path.join(checkout, "config.json"),
+                       {"batch_size": 7, "workspace_id": "saved-by-a-user"})
             with stub_agent_zero(source=checkout, saved=False) as host:
                 hooks = import_by_path(os.path.join(host.plugin_dir, "hooks.py"))
                 self.assertEqual(hooks.get_plugin_config(default=None), defaults())
@@ -133,7 +140,8 @@ class InstallTest(unittest.TestCase):
         self.addCleanup(os.remove, self.constraints.name)
 
     def test_install_with_pip_failing_creates_the_outbox_then_migrates_it_without_raising(self):
-        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")  # its folder does not exist yet
+        # its folder does not exist yet
+        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")
         with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, PIP_FIND_LINKS="",
                       HONCHO_OUTBOX_PATH=outbox):
             with self.assertLogs(HOOKED + "delivery.lifecycle", "WARNING") as logs:
@@ -156,12 +164,14 @@ class InstallTest(unittest.TestCase):
                     with self.assertLogs("honcho_hub.delivery.lifecycle", "WARNING") as logs:
                         self.assertEqual(lifecycle.migrate_outbox(path), "outbox_unavailable")
                     self.assertNotIn(path, "".join(logs.output))
-                    self.assertFalse(os.path.exists(os.path.join(os.getcwd(), "state", "outbox.sqlite3")))
+                    self.assertFalse(os.path.exists(
+                        os.path.join(os.getcwd(), "state", "outbox.sqlite3")))
 
     def test_install_migrates_an_existing_outbox_idempotently(self):
         outbox = os.path.join(self.host.root, "outbox.sqlite3")
         sqlite3.connect(outbox).close()  # an outbox from before any schema: user_version 0
-        with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name, HONCHO_OUTBOX_PATH=outbox):
+        with _EnvVars(PIP_NO_INDEX="1", PIP_CONSTRAINT=self.constraints.name,
+                      HONCHO_OUTBOX_PATH=outbox):
             self.assertEqual(self.hooks.install()["outbox"], "migrated")
             self.assertEqual(self.hooks.install()["outbox"], "migrated")
         conn = sqlite3.connect(outbox)
@@ -175,8 +185,11 @@ class InstallTest(unittest.TestCase):
                 handle.write("pyyaml\n")  # already installed wherever these tests run
             with _EnvVars(PIP_NO_INDEX="1"):
                 self.assertEqual(lifecycle.install_requirements(requirements), "ok")
-            self.assertEqual(lifecycle.install_requirements(os.path.join(folder, "absent.txt")), "missing")
-            self.assertEqual(lifecycle.install_requirements(requirements, python="/nonexistent/python"), "failed")
+            self.assertEqual(lifecycle.install_requirements(os.path.join(folder, "absent.txt")),
+                             "missing")
+            self.assertEqual(
+                lifecycle.install_requirements(requirements, python="/nonexistent/python"),
+                "failed")
 
 
 class _FakeWorker(threading.Thread):
@@ -219,7 +232,8 @@ class RestartHoldTest(unittest.TestCase):
         self.assertTrue(lifecycle.restart_held(self.clock))
         self.clock.advance(119.9)
         self.assertTrue(lifecycle.restart_held(self.clock))
-        self.clock.advance(0.2)  # a failed `git pull` never reloads the modules: the hold ends by itself
+        # a failed `git pull` never reloads the modules: the hold ends by itself
+        self.clock.advance(0.2)
         self.assertFalse(lifecycle.restart_held(self.clock))
 
     def test_an_indefinite_hold_is_not_shortened_by_a_bounded_one(self):
@@ -230,14 +244,17 @@ class RestartHoldTest(unittest.TestCase):
 
     def test_a_hold_binds_only_the_module_generation_that_made_it(self):
         with stub_agent_zero():  # the plugin as Agent Zero imports it: another module generation
-            hooked_lifecycle = importlib.import_module("usr.plugins.honcho.honcho_hub.delivery.lifecycle")
+            hooked_lifecycle = importlib.import_module(
+                "usr.plugins.honcho.honcho_hub.delivery.lifecycle")
             self.assertIsNot(hooked_lifecycle, lifecycle)
             hooked_lifecycle.hold_restart(math.inf, "uninstall", self.clock)
             self.assertTrue(hooked_lifecycle.restart_held(self.clock))
-            self.assertFalse(lifecycle.restart_held(self.clock), "a newer generation starts workers again")
+            self.assertFalse(lifecycle.restart_held(self.clock),
+                             "a newer generation starts workers again")
             lifecycle.hold_restart(120.0, "pre_update", self.clock)
             self.assertTrue(lifecycle.restart_held(self.clock))
-            self.assertFalse(hooked_lifecycle.restart_held(self.clock), "the latest hold is the one that counts")
+            self.assertFalse(hooked_lifecycle.restart_held(self.clock),
+                             "the latest hold is the one that counts")
 
     def test_stop_workers_holds_restarts_before_it_stops_and_only_when_asked(self):
         for hold_s, held in ((0.0, False), (120.0, True), (math.inf, True)):
@@ -275,12 +292,13 @@ class WorkerStopTest(unittest.TestCase):
 
     def test_uninstall_stops_without_draining_and_keeps_the_outbox(self):
         worker = self.start_worker()
-        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")  # the one the saved settings name
+        # the one the saved settings name
+        outbox = os.path.join(self.host.root, "state", "outbox.sqlite3")
         with open(self.host.global_config, "w", encoding="utf-8") as handle:
             json.dump({"outbox_path": outbox}, handle)
         box = Outbox(outbox)
-        enqueue(box, [NewEvent("ev_kept", "https://api.honcho.dev#agent-zero", "agent-zero", "chat-u", "user",
-                               "user", "kept", 1.0)])
+        enqueue(box, [NewEvent("ev_kept", "https://api.honcho.dev#agent-zero", "agent-zero",
+                               "chat-u", "user", "user", "kept", 1.0)])
         box.close()
         report = self.hooks.uninstall()
         self.assertEqual(report["stopped"], 1)
