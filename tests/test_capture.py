@@ -8,7 +8,14 @@ import threading
 import unittest
 
 import hub_testkit
-from outbox_helpers import ManualClock, hold_write_lock, read_outbox, release_lock, run_child, temp_outbox_path
+from outbox_helpers import (
+    ManualClock,
+    hold_write_lock,
+    read_outbox,
+    release_lock,
+    run_child,
+    temp_outbox_path,
+)
 from test_chunking import strip_marker
 from test_db import other_program, snapshot
 
@@ -33,7 +40,8 @@ KEY = "ghp_" + "a1B2c3D4e5" * 4
 
 
 class PassCountingWriter(CaptureWriter):
-    """The writer thread as capture starts it, releasing `passes` at the end of each of its passes."""
+    """The writer thread as capture starts it, releasing `passes` at the end of each of its
+    passes."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -64,14 +72,16 @@ class CaptureTestCase(unittest.TestCase):
         return build_settings({"outbox_path": self.path, **overrides}, {}, {})
 
     def capture(self, text, source="m1", role=Role.USER, chat="Ab3dE6gH", secrets=None):
-        return self.service.capture(CaptureRequest(chat, role, source, text), self.settings, secrets)
+        return self.service.capture(CaptureRequest(chat, role, source, text), self.settings,
+                                    secrets)
 
     def rows(self):
-        return read_outbox(self.path, "SELECT id, session_id, peer_id, role, content, captured_at FROM events"
-                                      " ORDER BY seq")
+        return read_outbox(self.path, "SELECT id, session_id, peer_id, role, content, captured_at"
+                                      " FROM events ORDER BY seq")
 
     def accept_in_a_process_then_kill_it(self) -> None:
-        """Another process accepts 20 messages into its journal (the outbox may be locked), then is SIGKILLed."""
+        """Another process accepts 20 messages into its journal (the outbox may be locked), then
+        is SIGKILLed."""
         capturer = run_child(CHILD_ACCEPT_THEN_WAIT, self.path, self.fallback, hub_testkit.ROOT)
         self.assertEqual(capturer.stdout.readline().strip(), "accepted 20")
         os.kill(capturer.pid, signal.SIGKILL)
@@ -83,7 +93,8 @@ class BadInputTest(CaptureTestCase):
         for text in ["", "   ", "\n\t\n", "\x00\x00"]:
             with self.subTest(text=repr(text)):
                 self.assertEqual(self.capture(text, source=repr(text)), Outcome.SKIPPED_EMPTY)
-        self.assertFalse(os.path.exists(self.path))  # nothing to store: the file is not even created
+        # nothing to store: the file is not even created
+        self.assertFalse(os.path.exists(self.path))
 
     def test_non_string_content_is_refused_and_counted(self):
         for i, value in enumerate([None, 42, b"bytes", ["a"], {"m": "x"}]):
@@ -91,8 +102,10 @@ class BadInputTest(CaptureTestCase):
         self.assertEqual(self.service.counters["invalid"], 5)
 
     def test_odd_characters_are_stored_safely(self):
-        cases = {"surrogate": ("a\ud800b", "a\ufffdb"), "nul": ("a\x00b", "ab"), "control": ("a\x07\x1bb\tc", "ab\tc"),
-                 "rtl": ("שלום \u202eevil\u202c", "שלום \u202eevil\u202c"), "combining": ("e\u0301 n\u0303", "e\u0301 n\u0303")}
+        cases = {"surrogate": ("a\ud800b", "a\ufffdb"), "nul": ("a\x00b", "ab"),
+                 "control": ("a\x07\x1bb\tc", "ab\tc"),
+                 "rtl": ("שלום \u202eevil\u202c", "שלום \u202eevil\u202c"),
+                 "combining": ("e\u0301 n\u0303", "e\u0301 n\u0303")}
         for name, (raw, stored) in cases.items():
             with self.subTest(name=name):
                 self.assertEqual(self.capture(raw, source=name), Outcome.QUEUED)
@@ -109,7 +122,8 @@ class BadInputTest(CaptureTestCase):
         self.assertTrue(parts[1].startswith(f"[continued, part 2 of {len(parts)}]\n"))
 
     def test_a_redaction_failure_queues_nothing(self):
-        self.assertEqual(self.capture("token ok", secrets={"BROKEN": _Exploding("xxxx")}), Outcome.REDACTION_FAILED)
+        self.assertEqual(self.capture("token ok", secrets={"BROKEN": _Exploding("xxxx")}),
+                         Outcome.REDACTION_FAILED)
         self.assertEqual(self.service.counters["redaction_failed"], 1)
         self.assertFalse(os.path.exists(self.path))
 
@@ -154,15 +168,17 @@ class IdentityTest(CaptureTestCase):
         self.capture("hi", source="h1")
         self.capture("hello human", source="a1", role=Role.AGENT)
         self.assertEqual(self.rows(), [
-            (event_id("Ab3dE6gH", "user", "h1", 0), "chat-Ab3dE6gH", "user", "user", "hi", 1_800_000_123.5),
-            (event_id("Ab3dE6gH", "agent", "a1", 0), "chat-Ab3dE6gH", "agent-zero", "agent", "hello human",
-             1_800_000_123.5)])
+            (event_id("Ab3dE6gH", "user", "h1", 0), "chat-Ab3dE6gH", "user", "user", "hi",
+             1_800_000_123.5),
+            (event_id("Ab3dE6gH", "agent", "a1", 0), "chat-Ab3dE6gH", "agent-zero", "agent",
+             "hello human", 1_800_000_123.5)])
 
     def test_ids_are_stable_and_session_ids_safe(self):
         self.assertEqual(event_id("c", "user", "m", 0), event_id("c", "user", "m", 0))
         self.assertNotEqual(event_id("c", "user", "m", 0), event_id("c", "user", "m", 1))
         self.assertNotEqual(event_id("c", "user", "m", 0), event_id("c", "agent", "m", 0))
-        self.assertEqual(session_id_for("Ab3dE6gH"), "chat-Ab3dE6gH")  # Agent Zero's ids stay where they are
+        # Agent Zero's ids stay where they are
+        self.assertEqual(session_id_for("Ab3dE6gH"), "chat-Ab3dE6gH")
         self.assertEqual(session_id_for("a-b_c"), "chat-a-b_c")
         self.assertRegex(session_id_for("a.b/c d"), r"^chat-a_b_c_d-[0-9a-f]{16}$")
         self.assertEqual(len(session_id_for("x" * 900)), 512)
@@ -187,14 +203,16 @@ class JournalTest(CaptureTestCase):
             self.assertEqual(self.capture("third", source="3"), Outcome.HANDED_OFF)
         finally:
             release_lock(child)
-        self.assertEqual(self.capture("fourth", source="4"), Outcome.QUEUED)  # the journal went first
+        # the journal went first
+        self.assertEqual(self.capture("fourth", source="4"), Outcome.QUEUED)
         self.assertEqual([r[4] for r in self.rows()], ["first", "second", "third", "fourth"])
         self.assertEqual(self.service.counters["queued"], 4)
         self.assertEqual(self.service.backlog(), 0)
 
     def test_a_lock_held_while_the_outbox_is_first_opened_causes_no_cooldown(self):
         os.makedirs(os.path.dirname(self.path))
-        sqlite3.connect(self.path).close()  # the file exists; another process is about to migrate it
+        # the file exists; another process is about to migrate it
+        sqlite3.connect(self.path).close()
         child = hold_write_lock(self.path)
         try:
             self.assertEqual(self.capture("early", source="1"), Outcome.HANDED_OFF)
@@ -208,7 +226,8 @@ class JournalTest(CaptureTestCase):
         child = hold_write_lock(self.path)
         try:
             request = CaptureRequest("Ab3dE6gH", Role.USER, "2", "second")
-            self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED)  # no wait at all
+            # no wait at all
+            self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED)
             self.assertEqual(self.service.write_pending(), 0)
         finally:
             release_lock(child)
@@ -248,9 +267,11 @@ class JournalTest(CaptureTestCase):
         open(blocker, "w").close()  # a file where the folder should be
         self.assertEqual(self.capture("kept", source="k"), Outcome.HANDED_OFF)
         self.assertEqual(self.service.unavailable, "outbox_unavailable")
-        self.assertTrue(self.service.journal.path.startswith(self.fallback))  # the outbox folder is unusable
+        # the outbox folder is unusable
+        self.assertTrue(self.service.journal.path.startswith(self.fallback))
         os.remove(blocker)
-        self.assertEqual(self.capture("later", source="l"), Outcome.HANDED_OFF)  # still cooling down
+        # still cooling down
+        self.assertEqual(self.capture("later", source="l"), Outcome.HANDED_OFF)
         self.mono.advance(31)
         self.assertEqual(self.capture("after fix", source="f"), Outcome.QUEUED)
         self.assertIsNone(self.service.unavailable)
@@ -295,7 +316,7 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(len(self.service.journal), 0)
         self.assertEqual([r[4] for r in self.rows()], ["hello"])
 
-    def test_messages_accepted_by_a_process_killed_while_the_database_was_locked_are_replayed_as_ambiguous(self):
+    def test_messages_accepted_by_a_process_killed_during_a_db_lock_are_replayed_as_ambiguous(self):
         self.capture("first", source="1")
         child = hold_write_lock(self.path)
         try:
@@ -305,14 +326,16 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(self.service.write_pending(), 20)
         rows = read_outbox(self.path, "SELECT content, ambiguous FROM events ORDER BY seq")
         self.assertEqual(rows[0], ("first", 0))
-        self.assertEqual(sorted(content for content, _ in rows[1:]), sorted(f"kept {i}" for i in range(20)))
+        self.assertEqual(sorted(content for content, _ in rows[1:]),
+                         sorted(f"kept {i}" for i in range(20)))
         self.assertTrue(all(ambiguous == 1 for _, ambiguous in rows[1:]))
-        self.assertEqual(self.service.write_pending(), 0)  # the dead journal was replayed once, then removed
+        # the dead journal was replayed once, then removed
+        self.assertEqual(self.service.write_pending(), 0)
 
 
 class JournalPrivacyTest(CaptureTestCase):
-    """What the journal may hold while the outbox cannot take messages: redacted text only, and nothing
-    beside a file at `outbox_path` that is not the plugin's."""
+    """What the journal may hold while the outbox cannot take messages: redacted text only, and
+    nothing beside a file at `outbox_path` that is not the plugin's."""
 
     def put_another_programs_database_at_the_outbox_path(self):
         os.makedirs(os.path.dirname(self.path))
@@ -325,7 +348,8 @@ class JournalPrivacyTest(CaptureTestCase):
 
     def test_a_message_waiting_for_an_unusable_outbox_is_journaled_redacted(self):
         self.put_another_programs_database_at_the_outbox_path()
-        self.assertEqual(self.capture(f"my key {KEY} and pass hunter2!", secrets={"DB": "hunter2!"}),
+        self.assertEqual(self.capture(f"my key {KEY} and pass hunter2!",
+                                      secrets={"DB": "hunter2!"}),
                          Outcome.HANDED_OFF)
         self.assertEqual(self.service.unavailable, "outbox_foreign")
         held = self.journal_bytes()
@@ -346,7 +370,8 @@ class JournalPrivacyTest(CaptureTestCase):
         request = CaptureRequest("Ab3dE6gH", Role.USER, "big", paste)
         self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED_IN_MEMORY)
         self.assertEqual(self.journal_bytes(), b"")  # nothing on disk: a kill -9 now loses it
-        status = build_status(self.settings, StatusParts(capture_counters=self.service.counters.snapshot()), 0.0)
+        status = build_status(self.settings,
+                              StatusParts(capture_counters=self.service.counters.snapshot()), 0.0)
         self.assertEqual(status["capture"]["large_messages_accepted_in_memory"], 1)
         self.assertEqual(self.service.write_pending(), 0)  # the outbox is another program's
         held = self.journal_bytes()
@@ -356,9 +381,11 @@ class JournalPrivacyTest(CaptureTestCase):
 
     def test_a_message_whose_redaction_fails_on_the_hook_is_neither_journaled_nor_queued(self):
         request = CaptureRequest("Ab3dE6gH", Role.USER, "r", "token ok")
-        self.assertEqual(self.service.accept(request, self.settings, {"BROKEN": _Exploding("xxxx")}),
+        self.assertEqual(self.service.accept(request, self.settings,
+                                             {"BROKEN": _Exploding("xxxx")}),
                          Outcome.REDACTION_FAILED)
-        self.assertEqual((self.service.backlog(), self.service.counters["redaction_failed"]), (0, 1))
+        self.assertEqual((self.service.backlog(), self.service.counters["redaction_failed"]),
+                         (0, 1))
         self.assertEqual(self.service.write_pending(), 0)
         self.assertFalse(os.path.exists(self.path))
 
@@ -366,8 +393,10 @@ class JournalPrivacyTest(CaptureTestCase):
         self.put_another_programs_database_at_the_outbox_path()
         request = CaptureRequest("Ab3dE6gH", Role.USER, "big", "token ok\n" * 10_000)
         self.service.accept(request, self.settings, {"BROKEN": _Exploding("xxxx")})
-        self.assertEqual(self.service.write_pending(), 1)  # it leaves the journal: nothing may be queued
-        self.assertEqual((self.service.backlog(), self.service.counters["redaction_failed"]), (0, 1))
+        # it leaves the journal: nothing may be queued
+        self.assertEqual(self.service.write_pending(), 1)
+        self.assertEqual((self.service.backlog(), self.service.counters["redaction_failed"]),
+                         (0, 1))
         self.assertEqual(self.journal_bytes(), b"")
 
     def test_the_hook_redacts_up_to_its_limit_in_utf8_bytes_and_holds_anything_larger(self):
@@ -393,7 +422,7 @@ class JournalPrivacyTest(CaptureTestCase):
         records, damaged = decode_all(self.journal_bytes())
         self.assertEqual(([header["source_id"] for header, _ in records], damaged), (["1", "2"], 0))
 
-    def test_a_journal_folder_an_earlier_version_left_beside_another_programs_database_is_not_used(self):
+    def test_a_journal_folder_an_old_version_left_beside_another_programs_database_is_unused(self):
         self.put_another_programs_database_at_the_outbox_path()
         os.mkdir(os.path.join(os.path.dirname(self.path), "journal"), 0o700)
         self.assertEqual(self.capture("kept for later"), Outcome.HANDED_OFF)
@@ -402,7 +431,8 @@ class JournalPrivacyTest(CaptureTestCase):
 
     def test_the_journal_folder_beside_the_outbox_appears_once_the_outbox_is_known_to_be_ours(self):
         self.assertEqual(self.capture("first"), Outcome.QUEUED)
-        self.assertTrue(self.service.journal.path.startswith(self.fallback))  # before: nothing beside it
+        # before: nothing beside it
+        self.assertTrue(self.service.journal.path.startswith(self.fallback))
         beside = os.path.join(os.path.dirname(self.path), "journal")
         self.assertEqual(stat.S_IMODE(os.stat(beside).st_mode), 0o700)
         self.service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono,
@@ -429,22 +459,26 @@ sys.stdin.readline()  # killed here, before any writer pass could run
 class WriterScheduleTest(unittest.TestCase):
     def test_the_writers_timer_grows_to_its_longest_in_four_tries(self):
         waits = [wait_s(CaptureWriter.RETRY_WAIT, n) for n in range(1, 7)]
-        self.assertEqual(waits, [CaptureWriter.SHORTEST_S, 0.25, 1.25] + [CaptureWriter.LONGEST_S] * 3)
+        self.assertEqual(waits, [CaptureWriter.SHORTEST_S, 0.25, 1.25]
+                         + [CaptureWriter.LONGEST_S] * 3)
 
 
 class WriterTimerTest(CaptureTestCase):
-    """The hook's path: `accept` (never the outbox), then a wake of the writer thread, whose passes the
-    tests run one step at a time on the injected clock."""
+    """The hook's path: `accept` (never the outbox), then a wake of the writer thread, whose passes
+    the tests run one step at a time on the injected clock."""
 
     def setUp(self):
         super().setUp()
-        self.settings = self.make_settings(journal_capacity=16, capture_wait_ms=10, max_queued_rows=100)
+        self.settings = self.make_settings(journal_capacity=16, capture_wait_ms=10,
+                                           max_queued_rows=100)
         self.service = self.new_service()
-        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings, monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono)
 
     def hook(self, text, source):
         """What the capture adapter does: accept, then wake the writer (here: its woken step)."""
-        outcome = self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, source, text), self.settings)
+        outcome = self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, source, text),
+                                      self.settings)
         self.writer.step(woken=True)
         return outcome
 
@@ -456,7 +490,7 @@ class WriterTimerTest(CaptureTestCase):
             self.mono.advance(waits[-1])
         return waits
 
-    def test_when_the_database_frees_up_under_a_full_journal_a_message_after_the_shortest_retry_is_accepted(self):
+    def test_a_database_freed_under_a_full_journal_accepts_a_message_after_the_shortest_retry(self):
         self.capture("first", source="first")  # creates the outbox
         child = hold_write_lock(self.path)
         try:
@@ -465,18 +499,22 @@ class WriterTimerTest(CaptureTestCase):
             outcomes.append(self.hook("while full and locked", "refused"))
         finally:
             release_lock(child)
-        self.assertEqual(outcomes, [Outcome.ACCEPTED] * 16 + [Outcome.REFUSED_JOURNAL_FULL])  # refused, clearly
+        self.assertEqual(outcomes, [Outcome.ACCEPTED] * 16
+                         + [Outcome.REFUSED_JOURNAL_FULL])  # refused, clearly
         self.mono.advance(CaptureWriter.SHORTEST_S)
-        self.writer.step()  # the writer's timer: no message has woken it since the lock was released
+        # the writer's timer: no message has woken it since the lock was released
+        self.writer.step()
         self.assertEqual(self.hook("right after the lock", "after"), Outcome.ACCEPTED)
-        self.assertEqual([r[4] for r in self.rows()], ["first", *(f"m{i}" for i in range(16)), "right after the lock"])
+        self.assertEqual([r[4] for r in self.rows()],
+                         ["first", *(f"m{i}" for i in range(16)), "right after the lock"])
 
     def test_a_full_outbox_under_a_full_journal_is_retried_on_the_growing_timer(self):
         for i in range(100):
             self.capture(f"m{i}", source=str(i))
         outcomes = [self.hook(f"more {i}", f"y{i}") for i in range(17)]
         self.assertEqual(outcomes[-1], Outcome.REFUSED_FULL)
-        # Room in a full outbox comes from deliveries, not from a lock let go: no transaction 20 times a second.
+        # Room in a full outbox comes from deliveries, not from a lock let go: no transaction 20
+        # times a second.
         self.assertEqual(self.timer_steps(5)[-2:], [CaptureWriter.LONGEST_S] * 2)
 
     def test_a_dead_processs_journal_the_locked_outbox_refused_is_read_again_on_its_own_timer(self):
@@ -487,7 +525,8 @@ class WriterTimerTest(CaptureTestCase):
             self.assertEqual(self.service.write_pending(), 0)  # the lock: nothing replayed
         finally:
             release_lock(child)
-        # Prompt retries under a full journal must not read (and redact) a dead journal on every pass.
+        # Prompt retries under a full journal must not read (and redact) a dead journal on every
+        # pass.
         self.assertEqual(self.service.write_pending(), 0)
         self.mono.advance(REPLAY_RETRY_S)
         self.assertEqual(self.service.write_pending(), 20)

@@ -1,6 +1,6 @@
-"""Forgetting a chat (chats/forget.py): its rows leave the outbox and other chats' stay, a send on the wire
-is waited for and nothing of the chat goes out after, its Honcho session is deleted, its later messages go
-to a new session; the command line refuses without --yes."""
+"""Forgetting a chat (chats/forget.py): its rows leave the outbox and other chats' stay, a send on
+the wire is waited for and nothing of the chat goes out after, its Honcho session is deleted, its
+later messages go to a new session; the command line refuses without --yes."""
 
 import contextlib
 import io
@@ -48,7 +48,8 @@ def mapped_chats(bench: Bench) -> set[tuple[str, str]]:
 
 
 def forget(bench: Bench, chat: str, **options):
-    return forget_chat(bench.settings, chat, gateway_factory=bench.gateway, clock=bench.clock, **options)
+    return forget_chat(bench.settings, chat, gateway_factory=bench.gateway, clock=bench.clock,
+                       **options)
 
 
 
@@ -72,7 +73,8 @@ class ForgetChatTest(unittest.TestCase):
         self.assertEqual(rows_by_session(bench), {"chat-a": {"delivered": 2, "pending": 1},
                                                   "chat-b": {"delivered": 2, "pending": 1}})
         report = forget(bench, "a")
-        self.assertEqual((report["state"], report["rows_deleted"], report["sessions"], report["honcho"]),
+        self.assertEqual((report["state"], report["rows_deleted"], report["sessions"],
+                          report["honcho"]),
                          (DONE, 3, ["chat-a"], {"chat-a": "accepted"}))
         self.assertEqual(rows_by_session(bench), {"chat-b": {"delivered": 2, "pending": 1}})
         self.assertEqual(mapped_chats(bench), {("b", "chat-b")})
@@ -80,7 +82,8 @@ class ForgetChatTest(unittest.TestCase):
         self.assertEqual(bench.fake.session_messages("chat-a"), [])
         bench.run_until_idle()
         bench.assert_exactly_once("b", kept + later_b)
-        self.assertEqual(bench.fake.session_messages("chat-a"), [], "nothing of the forgotten chat sent after")
+        self.assertEqual(bench.fake.session_messages("chat-a"), [],
+                         "nothing of the forgotten chat sent after")
 
     def test_the_forgotten_chats_text_is_left_neither_in_the_outbox_file_nor_in_its_wal(self):
         bench = Bench(self)
@@ -91,18 +94,19 @@ class ForgetChatTest(unittest.TestCase):
         self.assertEqual(forget(bench, "a")["state"], DONE)
         sizes, texts = on_disk(bench.path)
         for suffix, data in texts.items():
-            self.assertFalse(b"FORGOTTEN-TEXT" in data, f"forgotten text found in {suffix or 'the main file'}")
+            self.assertFalse(b"FORGOTTEN-TEXT" in data,
+                             f"forgotten text found in {suffix or 'the main file'}")
         self.assertTrue(kept[0].encode() in texts[""] + texts["-wal"], "the other chat's row stays")
 
-    def test_a_send_on_the_wire_is_waited_for_then_the_session_deleted_and_nothing_of_the_chat_sent_after(self):
+    def test_a_send_in_flight_is_awaited_then_the_session_deleted_and_the_chat_sends_no_more(self):
         cases = {"the send succeeds": None, "the send fails and would be retried": 503}
         for name, status in cases.items():
             with self.subTest(name):
                 self._forget_during_a_send(status)
 
     def _forget_during_a_send(self, status: int | None) -> None:
-        """A real worker thread sends chat a's batch through a gated transport; the chat is forgotten while the
-        request is held (its answer then `status`, or stored)."""
+        """A real worker thread sends chat a's batch through a gated transport; the chat is
+        forgotten while the request is held (its answer then `status`, or stored)."""
         bench = Bench(self)
         bench.say("a", 2)
         on_wire, release, waiting = threading.Event(), threading.Event(), threading.Event()
@@ -128,34 +132,41 @@ class ForgetChatTest(unittest.TestCase):
         release.set()
         forgetting.join(WAIT_S)
         self.assertFalse(forgetting.is_alive())
-        self.assertEqual((result["state"], result["waited_for"], result["honcho"]), (DONE, 2, {"chat-a": "accepted"}))
+        self.assertEqual((result["state"], result["waited_for"], result["honcho"]),
+                         (DONE, 2, {"chat-a": "accepted"}))
         self.assertEqual(rows_by_session(bench), {})
         bench.on_request = None
         bench.worker.drain(WAIT_S)  # whatever the worker would still do
         deleted_at = next(i for i, r in enumerate(bench.sent) if r.method == "DELETE")
-        after = [r.url.path for r in bench.sent[deleted_at + 1:] if "/sessions/chat-a" in r.url.path]
+        after = [r.url.path for r in bench.sent[deleted_at + 1:]
+                 if "/sessions/chat-a" in r.url.path]
         self.assertEqual(after, [], "nothing of the chat reached Honcho after its deletion")
         self.assertEqual(bench.fake.session_messages("chat-a"), [])
         bench.worker.stop(WAIT_S)
 
-    def test_a_wait_that_runs_out_deletes_nothing_in_honcho_leases_nothing_again_and_a_second_forget_finishes(self):
+    def test_a_timed_out_wait_deletes_nothing_in_honcho_leases_nothing_again_2nd_forget_ends(self):
         bench = Bench(self)
         bench.say("a", 2)
         bench.say("b", 1)
         box = Outbox(bench.path, clock=bench.clock)
         self.addCleanup(box.close)
-        held = lease(box, "another-process", 10)  # a live worker elsewhere: its lease has not run out
+        # a live worker elsewhere: its lease has not run out
+        held = lease(box, "another-process", 10)
         self.assertEqual({e.session_id for e in held}, {"chat-a"})
         report = forget(bench, "a", wait_s=0)
-        self.assertEqual((report["state"], report["still_sending"], report["honcho"]), (SENDING, 2, {}))
+        self.assertEqual((report["state"], report["still_sending"], report["honcho"]),
+                         (SENDING, 2, {}))
         self.assertEqual(bench.fake.deleted_sessions, [])
-        # Its send failed and it gives the rows back for a retry: the lease skips the forgotten session.
-        settle(box, "another-process", Settlement(retries=[Retry([e.id for e in held], bench.clock(), "http_503", True)]))
+        # Its send failed and it gives the rows back for a retry: the lease skips the forgotten
+        # session.
+        settle(box, "another-process", Settlement(
+            retries=[Retry([e.id for e in held], bench.clock(), "http_503", True)]))
         self.assertEqual(bench.worker.step().leased, 1, "only chat b's row")
         again = forget(bench, "a", wait_s=0)
         self.assertEqual((again["state"], again["rows_deleted"]), (DONE, 2))
         self.assertEqual(set(again["sessions"]), {"chat-a", "chat1-a"})
-        self.assertEqual(again["honcho"], {"chat-a": "gone", "chat1-a": "gone"})  # never sent anything there
+        # never sent anything there
+        self.assertEqual(again["honcho"], {"chat-a": "gone", "chat1-a": "gone"})
         self.assertNotIn("chat-a", rows_by_session(bench))
 
     def test_a_lease_whose_holder_died_is_not_waited_for(self):
@@ -166,7 +177,8 @@ class ForgetChatTest(unittest.TestCase):
         lease(box, "dead-process", 10, lease_s=60.0)
         bench.clock.advance(61.0)
         report = forget(bench, "a", wait_s=0)
-        self.assertEqual((report["state"], report["rows_deleted"], report["waited_for"]), (DONE, 2, 0))
+        self.assertEqual((report["state"], report["rows_deleted"], report["waited_for"]),
+                         (DONE, 2, 0))
 
     def test_later_messages_of_the_chat_go_to_a_new_session_each_forget(self):
         bench = Bench(self)
@@ -188,8 +200,10 @@ class ForgetChatTest(unittest.TestCase):
 
     def test_a_message_captured_before_the_forget_and_queued_after_it_is_not_queued(self):
         bench = Bench(self)
-        outcome = bench.capture_service.accept(CaptureRequest("a", Role.USER, "s1", "said just before"), bench.settings)
-        self.assertEqual(outcome.value, "accepted")  # in the journal; the writer has not queued it yet
+        outcome = bench.capture_service.accept(
+            CaptureRequest("a", Role.USER, "s1", "said just before"), bench.settings)
+        # in the journal; the writer has not queued it yet
+        self.assertEqual(outcome.value, "accepted")
         forget(bench, "a")
         bench.capture_service.write_pending(bench.settings)
         self.assertEqual(rows_by_session(bench), {})
@@ -201,7 +215,8 @@ class ForgetChatTest(unittest.TestCase):
         self.assertEqual(bench.capture_service.capture(request, bench.settings).value, "queued")
         bench.say("a", 1)  # and one outside the project: the chat's own session
         report = forget(bench, "a")
-        self.assertEqual((report["sessions"], report["shared_sessions"]), (["chat-a"], ["project-Alpha"]))
+        self.assertEqual((report["sessions"], report["shared_sessions"]),
+                         (["chat-a"], ["project-Alpha"]))
         self.assertEqual(rows_by_session(bench), {"project-Alpha": {"pending": 1}})
         self.assertNotIn("project-Alpha", report["honcho"])
 
@@ -225,10 +240,12 @@ class ForgetChatTest(unittest.TestCase):
         self.assertEqual(rows_by_session(bench), {"chat-a": {"pending": 1}})
 
 
-OFFER_EXT = "extensions/python/_functions/agent/AgentContext/remove/end/_50_honcho_forget_offer.py"
+OFFER_EXT = ("extensions/python/_functions/agent/AgentContext/remove/end/"
+             "_50_honcho_forget_offer.py")
 
-# Agent Zero's callers of AgentContext.remove, as their frames look: the chat-delete handler, and the external
-# API's expiry/termination, which must make no offer. Compiled under the host's file names (no file needed).
+# Agent Zero's callers of AgentContext.remove, as their frames look: the chat-delete handler, and
+# the external API's expiry/termination, which must make no offer. Compiled under the host's file
+# names (no file needed).
 CALLERS = """
 class {cls}:
     def process(self, remove):
@@ -288,22 +305,27 @@ class ChatDeleteOfferTest(unittest.TestCase):
         for name, (file, cls) in cases.items():
             with self.subTest(name):
                 self.removed(os.path.join(os.sep, "a0", "api", file), cls)
-                self.assertEqual(self.operations.forget_document({"action": "offers"})["offers"], [])
+                self.assertEqual(
+                    self.operations.forget_document({"action": "offers"})["offers"], [])
 
     def test_the_offer_is_forgotten_only_when_confirmed(self):
         self.removed(os.path.join(os.sep, "a0", "api", "chat_remove.py"), "RemoveChat")
         refused = self.operations.forget_document({"action": "forget_chat", "chat": "Ab3dE6gH"})
         self.assertEqual((refused["ok"], self.rows(), self.server.fake.requests), (False, 1, []))
         self.assertIn("confirm", refused["error"])
-        done = self.operations.forget_document({"action": "forget_chat", "chat": "Ab3dE6gH", "confirmed": True})
-        self.assertEqual((done["ok"], done["result"]["honcho"], self.rows()), (True, {"chat-Ab3dE6gH": "gone"}, 0))
-        self.assertEqual(self.operations.forget_document({"action": "offers"})["offers"], [], "the offer is withdrawn")
+        done = self.operations.forget_document({"action": "forget_chat", "chat": "Ab3dE6gH",
+                                                "confirmed": True})
+        self.assertEqual((done["ok"], done["result"]["honcho"], self.rows()),
+                         (True, {"chat-Ab3dE6gH": "gone"}, 0))
+        self.assertEqual(self.operations.forget_document({"action": "offers"})["offers"], [],
+                         "the offer is withdrawn")
 
     def test_an_offer_can_be_dismissed(self):
         self.removed(os.path.join(os.sep, "a0", "api", "chat_remove.py"), "RemoveChat")
         self.assertEqual(self.operations.forget_document({"action": "dismiss", "chat": "Ab3dE6gH"}),
                          {"ok": True, "dismissed": True})
-        self.assertEqual((self.operations.forget_document({"action": "offers"})["offers"], self.rows()), ([], 1))
+        self.assertEqual((self.operations.forget_document({"action": "offers"})["offers"],
+                          self.rows()), ([], 1))
 
 
 class ForgetChatToolTest(unittest.TestCase):
@@ -313,12 +335,14 @@ class ForgetChatToolTest(unittest.TestCase):
         bench.run_until_idle()
         gateway = bench.gateway(bench.settings)
         self.addCleanup(gateway.close)
-        ctx = ActionContext(settings=bench.settings, session_id="chat-a", gateway=gateway, chat_id="a")
+        ctx = ActionContext(settings=bench.settings, session_id="chat-a", gateway=gateway,
+                            chat_id="a")
         for args in ({}, {"confirm": False}, {"confirm": "no"}):
             with self.subTest(args=args):
                 refused = run_action("forget_chat", args, ctx)
                 self.assertIn("Not forgotten. Ask the user to confirm", refused.text)
-        self.assertEqual((rows_by_session(bench), bench.fake.deleted_sessions), ({"chat-a": {"delivered": 1}}, []))
+        self.assertEqual((rows_by_session(bench), bench.fake.deleted_sessions),
+                         ({"chat-a": {"delivered": 1}}, []))
         done = run_action("forget_chat", {"confirm": True}, ctx)
         self.assertTrue(done.ok)
         self.assertIn("Honcho session chat-a: deletion accepted", done.text)
@@ -326,9 +350,11 @@ class ForgetChatToolTest(unittest.TestCase):
 
     def test_outside_a_chat_the_tool_refuses(self):
         bench = Bench(self)
-        result = run_action("forget_chat", {"confirm": True}, ActionContext(settings=bench.settings))
-        self.assertEqual((result.ok, result.text), (False, "honcho_memory: forget_chat works inside a chat; this call"
-                                                           " has none."))
+        result = run_action("forget_chat", {"confirm": True},
+                            ActionContext(settings=bench.settings))
+        self.assertEqual((result.ok, result.text),
+                         (False, "honcho_memory: forget_chat works inside a chat; this call"
+                                 " has none."))
 
 
 class ForgetChatCommandTest(unittest.TestCase):
@@ -338,7 +364,8 @@ class ForgetChatCommandTest(unittest.TestCase):
         folder = tempfile.TemporaryDirectory()
         self.addCleanup(folder.cleanup)
         self.path = temp_outbox_path(self)
-        self.env = {"HONCHO_API_URL": self.server.url, "HONCHO_OUTBOX_PATH": self.path, "HOME": folder.name}
+        self.env = {"HONCHO_API_URL": self.server.url, "HONCHO_OUTBOX_PATH": self.path,
+                    "HOME": folder.name}
         box = Outbox(self.path)
         queued = event(1, "chat-c1", dest=cli.load_settings(None, self.env).destination())
         queued.chat_id = "c1"
@@ -366,7 +393,8 @@ class ForgetChatCommandTest(unittest.TestCase):
         report = json.loads(out)
         self.assertEqual((code, report["state"], report["rows_deleted"]), (0, DONE, 1))
         self.assertEqual(self.rows(), 0)
-        self.assertEqual([m for m, p in self.server.fake.requests if p.endswith("/sessions/chat-c1")], ["DELETE"])
+        self.assertEqual([m for m, p in self.server.fake.requests
+                          if p.endswith("/sessions/chat-c1")], ["DELETE"])
         self.assertNotIn(self.path, out + err)
 
 

@@ -1,7 +1,8 @@
-"""After a chat is forgotten (chats/forget.py), its turns name its new Honcho session `chat<N>-<id>`:
-recall and the query-aware load started at capture, the memory tool's actions, status's session line and the
-scope registration at chat start; whether this process forgot it or another one sharing the outbox did (the
-command line while Agent Zero runs). On Agent Zero's event loop the session comes from memory only."""
+"""After a chat is forgotten (chats/forget.py), its turns name its new Honcho session
+`chat<N>-<id>`: recall and the query-aware load started at capture, the memory tool's actions,
+status's session line and the scope registration at chat start; whether this process forgot it or
+another one sharing the outbox did (the command line while Agent Zero runs). On Agent Zero's event
+loop the session comes from memory only."""
 
 import asyncio
 import contextlib
@@ -29,12 +30,14 @@ from honcho_hub.storage.marker import MarkerWatch, move_marker
 from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-forgotten-chat-key-24680"
-WAIT_S = 10.0  # a test's bound on what a background thread does; never reached when the code is right
+# a test's bound on what a background thread does; never reached when the code is right
+WAIT_S = 10.0
 TEMPLATE = hub_testkit.checkout_text("prompts", "honcho.recall_block.md")
 CHAT = "Forget01"
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
-USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/"
+            "_50_honcho_capture_user.py")
 
 
 def context_sessions(paths) -> list[str]:
@@ -44,14 +47,14 @@ def context_sessions(paths) -> list[str]:
 
 
 class ChatSessionsTest(unittest.TestCase):
-    """The core: ChatSessions over a real outbox, beside a recaller sharing its marker watch as the Hub's
-    does, the real SDK over a MockTransport fake."""
+    """The core: ChatSessions over a real outbox, beside a recaller sharing its marker watch as the
+    Hub's does, the real SDK over a MockTransport fake."""
 
     def setUp(self):
         self.bench = Bench(self)
         self.marker = MarkerWatch()
-        self.recaller = Recaller(lambda s: self.bench.gateway(s, s.recall_timeout_s), monotonic=self.bench.mono,
-                                 marker=self.marker)
+        self.recaller = Recaller(lambda s: self.bench.gateway(s, s.recall_timeout_s),
+                                 monotonic=self.bench.mono, marker=self.marker)
         self.addCleanup(self.recaller.close)
         self.chats = self.new_chats(self.marker)
 
@@ -61,13 +64,14 @@ class ChatSessionsTest(unittest.TestCase):
         return chats
 
     def forget(self, chat: str) -> dict:
-        report = forget_chat(self.bench.settings, chat, gateway_factory=self.bench.gateway, clock=self.bench.clock)
+        report = forget_chat(self.bench.settings, chat, gateway_factory=self.bench.gateway,
+                             clock=self.bench.clock)
         self.assertEqual(report["state"], DONE)
         return report
 
     def turn(self, chat: str) -> list[str]:
-        """One turn's recall off the event loop (as the recall hook's thread runs it): the sessions its
-        context requests named."""
+        """One turn's recall off the event loop (as the recall hook's thread runs it): the sessions
+        its context requests named."""
         before = len(self.bench.sent)
         session = self.chats.session(self.bench.settings, chat, None, WAIT_S)
         self.recaller.recall(self.bench.settings, session, "what do I drink?", TEMPLATE)
@@ -84,11 +88,13 @@ class ChatSessionsTest(unittest.TestCase):
         self.assertEqual(self.turn("a"), ["chat2-a"])
         self.assertEqual(self.turn("b"), ["chat-b"], "another chat keeps its session")
 
-    def test_another_process_forgetting_the_chat_is_followed_at_the_next_turn_and_the_loop_knows_it_after(self):
+    def test_another_processs_forget_is_followed_at_the_next_turn_and_the_loop_knows_it_after(self):
         self.assertEqual(self.turn("a"), ["chat-a"])
-        self.forget("a")  # another process's forget: its own outbox connection, then the marker beside the outbox
+        # another process's forget: its own outbox connection, then the marker beside the outbox
+        self.forget("a")
         on_the_loop = self.chats.session(self.bench.settings, "a", None)
-        self.assertEqual(on_the_loop, "chat-a", "the event loop names what memory holds until a thread reads")
+        self.assertEqual(on_the_loop, "chat-a",
+                         "the event loop names what memory holds until a thread reads")
         self.assertEqual(self.turn("a"), ["chat1-a"])
         self.assertEqual(self.chats.session(self.bench.settings, "a", None), "chat1-a")
 
@@ -98,13 +104,15 @@ class ChatSessionsTest(unittest.TestCase):
         self.assertEqual(self.turn("a"), ["chat-a"])
         self.assertEqual(self.turn("a"), [], "the same question again: the cached pack")
         self.assertTrue(move_marker(self.bench.settings))  # another process cleared its cache
-        self.chats.session(self.bench.settings, "b", None, WAIT_S)  # the chats' look sees the move first
+        # the chats' look sees the move first
+        self.chats.session(self.bench.settings, "b", None, WAIT_S)
         self.assertEqual(self.turn("a"), ["chat-a"], "recall dropped its cache all the same")
 
-    def test_on_the_event_loop_an_unknown_chat_is_named_from_memory_and_read_in_the_background(self):
+    def test_on_the_event_loop_an_unknown_chat_is_named_from_memory_and_read_in_background(self):
         self.forget("c")  # before this recaller existed (an earlier run of Agent Zero)
         chats = self.new_chats()
-        self.assertEqual(chats.session(self.bench.settings, "c", None), "chat-c")  # nothing known: no read here
+        # nothing known: no read here
+        self.assertEqual(chats.session(self.bench.settings, "c", None), "chat-c")
         self.assertTrue(wait_idle(WAIT_S, chats))  # the read it started
         self.assertEqual(chats.session(self.bench.settings, "c", None), "chat1-c")
 
@@ -113,11 +121,14 @@ class ChatSessionsTest(unittest.TestCase):
         self.addCleanup(gateway.close)
         settings = self.bench.settings
         ctx = ActionContext(settings=settings, session_id="chat-a", gateway=gateway, chat_id="a",
-                            forgotten=lambda chat, generation: self.chats.forgotten(settings, chat, generation))
+                            forgotten=lambda chat, generation: self.chats.forgotten(
+                                settings, chat, generation))
         self.assertEqual(self.chats.session(settings, "a", None, WAIT_S), "chat-a")
         self.assertTrue(run_action("forget_chat", {"confirm": True}, ctx).ok)
-        self.assertEqual(self.chats.session(settings, "a", None), "chat1-a")  # memory only, no read needed
-        self.assertTrue(wait_idle(WAIT_S, self.chats))  # the read that confirms it, before the folder goes
+        # memory only, no read needed
+        self.assertEqual(self.chats.session(settings, "a", None), "chat1-a")
+        # the read that confirms it, before the folder goes
+        self.assertTrue(wait_idle(WAIT_S, self.chats))
 
     def test_a_shared_session_is_named_as_before_whatever_the_chat_went_through(self):
         self.forget("a")
@@ -126,8 +137,10 @@ class ChatSessionsTest(unittest.TestCase):
                  "global": ("global", "Garden", "global")}
         for name, (strategy, project, expected) in cases.items():
             with self.subTest(name):
-                settings = build_settings({"outbox_path": self.bench.path, "api_url": "https://honcho.test",
-                                           "session_strategy": strategy}, {"HONCHO_API_KEY": KEY}, {})
+                settings = build_settings({"outbox_path": self.bench.path,
+                                           "api_url": "https://honcho.test",
+                                           "session_strategy": strategy},
+                                          {"HONCHO_API_KEY": KEY}, {})
                 self.assertEqual(self.chats.session(settings, "a", project, WAIT_S), expected)
 
     def test_without_an_outbox_a_chat_is_at_its_first_session_and_no_outbox_is_made(self):
@@ -138,8 +151,8 @@ class ChatSessionsTest(unittest.TestCase):
 
 
 class CommandLineForgetTest(unittest.TestCase):
-    """The command line's forget-chat (its own settings, outbox connection and modules' state) while a recaller
-    of another process serves the chat's turns."""
+    """The command line's forget-chat (its own settings, outbox connection and modules' state)
+    while a recaller of another process serves the chat's turns."""
 
     def test_the_next_recall_after_the_command_line_forgot_the_chat_names_its_new_session(self):
         fake = FakeHoncho(api_key=KEY)
@@ -148,8 +161,10 @@ class CommandLineForgetTest(unittest.TestCase):
         home = tempfile.TemporaryDirectory()
         self.addCleanup(home.cleanup)
         path = temp_outbox_path(self)
-        env = {"HONCHO_API_URL": server.url, "HONCHO_OUTBOX_PATH": path, "HONCHO_API_KEY": KEY, "HOME": home.name}
-        settings = build_settings({"outbox_path": path, "api_url": server.url}, {"HONCHO_API_KEY": KEY}, {})
+        env = {"HONCHO_API_URL": server.url, "HONCHO_OUTBOX_PATH": path, "HONCHO_API_KEY": KEY,
+               "HOME": home.name}
+        settings = build_settings({"outbox_path": path, "api_url": server.url},
+                                  {"HONCHO_API_KEY": KEY}, {})
         marker = MarkerWatch()
         recaller, chats = Recaller(marker=marker), ChatSessions(marker)
         self.addCleanup(recaller.close)
@@ -157,13 +172,15 @@ class CommandLineForgetTest(unittest.TestCase):
 
         def turn() -> list[str]:
             before = len(fake.requests)
-            recaller.recall(settings, chats.session(settings, "a", None, WAIT_S), "what now?", TEMPLATE)
+            recaller.recall(settings, chats.session(settings, "a", None, WAIT_S), "what now?",
+                            TEMPLATE)
             self.assertTrue(wait_idle(WAIT_S, recaller, chats))
             return context_sessions(p for _, p in fake.requests[before:])
 
         self.assertEqual(turn(), ["chat-a"])
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(cli.main(["forget-chat", "a", "--yes"], environ=env, out=io.StringIO()), 0)
+            self.assertEqual(cli.main(["forget-chat", "a", "--yes"], environ=env,
+                                      out=io.StringIO()), 0)
         self.assertEqual(turn(), ["chat1-a"])
 
 
@@ -194,8 +211,8 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
         asyncio.run(self.load(RECALL_EXT)(agent=agent).execute(loop_data=data))
 
     def turn(self, agent, text: str, capture: bool = True) -> list[str]:
-        """One user turn: the capture hook (which starts the query-aware load), then the recall hook; the
-        sessions its context requests named."""
+        """One user turn: the capture hook (which starts the query-aware load), then the recall
+        hook; the sessions its context requests named."""
         before = len(self.fake.requests)
         self.turns += 1
         if capture:
@@ -207,16 +224,19 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
         return context_sessions(p for _, p in self.fake.requests[before:])
 
     def forget_from_the_command_line(self, chat: str) -> None:
-        """What `python -m honcho_hub forget-chat CHAT --yes` does while Agent Zero runs: its own settings,
-        outbox connection and module state (the checkout's modules, not the ones Agent Zero loaded)."""
+        """What `python -m honcho_hub forget-chat CHAT --yes` does while Agent Zero runs: its own
+        settings, outbox connection and module state (the checkout's modules, not the ones Agent
+        Zero loaded)."""
         home = tempfile.TemporaryDirectory()
         self.addCleanup(home.cleanup)
-        env = {"HONCHO_API_URL": self.server.url, "HONCHO_OUTBOX_PATH": self.host.config["outbox_path"],
+        env = {"HONCHO_API_URL": self.server.url,
+               "HONCHO_OUTBOX_PATH": self.host.config["outbox_path"],
                "HONCHO_API_KEY": KEY, "HOME": home.name}
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(cli.main(["forget-chat", chat, "--yes"], environ=env, out=io.StringIO()), 0)
+            self.assertEqual(cli.main(["forget-chat", chat, "--yes"], environ=env,
+                                      out=io.StringIO()), 0)
 
-    def test_after_the_tool_forgot_the_chat_its_next_turn_loads_and_recalls_only_its_new_session(self):
+    def test_after_the_tool_forgot_the_chat_its_next_turn_loads_and_recalls_only_the_new_one(self):
         from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
 
         agent = StubAgent(0, StubContext(id=CHAT))
@@ -230,7 +250,8 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
 
         agent = StubAgent(0, StubContext(id=CHAT))
         self.turn(agent, "which tea do I like?")
-        done = operations.forget_document({"action": "forget_chat", "chat": CHAT, "confirmed": True})
+        done = operations.forget_document({"action": "forget_chat", "chat": CHAT,
+                                           "confirmed": True})
         self.assertEqual(done["result"]["next_session"], f"chat1-{CHAT}")
         # memory only, as the hooks ask
         on_the_loop = chat_sessions.chat_session(agent, host.settings_for(agent), None)
@@ -242,7 +263,8 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
         self.assertEqual(set(self.turn(agent, "which tea do I like?")), {f"chat-{CHAT}"})
         self.forget_from_the_command_line(CHAT)
         self.assertEqual(self.turn(agent, "and the cups?", capture=False), [f"chat1-{CHAT}"])
-        self.assertEqual(set(self.turn(agent, "and the teapot?")), {f"chat1-{CHAT}"}, "the capture-time load too")
+        self.assertEqual(set(self.turn(agent, "and the teapot?")), {f"chat1-{CHAT}"},
+                         "the capture-time load too")
 
     def test_status_names_the_chats_new_session(self):
         from usr.plugins.honcho.extensions.honcho_bridge import operations
@@ -259,15 +281,17 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
         self.assertIn(f"Session chat1-{CHAT} ", text)
         self.assertNotIn(f"chat-{CHAT}", text)
 
-    def test_the_tools_writes_after_the_forget_name_the_new_session_and_never_make_the_old_one_again(self):
+    def test_the_tools_writes_after_the_forget_name_the_new_session_and_never_remake_the_old(self):
         from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
 
         agent = StubAgent(0, StubContext(id=CHAT))
         self.turn(agent, "which tea do I like?")
         self.forget_from_the_command_line(CHAT)
-        answer = asyncio.run(run_tool(agent, {"action": "remember", "content": "Drinks oolong in the evening"}))
+        answer = asyncio.run(run_tool(agent, {"action": "remember",
+                                              "content": "Drinks oolong in the evening"}))
         self.assertIn("Remembered as conclusion", answer)
-        self.assertEqual([c["session_id"] for c in self.fake.conclusions.values()], [f"chat1-{CHAT}"])
+        self.assertEqual([c["session_id"] for c in self.fake.conclusions.values()],
+                         [f"chat1-{CHAT}"])
         self.assertNotIn(("agent-zero", f"chat-{CHAT}"), self.fake.sessions)
 
     def test_chat_start_in_a_project_registers_the_new_session_in_its_scope(self):
