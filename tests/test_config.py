@@ -27,24 +27,27 @@ A0_USR = tempfile.gettempdir()  # an existing folder stands for /a0/usr existing
 
 # One valid, non-default value for every setting, as JSON would carry it.
 VALID = {
-    "endpoint_mode": "self_hosted", "api_url": "http://honcho.local:8000", "mcp_url": "https://mcp.example.org",
-    "sdk_timeout_s": 30, "check_timeout_s": 2.5, "mcp_auth": "never", "workspace_id": "ws_1",
-    "user_peer_id": "alice", "human_peer_id": "carol", "profile_peers": "research=dave,coder=erin",
-    "unmapped_chats": "no-capture",
+    "endpoint_mode": "self_hosted", "api_url": "http://honcho.local:8000",
+    "mcp_url": "https://mcp.example.org", "sdk_timeout_s": 30, "check_timeout_s": 2.5,
+    "mcp_auth": "never", "workspace_id": "ws_1", "user_peer_id": "alice", "human_peer_id": "carol",
+    "profile_peers": "research=dave,coder=erin", "unmapped_chats": "no-capture",
     "agent_peer_id": "helper-bot", "capture_enabled": False, "capture_scheduler_chats": True,
     "outbox_path": "/var/tmp/hub/outbox.db", "outbox_synchronous": "NORMAL", "max_queued_rows": 500,
-    "capture_wait_ms": 100, "journal_capacity": 64, "delivered_retention_h": 0, "dead_retention_days": 7,
-    "batch_size": 100, "concurrency": 8, "max_attempts": 3, "retry_base_s": 0.5, "retry_max_s": 60,
-    "retry_after_cap_s": 120, "circuit_base_s": 2, "circuit_max_s": 60, "auth_probe_interval_s": 30,
-    "lease_s": 90, "poll_interval_s": 1, "recall_enabled": False, "recall_mode": "tools", "context_cadence": 5,
+    "capture_wait_ms": 100, "journal_capacity": 64, "delivered_retention_h": 0,
+    "dead_retention_days": 7, "batch_size": 100, "concurrency": 8, "max_attempts": 3,
+    "retry_base_s": 0.5, "retry_max_s": 60, "retry_after_cap_s": 120, "circuit_base_s": 2,
+    "circuit_max_s": 60, "auth_probe_interval_s": 30, "lease_s": 90, "poll_interval_s": 1,
+    "recall_enabled": False, "recall_mode": "tools", "context_cadence": 5,
     "include_agent_representation": True, "agent_representation_share": 0.5, "cache_ttl_s": 1,
     "cache_max_entries": 10, "max_context_tokens": 2000, "search_top_k": 3, "max_conclusions": 5,
-    "recall_timeout_s": 1.5, "recall_wait_ms": 800, "recall_min_query_chars": 0, "recall_include_messages": False,
-    "recall_limit_to_session": True, "ask_timeout_s": 120, "dialectic_enabled": True, "dialectic_cadence": 20,
-    "dialectic_depth": 3, "dialectic_max_chars": 100, "dialectic_reasoning_level": "minimal",
-    "dialectic_pass_levels": "low,max", "reasoning_level_heuristic": False, "reasoning_level_cap": "max",
-    "dialectic_prewarm": False, "observation": "custom", "observe_user_me": False, "observe_user_others": False,
-    "observe_agent_me": True, "observe_agent_others": False, "session_strategy": "global", "scope_strategy": "custom",
+    "recall_timeout_s": 1.5, "recall_wait_ms": 800, "recall_min_query_chars": 0,
+    "recall_include_messages": False, "recall_limit_to_session": True, "ask_timeout_s": 120,
+    "dialectic_enabled": True, "dialectic_cadence": 20, "dialectic_depth": 3,
+    "dialectic_max_chars": 100, "dialectic_reasoning_level": "minimal",
+    "dialectic_pass_levels": "low,max", "reasoning_level_heuristic": False,
+    "reasoning_level_cap": "max", "dialectic_prewarm": False, "observation": "custom",
+    "observe_user_me": False, "observe_user_others": False, "observe_agent_me": True,
+    "observe_agent_others": False, "session_strategy": "global", "scope_strategy": "custom",
     "scope_prefix": "team_", "scope_custom": "Research Notes", "debug": True,
 }
 
@@ -82,11 +85,13 @@ ENV_VARS = {  # variable -> (setting, valid text value, expected)
     "HONCHO_OBSERVATION": ("observation", "directional", "directional"),
     "HONCHO_SESSION_STRATEGY": ("session_strategy", "per-project", "per-project"),
 }
-ENV_INVALID = {"HONCHO_WORKSPACE_ID": "bad id", "HONCHO_USER_ID": "a/b", "HONCHO_AGENT_PEER_ID": "x" * 600,
-               "HONCHO_OUTBOX_PATH": "rel/path", "HONCHO_CACHE_TTL": "-3", "HONCHO_MAX_CONTEXT_TOKENS": "lots",
+ENV_INVALID = {"HONCHO_WORKSPACE_ID": "bad id", "HONCHO_USER_ID": "a/b",
+               "HONCHO_AGENT_PEER_ID": "x" * 600, "HONCHO_OUTBOX_PATH": "rel/path",
+               "HONCHO_CACHE_TTL": "-3", "HONCHO_MAX_CONTEXT_TOKENS": "lots",
                "HONCHO_DEBUG": "perhaps", "HONCHO_SCOPE_STRATEGY": "everything",
-               "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300, "HONCHO_RECALL_WAIT_MS": "-2",
-               "HONCHO_RECALL_MODE": "everything", "HONCHO_OBSERVATION": "all", "HONCHO_SESSION_STRATEGY": "per-user"}
+               "HONCHO_SCOPE_PREFIX": "scope.x", "HONCHO_SCOPE_CUSTOM": "z" * 300,
+               "HONCHO_RECALL_WAIT_MS": "-2", "HONCHO_RECALL_MODE": "everything",
+               "HONCHO_OBSERVATION": "all", "HONCHO_SESSION_STRATEGY": "per-user"}
 
 
 def build(plugin=None, secrets=None, environ=None, **kw):
@@ -97,7 +102,8 @@ def build(plugin=None, secrets=None, environ=None, **kw):
 class DefaultsTest(unittest.TestCase):
     def test_empty_sources_give_the_documented_defaults(self):
         settings = build()
-        expected = defaults() | {"api_url": "https://api.honcho.dev", "mcp_url": "https://mcp.honcho.dev"}
+        expected = defaults() | {"api_url": "https://api.honcho.dev",
+                                 "mcp_url": "https://mcp.honcho.dev"}
         for name, value in expected.items():
             with self.subTest(name=name):
                 self.assertEqual(getattr(settings, name), value)
@@ -105,12 +111,13 @@ class DefaultsTest(unittest.TestCase):
         self.assertEqual(settings.outbox_path, "/a0/usr/honcho/outbox.sqlite3")
 
     def test_every_spec_field_is_a_settings_field(self):
-        names = {f for f in Settings.__dataclass_fields__} - {"warnings", "key_provider", "api_url_problem",
-                                                               "mcp_url_problem"}
+        names = {f for f in Settings.__dataclass_fields__} - {
+            "warnings", "key_provider", "api_url_problem", "mcp_url_problem"}
         self.assertEqual(names, set(FIELDS_BY_NAME))
 
     def test_outside_agent_zero_the_default_outbox_is_in_a_user_state_folder(self):
-        settings = build(environ={"XDG_STATE_HOME": "/home/u/.state"}, agent_zero_usr="/nonexistent/a0/usr")
+        settings = build(environ={"XDG_STATE_HOME": "/home/u/.state"},
+                         agent_zero_usr="/nonexistent/a0/usr")
         self.assertEqual(settings.outbox_path, "/home/u/.state/honcho-hub/outbox.sqlite3")
         explicit = build({"outbox_path": "/data/o.sqlite3"}, agent_zero_usr="/nonexistent/a0/usr")
         self.assertEqual(explicit.outbox_path, "/data/o.sqlite3")
@@ -122,11 +129,13 @@ class SettingBoundsTest(unittest.TestCase):
         settings = build(VALID)
         for name, value in VALID.items():
             with self.subTest(name=name):
-                self.assertEqual(getattr(settings, name), value if name != "sdk_timeout_s" else 30.0)
+                self.assertEqual(getattr(settings, name),
+                                 value if name != "sdk_timeout_s" else 30.0)
         self.assertEqual(settings.warnings, ())
 
     def test_every_setting_but_a_url_falls_back_to_its_default_on_each_malformed_value(self):
-        for spec in (f for f in FIELDS if f.kind != "url"):  # a URL does not fall back: UnusableUrlTest
+        # a URL does not fall back: UnusableUrlTest
+        for spec in (f for f in FIELDS if f.kind != "url"):
             just_outside = [spec.lo - 1, spec.hi + 1] if spec.kind in ("int", "float") else []
             for bad in MALFORMED[spec.kind] + just_outside:
                 with self.subTest(name=spec.name, bad=repr(bad)[:40]):
@@ -149,15 +158,17 @@ class SettingBoundsTest(unittest.TestCase):
 
     def test_numeric_strings_and_bool_words_are_accepted(self):
         settings = build({"batch_size": "50", "recall_enabled": "off", "retry_base_s": "0.25"})
-        self.assertEqual((settings.batch_size, settings.recall_enabled, settings.retry_base_s), (50, False, 0.25))
+        self.assertEqual((settings.batch_size, settings.recall_enabled, settings.retry_base_s),
+                         (50, False, 0.25))
 
     def test_bounds_are_inclusive(self):
-        partners = {"lease_s": {"sdk_timeout_s": 1}}  # so that the bound also keeps the relations between fields
+        # so that the bound also keeps the relations between fields
+        partners = {"lease_s": {"sdk_timeout_s": 1}}
         for spec in (f for f in FIELDS if f.kind in ("int", "float")):
             with self.subTest(name=spec.name):
                 for bound in (spec.lo, spec.hi):
-                    self.assertEqual(getattr(build({spec.name: bound, **partners.get(spec.name, {})}), spec.name),
-                                     bound)
+                    self.assertEqual(getattr(
+                        build({spec.name: bound, **partners.get(spec.name, {})}), spec.name), bound)
 
     def test_unknown_settings_are_ignored_with_a_warning(self):
         settings = build({"api_key": SECRET, "colour": "blue"})
@@ -166,8 +177,10 @@ class SettingBoundsTest(unittest.TestCase):
         self.assertNotIn(SECRET, repr(settings) + str(settings.warnings))
 
     def test_garbage_sources_never_raise(self):
-        for plugin, secrets, environ in [(None, None, None), ([1], "x", 5), ({"batch_size": object()}, {}, {}),
-                                         ({}, {"HONCHO_CACHE_TTL": object()}, {"HONCHO_DEBUG": b"1"})]:
+        for plugin, secrets, environ in [(None, None, None), ([1], "x", 5),
+                                         ({"batch_size": object()}, {}, {}),
+                                         ({}, {"HONCHO_CACHE_TTL": object()},
+                                          {"HONCHO_DEBUG": b"1"})]:
             with self.subTest(plugin=type(plugin).__name__):
                 settings = build_settings(plugin, secrets, environ, agent_zero_usr=A0_USR)
                 self.assertEqual(settings.batch_size, 20)
@@ -186,15 +199,18 @@ class EnvironmentTest(unittest.TestCase):
         for var, bad in ENV_INVALID.items():  # a URL does not fall back: UnusableUrlTest
             name = ENV_VARS[var][0]
             with self.subTest(var=var):
-                # scope_custom too: the custom strategy without a name would add a warning of its own
-                settings = build({name: VALID[name], "scope_custom": VALID["scope_custom"]}, environ={var: bad})
+                # scope_custom too: the custom strategy without a name would add a warning
+                # of its own
+                settings = build({name: VALID[name], "scope_custom": VALID["scope_custom"]},
+                                 environ={var: bad})
                 self.assertEqual(getattr(settings, name), VALID[name])
                 self.assertEqual(len(settings.warnings), 1)
                 self.assertTrue(settings.warnings[0].startswith(var), settings.warnings)
                 self.assertNotIn(bad, settings.warnings[0])
 
     def test_secrets_win_over_the_environment(self):
-        settings = build(environ={"HONCHO_WORKSPACE_ID": "from-env"}, secrets={"HONCHO_WORKSPACE_ID": "from-secrets"})
+        settings = build(environ={"HONCHO_WORKSPACE_ID": "from-env"},
+                         secrets={"HONCHO_WORKSPACE_ID": "from-secrets"})
         self.assertEqual(settings.workspace_id, "from-secrets")
 
     def test_empty_variables_count_as_unset(self):
@@ -206,16 +222,19 @@ class EndpointPrecedenceTest(unittest.TestCase):
     CASES = [  # (environ, settings, expected api_url, expected mcp_url)
         ({}, {}, "https://api.honcho.dev", "https://mcp.honcho.dev"),
         ({}, {"endpoint_mode": "self_hosted"}, "http://localhost:8000", "http://localhost:8787"),
-        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {}, "http://legacy:8000", "https://mcp.honcho.dev"),
+        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {}, "http://legacy:8000",
+         "https://mcp.honcho.dev"),
         ({"HONCHO_BASE_URL": "http://legacy:8000", "HONCHO_API_URL": "http://new:8000"}, {},
          "http://new:8000", "https://mcp.honcho.dev"),
-        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {"api_url": "http://setting:1"}, "http://legacy:8000",
+        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {"api_url": "http://setting:1"},
+         "http://legacy:8000", "https://mcp.honcho.dev"),
+        ({}, {"api_url": "http://setting:1", "endpoint_mode": "hosted"}, "http://setting:1",
          "https://mcp.honcho.dev"),
-        ({}, {"api_url": "http://setting:1", "endpoint_mode": "hosted"}, "http://setting:1", "https://mcp.honcho.dev"),
-        ({}, {"api_url": "https://mine.example", "mcp_url": "https://mcp.mine", "endpoint_mode": "self_hosted"},
+        ({}, {"api_url": "https://mine.example", "mcp_url": "https://mcp.mine",
+              "endpoint_mode": "self_hosted"},
          "https://mine.example", "https://mcp.mine"),
-        ({"HONCHO_MCP_URL": "http://mcp-env"}, {"mcp_url": "http://mcp-setting"}, "https://api.honcho.dev",
-         "http://mcp-env"),
+        ({"HONCHO_MCP_URL": "http://mcp-env"}, {"mcp_url": "http://mcp-setting"},
+         "https://api.honcho.dev", "http://mcp-env"),
         ({"HONCHO_API_URL": "http://explicit"}, {"endpoint_mode": "self_hosted"}, "http://explicit",
          "http://localhost:8787"),
     ]
@@ -234,8 +253,9 @@ class EndpointPrecedenceTest(unittest.TestCase):
 # URLs a user may give that cannot be used, each with a part that must never be shown back.
 UNUSABLE_URLS = [5, "honcho.example.com:8000", "not a url", "http://h.example:99999",
                  "https://h.example/v3?token=QSECRET", "https://h.example/#FRAGSECRET",
-                 "https://alice:PWSECRET@h.example", "ftp://h.example", "http://", "javascript:alert(1)",
-                 "https://h.example/\x07bell", "https://h..example/", "https://" + "a" * 64 + ".h.example"]
+                 "https://alice:PWSECRET@h.example", "ftp://h.example", "http://",
+                 "javascript:alert(1)", "https://h.example/\x07bell", "https://h..example/",
+                 "https://" + "a" * 64 + ".h.example"]
 URL_SOURCES = [  # (setting, how the bad URL is given, the name the problem must start with)
     ("api_url", {"environ": "HONCHO_API_URL"}, "HONCHO_API_URL: "),
     ("api_url", {"secrets": "HONCHO_API_URL"}, "HONCHO_API_URL: "),
@@ -247,7 +267,8 @@ URL_SOURCES = [  # (setting, how the bad URL is given, the name the problem must
 
 
 def given(how, bad, plugin):
-    """build() arguments giving `bad` the way `how` says, over `plugin` settings, with the key in secrets."""
+    """build() arguments giving `bad` the way `how` says, over `plugin` settings, with the key in
+    secrets."""
     (where, name), = how.items()
     sources = {"plugin": dict(plugin), "secrets": {"HONCHO_API_KEY": SECRET}, "environ": {}}
     sources[where][name] = bad
@@ -259,33 +280,42 @@ class UnusableUrlTest(unittest.TestCase):
         for name, how, source in URL_SOURCES:
             for bad in UNUSABLE_URLS:
                 with self.subTest(name=name, how=how, bad=bad):
-                    # A valid weaker setting must not be used either: the user meant the stronger one.
+                    # A valid weaker setting must not be used either: the user meant the
+                    # stronger one.
                     plugin = {} if "plugin" in how else {name: "http://weaker.example:8000"}
                     settings = build(**given(how, bad, plugin))
                     problem = getattr(settings, f"{name}_problem")
                     self.assertIsNotNone(problem)
                     self.assertTrue(problem.startswith(source), problem)
-                    self.assertIsNone(getattr(settings, "mcp_url_problem" if name == "api_url" else "api_url_problem"))
+                    self.assertIsNone(getattr(
+                        settings, "mcp_url_problem" if name == "api_url" else "api_url_problem"))
                     url = getattr(settings, name)
                     self.assertNotIn(urlsplit(url).scheme, ("http", "https"), url)
                     self.assertNotIn("example", url)
-                    self.assertEqual(len([w for w in settings.warnings if w.startswith(source)]), 1, settings.warnings)
-                    for secret_part in ("QSECRET", "FRAGSECRET", "PWSECRET", "alice", "h.example", SECRET):
-                        self.assertNotIn(secret_part, problem + repr(settings) + str(settings.warnings))
+                    self.assertEqual(len([w for w in settings.warnings if w.startswith(source)]),
+                                     1, settings.warnings)
+                    for secret_part in ("QSECRET", "FRAGSECRET", "PWSECRET", "alice", "h.example",
+                                        SECRET):
+                        self.assertNotIn(secret_part,
+                                         problem + repr(settings) + str(settings.warnings))
 
     def test_while_the_api_url_is_unusable_events_are_stamped_for_no_reachable_destination(self):
-        settings = build(environ={"HONCHO_API_URL": "api.honcho.dev"}, secrets={"HONCHO_API_KEY": SECRET})
+        settings = build(environ={"HONCHO_API_URL": "api.honcho.dev"},
+                         secrets={"HONCHO_API_KEY": SECRET})
         destination = settings.destination()
         self.assertTrue(destination.endswith("#agent-zero"), destination)
         self.assertNotIn(urlsplit(destination).scheme, ("http", "https"))
         self.assertNotIn("honcho.dev", destination)
         self.assertEqual(settings.unusable_url_destination(), destination)
         usable = build(environ={"HONCHO_API_URL": "https://api.honcho.dev"})
-        self.assertEqual((usable.api_url_problem, usable.destination()), (None, "https://api.honcho.dev#agent-zero"))
-        self.assertEqual(usable.unusable_url_destination(), destination)  # what the worker adopts once fixed
+        self.assertEqual((usable.api_url_problem, usable.destination()),
+                         (None, "https://api.honcho.dev#agent-zero"))
+        # what the worker adopts once fixed
+        self.assertEqual(usable.unusable_url_destination(), destination)
 
     def test_empty_values_are_unset_not_unusable(self):
-        for how in ({"environ": {"HONCHO_API_URL": " "}}, {"plugin": {"api_url": "", "mcp_url": ""}}):
+        for how in ({"environ": {"HONCHO_API_URL": " "}},
+                    {"plugin": {"api_url": "", "mcp_url": ""}}):
             with self.subTest(how=how):
                 settings = build(**how)
                 self.assertEqual((settings.api_url, settings.mcp_url, settings.api_url_problem,
@@ -304,9 +334,11 @@ class UnusableUrlTest(unittest.TestCase):
         for bad in ("api.honcho.dev", "https://x:y@api.honcho.dev"):
             with self.subTest(bad=bad):
                 seen.clear()
-                settings = build(environ={"HONCHO_API_URL": bad}, secrets={"HONCHO_API_KEY": SECRET})
+                settings = build(environ={"HONCHO_API_URL": bad},
+                                 secrets={"HONCHO_API_KEY": SECRET})
                 gateway = HonchoGateway.for_settings(
-                    settings, http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(record)))
+                    settings,
+                    http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(record)))
                 try:
                     gateway.call(lambda client: client.get_metadata())
                 except HonchoRequestError:
@@ -324,7 +356,8 @@ class UnusableUrlTest(unittest.TestCase):
 class ApiKeyTest(unittest.TestCase):
     def test_key_precedence_secrets_then_environment(self):
         self.assertEqual(build(environ={"HONCHO_API_KEY": "env-key"}).api_key(), "env-key")
-        both = build(environ={"HONCHO_API_KEY": "env-key"}, secrets={"HONCHO_API_KEY": "secret-key"})
+        both = build(environ={"HONCHO_API_KEY": "env-key"},
+                     secrets={"HONCHO_API_KEY": "secret-key"})
         self.assertEqual(both.api_key(), "secret-key")
         self.assertFalse(build().has_api_key)
 
@@ -352,9 +385,11 @@ class ApiKeyTest(unittest.TestCase):
         settings = build({"workspace_id": f"bad {SECRET}"}, secrets={"HONCHO_API_KEY": SECRET},
                          environ={"HONCHO_USER_ID": f"{SECRET} x"})
         self.assertEqual(len(settings.warnings), 2)
-        for text in (repr(settings), str(settings), str(settings.warnings), repr(settings.key_provider)):
+        for text in (repr(settings), str(settings), str(settings.warnings),
+                     repr(settings.key_provider)):
             self.assertNotIn(SECRET, text)
-        self.assertEqual(repr(KeyProvider(dict, {"HONCHO_API_KEY": SECRET})), "KeyProvider(<hidden>)")
+        self.assertEqual(repr(KeyProvider(dict, {"HONCHO_API_KEY": SECRET})),
+                         "KeyProvider(<hidden>)")
 
     def test_warnings_are_logged_once_per_process(self):
         with self.assertLogs("honcho_hub.settings.config", "WARNING") as logs:
@@ -371,7 +406,8 @@ class RecallWaitTest(unittest.TestCase):
             ({"recall_wait_ms": 0}, 0.0, 0),  # never wait
             ({"recall_wait_ms": 300}, 0.3, 0),
             ({"recall_wait_ms": 2500}, 2.5, 0),
-            ({"recall_wait_ms": 9000, "recall_timeout_s": 2}, 2.0, 1),  # kept, but the deadline bounds it
+            # kept, but the deadline bounds it
+            ({"recall_wait_ms": 9000, "recall_timeout_s": 2}, 2.0, 1),
             ({"recall_wait_ms": -2}, 2.5, 1),
             ({"recall_wait_ms": 60_001}, 2.5, 1),
             ({"recall_wait_ms": 12.5}, 2.5, 1),
@@ -381,24 +417,27 @@ class RecallWaitTest(unittest.TestCase):
                 settings = build(plugin)
                 self.assertEqual(settings.recall_wait_s, wait_s)
                 self.assertEqual(len(settings.warnings), warnings, settings.warnings)
-        self.assertIn("recall_wait_ms must not exceed recall_timeout_s (kept: the recall hook waits at most"
-                      " recall_timeout_s)", build({"recall_wait_ms": 3000}).warnings)
+        self.assertIn("recall_wait_ms must not exceed recall_timeout_s (kept: the recall hook"
+                      " waits at most recall_timeout_s)", build({"recall_wait_ms": 3000}).warnings)
 
     def test_a_project_and_the_variable_may_set_it(self):
         self.assertEqual(build({}, project_settings={"recall_wait_ms": 0}).recall_wait_s, 0.0)
-        self.assertEqual(build({"recall_wait_ms": 0}, environ={"HONCHO_RECALL_WAIT_MS": "100"}).recall_wait_s, 0.1)
+        self.assertEqual(build({"recall_wait_ms": 0},
+                               environ={"HONCHO_RECALL_WAIT_MS": "100"}).recall_wait_s, 0.1)
 
 
 class ProjectSettingsTest(unittest.TestCase):
     def test_a_project_may_change_capture_recall_and_scopes(self):
         project = {"capture_enabled": False, "max_context_tokens": 900, "scope_strategy": "off"}
         settings = build({}, project_settings=project)
-        self.assertEqual((settings.capture_enabled, settings.max_context_tokens, settings.scope_strategy),
+        self.assertEqual((settings.capture_enabled, settings.max_context_tokens,
+                          settings.scope_strategy),
                          (False, 900, "off"))
         self.assertEqual(settings.warnings, ())
 
     def test_a_project_cannot_change_key_workspace_or_identity(self):
-        project = {"api_key": SECRET, "workspace_id": "project-ws", "api_url": "http://evil", "batch_size": 1}
+        project = {"api_key": SECRET, "workspace_id": "project-ws", "api_url": "http://evil",
+                   "batch_size": 1}
         settings = build({"workspace_id": "global-ws"}, project_settings=project)
         self.assertEqual((settings.workspace_id, settings.api_url, settings.batch_size),
                          ("global-ws", "https://api.honcho.dev", 20))
@@ -407,16 +446,19 @@ class ProjectSettingsTest(unittest.TestCase):
         self.assertNotIn(SECRET, str(settings.warnings))
 
     def test_a_project_repeating_the_global_value_is_not_a_change(self):
-        settings = build({"workspace_id": "global-ws"}, project_settings={"workspace_id": "global-ws"})
+        settings = build({"workspace_id": "global-ws"},
+                         project_settings={"workspace_id": "global-ws"})
         self.assertEqual(settings.warnings, ())
 
     def test_environment_still_wins_over_a_project_setting(self):
-        settings = build({}, environ={"HONCHO_SCOPE_STRATEGY": "custom"}, project_settings={"scope_strategy": "off"})
+        settings = build({}, environ={"HONCHO_SCOPE_STRATEGY": "custom"},
+                         project_settings={"scope_strategy": "off"})
         self.assertEqual(settings.scope_strategy, "custom")
 
 
 class FormerNamesTest(unittest.TestCase):
-    """A setting renamed since a user saved their config: handoff_capacity is journal_capacity now."""
+    """A setting renamed since a user saved their config: handoff_capacity is journal_capacity
+    now."""
 
     def saved_config(self, settings):
         folder = tempfile.TemporaryDirectory()
@@ -443,14 +485,16 @@ class FormerNamesTest(unittest.TestCase):
         shown = merged_config(defaults(), layers.global_config)
         self.assertEqual(shown["journal_capacity"], 500)
         self.assertNotIn("handoff_capacity", shown)
-        self.assertEqual(config_to_save({"handoff_capacity": 500}, is_project=False), {"journal_capacity": 500})
+        self.assertEqual(config_to_save({"handoff_capacity": 500}, is_project=False),
+                         {"journal_capacity": 500})
 
 
 class MemoryControlSettingsTest(unittest.TestCase):
     def test_recall_enabled_false_is_read_as_recall_mode_tools_and_tools_as_recall_disabled(self):
         cases = [({}, "hybrid", True), ({"recall_enabled": False}, "tools", False),
                  ({"recall_enabled": False, "recall_mode": "context"}, "tools", False),
-                 ({"recall_mode": "tools"}, "tools", False), ({"recall_mode": "context"}, "context", True)]
+                 ({"recall_mode": "tools"}, "tools", False),
+                 ({"recall_mode": "context"}, "context", True)]
         for plugin, mode, enabled in cases:
             with self.subTest(plugin=plugin):
                 settings = build(plugin)
@@ -467,21 +511,28 @@ class MemoryControlSettingsTest(unittest.TestCase):
                 self.assertEqual(settings.warnings, ())
 
     def test_each_observation_preset_gives_its_peer_flags_and_custom_gives_the_explicit_ones(self):
-        expected = {"seed": ((True, True), (False, True)), "directional": ((True, True), (True, True)),
+        expected = {"seed": ((True, True), (False, True)),
+                    "directional": ((True, True), (True, True)),
                     "unified": ((True, False), (False, True))}
         explicit = {"observe_user_me": False, "observe_user_others": True, "observe_agent_me": True,
                     "observe_agent_others": False}
         for preset, (user, agent) in expected.items():
             with self.subTest(preset=preset):
-                settings = build({"observation": preset, **explicit})  # flags are ignored by a preset
-                self.assertEqual(settings.observation_of("user"), {"observe_me": user[0], "observe_others": user[1]})
-                self.assertEqual(settings.observation_of("agent"), {"observe_me": agent[0], "observe_others": agent[1]})
+                # flags are ignored by a preset
+                settings = build({"observation": preset, **explicit})
+                self.assertEqual(settings.observation_of("user"),
+                                 {"observe_me": user[0], "observe_others": user[1]})
+                self.assertEqual(settings.observation_of("agent"),
+                                 {"observe_me": agent[0], "observe_others": agent[1]})
         custom = build({"observation": "custom", **explicit})
-        self.assertEqual(custom.observation_of("user"), {"observe_me": False, "observe_others": True})
-        self.assertEqual(custom.observation_of("agent"), {"observe_me": True, "observe_others": False})
+        self.assertEqual(custom.observation_of("user"),
+                         {"observe_me": False, "observe_others": True})
+        self.assertEqual(custom.observation_of("agent"),
+                         {"observe_me": True, "observe_others": False})
 
     def test_the_default_custom_flags_are_the_seed_preset(self):
-        self.assertEqual([build({"observation": "custom"}).observation_of(role) for role in ("user", "agent")],
+        self.assertEqual([build({"observation": "custom"}).observation_of(role)
+                          for role in ("user", "agent")],
                          [build({}).observation_of(role) for role in ("user", "agent")])
 
 if __name__ == "__main__":
