@@ -1,5 +1,5 @@
-"""Memory controls: the agent's self-model and the dialectic note in the pack, recall modes, context cadence,
-and their independence from each other."""
+"""Memory controls: the agent's self-model and the dialectic note in the pack, recall modes, context
+cadence, and their independence from each other."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from honcho_hub.ops.status import build_status, gather_parts, status_text
 from honcho_hub.recall.pack import AGENT_TITLE, NOTE_TITLE, ContextData, build_pack, estimate_tokens
 from honcho_hub.runtime import process_state
 
-CONTEXT = "/context"  # a session's context (query-aware) or a peer's (the base load): counted apart below
+# a session's context (query-aware) or a peer's (the base load): counted apart below
+CONTEXT = "/context"
 
 
 def used_tokens(pack) -> int:
@@ -21,12 +22,14 @@ def used_tokens(pack) -> int:
 
 
 class PackSectionsTest(unittest.TestCase):
-    USER = ContextData(representation="\n".join(f"The user likes thing number {i}." for i in range(200)),
-                       card=["Name: Ada"], summary="They talked about tea.")
+    USER = ContextData(
+        representation="\n".join(f"The user likes thing number {i}." for i in range(200)),
+        card=["Name: Ada"], summary="They talked about tea.")
 
     def with_agent(self, **kw) -> ContextData:
         return ContextData(**{**self.USER.__dict__, "agent_representation": "\n".join(
-            f"The agent tends to do habit number {i}." for i in range(200)), "agent_card": ["Role: helper"], **kw})
+            f"The agent tends to do habit number {i}." for i in range(200)),
+            "agent_card": ["Role: helper"], **kw})
 
     def test_the_self_model_gets_its_share_and_the_user_sections_the_rest(self):
         for budget, share in ((500, 0.25), (1000, 0.5), (400, 0.1)):
@@ -34,33 +37,42 @@ class PackSectionsTest(unittest.TestCase):
                 pack = build_pack(self.with_agent(), budget, agent_share=share)
                 agent = [s for s in pack.sections if s[0] == AGENT_TITLE]
                 self.assertEqual(len(agent), 1)
-                self.assertLessEqual(estimate_tokens(agent[0][0]) + estimate_tokens(agent[0][1]) + 2,
-                                     int(budget * share))
-                self.assertGreater(estimate_tokens(agent[0][1]), int(budget * share) * 0.7)  # the share is used
+                self.assertLessEqual(
+                    estimate_tokens(agent[0][0]) + estimate_tokens(agent[0][1]) + 2,
+                    int(budget * share))
+                # the share is used
+                self.assertGreater(estimate_tokens(agent[0][1]), int(budget * share) * 0.7)
                 self.assertLessEqual(used_tokens(pack), budget)
                 user_only = [s for s in pack.sections if s[0] != AGENT_TITLE]
-                self.assertLessEqual(sum(estimate_tokens(t) + estimate_tokens(x) + 2 for t, x in user_only),
+                self.assertLessEqual(sum(estimate_tokens(t) + estimate_tokens(x) + 2
+                                         for t, x in user_only),
                                      budget - int(budget * share))
 
     def test_without_a_self_model_or_a_share_the_pack_is_what_it_was(self):
         before = build_pack(self.USER, 500)
-        self.assertEqual(build_pack(self.USER, 500, agent_share=0.5), before)  # nothing to show: no budget kept
+        # nothing to show: no budget kept
+        self.assertEqual(build_pack(self.USER, 500, agent_share=0.5), before)
         self.assertEqual(build_pack(self.with_agent(), 500, agent_share=0.0), before)
 
     def test_the_self_model_holds_its_card_after_its_representation(self):
-        data = ContextData(agent_representation="Tends to answer briefly.", agent_card=["Role: helper"])
+        data = ContextData(agent_representation="Tends to answer briefly.",
+                           agent_card=["Role: helper"])
         pack = build_pack(data, 500, agent_share=0.25)
-        self.assertEqual(pack.sections, ((AGENT_TITLE, "Tends to answer briefly.\n\n- Role: helper"),))
+        self.assertEqual(pack.sections,
+                         ((AGENT_TITLE, "Tends to answer briefly.\n\n- Role: helper"),))
 
     def test_the_note_comes_first_and_counts_against_the_budget(self):
-        pack = build_pack(self.USER, 300, note="The user is planning a winter trip; keep answers short.")
-        self.assertEqual(pack.sections[0], (NOTE_TITLE, "The user is planning a winter trip; keep answers short."))
+        pack = build_pack(self.USER, 300,
+                          note="The user is planning a winter trip; keep answers short.")
+        self.assertEqual(pack.sections[0],
+                         (NOTE_TITLE, "The user is planning a winter trip; keep answers short."))
         self.assertLessEqual(used_tokens(pack), 300)
         self.assertEqual(build_pack(self.USER, 300, note="  "), build_pack(self.USER, 300))
 
 
 def session_context_calls(conversation: Conversation) -> int:
-    return sum(1 for r in conversation.bench.sent if r.method == "GET" and "/sessions/" in r.url.path
+    return sum(1 for r in conversation.bench.sent
+               if r.method == "GET" and "/sessions/" in r.url.path
                and r.url.path.endswith(CONTEXT))
 
 
@@ -76,8 +88,9 @@ def know_the_user(conversation: Conversation, agent_self: str | None = None, age
 
 
 class ContextCadenceTest(unittest.TestCase):
-    def test_the_context_call_is_made_every_cadence_turns_and_the_turns_between_reuse_the_last_load(self):
-        for cadence, turns, calls_at in ((1, 5, [1, 2, 3, 4, 5]), (3, 7, [1, 4, 7]), (5, 12, [1, 6, 11])):
+    def test_the_context_call_comes_every_cadence_turns_and_turns_between_reuse_the_last_load(self):
+        for cadence, turns, calls_at in ((1, 5, [1, 2, 3, 4, 5]), (3, 7, [1, 4, 7]),
+                                         (5, 12, [1, 6, 11])):
             with self.subTest(cadence=cadence):
                 conversation = Conversation(self, context_cadence=cadence)
                 know_the_user(conversation)
@@ -93,7 +106,8 @@ class ContextCadenceTest(unittest.TestCase):
                 for turn in range(1, turns + 1):
                     if turn not in calls_at:
                         self.assertEqual(sources[turn - 1], "reused")
-                        self.assertEqual(blocks[turn - 1], blocks[turn - 2])  # the last load, as it was
+                        # the last load, as it was
+                        self.assertEqual(blocks[turn - 1], blocks[turn - 2])
                     else:
                         self.assertEqual(sources[turn - 1], "hit")  # the load started at capture
 
@@ -109,7 +123,8 @@ class ContextCadenceTest(unittest.TestCase):
         conversation = Conversation(self, context_cadence=10)
         conversation.turn("c1", "first question about tea")
         before = session_context_calls(conversation)
-        conversation.recaller.recall(conversation.settings, "chat-c1", "what about cups?", "{{sections}}",
+        conversation.recaller.recall(conversation.settings, "chat-c1", "what about cups?",
+                                     "{{sections}}",
                                      deliberate=True, wait_s=5)
         self.assertEqual(session_context_calls(conversation), before + 1)
 
@@ -131,7 +146,8 @@ class DialecticLayerTest(unittest.TestCase):
     def test_on_the_pack_carries_the_note_once_it_is_ready(self):
         conversation = Conversation(self, dialectic_enabled=True)
         know_the_user(conversation)
-        conversation.bench.fake.dialectic_answer = "Ada is planning a winter tea tasting; keep it practical."
+        conversation.bench.fake.dialectic_answer = ("Ada is planning a winter tea tasting;"
+                                                    " keep it practical.")
         result = conversation.turn("c1", "what tea should I bring?")
         self.assertIn(NOTE_TITLE, result.block)
         self.assertIn("winter tea tasting", result.block)
@@ -145,19 +161,23 @@ class DialecticLayerTest(unittest.TestCase):
         for turn in range(1, turns + 1):
             context, chat = session_context_calls(conversation), chat_calls(conversation)
             conversation.turn("c1", f"question {turn} about tea")
-            made.append((session_context_calls(conversation) - context, chat_calls(conversation) - chat))
+            made.append((session_context_calls(conversation) - context,
+                         chat_calls(conversation) - chat))
         return made
 
-    def test_context_every_turn_and_the_dialectic_every_fifth_at_depth_two_make_exactly_the_expected_calls(self):
-        made = self.calls_per_turn(12, dialectic_enabled=True, dialectic_cadence=5, dialectic_depth=2)
+    def test_per_turn_context_and_a_depth_two_dialectic_every_fifth_call_exactly_as_expected(self):
+        made = self.calls_per_turn(12, dialectic_enabled=True, dialectic_cadence=5,
+                                   dialectic_depth=2)
         self.assertEqual(made, [(1, 2) if turn in (1, 6, 11) else (1, 0) for turn in range(1, 13)])
 
     def test_context_cadence_and_dialectic_cadence_count_independently(self):
-        made = self.calls_per_turn(9, context_cadence=4, dialectic_enabled=True, dialectic_cadence=3)
+        made = self.calls_per_turn(9, context_cadence=4, dialectic_enabled=True,
+                                   dialectic_cadence=3)
         self.assertEqual(made, [(int(t in (1, 5, 9)), int(t in (1, 4, 7))) for t in range(1, 10)])
 
     def test_the_note_keeps_its_place_on_turns_that_reuse_the_last_load(self):
-        conversation = Conversation(self, context_cadence=2, dialectic_enabled=True, dialectic_cadence=2)
+        conversation = Conversation(self, context_cadence=2, dialectic_enabled=True,
+                                    dialectic_cadence=2)
         know_the_user(conversation)
         conversation.bench.fake.dialectic_answer = "Ada wants short answers."
         conversation.turn("c1", "first question about tea")
@@ -169,7 +189,8 @@ class DialecticLayerTest(unittest.TestCase):
         conversation = Conversation(self, dialectic_enabled=True, dialectic_cadence=1)
         conversation.turn("c1", "hello there, first message")
         know_the_user(conversation)
-        conversation.recaller.clear_cache()  # the base pack was loaded empty: forget it, as its short TTL would
+        # the base pack was loaded empty: forget it, as its short TTL would
+        conversation.recaller.clear_cache()
         conversation.turn("c1", "second message about tea")
         questions = [request["query"] for request in conversation.bench.fake.chat_requests]
         self.assertIn("Who is this person?", questions[0])
@@ -197,16 +218,18 @@ class DialecticLayerTest(unittest.TestCase):
 
 class StatusOfTheControlsTest(unittest.TestCase):
     def test_status_shows_the_mode_the_cadences_and_what_the_dialectic_did(self):
-        conversation = Conversation(self, recall_mode="context", context_cadence=2, dialectic_enabled=True,
-                                    dialectic_cadence=2, dialectic_depth=2)
+        conversation = Conversation(self, recall_mode="context", context_cadence=2,
+                                    dialectic_enabled=True, dialectic_cadence=2, dialectic_depth=2)
         know_the_user(conversation)
         for turn in range(3):
             conversation.turn("c1", f"question {turn} about tea")
         parts = gather_parts(conversation.settings, process_state(), recaller=conversation.recaller)
         status = build_status(conversation.settings, parts, conversation.bench.clock())
         recall = status["recall"]
-        self.assertEqual((recall["mode"], recall["context_cadence"], recall["cache"]["reused"]), ("context", 2, 1))
-        self.assertEqual({k: recall["dialectic"][k] for k in ("enabled", "cadence", "depth", "started", "done")},
+        self.assertEqual((recall["mode"], recall["context_cadence"], recall["cache"]["reused"]),
+                         ("context", 2, 1))
+        self.assertEqual({k: recall["dialectic"][k]
+                          for k in ("enabled", "cadence", "depth", "started", "done")},
                          {"enabled": True, "cadence": 2, "depth": 2, "started": 2, "done": 2})
         text = status_text(status)
         self.assertIn("recall context", text)
@@ -220,12 +243,13 @@ class AgentSelfModelTest(unittest.TestCase):
         conversation.turn("c1", "what tea do I like?")
         result = conversation.turn("c1", "and what cups?")
         self.assertNotIn(AGENT_TITLE, result.block)
-        self.assertFalse(any(r.url.params.get("target") in (None, "agent-zero") and r.url.path.endswith(
-            "/peers/agent-zero/context") for r in conversation.bench.sent))
+        self.assertFalse(any(r.url.params.get("target") in (None, "agent-zero")
+                             and r.url.path.endswith("/peers/agent-zero/context")
+                             for r in conversation.bench.sent))
 
     def test_on_the_pack_carries_the_agents_model_of_itself_within_its_share(self):
-        conversation = Conversation(self, include_agent_representation=True, agent_representation_share=0.2,
-                                    observation="directional")
+        conversation = Conversation(self, include_agent_representation=True,
+                                    agent_representation_share=0.2, observation="directional")
         know_the_user(conversation, agent_self="The agent answers briefly and checks its sources.",
                       agent_card=["Role: research helper"])
         conversation.turn("c1", "what tea do I like?")
@@ -235,11 +259,13 @@ class AgentSelfModelTest(unittest.TestCase):
         self.assertIn("Role: research helper", result.block)
         self.assertIn("green tea", result.block)  # the user's part is still there
         agent = next(text for title, text in result.pack.sections if title == AGENT_TITLE)
-        self.assertLessEqual(estimate_tokens(AGENT_TITLE) + estimate_tokens(agent) + 2, int(500 * 0.2))
+        self.assertLessEqual(estimate_tokens(AGENT_TITLE) + estimate_tokens(agent) + 2,
+                             int(500 * 0.2))
 
     def test_a_self_model_honcho_has_not_derived_gives_no_section_and_no_error(self):
         conversation = Conversation(self, include_agent_representation=True)
-        know_the_user(conversation)  # seed: the agent is not modelled, so Honcho holds nothing about it
+        # seed: the agent is not modelled, so Honcho holds nothing about it
+        know_the_user(conversation)
         result = conversation.turn("c1", "what tea do I like?")
         result = conversation.turn("c1", "and what cups?")
         self.assertNotIn(AGENT_TITLE, result.block)
