@@ -1,9 +1,10 @@
-"""Several humans on one Agent Zero (issue 16): a chat's human peer named by its project's `human_peer_id`,
-else its agent profile's entry in `profile_peers`, else `user_peer_id` (`unmapped_chats: default-peer`) or
-no one (`no-capture`: nothing of the chat is captured or recalled).
+"""Several humans on one Agent Zero (issue 16): a chat's human peer named by its project's
+`human_peer_id`, else its agent profile's entry in `profile_peers`, else `user_peer_id`
+(`unmapped_chats: default-peer`) or no one (`no-capture`: nothing of the chat is captured or
+recalled).
 
-The rule is tested on plain facts; the adapters, loaded as Agent Zero loads them, against the fake Honcho
-over loopback: where each human's messages land, and what each chat's recall reads.
+The rule is tested on plain facts; the adapters, loaded as Agent Zero loads them, against the fake
+Honcho over loopback: where each human's messages land, and what each chat's recall reads.
 """
 
 import asyncio
@@ -14,7 +15,13 @@ import types
 import unittest
 
 from fake_honcho import FakeHoncho
-from hub_testkit import StubAgent, StubContext, StubHistoryMessage, import_by_path, stub_agent_zero
+from hub_testkit import (
+    StubAgent,
+    StubContext,
+    StubHistoryMessage,
+    import_by_path,
+    stub_agent_zero,
+)
 from idle import wait_idle
 from loopback import serve
 from outbox_helpers import stub_host_events
@@ -31,11 +38,13 @@ from honcho_hub.settings.config import build_settings
 from honcho_hub.settings.spec import OBSERVATION_PRESETS
 
 KEY = "hch-several-humans-key-24680"
-USER_EXT = "extensions/python/_functions/agent/Agent/hist_add_user_message/end/_50_honcho_capture_user.py"
+USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/"
+            "_50_honcho_capture_user.py")
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
-ALICE_FACT, BOB_FACT, DEFAULT_FACT = "Keeps three beehives.", "Restores old clocks.", "Sails on weekends."
+ALICE_FACT, BOB_FACT, DEFAULT_FACT = ("Keeps three beehives.", "Restores old clocks.",
+                                      "Sails on weekends.")
 
 
 def settings(**values):
@@ -49,34 +58,44 @@ class HumanPeerRuleTest(unittest.TestCase):
         cases = {
             # name: (settings, agent profile, expected peer)
             "project names the human": (dict(human_peer_id="alice"), "agent0", "alice"),
-            "project wins over the profile": (dict(human_peer_id="alice", profile_peers="agent0=carol"), "agent0",
-                                              "alice"),
-            "profile names the human": (dict(profile_peers="research=carol,coder=dave"), "coder", "dave"),
-            "unmapped, default-peer": (dict(profile_peers="research=carol", user_peer_id="pat"), "agent0", "pat"),
-            "unmapped, no-capture": (dict(profile_peers="research=carol", unmapped_chats="no-capture"), "agent0",
-                                     None),
-            "no profile, no-capture": (dict(profile_peers="research=carol", unmapped_chats="no-capture"), "", None),
+            "project wins over the profile":
+                (dict(human_peer_id="alice", profile_peers="agent0=carol"), "agent0", "alice"),
+            "profile names the human":
+                (dict(profile_peers="research=carol,coder=dave"), "coder", "dave"),
+            "unmapped, default-peer":
+                (dict(profile_peers="research=carol", user_peer_id="pat"), "agent0", "pat"),
+            "unmapped, no-capture":
+                (dict(profile_peers="research=carol", unmapped_chats="no-capture"), "agent0", None),
+            "no profile, no-capture":
+                (dict(profile_peers="research=carol", unmapped_chats="no-capture"), "", None),
             "no mapping anywhere, default-peer": (dict(user_peer_id="pat"), "agent0", "pat"),
-            # Fail closed: no-capture asks that only mapped chats be captured, so with no mapping at all none is.
+            # Fail closed: no-capture asks that only mapped chats be captured, so with no mapping at
+            # all none is.
             "no mapping anywhere, no-capture": (dict(unmapped_chats="no-capture"), "agent0", None),
         }
         for name, (values, profile, expected) in cases.items():
             with self.subTest(case=name):
-                self.assertEqual(human_peer(HumanFacts(profile=profile), settings(**values)), expected)
+                self.assertEqual(human_peer(HumanFacts(profile=profile), settings(**values)),
+                                 expected)
 
     def test_an_unmapped_chat_under_no_capture_is_skipped_with_its_own_reason(self):
         no_capture = settings(profile_peers="research=carol", unmapped_chats="no-capture")
-        unmapped = ChatFacts(background=False, scheduler_run=False, human=HumanFacts(profile="agent0"))
-        mapped = ChatFacts(background=False, scheduler_run=False, human=HumanFacts(profile="research"))
+        unmapped = ChatFacts(background=False, scheduler_run=False,
+                             human=HumanFacts(profile="agent0"))
+        mapped = ChatFacts(background=False, scheduler_run=False,
+                           human=HumanFacts(profile="research"))
         for chat, expected in ((unmapped, "unmapped_chat"), (mapped, None)):
             with self.subTest(profile=chat.human.profile):
-                typed = UserMessageFacts(agent_number=0, intervention=False, is_nudge=False, chat=chat)
+                typed = UserMessageFacts(agent_number=0, intervention=False, is_nudge=False,
+                                         chat=chat)
                 self.assertEqual(skip_reason_for_user_message(typed, no_capture), expected)
-                self.assertEqual(skip_reason_for_tool_result(0, "response", chat, no_capture), expected)
+                self.assertEqual(skip_reason_for_tool_result(0, "response", chat, no_capture),
+                                 expected)
 
 
 class SeveralHumansAdapterTest(unittest.TestCase):
-    """Two projects, each naming its human; chats told apart by agent profile; the unmapped policy."""
+    """Two projects, each naming its human; chats told apart by agent profile; the unmapped
+    policy."""
 
     def setUp(self):
         self.fake = FakeHoncho(api_key=KEY)
@@ -88,7 +107,8 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         stub = stub_agent_zero()
         self.host = stub.__enter__()
         self.addCleanup(stub.__exit__, None, None, None)
-        # Scopes off: recall reads the agent's global view of the target, the case no scope keeps apart.
+        # Scopes off: recall reads the agent's global view of the target, the case no scope keeps
+        # apart.
         self.host.config.update(api_url=self.server.url, recall_timeout_s=10, scope_strategy="off")
         self.host.secrets = {"HONCHO_API_KEY": KEY}
         self.save_project("Alpha", human_peer_id="alice")
@@ -103,7 +123,8 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         spare = path + ".new"
         with open(spare, "w", encoding="utf-8") as handle:
             json.dump(values, handle)
-        os.replace(spare, path)  # a new file: the settings cache sees the change within one clock tick
+        # a new file: the settings cache sees the change within one clock tick
+        os.replace(spare, path)
 
     def load(self, rel):
         module = import_by_path(os.path.join(self.host.plugin_dir, rel))
@@ -123,8 +144,8 @@ class SeveralHumansAdapterTest(unittest.TestCase):
 
     def responded(self, agent, text, ai_id="ai-1"):
         agent.history.current.messages.append(StubHistoryMessage(True, ai_id))
-        self.load(RESPONSE_EXT)(agent=agent).execute(response=types.SimpleNamespace(message=text, break_loop=True),
-                                                     tool_name="response")
+        self.load(RESPONSE_EXT)(agent=agent).execute(
+            response=types.SimpleNamespace(message=text, break_loop=True), tool_name="response")
 
     def queued(self):
         """(session, peer, role, content) of every queued event, in capture order."""
@@ -136,25 +157,28 @@ class SeveralHumansAdapterTest(unittest.TestCase):
 
         self.queued()
         the_hub = hub()
-        result = operator.drain(global_settings(), 10, worker=the_hub.worker(), flush_capture=the_hub.flush_capture)
+        result = operator.drain(global_settings(), 10, worker=the_hub.worker(),
+                                flush_capture=the_hub.flush_capture)
         self.assertEqual(result.get("pending"), 0, result)
 
     def recall(self, agent, text):
         """The recall extension's block for this turn (None when nothing was injected)."""
-        data = types.SimpleNamespace(iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
-            content={"system_message": [], "user_message": text, "attachments": []}))
+        data = types.SimpleNamespace(
+            iteration=0, extras_persistent={},
+            user_message=types.SimpleNamespace(
+                content={"system_message": [], "user_message": text, "attachments": []}))
         asyncio.run(self.load(RECALL_EXT)(agent=agent).execute(loop_data=data))
         return data.extras_persistent.get("honcho_memory")
 
     def delivered(self):
-        """Session -> the peers of its messages in the fake Honcho, in arrival order (sessions are sent
-        concurrently: only the order within one is kept)."""
+        """Session -> the peers of its messages in the fake Honcho, in arrival order (sessions are
+        sent concurrently: only the order within one is kept)."""
         peers = {}
         for message in self.fake.messages:
             peers.setdefault(message["session_id"], []).append(message["peer_id"])
         return peers
 
-    # -- where messages land -------------------------------------------------------------------------
+    # -- where messages land -----------------------------------------------------------------------
 
     def test_two_projects_mapped_to_two_humans_land_under_two_peers(self):
         alpha, beta = self.chat("ChatAlph", "Alpha"), self.chat("ChatBeta", "Beta")
@@ -163,24 +187,27 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.typed(beta, "I restore old clocks")
         self.responded(beta, "Noted: clocks.")
         self.assertEqual([row[:3] for row in self.queued()],
-                         [("chat-ChatAlph", "alice", "user"), ("chat-ChatAlph", "agent-zero", "agent"),
-                          ("chat-ChatBeta", "bob", "user"), ("chat-ChatBeta", "agent-zero", "agent")])
+                         [("chat-ChatAlph", "alice", "user"),
+                          ("chat-ChatAlph", "agent-zero", "agent"),
+                          ("chat-ChatBeta", "bob", "user"),
+                          ("chat-ChatBeta", "agent-zero", "agent")])
         self.deliver()
         self.assertEqual(self.delivered(), {"chat-ChatAlph": ["alice", "agent-zero"],
                                             "chat-ChatBeta": ["bob", "agent-zero"]})
 
     def test_a_projects_human_joins_its_session_with_the_human_roles_observation(self):
-        # The worker runs with the global settings, whose user_peer_id is not alice: her role travels on
-        # the event, and her session peer gets the human's flags, not the agent's.
+        # The worker runs with the global settings, whose user_peer_id is not alice: her role
+        # travels on the event, and her session peer gets the human's flags, not the agent's.
         self.typed(self.chat("ChatAlph", "Alpha"), "I keep three beehives")
         self.deliver()
         me, others = OBSERVATION_PRESETS["seed"]["user"]
         peers = self.fake.sessions[("agent-zero", "chat-ChatAlph")]["peers"]
         self.assertEqual(peers["alice"], {"observe_me": me, "observe_others": others})
-        # Only the chat's peers: the default human would form its own views of alice from her session.
+        # Only the chat's peers: the default human would form its own views of alice from her
+        # session.
         self.assertEqual(set(peers), {"alice", "agent-zero"})
 
-    # -- what recall reads ---------------------------------------------------------------------------
+    # -- what recall reads -------------------------------------------------------------------------
 
     def test_each_projects_recall_reads_its_own_human_and_never_the_others_session(self):
         alpha, beta = self.chat("ChatAlph", "Alpha"), self.chat("ChatBeta", "Beta")
@@ -206,17 +233,21 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.assertNotIn(ALICE_FACT, block)
 
     def test_a_shared_session_strategy_never_puts_two_humans_in_one_session(self):
-        # A session's recent messages and summary reach every pack read through it: under global and
-        # per-project, only the chats of the human a shared session is for share it; any other keeps its own.
+        # A session's recent messages and summary reach every pack read through it: under global
+        # and per-project, only the chats of the human a shared session is for share it; any other
+        # keeps its own.
         self.host.config["profile_peers"] = "research=carol"
         self.save_project("Gamma")  # names no human: its session is user_peer_id's
         cases = {
             # strategy: [(chat, project, profile, session)]
-            "global": [("ChatAlph", "Alpha", "agent0", "chat-ChatAlph"), ("ChatBeta", "Beta", "agent0", "chat-ChatBeta"),
-                       ("ChatRsch", None, "research", "chat-ChatRsch"), ("ChatPlan", None, "agent0", "global"),
+            "global": [("ChatAlph", "Alpha", "agent0", "chat-ChatAlph"),
+                       ("ChatBeta", "Beta", "agent0", "chat-ChatBeta"),
+                       ("ChatRsch", None, "research", "chat-ChatRsch"),
+                       ("ChatPlan", None, "agent0", "global"),
                        ("ChatPla2", "Gamma", "agent0", "global")],
             "per-project": [("ChatAlph", "Alpha", "agent0", "project-Alpha"),
-                            ("ChatAlp2", "Alpha", "research", "project-Alpha"),  # the project's human wins
+                            # the project's human wins
+                            ("ChatAlp2", "Alpha", "research", "project-Alpha"),
                             ("ChatGamm", "Gamma", "agent0", "project-Gamma"),
                             ("ChatGRsc", "Gamma", "research", "chat-ChatGRsc"),
                             ("ChatPlan", None, "agent0", "chat-ChatPlan")],
@@ -228,7 +259,9 @@ class SeveralHumansAdapterTest(unittest.TestCase):
             for chat_id, project, profile, session in chats:
                 with self.subTest(strategy=strategy, chat=chat_id):
                     agent = self.chat(chat_id, project, profile)
-                    self.assertEqual(chat_sessions.chat_session(agent, host.settings_for(agent), project), session)
+                    self.assertEqual(
+                        chat_sessions.chat_session(agent, host.settings_for(agent), project),
+                        session)
 
     def test_under_the_global_strategy_one_projects_recall_never_reads_the_others_messages(self):
         self.host.config["session_strategy"] = "global"
@@ -240,7 +273,7 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.assertIn(ALICE_FACT, block)
         self.assertNotIn("4711", block)
 
-    # -- agent profiles ------------------------------------------------------------------------------
+    # -- agent profiles ----------------------------------------------------------------------------
 
     def test_the_agent_profile_names_the_human_of_a_chat_without_a_project_human(self):
         self.host.config["profile_peers"] = "research=carol,coder=dave"
@@ -248,7 +281,8 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.typed(research, "I study lichens")
         subordinate = StubAgent(1, research.context)
         subordinate.config = types.SimpleNamespace(profile="coder")
-        # Typed while a subordinate of another profile runs: still the chat's human (agent 0's profile).
+        # Typed while a subordinate of another profile runs: still the chat's human (agent 0's
+        # profile).
         self.typed(subordinate, "and mosses too", history_id="h-2", intervention=True)
         self.assertEqual([row[1] for row in self.queued()], ["carol", "carol"])
         self.assertIn("Carol's fact.", self.recall(research, "What do I study?"))
@@ -274,9 +308,11 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
         from usr.plugins.honcho.honcho_hub import runtime
 
-        self.assertTrue(runtime.join_background(10))  # the recall modules load, then the prefetch starts
+        # the recall modules load, then the prefetch starts
+        self.assertTrue(runtime.join_background(10))
         self.assertTrue(wait_idle(30, hub().recaller(), hub().chats()))
-        self.assertEqual({(r["peer"], r.get("target")) for r in self.fake.chat_requests}, {("agent-zero", "alice")})
+        self.assertEqual({(r["peer"], r.get("target")) for r in self.fake.chat_requests},
+                         {("agent-zero", "alice")})
 
     def test_the_chats_settings_are_built_once_per_project_and_profile(self):
         from usr.plugins.honcho.extensions.honcho_bridge import host
@@ -287,9 +323,10 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         other = host.settings_for(self.chat("ChatPlan", profile="agent0"))
         self.assertEqual((first.user_peer_id, other.user_peer_id), ("carol", "user"))
         self.host.config["profile_peers"] = "research=erin"  # a save: built again
-        self.assertEqual(host.settings_for(self.chat("ChatRsch", profile="research")).user_peer_id, "erin")
+        self.assertEqual(host.settings_for(self.chat("ChatRsch", profile="research")).user_peer_id,
+                         "erin")
 
-    # -- chats nothing maps --------------------------------------------------------------------------
+    # -- chats nothing maps ------------------------------------------------------------------------
 
     def test_an_unmapped_chat_under_no_capture_is_neither_captured_nor_recalled(self):
         self.host.config.update(profile_peers="research=carol", unmapped_chats="no-capture")
@@ -308,7 +345,8 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.host.config.update(profile_peers="research=carol", unmapped_chats="no-capture")
         from usr.plugins.honcho.extensions.honcho_bridge.tool import offer_tool_in_prompt, run_tool
 
-        plain, mapped = self.chat("ChatPlan", profile="agent0"), self.chat("ChatRsch", profile="research")
+        plain, mapped = (self.chat("ChatPlan", profile="agent0"),
+                         self.chat("ChatRsch", profile="research"))
         self.assertFalse(offer_tool_in_prompt(plain))
         self.assertTrue(offer_tool_in_prompt(mapped))
         answer = asyncio.run(run_tool(plain, {"action": "remember", "content": "I keep a diary"}))
@@ -321,13 +359,16 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         alpha = self.chat("ChatAlph", "Alpha")
         self.fake.cards[("agent-zero", "alice")] = ["Keeps three beehives"]
         self.fake.cards[("agent-zero", "user")] = ["Sails on weekends"]
-        sys.modules["agent"] = types.SimpleNamespace(AgentContext=types.SimpleNamespace(get={"ChatAlph": alpha.context}.get))
+        sys.modules["agent"] = types.SimpleNamespace(
+            AgentContext=types.SimpleNamespace(get={"ChatAlph": alpha.context}.get))
         self.addCleanup(sys.modules.pop, "agent", None)
         status = operations.status_document({"context": "ChatAlph", "light": True})["status"]
         self.assertEqual((status["identity"]["user_peer_id"], status["identity"]["session_id"]),
                          ("alice", "chat-ChatAlph"))
-        self.assertEqual(operations.card_document({"context": "ChatAlph"})["facts"], ["Keeps three beehives"])
-        self.assertEqual(operations.card_document({})["facts"], ["Sails on weekends"])  # no chat shown
+        self.assertEqual(operations.card_document({"context": "ChatAlph"})["facts"],
+                         ["Keeps three beehives"])
+        # no chat shown
+        self.assertEqual(operations.card_document({})["facts"], ["Sails on weekends"])
 
     def test_an_unmapped_chat_under_default_peer_is_the_user_peer_ids(self):
         self.host.config.update(profile_peers="research=carol", unmapped_chats="default-peer")

@@ -56,16 +56,20 @@ class HealthFromChecksTest(unittest.TestCase):
 
     def test_before_any_request_health_is_neutral_and_the_cli_exits_0(self):
         status = self.status(self.settings())
-        self.assertEqual((status["health"], status["health_reasons"]), ("neutral", ["Honcho not yet reached"]))
+        self.assertEqual((status["health"], status["health_reasons"]),
+                         ("neutral", ["Honcho not yet reached"]))
         self.assertEqual(status["endpoints"]["api_reach"]["state"], "not_yet")
         self.assertEqual(cli.exit_code_for(status), cli.EXIT_OK)
 
     def test_hosted_honcho_without_a_key_is_red_however_its_host_is_spelled(self):
-        for url in ("https://api.honcho.dev", "https://API.Honcho.Dev.", "https://api\u3002honcho\u3002dev"):
+        for url in ("https://api.honcho.dev", "https://API.Honcho.Dev.",
+                    "https://api\u3002honcho\u3002dev"):
             with self.subTest(url=url):
                 status = build_status(build_settings({}, {}, {**self.env, "HONCHO_API_KEY": "",
-                                                             "HONCHO_API_URL": url}), StatusParts(), NOW)
-                self.assertIn("no API key: set HONCHO_API_KEY under Settings → Secrets", status["health_reasons"])
+                                                             "HONCHO_API_URL": url}),
+                                      StatusParts(), NOW)
+                self.assertIn("no API key: set HONCHO_API_KEY under Settings → Secrets",
+                              status["health_reasons"])
 
     def test_an_unreachable_check_turns_health_amber_until_a_check_succeeds(self):
         settings = self.settings()
@@ -80,18 +84,21 @@ class HealthFromChecksTest(unittest.TestCase):
         self.assertEqual(cli.exit_code_for(status), cli.EXIT_DEGRADED)
         self.check(settings)
         status = self.status(settings)
-        self.assertEqual((status["health"], status["endpoints"]["api_reach"]["state"]), ("green", "ok"))
+        self.assertEqual((status["health"], status["endpoints"]["api_reach"]["state"]),
+                         ("green", "ok"))
 
     def test_a_refused_key_at_check_turns_health_red(self):
         settings = self.settings(HONCHO_API_KEY="wrong-key-0000000000")
         self.assertFalse(self.check(settings)["api"]["ok"])
         status = self.status(settings)
         self.assertEqual(status["health"], "red")
-        self.assertRegex(status["health_reasons"][0], r"^last request to Honcho failed \(auth_401\)$")
+        self.assertRegex(status["health_reasons"][0],
+                         r"^last request to Honcho failed \(auth_401\)$")
 
 
 class HealthFromDeliveryTest(unittest.TestCase):
-    settings = build_settings({}, {}, {"HONCHO_API_URL": "http://honcho.test", "HONCHO_API_KEY": KEY,
+    settings = build_settings({}, {}, {"HONCHO_API_URL": "http://honcho.test",
+                                       "HONCHO_API_KEY": KEY,
                                        "HONCHO_OUTBOX_PATH": "/tmp/never-opened/outbox.sqlite3"})
 
     def health(self, **metrics):
@@ -106,21 +113,25 @@ class HealthFromDeliveryTest(unittest.TestCase):
         status = build_status(self.settings, parts, NOW)
         self.assertEqual(status["refusals"]["journal_unavailable"], 2)
         self.assertEqual(status["health"], "red")
-        self.assertIn("messages refused: no folder for the capture journal", status["health_reasons"])
+        self.assertIn("messages refused: no folder for the capture journal",
+                      status["health_reasons"])
 
     def test_a_delivered_batch_makes_health_green(self):
         health, reach = self.health(last_success_at=NOW - 5)
         self.assertEqual((health, reach["state"], reach["last_ok_age_s"]), ("green", "ok", 5.0))
 
     def test_a_failure_newer_than_the_last_success_is_amber_an_older_one_is_not(self):
-        self.assertEqual(self.health(last_success_at=NOW - 9, last_error_at=NOW - 2, last_error_code="http_503")[0],
+        self.assertEqual(self.health(last_success_at=NOW - 9, last_error_at=NOW - 2,
+                                     last_error_code="http_503")[0],
                          "amber")
-        self.assertEqual(self.health(last_success_at=NOW - 2, last_error_at=NOW - 9, last_error_code="http_503")[0],
+        self.assertEqual(self.health(last_success_at=NOW - 2, last_error_at=NOW - 9,
+                                     last_error_code="http_503")[0],
                          "green")
 
 
 class HealthFromUnusableUrlTest(unittest.TestCase):
-    BAD = {"HONCHO_API_URL": "https://ops:PWSECRET@honcho.internal:8000", "HONCHO_BASE_URL": "honcho.internal:8000",
+    BAD = {"HONCHO_API_URL": "https://ops:PWSECRET@honcho.internal:8000",
+           "HONCHO_BASE_URL": "honcho.internal:8000",
            "HONCHO_MCP_URL": "https://mcp.internal/?token=TOKSECRET"}
 
     def test_an_unusable_url_is_red_naming_its_variable_never_its_value(self):
@@ -129,36 +140,43 @@ class HealthFromUnusableUrlTest(unittest.TestCase):
                 settings = build_settings({}, {"HONCHO_API_KEY": KEY}, {
                     var: bad, "HONCHO_OUTBOX_PATH": "/tmp/never-opened/outbox.sqlite3"})
                 # A worker that delivered before: status must not stay green.
-                parts = StatusParts(worker={"state": "idle", "metrics": {"last_success_at": NOW - 5}, "circuits": {}})
+                parts = StatusParts(worker={"state": "idle",
+                                            "metrics": {"last_success_at": NOW - 5},
+                                            "circuits": {}})
                 status = build_status(settings, parts, NOW)
                 self.assertEqual(status["health"], "red")
-                self.assertEqual(len([r for r in status["health_reasons"] if r.startswith(f"{var}: ")]), 1,
+                self.assertEqual(len([r for r in status["health_reasons"]
+                                      if r.startswith(f"{var}: ")]), 1,
                                  status["health_reasons"])
                 self.assertEqual(cli.exit_code_for(status), cli.EXIT_FAILED)
                 text = json.dumps(status) + status_text(status)
                 for part in ("PWSECRET", "TOKSECRET", "ops", "internal", KEY):
                     self.assertNotIn(part, text)
                 field = "mcp_url" if var == "HONCHO_MCP_URL" else "api_url"
-                self.assertIsNone(status["endpoints"][field])  # not the default it no longer falls back to
+                # not the default it no longer falls back to
+                self.assertIsNone(status["endpoints"][field])
                 self.assertTrue(status["endpoints"][f"{field}_problem"].startswith(f"{var}: "))
 
 
 
 class MemoryWritesStatusTest(unittest.TestCase):
-    def test_status_shows_counts_and_the_latest_ids_and_times_of_the_tools_writes_never_their_text(self):
+    def test_status_shows_counts_latest_ids_and_times_of_the_tools_writes_never_their_text(self):
         path = temp_outbox_path(self)
         settings = build_settings({"outbox_path": path}, {}, {})
         empty = build_status(settings, hub.current().status_parts(settings), NOW)
         self.assertEqual(empty["memory_writes"], {"remembered": 0, "forgotten": 0, "latest": []})
         self.assertFalse(os.path.exists(path), "reading status creates no outbox")
-        for cid, kind, at in (("c0001", WriteKind.REMEMBER, NOW - 30), ("c0002", WriteKind.FORGET, NOW - 10)):
+        for cid, kind, at in (("c0001", WriteKind.REMEMBER, NOW - 30),
+                              ("c0002", WriteKind.FORGET, NOW - 10)):
             box = Outbox(path, clock=lambda at=at: at)
-            memory_log.record(box.db, MemoryWrite(cid, kind, "Password Hunter2-Very-Secret, likes tea", "d",
-                                                "agent-zero", "user", "chat-1", None))
+            memory_log.record(box.db, MemoryWrite(cid, kind,
+                                                  "Password Hunter2-Very-Secret, likes tea", "d",
+                                                  "agent-zero", "user", "chat-1", None))
             box.close()
         status = build_status(settings, hub.current().status_parts(settings), NOW)
         self.assertEqual(status["memory_writes"], {"remembered": 1, "forgotten": 1, "latest": [
-            {"id": "c0002", "kind": "forget", "age_s": 10.0}, {"id": "c0001", "kind": "remember", "age_s": 30.0}]})
+            {"id": "c0002", "kind": "forget", "age_s": 10.0},
+            {"id": "c0001", "kind": "remember", "age_s": 30.0}]})
         text = status_text(status)
         self.assertIn("Memory tool: 1 remembered, 1 forgotten; latest forget c0002 10 s ago", text)
         self.assertNotIn("Hunter2", json.dumps(status) + text)
@@ -166,8 +184,9 @@ class MemoryWritesStatusTest(unittest.TestCase):
 
 
 class SessionsStatusTest(unittest.TestCase):
-    """The session strategy and observation preset are always shown; with the chat's session read from
-    Honcho, its peers' flags as the server holds them, and whether they differ from the configured ones."""
+    """The session strategy and observation preset are always shown; with the chat's session read
+    from Honcho, its peers' flags as the server holds them, and whether they differ from the
+    configured ones."""
 
     SEED = {"user": {"observe_me": True, "observe_others": True},
             "agent": {"observe_me": False, "observe_others": True}}
@@ -175,13 +194,15 @@ class SessionsStatusTest(unittest.TestCase):
                    "agent": {"observe_me": True, "observe_others": True}}
 
     def status(self, settings, session_id=None, session_peers=None):
-        parts = gather_parts(settings, process_state(), session_id=session_id, session_peers=session_peers)
+        parts = gather_parts(settings, process_state(), session_id=session_id,
+                             session_peers=session_peers)
         status = build_status(settings, parts, NOW)
         return status, status_text(status)
 
     @staticmethod
     def server(status):
-        """What status says of the server's configuration: its flags by role, and whether they win."""
+        """What status says of the server's configuration: its flags by role, and whether they
+        win."""
         observation = status["identity"]["observation"]
         return observation["server"], observation["server_wins"]
 
@@ -191,14 +212,16 @@ class SessionsStatusTest(unittest.TestCase):
                                         "agent": {"observe_me": False, "observe_others": False}}}
         for (strategy, preset), configured in cases.items():
             with self.subTest(strategy=strategy, observation=preset):
-                settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test",
+                settings = build_settings({"outbox_path": temp_outbox_path(self),
+                                           "api_url": "http://honcho.test",
                                            "session_strategy": strategy, "observation": preset,
-                                           "observe_user_me": False, "observe_agent_others": False}, {}, {})
+                                           "observe_user_me": False,
+                                           "observe_agent_others": False}, {}, {})
                 status, text = self.status(settings, "chat-c1")
                 self.assertEqual(status["identity"]["session_strategy"], strategy)
-                self.assertEqual(status["identity"]["observation"], {"preset": preset, "configured": configured,
-                                                                     "server": None, "server_wins": False,
-                                                                     "timed_out": False})
+                self.assertEqual(status["identity"]["observation"],
+                                 {"preset": preset, "configured": configured, "server": None,
+                                  "server_wins": False, "timed_out": False})
                 self.assertIn(f"Sessions {strategy} · observation {preset}", text)
                 self.assertNotIn("server", text)
 
@@ -208,15 +231,18 @@ class SessionsStatusTest(unittest.TestCase):
         bench.run_until_idle()  # chat-c1 created under seed
         gateway = bench.gateway(bench.settings)
         self.addCleanup(gateway.close)
-        cases = {"seed": (False, "as configured"), "directional": (True, "the server's configuration wins")}
+        cases = {"seed": (False, "as configured"),
+                 "directional": (True, "the server's configuration wins")}
         for preset, (wins, said) in cases.items():
             with self.subTest(observation=preset):
                 settings = dataclasses.replace(bench.settings, observation=preset)
                 status, text = self.status(settings, "chat-c1", gateway.session_peer_flags)
                 self.assertEqual(self.server(status), (self.SEED, wins))
                 self.assertIn(said, text)
-                self.assertIn("chat-c1 on the server: user me on, others on; agent me off, others on", text)
-                for private in ("Hunter2", "likes tea", bench.path, os.path.dirname(bench.path), KEY_OF_BENCH):
+                self.assertIn("chat-c1 on the server: user me on, others on; "
+                              "agent me off, others on", text)
+                for private in ("Hunter2", "likes tea", bench.path, os.path.dirname(bench.path),
+                                KEY_OF_BENCH):
                     self.assertNotIn(private, json.dumps(status) + text)
 
     def test_a_session_the_server_does_not_hold_yet_or_that_could_not_be_read(self):
@@ -232,22 +258,28 @@ class SessionsStatusTest(unittest.TestCase):
         self.assertIn("chat-new on the server: not read", text)
 
     def test_a_peer_the_server_holds_with_its_defaults_wins_over_the_configured_flags(self):
-        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
+        settings = build_settings({"outbox_path": temp_outbox_path(self),
+                                   "api_url": "http://honcho.test"}, {}, {})
         held = {"user": {"observe_me": None, "observe_others": None}, "agent-zero": None}
         status, text = self.status(settings, "chat-c1", lambda session, peers: held)
-        self.assertEqual(self.server(status), ({"user": {"observe_me": None, "observe_others": None},
-                                                "agent": None}, True))
+        self.assertEqual(self.server(status),
+                         ({"user": {"observe_me": None, "observe_others": None}, "agent": None},
+                          True))
         self.assertIn("user me default, others default; agent not in the session yet", text)
 
     def test_a_read_cut_short_shows_what_was_read(self):
-        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
+        settings = build_settings({"outbox_path": temp_outbox_path(self),
+                                   "api_url": "http://honcho.test"}, {}, {})
         held = {"user": {"observe_me": True, "observe_others": False}}
         status, text = self.status(settings, "chat-c1", lambda session, peers: held)
-        self.assertEqual(self.server(status), ({"user": {"observe_me": True, "observe_others": False}}, True))
-        self.assertIn("user me on, others off; agent not read — the server's configuration wins", text)
+        self.assertEqual(self.server(status),
+                         ({"user": {"observe_me": True, "observe_others": False}}, True))
+        self.assertIn("user me on, others off; agent not read — the server's configuration wins",
+                      text)
 
     def test_a_failing_reader_leaves_status_whole(self):
-        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": "http://honcho.test"}, {}, {})
+        settings = build_settings({"outbox_path": temp_outbox_path(self),
+                                   "api_url": "http://honcho.test"}, {}, {})
 
         def broken(session, peers):
             raise RuntimeError("the reader broke")
@@ -258,9 +290,10 @@ class SessionsStatusTest(unittest.TestCase):
 
 
 class LightStatusTest(unittest.TestCase):
-    """The sidebar's collapsed line polls a light status (`light: true`): local state only, never a request
-    to Honcho; the open panel's full status reads the chat's session and scope from Honcho. Through the
-    status API handler as Agent Zero loads it, with requests counted at the fake Honcho."""
+    """The sidebar's collapsed line polls a light status (`light: true`): local state only, never a
+    request to Honcho; the open panel's full status reads the chat's session and scope from Honcho.
+    Through the status API handler as Agent Zero loads it, with requests counted at the fake
+    Honcho."""
 
     CHAT = "ChatLite"
 
@@ -274,8 +307,8 @@ class LightStatusTest(unittest.TestCase):
             get={self.CHAT: chat.context}.get))
         self.addCleanup(sys.modules.pop, "agent", None)
         box = Outbox(self.host.config["outbox_path"])
-        enqueue(box, [NewEvent("ev_light_1", f"{self.server.url}#agent-zero", "agent-zero", f"chat-{self.CHAT}",
-                               "user", "user", "hello", 1.0)])
+        enqueue(box, [NewEvent("ev_light_1", f"{self.server.url}#agent-zero", "agent-zero",
+                               f"chat-{self.CHAT}", "user", "user", "hello", 1.0)])
         box.close()
 
     def status(self, body):
@@ -283,23 +316,27 @@ class LightStatusTest(unittest.TestCase):
         self.assertTrue(answer["ok"], answer)
         return answer["status"]
 
-    def test_a_light_status_makes_no_request_to_honcho_and_a_full_one_reads_the_chats_session_and_scope(self):
+    def test_a_light_status_asks_honcho_nothing_a_full_one_reads_the_chats_session_and_scope(self):
         light = {"context": self.CHAT, "light": True}
         status = self.status(light)
         self.assertEqual(self.fake.requests, [])
         # What the collapsed line shows comes from local state.
-        self.assertEqual((status["identity"]["session_id"], status["scope"]["current"], status["queue"]["pending"]),
+        self.assertEqual((status["identity"]["session_id"], status["scope"]["current"],
+                          status["queue"]["pending"]),
                          (f"chat-{self.CHAT}", "a0-alpha", 1))
-        self.assertIsNone(status["identity"]["observation"]["server"])  # the session was not read
+        # the session was not read
+        self.assertIsNone(status["identity"]["observation"]["server"])
         full = self.status({"context": self.CHAT})
         session = f"/v3/workspaces/agent-zero/sessions/chat-{self.CHAT}"
         paths = [path for _, path in self.fake.requests]
         self.assertIn(f"{session}/peers/user/config", paths)
         self.assertIn(f"{session}/peers/agent-zero/config", paths)
-        self.assertIn("/v3/workspaces/agent-zero/scopes/a0-alpha/status", paths)  # the scope's backfill
+        # the scope's backfill
+        self.assertIn("/v3/workspaces/agent-zero/scopes/a0-alpha/status", paths)
         self.assertIsNotNone(full["identity"]["observation"]["server"])
         seen = len(self.fake.requests)
-        self.status(light)  # recall's client now exists: the light status still asks nothing
+        # recall's client now exists: the light status still asks nothing
+        self.status(light)
         self.assertEqual(len(self.fake.requests), seen)
 
     def test_only_light_true_is_light(self):
@@ -311,7 +348,8 @@ class LightStatusTest(unittest.TestCase):
 
 
 class DebugSettingTest(unittest.TestCase):
-    """`debug` / HONCHO_DEBUG: the plugin's loggers log at DEBUG while it is on, and get their level back."""
+    """`debug` / HONCHO_DEBUG: the plugin's loggers log at DEBUG while it is on, and get their level
+    back."""
 
     LOGGERS = ("honcho_hub", "honcho_hub.adapters", "honcho_hub.delivery.worker")
 
@@ -323,8 +361,8 @@ class DebugSettingTest(unittest.TestCase):
         self.addCleanup(self.load_off)
 
     def settings(self, plugin=None, env=None):
-        return build_settings({"outbox_path": self.path, "api_url": "http://127.0.0.1:9", **(plugin or {})}, {},
-                              env or {})
+        return build_settings({"outbox_path": self.path, "api_url": "http://127.0.0.1:9",
+                               **(plugin or {})}, {}, env or {})
 
     def load_off(self):
         the_hub = Hub()
@@ -353,7 +391,8 @@ class DebugSettingTest(unittest.TestCase):
                     load(self.settings(on_plugin, on_env))
                     self.assertEqual(self.levels(), [logging.DEBUG] * 3)
                     load(self.settings(off_plugin, off_env))
-                    self.assertEqual(self.levels(), [logging.WARNING] * 3, "the level it had before")
+                    self.assertEqual(self.levels(), [logging.WARNING] * 3,
+                                     "the level it had before")
                     self.assertEqual([w for w in lifecycle.plugin_workers()], [])
 
 

@@ -1,5 +1,5 @@
-"""Chats as the outbox file records them (storage/chats.py): each chat's Honcho sessions, recorded with
-the captured messages' events, and the schema step of forgotten chats."""
+"""Chats as the outbox file records them (storage/chats.py): each chat's Honcho sessions, recorded
+with the captured messages' events, and the schema step of forgotten chats."""
 
 import dataclasses
 import json
@@ -26,19 +26,24 @@ class ChatSessionsTest(OutboxTestCase):
     """Known chat -> Honcho session mappings, recorded with the captured messages' events."""
 
     def message(self, n, chat="c1", session="chat-c1", project=None, parts=1, dest=DEST):
-        return [dataclasses.replace(event(n * 10 + i, session, dest=dest), chat_id=chat, project=project,
-                                    captured_at=1_700_000_000.0 + n) for i in range(parts)]
+        return [dataclasses.replace(event(n * 10 + i, session, dest=dest), chat_id=chat,
+                                    project=project, captured_at=1_700_000_000.0 + n)
+                for i in range(parts)]
 
     def mappings(self, box, limit=100):
-        return [(m["chat_id"], m["project"], m["session_id"], m["first_captured_at"] - 1_700_000_000.0,
-                 m["last_captured_at"] - 1_700_000_000.0) for m in chats.known_sessions(box.db, limit)]
+        return [(m["chat_id"], m["project"], m["session_id"],
+                 m["first_captured_at"] - 1_700_000_000.0, m["last_captured_at"] - 1_700_000_000.0)
+                for m in chats.known_sessions(box.db, limit)]
 
     def test_an_outbox_at_schema_4_upgrades_keeping_its_events_and_then_records_chat_sessions(self):
-        self.assertIn("CREATE TABLE chat_sessions", MIGRATIONS[4][0])  # schema 4 is the one before them
-        legacy_outbox(self.path, 4, {"queued-at-v4": ("pending", None), "sent-at-v4": ("delivered", None)})
+        # schema 4 is the one before them
+        self.assertIn("CREATE TABLE chat_sessions", MIGRATIONS[4][0])
+        legacy_outbox(self.path, 4, {"queued-at-v4": ("pending", None),
+                                     "sent-at-v4": ("delivered", None)})
         box = self.open()
         self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
-        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]), (1, 1))
+        self.assertEqual((box.stats()["counts"]["pending"], box.stats()["counts"]["delivered"]),
+                         (1, 1))
         self.assertEqual(chats.known_sessions(box.db), [])
         box.enqueue_batches([self.message(1)])
         self.assertEqual(self.mappings(box), [("c1", None, "chat-c1", 1.0, 1.0)])
@@ -47,20 +52,26 @@ class ChatSessionsTest(OutboxTestCase):
         box = self.open()
         box.enqueue_batches([self.message(1, parts=3), self.message(2, "c2", "chat-c2")])
         box.enqueue_batches([self.message(3)])  # c1 again: its last capture moves
-        box.enqueue_batches([self.message(4, "c1", "project-Alpha", "Alpha")])  # a project, per-project
-        box.enqueue_batches([self.message(5, "c3", "global"), self.message(6, "c2", "global")])  # global
-        self.assertEqual(self.mappings(box), [("c2", None, "global", 6.0, 6.0), ("c3", None, "global", 5.0, 5.0),
+        # a project, per-project
+        box.enqueue_batches([self.message(4, "c1", "project-Alpha", "Alpha")])
+        # global
+        box.enqueue_batches([self.message(5, "c3", "global"), self.message(6, "c2", "global")])
+        self.assertEqual(self.mappings(box), [("c2", None, "global", 6.0, 6.0),
+                                              ("c3", None, "global", 5.0, 5.0),
                                               ("c1", "Alpha", "project-Alpha", 4.0, 4.0),
-                                              ("c1", None, "chat-c1", 1.0, 3.0), ("c2", None, "chat-c2", 2.0, 2.0)])
+                                              ("c1", None, "chat-c1", 1.0, 3.0),
+                                              ("c2", None, "chat-c2", 2.0, 2.0)])
         self.assertEqual(self.mappings(box, 2), self.mappings(box)[:2])
         self.assertEqual(set(chats.known_sessions(box.db)[0]),
-                         {"chat_id", "project", "session_id", "first_captured_at", "last_captured_at"})
+                         {"chat_id", "project", "session_id", "first_captured_at",
+                          "last_captured_at"})
 
     def test_a_project_attached_later_is_recorded_on_the_chats_session(self):
         box = self.open()
         box.enqueue_batches([self.message(1)])
         box.enqueue_batches([self.message(2, project="Alpha")])
-        box.enqueue_batches([self.message(0, project="Beta")])  # captured earlier, stored later: not the latest
+        # captured earlier, stored later: not the latest
+        box.enqueue_batches([self.message(0, project="Beta")])
         self.assertEqual(self.mappings(box), [("c1", "Alpha", "chat-c1", 0.0, 2.0)])
 
     def test_destinations_are_kept_apart(self):
@@ -71,8 +82,10 @@ class ChatSessionsTest(OutboxTestCase):
     def test_duplicates_refused_messages_and_events_without_a_chat_record_nothing(self):
         box = self.open(max_rows=2)
         self.assertEqual(enqueue(box, self.message(1)).inserted, 1)
-        box.enqueue_batches([self.message(1)])  # the same message again: stored once, its times unchanged
-        self.assertEqual(box.enqueue_batches([self.message(2, "c2", "chat-c2", parts=2)])[0].refused, 2)
+        # the same message again: stored once, its times unchanged
+        box.enqueue_batches([self.message(1)])
+        self.assertEqual(
+            box.enqueue_batches([self.message(2, "c2", "chat-c2", parts=2)])[0].refused, 2)
         enqueue(box, [event(99, "chat-x")])  # no chat: an event stored by another path
         self.assertEqual(self.mappings(box), [("c1", None, "chat-c1", 1.0, 1.0)])
 
@@ -80,7 +93,8 @@ class ChatSessionsTest(OutboxTestCase):
         box = self.open(synchronous="NORMAL", max_rows=MAX_CHAT_SESSIONS + 10)
         batches = [self.message(n, f"c{n}", f"chat-c{n}") for n in range(MAX_CHAT_SESSIONS + 5)]
         box.enqueue_batches(batches[:MAX_CHAT_SESSIONS])
-        box.enqueue_batches([self.message(MAX_CHAT_SESSIONS + 9, "c0", "chat-c0")])  # c0 is active again
+        # c0 is active again
+        box.enqueue_batches([self.message(MAX_CHAT_SESSIONS + 9, "c0", "chat-c0")])
         box.enqueue_batches(batches[MAX_CHAT_SESSIONS:])
         count = read_outbox(self.path, "SELECT count(*) FROM chat_sessions")[0][0]
         self.assertEqual(count, MAX_CHAT_SESSIONS)
@@ -105,8 +119,10 @@ class ForgetMigrationTest(unittest.TestCase):
         self.addCleanup(box.close)
         self.assertEqual(schema_version(path), 7)
         self.assertEqual(box.stats()["counts"]["pending"], 1)
-        self.assertEqual(box.begin_forget("d", "s").deleted, 0)  # the legacy row's session is `s`, not a chat's
-        self.assertEqual((chats.generation(box.db, "d", "s"), box.stats()["counts"]["pending"]), (1, 1))
+        # the legacy row's session is `s`, not a chat's
+        self.assertEqual(box.begin_forget("d", "s").deleted, 0)
+        self.assertEqual((chats.generation(box.db, "d", "s"), box.stats()["counts"]["pending"]),
+                         (1, 1))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""The delivery side's bounds: a drain without a worker thread ends at its deadline, a broken outbox is
-logged once per change, delivery pauses (and says why) while the plugin is off or the API URL unusable,
-and what the worker remembers per destination stays bounded (the scope registrar's bounds:
-test_registrar.py). Real outbox, real SDK over the fake, injected clocks."""
+"""The delivery side's bounds: a drain without a worker thread ends at its deadline, a broken
+outbox is logged once per change, delivery pauses (and says why) while the plugin is off or the API
+URL unusable, and what the worker remembers per destination stays bounded (the scope registrar's
+bounds: test_registrar.py). Real outbox, real SDK over the fake, injected clocks."""
 
 import dataclasses
 import os
@@ -39,7 +39,8 @@ class DrainDeadlineTest(unittest.TestCase):
         self.assertLessEqual(bench.mono() - started, 1.0, "ended within its timeout")
         self.assertGreaterEqual(moved["delivered"], 1, "and used it")
         self.assertNotIn("leased", bench.states(), "nothing left on the wire")
-        self.assertEqual(sum(len(bench.server_texts(f"dd{c}")) for c in range(10)), moved["delivered"])
+        self.assertEqual(sum(len(bench.server_texts(f"dd{c}")) for c in range(10)),
+                         moved["delivered"])
 
     def test_a_slow_drain_does_not_keep_a_later_shorter_one_from_delivering(self):
         bench = Bench(self, concurrency=1)
@@ -51,13 +52,14 @@ class DrainDeadlineTest(unittest.TestCase):
         self.assertEqual(bench.worker.drain(5.0)["delivered"], 1)
         bench.assert_exactly_once("ds2", texts)
 
-    def test_a_drain_without_a_thread_does_not_wait_for_a_request_still_on_the_wire_at_its_deadline(self):
+    def test_a_drain_without_a_thread_does_not_wait_for_a_request_on_the_wire_at_its_deadline(self):
         bench = Bench(self)
         texts = bench.say("dw", 2)
         hanging, answered, release = threading.Event(), threading.Event(), threading.Event()
         self.addCleanup(release.set)
 
-        def slow_add(request) -> None:  # the add-messages request is still being answered at the deadline
+        # the add-messages request is still being answered at the deadline
+        def slow_add(request) -> None:
             if request.url.path.endswith("/messages"):
                 hanging.set()
                 bench.mono.advance(2.0)
@@ -66,11 +68,14 @@ class DrainDeadlineTest(unittest.TestCase):
 
         bench.on_request = slow_add
         moved = bench.worker.drain(0.5)
-        self.assertTrue(hanging.is_set() and not answered.is_set(), "returned while the request was in flight")
+        self.assertTrue(hanging.is_set() and not answered.is_set(),
+                        "returned while the request was in flight")
         self.assertEqual(moved["delivered"], 0)
-        self.assertEqual(bench.states(), {"leased": 2}, "left leased: it goes out again after its lease")
+        self.assertEqual(bench.states(), {"leased": 2},
+                         "left leased: it goes out again after its lease")
         release.set()
-        self.assertEqual(bench.fake.await_request(r"/messages$", 1, WAIT_S), 1)  # Honcho stored it meanwhile
+        # Honcho stored it meanwhile
+        self.assertEqual(bench.fake.await_request(r"/messages$", 1, WAIT_S), 1)
         bench.on_request = None
         bench.clock.advance(bench.settings.lease_s + 1)
         bench.run_until_idle()
@@ -78,13 +83,14 @@ class DrainDeadlineTest(unittest.TestCase):
         self.assertEqual(bench.adds("dw"), 1)
 
 
-    def test_batches_not_yet_sent_at_a_drains_deadline_are_pending_again_at_once_and_sent_once_by_the_next(self):
+    def test_unsent_batches_are_pending_again_at_a_drains_deadline_and_sent_once_by_the_next(self):
         bench = Bench(self)
         texts = bench.say("dn", 2)
         creating, release = threading.Event(), threading.Event()
         self.addCleanup(release.set)
 
-        def slow_session(request) -> None:  # the session is still being created at the deadline: nothing added
+        # the session is still being created at the deadline: nothing added
+        def slow_session(request) -> None:
             if request.method == "POST" and request.url.path.endswith("/sessions"):
                 creating.set()
                 bench.mono.advance(2.0)
@@ -94,12 +100,14 @@ class DrainDeadlineTest(unittest.TestCase):
         moved = bench.worker.drain(0.5)
         self.assertTrue(creating.is_set(), "the batch was leased and its send begun")
         self.assertEqual(moved["delivered"], 0)
-        self.assertEqual(bench.states(), {"pending": 2}, "released at the deadline, not leased for lease_s")
-        self.assertEqual([(attempts, code) for _, _, attempts, code, _ in bench.rows()], [(0, None)] * 2,
-                         "no attempt burned, no error recorded")
+        self.assertEqual(bench.states(), {"pending": 2},
+                         "released at the deadline, not leased for lease_s")
+        self.assertEqual([(attempts, code) for _, _, attempts, code, _ in bench.rows()],
+                         [(0, None)] * 2, "no attempt burned, no error recorded")
         bench.on_request = None
         release.set()  # the abandoned send goes on: it must add nothing now
-        self.assertEqual(bench.worker.drain(WAIT_S)["delivered"], 2, "delivered at once, not after lease_s")
+        self.assertEqual(bench.worker.drain(WAIT_S)["delivered"], 2,
+                         "delivered at once, not after lease_s")
         bench.assert_exactly_once("dn", texts)
         self.assertEqual(bench.adds("dn"), 1)
 
@@ -120,7 +128,8 @@ class StepFailureLogTest(unittest.TestCase):
         self.assertIsNone(logs.records[0].exc_info, "no traceback")
         self.assertRegex(logs.records[0].getMessage(), r"\(outbox_\w+\)")
         self.assertNotIn(corrupt, logs.output[0])
-        self.assertEqual((bench.worker.state.snapshot()["state"], bench.worker.state.snapshot()["reason"][:7]),
+        self.assertEqual((bench.worker.state.snapshot()["state"],
+                          bench.worker.state.snapshot()["reason"][:7]),
                          ("error", "outbox_"))
         os.remove(corrupt)  # repaired: the worker makes a new outbox there
         with self.assertLogs("honcho_hub.delivery.worker", "INFO") as logs:
@@ -155,17 +164,20 @@ class PausedTest(unittest.TestCase):
                 bench.run_until_idle()
                 bench.assert_exactly_once("p1", texts)
                 snapshot = bench.worker.state.snapshot()
-                self.assertEqual((snapshot["state"], snapshot["reason"], snapshot["detail"]), ("idle", None, None))
+                self.assertEqual((snapshot["state"], snapshot["reason"], snapshot["detail"]),
+                                 ("idle", None, None))
 
 
 class UnusableUrlCaptureTest(unittest.TestCase):
     def test_messages_captured_while_the_url_was_unusable_are_delivered_once_it_is_fixed(self):
-        bench = Bench(self, api_url="honcho.test:99999")  # no scheme, a bad port: unusable, never a fallback
+        # no scheme, a bad port: unusable, never a fallback
+        bench = Bench(self, api_url="honcho.test:99999")
         self.assertIsNotNone(bench.settings.api_url_problem)
         texts = bench.say("u1", 2)
         self.assertEqual((bench.worker.step().state, bench.sent), ("paused", []))
-        bench.settings = build_settings({"outbox_path": bench.path, "api_url": "https://honcho.test"},
-                                        bench.secrets, {})  # the user fixed the URL
+        # the user fixed the URL
+        bench.settings = build_settings({"outbox_path": bench.path,
+                                         "api_url": "https://honcho.test"}, bench.secrets, {})
         bench.run_until_idle()
         bench.assert_exactly_once("u1", texts)
 
@@ -177,7 +189,8 @@ class CircuitBoundTest(unittest.TestCase):
             circuit = state.circuit(f"https://h{n}.test#ws")
             if n % 2:
                 circuit.kind, circuit.code, circuit.open_until = "unreachable", "unreachable", 1e12
-            self.assertIs(state.circuit(f"https://h{n}.test#ws"), circuit, "the current one is kept")
+            self.assertIs(state.circuit(f"https://h{n}.test#ws"), circuit,
+                          "the current one is kept")
             self.assertLessEqual(len(state.circuits), 4)
         self.assertIn("https://h9.test#ws", state.snapshot()["circuits"])
 

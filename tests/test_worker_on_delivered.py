@@ -1,6 +1,6 @@
-"""The worker's on_delivered callback: once per batch of a session that was delivered or found already held
-by Honcho, with its destination and session; never for a batch that failed; a callback that raises changes
-nothing the worker does."""
+"""The worker's on_delivered callback: once per batch of a session that was delivered or found
+already held by Honcho, with its destination and session; never for a batch that failed; a callback
+that raises changes nothing the worker does."""
 
 import collections
 import logging
@@ -17,7 +17,8 @@ class OnDeliveredTest(unittest.TestCase):
 
     def test_called_once_per_delivered_batch_with_its_session(self):
         calls = []
-        bench = self.bench(lambda destination, session: calls.append((destination, session)), batch_size=2)
+        bench = self.bench(lambda destination, session: calls.append((destination, session)),
+                           batch_size=2)
         bench.say("a", 3)
         bench.say("b", 1)
         bench.run_until_idle()
@@ -53,7 +54,8 @@ class OnDeliveredTest(unittest.TestCase):
         self.assertEqual(bench.states(), {"delivered": 2})
         failures = [r for r in logs.records if "on_delivered" in r.getMessage()]
         self.assertEqual([(r.levelno, r.getMessage()) for r in failures],
-                         [(logging.DEBUG, "honcho worker: the on_delivered callback failed (RuntimeError)")])
+                         [(logging.DEBUG,
+                           "honcho worker: the on_delivered callback failed (RuntimeError)")])
 
 
 if __name__ == "__main__":
