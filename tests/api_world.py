@@ -1,5 +1,5 @@
-"""The plugin's Agent Zero API handlers, loaded as Agent Zero loads them (a stub host), against the fake
-Honcho served over loopback: one setup for every handler test."""
+"""The plugin's Agent Zero API handlers, loaded as Agent Zero loads them (a stub host), against the
+fake Honcho served over loopback: one setup for every handler test."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from loopback import LoopbackServer, serve
 
 
 def api_world(test: unittest.TestCase, key: str) -> tuple[FakeHoncho, LoopbackServer, Any]:
-    """(the fake Honcho, its loopback server, the stub host configured for it with `key`); all closed by the
-    test's cleanups."""
+    """(the fake Honcho, its loopback server, the stub host configured for it with `key`); all
+    closed by the test's cleanups."""
     fake = FakeHoncho(api_key=key)
     server = serve(fake)
     test.addCleanup(server.close)
@@ -28,4 +28,5 @@ def api_world(test: unittest.TestCase, key: str) -> tuple[FakeHoncho, LoopbackSe
 
 def api_handler(host: Any, name: str) -> Any:
     """The handler class of `api/<name>.py` in the stub host's plugin folder."""
-    return classes_in(import_by_path(os.path.join(host.plugin_dir, "api", f"{name}.py")), StubApiHandler)[0]
+    return classes_in(import_by_path(os.path.join(host.plugin_dir, "api", f"{name}.py")),
+                      StubApiHandler)[0]

@@ -1,4 +1,5 @@
-"""A delivery test bench: real outbox, real capture, real honcho.Honcho over a MockTransport fake."""
+"""A delivery test bench: real outbox, real capture, real honcho.Honcho over a MockTransport
+fake."""
 
 from __future__ import annotations
 
@@ -21,28 +22,30 @@ KEY = "hch-test-key-0123456789"
 
 
 def with_api_url_problem(settings, problem: str):
-    """These settings as config.py builds them when the configured API URL cannot be used (`problem` names
-    the setting, never its value)."""
+    """These settings as config.py builds them when the configured API URL cannot be used
+    (`problem` names the setting, never its value)."""
     return dataclasses.replace(settings, api_url_problem=problem)
 
 
 class Bench:
     """One process's view: settings, capture, worker, fake server and the clocks the test moves.
 
-    Every request a client built here sends is kept in `sent` (URL, headers and body as they left); every
-    gateway built here is kept in `gateways`, and every HTTP client is closed when the test ends.
-    `supports_scopes` injects the SDK capability check (False: an SDK without scopes)."""
+    Every request a client built here sends is kept in `sent` (URL, headers and body as they left);
+    every gateway built here is kept in `gateways`, and every HTTP client is closed when the test
+    ends. `supports_scopes` injects the SDK capability check (False: an SDK without scopes)."""
 
-    def __init__(self, test, supports_scopes: bool | None = None, worker_options: dict | None = None,
-                 **overrides) -> None:
+    def __init__(self, test, supports_scopes: bool | None = None,
+                 worker_options: dict | None = None, **overrides) -> None:
         self.test = test
         self.path = temp_outbox_path(test)
         self.fake = FakeHoncho(api_key=KEY)
         self.sent: list[httpx.Request] = []
         self.gateways: list[HonchoGateway] = []
         self.clients: list[httpx.Client] = []
-        test.addCleanup(self._close_clients)  # registered first: runs after the worker and capture stopped
-        self.on_request: Callable[[httpx.Request], None] | None = None  # runs before the fake answers
+        # registered first: runs after the worker and capture stopped
+        test.addCleanup(self._close_clients)
+        # runs before the fake answers
+        self.on_request: Callable[[httpx.Request], None] | None = None
         self._fake_transport = self.fake.transport()
         self.transport = httpx.MockTransport(self._record)
         self.supports_scopes = None if supports_scopes is None else (lambda: supports_scopes)
@@ -51,15 +54,18 @@ class Bench:
         self.enabled = True
         self._said = 0
         plugin = {"outbox_path": self.path, "api_url": "https://honcho.test", **overrides}
-        self.settings = build_settings(plugin, self.secrets, {}, load_secrets=lambda: dict(self.secrets))
+        self.settings = build_settings(plugin, self.secrets, {},
+                                       load_secrets=lambda: dict(self.secrets))
         self.capture_service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono)
         test.addCleanup(self.capture_service.close)
         self.worker = self.new_worker(**(worker_options or {}))
 
     def new_worker(self, **options) -> DeliveryWorker:
-        """A worker of this process on the bench's outbox, fake and clocks (another owner each time)."""
-        worker = DeliveryWorker(lambda: self.settings, enabled=lambda: self.enabled, clock=self.clock,
-                                monotonic=self.mono, rng=random.Random(7), gateway_factory=self.gateway, **options)
+        """A worker of this process on the bench's outbox, fake and clocks (another owner each
+        time)."""
+        worker = DeliveryWorker(lambda: self.settings, enabled=lambda: self.enabled,
+                                clock=self.clock, monotonic=self.mono, rng=random.Random(7),
+                                gateway_factory=self.gateway, **options)
         self.test.addCleanup(worker.stop, 10)
         return worker
 
@@ -71,7 +77,8 @@ class Bench:
 
     def adds(self, chat: str) -> int:
         """How many add-messages requests reached the fake for this chat."""
-        return self.fake.count(f"/sessions/chat-{chat}/messages") - self.fake.count(f"/sessions/chat-{chat}/messages/")
+        return (self.fake.count(f"/sessions/chat-{chat}/messages")
+                - self.fake.count(f"/sessions/chat-{chat}/messages/"))
 
     def http_client(self, **kwargs) -> httpx.Client:
         """An httpx client whose requests reach the fake and are kept in `sent`."""
@@ -80,7 +87,8 @@ class Bench:
         return client
 
     def open_clients(self) -> list[httpx.Client]:
-        """The HTTP clients built here that are still open: what the code under test holds on to."""
+        """The HTTP clients built here that are still open: what the code under test holds on
+        to."""
         return [client for client in self.clients if not client.is_closed]
 
     def _close_clients(self) -> None:
@@ -88,15 +96,16 @@ class Bench:
             client.close()
 
     def gateway(self, settings, timeout_s: float | None = None) -> HonchoGateway:
-        gateway = HonchoGateway.for_settings(settings, timeout_s, http_client_factory=self.http_client,
+        gateway = HonchoGateway.for_settings(settings, timeout_s,
+                                             http_client_factory=self.http_client,
                                              supports_scopes=self.supports_scopes)
         self.gateways.append(gateway)
         return gateway
 
     def say(self, chat: str, n: int, role: Role = Role.USER, text: str = "message",
             scope: str | None = None) -> list[str]:
-        """Capture n messages in one chat (of the project whose scope is `scope`) through the real capture
-        path; returns their texts."""
+        """Capture n messages in one chat (of the project whose scope is `scope`) through the real
+        capture path; returns their texts."""
         texts = []
         for i in range(n):
             content = f"{text} {chat} {i}"
@@ -120,14 +129,16 @@ class Bench:
     def states(self) -> dict:
         conn = sqlite3.connect(self.path)
         try:
-            return dict(conn.execute("SELECT state, count(*) FROM events GROUP BY state").fetchall())
+            return dict(conn.execute(
+                "SELECT state, count(*) FROM events GROUP BY state").fetchall())
         finally:
             conn.close()
 
     def rows(self) -> list[tuple]:
         conn = sqlite3.connect(self.path)
         try:
-            return conn.execute("SELECT id, state, attempts, error_code, next_attempt_at FROM events ORDER BY seq").fetchall()
+            return conn.execute("SELECT id, state, attempts, error_code, next_attempt_at"
+                                " FROM events ORDER BY seq").fetchall()
         finally:
             conn.close()
 

@@ -1,13 +1,14 @@
-"""A fake Honcho API (v3 routes the plugin uses), with dict state, a request log and scripted faults.
+"""A fake Honcho API (v3 routes the plugin uses), with dict state, a request log and scripted
+faults.
 
 Use `FakeHoncho().transport()` as the `httpx.MockTransport` of a real `honcho.Honcho`, or serve the
 same object over loopback HTTP with `loopback.serve(fake)` so several processes share one state.
 Behaviour follows the server facts in shared/HONCHO.md: get-or-create for workspaces, peers and
-sessions; 1–100 messages per call; 25,000 characters per message; 401 for a wrong key. Checked against
-a real server by tests/real_honcho/contract_fake_parity.py: like Honcho, the dialectic (about its target,
-in its session) and conclusion creation answer 404 for a peer or session not seen yet; a scope reports
-backfill only for sessions that had messages when they joined; an empty listing has 0 pages; and
-`limit_to_session` drops the card.
+sessions; 1–100 messages per call; 25,000 characters per message; 401 for a wrong key. Checked
+against a real server by tests/real_honcho/contract_fake_parity.py: like Honcho, the dialectic
+(about its target, in its session) and conclusion creation answer 404 for a peer or session not seen
+yet; a scope reports backfill only for sessions that had messages when they joined; an empty
+listing has 0 pages; and `limit_to_session` drops the card.
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ _ID = re.compile(r"^[A-Za-z0-9_-]{1,512}$")
 _WS = r"^/v3/workspaces/(?P<ws>[^/]+)"
 # A representation as Honcho writes it, headings included (src/utils/representation.py,
 # Representation.format_as_markdown), for tests of how recalled text reads.
-HONCHO_REPRESENTATION = ("## Explicit Observations\n\n[2025-05-01 10:00:00] alice keeps three beehives\n\n"
-                         "## Deductive Observations\n\n[2025-05-01 10:05:00] alice likes honey\n   Premises:\n"
+HONCHO_REPRESENTATION = ("## Explicit Observations\n\n"
+                         "[2025-05-01 10:00:00] alice keeps three beehives\n\n"
+                         "## Deductive Observations\n\n"
+                         "[2025-05-01 10:05:00] alice likes honey\n   Premises:\n"
                          "   - alice keeps three beehives\n\n")
 
 
 @dataclass
 class Fault:
-    """One scripted failure: `kind` is status, reset or timeout; `after_store` lets the server act first."""
+    """One scripted failure: `kind` is status, reset or timeout; `after_store` lets the server act
+    first."""
 
     match: str
     kind: str = "status"
@@ -48,34 +52,43 @@ class FakeHoncho:
     def __init__(self, api_key: str | None = None) -> None:
         self.api_key = api_key
         self.lock = threading.RLock()
-        self.arrived = threading.Condition(self.lock)  # notified on every request, for await_request
+        # notified on every request, for await_request
+        self.arrived = threading.Condition(self.lock)
         self.workspaces: dict[str, dict] = {}
         self.peers: dict[tuple[str, str], dict] = {}
         self.sessions: dict[tuple[str, str], dict] = {}
         self.messages: list[dict] = []
         self.requests: list[tuple[str, str]] = []
         self.faults: deque[Fault] = deque()
-        self.reject_marker: str | None = None  # a request holding a message with this text gets a 422
+        # a request holding a message with this text gets a 422
+        self.reject_marker: str | None = None
         self.scopes: dict[tuple[str, str], set[str]] = {}  # (workspace, scope) -> session ids
-        self.backfills: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)  # (workspace, scope) -> jobs
-        self.representations: dict[tuple[str, str], str] = {}  # (observer or "scope:<id>", target) -> text
+        # (workspace, scope) -> jobs
+        self.backfills: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
+        # (observer or "scope:<id>", target) -> text
+        self.representations: dict[tuple[str, str], str] = {}
         self.cards: dict[tuple[str, str], list[str]] = {}
         self.summaries: dict[str, str] = {}  # session id -> summary text
         self.context_queries: list[dict] = []
-        self.scoped_context_status: int | None = None  # e.g. 403: this key is not workspace-level
+        # e.g. 403: this key is not workspace-level
+        self.scoped_context_status: int | None = None
         self.conclusions: dict[str, dict] = {}
-        self.deleted_conclusions: set[str] = set()  # ids never given again, as a real server's are unique
+        # ids never given again, as a real server's are unique
+        self.deleted_conclusions: set[str] = set()
         self.dialectic_answer: str | None = "The user prefers green tea."
         self.dialectic_status: int | None = None  # 500 when the server has no LLM provider
-        # Opt-in: the answers of the next chat requests, one each, in order (text, or an int: that status);
-        # when it is empty, dialectic_status and dialectic_answer answer as before.
+        # Opt-in: the answers of the next chat requests, one each, in order (text, or an int: that
+        # status); when it is empty, dialectic_status and dialectic_answer answer as before.
         self.dialectic_script: deque[str | int] = deque()
         self.dreams_status: int | None = None  # 400 when dreams are disabled
-        self.semantic_status: int | None = None  # 500 for conclusion create/query without embeddings
-        self.id_filter_supported = True  # some servers reject the `id: {in: [...]}` conclusion filter
+        # 500 for conclusion create/query without embeddings
+        self.semantic_status: int | None = None
+        # some servers reject the `id: {in: [...]}` conclusion filter
+        self.id_filter_supported = True
         self.chat_requests: list[dict] = []
-        # session id -> the deriver's pending work units the next queue-status reads return, one each (the
-        # last one repeats); a session not named has no work at all, as before anything was delivered
+        # session id -> the deriver's pending work units the next queue-status reads return, one
+        # each (the last one repeats); a session not named has no work at all, as before anything
+        # was delivered
         self.queue_script: dict[str, list[int]] = {}
         self.queue_reads: list[str | None] = []  # the session each queue-status read named
         self.dreams: list[dict] = []
@@ -86,7 +99,8 @@ class FakeHoncho:
             ("POST", _WS + r"/sessions$", self._session),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/peers$", self._session_peers),
             ("DELETE", _WS + r"/sessions/(?P<sid>[^/]+)$", self._delete_session),
-            ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/peers/(?P<peer>[^/]+)/config$", self._peer_config),
+            ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/peers/(?P<peer>[^/]+)/config$",
+             self._peer_config),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages$", self._add_messages),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages/list$", self._list_messages),
             ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/context$", self._context),
@@ -96,7 +110,8 @@ class FakeHoncho:
             ("GET", _WS + r"/queue/status$", self._queue_status),
             ("POST", _WS + r"/peers/(?P<peer>[^/]+)/chat$", self._chat),
             ("GET", _WS + r"/peers/(?P<peer>[^/]+)/context$", self._peer_context),
-            ("POST", _WS + r"/peers/(?P<peer>[^/]+)/representation$", self._peer_representation),
+            ("POST", _WS + r"/peers/(?P<peer>[^/]+)/representation$",
+             self._peer_representation),
             ("GET", _WS + r"/peers/(?P<peer>[^/]+)/card$", self._peer_card),
             ("PUT", _WS + r"/peers/(?P<peer>[^/]+)/card$", self._set_peer_card),
             ("POST", _WS + r"/conclusions$", self._create_conclusions),
@@ -111,7 +126,8 @@ class FakeHoncho:
     # -- scripting ---------------------------------------------------------------------------------
 
     def fail(self, match: str = r"/messages$", **kw: Any) -> Fault:
-        """Queue a fault for the next request whose path matches the regex `match` (default: add messages)."""
+        """Queue a fault for the next request whose path matches the regex `match` (default: add
+        messages)."""
         fault = Fault(match=match, **kw)
         with self.lock:
             self.faults.append(fault)
@@ -119,10 +135,12 @@ class FakeHoncho:
 
     def session_messages(self, session_id: str, workspace_id: str = "agent-zero") -> list[dict]:
         with self.lock:
-            return [m for m in self.messages if m["session_id"] == session_id and m["workspace_id"] == workspace_id]
+            return [m for m in self.messages
+                    if m["session_id"] == session_id and m["workspace_id"] == workspace_id]
 
     def await_request(self, match: str, count: int, timeout_s: float) -> int:
-        """Block until `count` requests matched the regex `match` (or the timeout); returns how many did."""
+        """Block until `count` requests matched the regex `match` (or the timeout); returns how many
+        did."""
         with self.arrived:
             self.arrived.wait_for(lambda: self._matching(match) >= count, timeout_s)
             return self._matching(match)
@@ -137,8 +155,10 @@ class FakeHoncho:
 
     # -- the API -----------------------------------------------------------------------------------
 
-    def handle(self, method: str, path: str, query: dict, body: Any, headers: dict) -> tuple[int, dict, Any, Fault | None]:
-        """Answer one request: (status, headers, json body, fault to apply after answering or None)."""
+    def handle(self, method: str, path: str, query: dict, body: Any,
+               headers: dict) -> tuple[int, dict, Any, Fault | None]:
+        """Answer one request: (status, headers, json body, fault to apply after answering or
+        None)."""
         with self.lock:
             self.requests.append((method, path))
             self.arrived.notify_all()
@@ -148,11 +168,13 @@ class FakeHoncho:
                     return 0, {}, None, fault
                 return self._fault_response(fault) + (None,)
             public = path == "/health"  # the MCP service's health answers without auth
-            if not public and self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            if (not public and self.api_key is not None
+                    and headers.get("authorization") != f"Bearer {self.api_key}"):
                 return 401, {}, {"detail": "Invalid API key"}, None
             status, payload = self._route(method, path, query, body)
             if fault:
-                return (0, {}, None, fault) if fault.kind != "status" else self._fault_response(fault) + (None,)
+                return ((0, {}, None, fault) if fault.kind != "status"
+                        else self._fault_response(fault) + (None,))
             return status, {}, payload, None
 
     def _take_fault(self, path: str) -> Fault | None:
@@ -206,23 +228,27 @@ class FakeHoncho:
         return 200, self._session_json(ws, sid)
 
     def _delete_session(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
-        """Like Honcho (measured at ddbb90e): 202 and the session is gone from listings at once, its messages
-        a moment later (the server deletes them in the background; here at once); 404 for a session it does
-        not hold, deleted already included. Posting to the id again creates a new, empty session."""
+        """Like Honcho (measured at ddbb90e): 202 and the session is gone from listings at once, its
+        messages a moment later (the server deletes them in the background; here at once); 404 for a
+        session it does not hold, deleted already included. Posting to the id again creates a new,
+        empty session."""
         if self.sessions.pop((ws, sid), None) is None:
             return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
-        self.messages = [m for m in self.messages if not (m["session_id"] == sid and m["workspace_id"] == ws)]
+        self.messages = [m for m in self.messages
+                         if not (m["session_id"] == sid and m["workspace_id"] == ws)]
         for members in (v for (w, _), v in self.scopes.items() if w == ws):
             members.discard(sid)
         self.deleted_sessions.append(sid)
         return 202, {"message": "Session deleted successfully"}
 
-    def _peer_config(self, body: dict, query: dict, ws: str, sid: str, peer: str) -> tuple[int, Any]:
+    def _peer_config(self, body: dict, query: dict, ws: str, sid: str,
+                     peer: str) -> tuple[int, Any]:
         session = self.sessions.get((ws, sid))
         if session is None or peer not in session["peers"]:
             return 404, {"detail": "session peer not found"}
         config = session["peers"][peer]
-        return 200, {"observe_me": config.get("observe_me"), "observe_others": config.get("observe_others")}
+        return 200, {"observe_me": config.get("observe_me"),
+                     "observe_others": config.get("observe_others")}
 
     def _add_messages(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         batch = body.get("messages")
@@ -239,9 +265,11 @@ class FakeHoncho:
         for message in batch:
             self.ensure_peer(ws, message["peer_id"])
             session["peers"].setdefault(message["peer_id"], {})
-            record = {"id": f"msg{len(self.messages) + 1}", "content": message["content"].replace("\x00", ""),
+            record = {"id": f"msg{len(self.messages) + 1}",
+                      "content": message["content"].replace("\x00", ""),
                       "peer_id": message["peer_id"], "session_id": sid, "workspace_id": ws,
-                      "metadata": message.get("metadata") or {}, "created_at": message.get("created_at") or _now(),
+                      "metadata": message.get("metadata") or {},
+                      "created_at": message.get("created_at") or _now(),
                       "token_count": len(message["content"]) // 4}
             self.messages.append(record)
             stored.append(record)
@@ -252,13 +280,15 @@ class FakeHoncho:
         found = [m for m in self.session_messages(sid, ws) if _matches(m, filters)]
         page, size = int(query.get("page", 1)), int(query.get("size", 50))
         items = found[(page - 1) * size: page * size]
-        return 200, {"items": items, "total": len(found), "page": page, "size": size, "pages": -(-len(found) // size)}
+        return 200, {"items": items, "total": len(found), "page": page, "size": size,
+                     "pages": -(-len(found) // size)}
 
     def _context(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         self.context_queries.append(dict(query))
         scope, target = query.get("scope"), query.get("peer_target")
         if scope and self.scoped_context_status:
-            return self.scoped_context_status, {"detail": "scoped context needs a workspace-level key"}
+            return self.scoped_context_status, {
+                "detail": "scoped context needs a workspace-level key"}
         observer = f"scope:{scope}" if scope else query.get("peer_perspective", "")
         budget = int(query.get("tokens", 100_000)) * 4
         messages, used = [], 0
@@ -270,25 +300,31 @@ class FakeHoncho:
         summary = self.summaries.get(sid)
         return 200, {"id": sid, "messages": messages,
                      "summary": {"content": summary, "message_id": "m", "summary_type": "short",
-                                 "created_at": _now(), "token_count": len(summary) // 4} if summary else None,
+                                 "created_at": _now(), "token_count": len(summary) // 4}
+                     if summary else None,
                      "peer_representation": self.representations.get((observer, target)),
-                     # a card has no per-session provenance: Honcho leaves it out of a session-limited context
-                     "peer_card": None if query.get("limit_to_session") == "true" else self.cards.get((observer, target))}
+                     # a card has no per-session provenance: Honcho leaves it out of a
+                     # session-limited context
+                     "peer_card": None if query.get("limit_to_session") == "true"
+                     else self.cards.get((observer, target))}
 
     def _peer_context(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
-        """What `peer` knows about the target across sessions: representation and card (404 for a peer
-        not seen yet, as the real server answers)."""
+        """What `peer` knows about the target across sessions: representation and card (404 for a
+        peer not seen yet, as the real server answers)."""
         target = query.get("target", peer)
         missing = self._missing(ws, [peer, target], None)
         if missing:
             return 404, {"detail": missing}
-        return 200, {"peer_id": peer, "target_id": target, "representation": self.representations.get((peer, target)),
+        return 200, {"peer_id": peer, "target_id": target,
+                     "representation": self.representations.get((peer, target)),
                      "peer_card": self.cards.get((peer, target))}
 
-    def _peer_representation(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
+    def _peer_representation(self, body: dict, query: dict, ws: str,
+                             peer: str) -> tuple[int, Any]:
         scope, target = body.get("scope"), body.get("target", peer)
         if scope and self.scoped_context_status:
-            return self.scoped_context_status, {"detail": "scoped representation needs a workspace-level key"}
+            return self.scoped_context_status, {
+                "detail": "scoped representation needs a workspace-level key"}
         if scope and (ws, scope) not in self.scopes:
             return 404, {"detail": "scope not found"}
         observer = f"scope:{scope}" if scope else peer
@@ -298,8 +334,9 @@ class FakeHoncho:
         return 200, {"peer_card": self.cards.get((peer, query.get("target", peer)))}
 
     def _set_peer_card(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
-        """Like Honcho: the card replaces the observer's card of the target whole; the observer is created if
-        new, the target need not exist but is never a scope; NUL bytes are stripped; the card is answered."""
+        """Like Honcho: the card replaces the observer's card of the target whole; the observer is
+        created if new, the target need not exist but is never a scope; NUL bytes are stripped; the
+        card is answered."""
         card, target = body.get("peer_card"), query.get("target", peer)
         if not isinstance(card, list) or not all(isinstance(fact, str) for fact in card):
             return 422, {"detail": "peer_card must be a list of strings"}
@@ -323,10 +360,12 @@ class FakeHoncho:
         ids = body.get("session_ids") or []
         if any((ws, sid) not in self.sessions for sid in ids):
             return 404, {"detail": "session not found"}
-        for sid in ids:  # like Honcho: a session that already has messages gets a backfill job
+        # like Honcho: a session that already has messages gets a backfill job
+        for sid in ids:
             if sid not in self.scopes[(ws, scope)] and self.session_messages(sid, ws):
-                self.backfills[(ws, scope)][sid] = {"state": "completed", "updated_at": _now(),
-                                                    "docs_copied": len(self.session_messages(sid, ws))}
+                self.backfills[(ws, scope)][sid] = {
+                    "state": "completed", "updated_at": _now(),
+                    "docs_copied": len(self.session_messages(sid, ws))}
         self.scopes[(ws, scope)].update(ids)
         return 200, None
 
@@ -336,7 +375,8 @@ class FakeHoncho:
         return 200, {"backfill_status": dict(self.backfills[(ws, scope)])}
 
     def _queue_status(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
-        """The deriver's queue, as the real server counts it: work units total, done, running, waiting."""
+        """The deriver's queue, as the real server counts it: work units total, done, running,
+        waiting."""
         session = query.get("session_id")
         self.queue_reads.append(session)
         script = self.queue_script.get(session or "", [])
@@ -347,7 +387,8 @@ class FakeHoncho:
 
     def _chat(self, body: dict, query: dict, ws: str, peer: str) -> tuple[int, Any]:
         self.chat_requests.append({"peer": peer, **body})
-        self.ensure_peer(ws, peer)  # like Honcho: the asking peer is get-or-created, the others must exist
+        # like Honcho: the asking peer is get-or-created, the others must exist
+        self.ensure_peer(ws, peer)
         missing = self._missing(ws, [body.get("target")], body.get("session_id"))
         if missing:
             return 404, {"detail": f"{missing} not found"}
@@ -362,23 +403,28 @@ class FakeHoncho:
 
     def _conclusion_json(self, c: dict) -> dict:
         return {"level": "explicit",
-                **{k: c[k] for k in ("id", "content", "observer_id", "observed_id", "session_id", "created_at")}}
+                **{k: c[k] for k in ("id", "content", "observer_id", "observed_id", "session_id",
+                                     "created_at")}}
 
     def _create_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         if self.semantic_status:
             return self.semantic_status, {"detail": "no embedding provider"}
         for item in body.get("conclusions") or []:
-            missing = self._missing(ws, [item.get("observer_id"), item.get("observed_id")], item.get("session_id"))
+            missing = self._missing(ws, [item.get("observer_id"), item.get("observed_id")],
+                                    item.get("session_id"))
             if missing:
                 return 404, {"detail": f"{missing} not found"}
         made = []
         for item in body.get("conclusions") or []:
             serial = len(self.conclusions) + 1
-            while f"c{serial:04d}" in self.conclusions or f"c{serial:04d}" in self.deleted_conclusions:
+            while (f"c{serial:04d}" in self.conclusions
+                   or f"c{serial:04d}" in self.deleted_conclusions):
                 serial += 1
             cid = f"c{serial:04d}"
-            self.conclusions[cid] = {"id": cid, "content": item["content"], "observer_id": item["observer_id"],
-                                     "observed_id": item["observed_id"], "session_id": item.get("session_id"),
+            self.conclusions[cid] = {"id": cid, "content": item["content"],
+                                     "observer_id": item["observer_id"],
+                                     "observed_id": item["observed_id"],
+                                     "session_id": item.get("session_id"),
                                      "created_at": _now(), "workspace_id": ws}
             made.append(self._conclusion_json(self.conclusions[cid]))
         return 201, made
@@ -401,11 +447,12 @@ class FakeHoncho:
         if "id" in filters and not self.id_filter_supported:
             return 422, {"detail": "unsupported filter"}
         found = self._matching_conclusions(ws, filters)  # in creation order
-        if query.get("reverse") != "true":  # like Honcho: newest first, unless `reverse` asks for oldest first
+        # like Honcho: newest first, unless `reverse` asks for oldest first
+        if query.get("reverse") != "true":
             found.reverse()
         page, size = int(query.get("page", 1)), int(query.get("size", 50))
-        return 200, {"items": found[(page - 1) * size: page * size], "total": len(found), "page": page,
-                     "size": size, "pages": -(-len(found) // size)}
+        return 200, {"items": found[(page - 1) * size: page * size], "total": len(found),
+                     "page": page, "size": size, "pages": -(-len(found) // size)}
 
     def _query_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         if self.semantic_status:
@@ -423,8 +470,9 @@ class FakeHoncho:
 
     def _search(self, messages: list[dict], body: dict) -> list[dict]:
         # Honcho's search is a nearest-neighbour one over message embeddings: it answers the closest
-        # messages up to the limit even when none shares a word with the query (the contract scenarios
-        # session_search_*). Here closeness is the number of shared words; ties keep message order.
+        # messages up to the limit even when none shares a word with the query (the contract
+        # scenarios session_search_*). Here closeness is the number of shared words; ties keep
+        # message order.
         words = set(body.get("query", "").lower().split())
         ranked = sorted(messages, key=lambda m: -len(words & set(m["content"].lower().split())))
         return ranked[: int(body.get("limit", 10))]
@@ -457,16 +505,18 @@ class FakeHoncho:
         return None
 
     def ensure_peer(self, ws: str, peer_id: str) -> dict:
-        """Get or create a peer, as the server does on a peer's first message: tests call it to set up
-        peers Honcho already knows (after a first delivery)."""
+        """Get or create a peer, as the server does on a peer's first message: tests call it to set
+        up peers Honcho already knows (after a first delivery)."""
         with self.lock:
             self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
-            return self.peers.setdefault((ws, peer_id), {"id": peer_id, "workspace_id": ws, "created_at": _now(),
-                                                          "metadata": {}, "configuration": {}})
+            return self.peers.setdefault((ws, peer_id), {
+                "id": peer_id, "workspace_id": ws, "created_at": _now(), "metadata": {},
+                "configuration": {}})
 
     def _ensure_session(self, ws: str, sid: str) -> dict:
         self.workspaces.setdefault(ws, {"id": ws, "created_at": _now()})
-        return self.sessions.setdefault((ws, sid), {"created_at": _now(), "peers": {}, "scopes": set(),
+        return self.sessions.setdefault((ws, sid), {"created_at": _now(), "peers": {},
+                                                    "scopes": set(),
                                                     "peers_set_before_messages": {}})
 
     def _apply_peers(self, ws: str, sid: str, session: dict, peers: dict) -> None:
@@ -474,23 +524,26 @@ class FakeHoncho:
         for peer_id, config in peers.items():
             self.ensure_peer(ws, peer_id)
             if peer_id in session["peers"]:
-                continue  # as the real server: a peer already in the session keeps its configuration
+                # as the real server: a peer already in the session keeps its configuration
+                continue
             session["peers"][peer_id] = dict(config or {})
             if not has_messages:
                 session["peers_set_before_messages"][peer_id] = dict(config or {})
 
     def _session_json(self, ws: str, sid: str) -> dict:
-        return {"id": sid, "is_active": True, "workspace_id": ws, "metadata": {}, "configuration": {},
-                "created_at": self.sessions[(ws, sid)]["created_at"]}
+        return {"id": sid, "is_active": True, "workspace_id": ws, "metadata": {},
+                "configuration": {}, "created_at": self.sessions[(ws, sid)]["created_at"]}
 
     # -- transports --------------------------------------------------------------------------------
 
     def transport(self) -> httpx.MockTransport:
-        """An httpx transport that answers from this fake, raising httpx errors for resets and timeouts."""
+        """An httpx transport that answers from this fake, raising httpx errors for resets and
+        timeouts."""
         def answer(request: httpx.Request) -> httpx.Response:
             body = json.loads(request.content) if request.content else None
             status, headers, payload, fault = self.handle(request.method, request.url.path,
-                                                          dict(request.url.params), body, dict(request.headers))
+                                                          dict(request.url.params), body,
+                                                          dict(request.headers))
             if fault is not None:
                 raise _transport_error(fault, request)
             if payload is None:
@@ -501,14 +554,16 @@ class FakeHoncho:
 
 def _transport_error(fault: Fault, request: httpx.Request) -> Exception:
     if fault.kind == "timeout":
-        return (httpx.ReadTimeout if fault.after_store else httpx.ConnectTimeout)("scripted timeout", request=request)
+        return (httpx.ReadTimeout if fault.after_store else httpx.ConnectTimeout)(
+            "scripted timeout", request=request)
     if fault.kind == "connect":
         return httpx.ConnectError("scripted connection refused", request=request)
     return httpx.RemoteProtocolError("scripted connection reset", request=request)
 
 
 def _matches(message: dict, filters: dict) -> bool:
-    """The subset of Honcho's filter language the plugin uses: AND, OR, metadata and field equality."""
+    """The subset of Honcho's filter language the plugin uses: AND, OR, metadata and field
+    equality."""
     for key, wanted in filters.items():
         if key == "AND" and not all(_matches(message, f) for f in wanted):
             return False

@@ -1,11 +1,11 @@
 """Shared test support: the repo on sys.path, and a stub Agent Zero host shaped like AGENT_ZERO.md.
 
-The stub installs small `helpers.*` modules and a `usr/plugins/honcho` folder in a temporary Agent Zero
-tree, so plugin files load exactly as Agent Zero loads them: by file path, with the file stem as module
-name, importing the core as `usr.plugins.honcho.honcho_hub`. That folder is a real directory whose
-entries link to this checkout's files: whatever Agent Zero writes into a plugin folder (`config.json`,
-`.toggle-*`, `execute_record.json`) lands in the temporary tree, never in the checkout, and a
-`config.json` saved in the checkout is not seen by the tests.
+The stub installs small `helpers.*` modules and a `usr/plugins/honcho` folder in a temporary Agent
+Zero tree, so plugin files load exactly as Agent Zero loads them: by file path, with the file stem
+as module name, importing the core as `usr.plugins.honcho.honcho_hub`. That folder is a real
+directory whose entries link to this checkout's files: whatever Agent Zero writes into a plugin
+folder (`config.json`, `.toggle-*`, `execute_record.json`) lands in the temporary tree, never in the
+checkout, and a `config.json` saved in the checkout is not seen by the tests.
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ class StubApiHandler:
 
 
 class _Saved(dict):
-    """A dict that writes itself to a file on every change, as Agent Zero's settings and secrets live in
-    files: the plugin caches what it built from them until a file changes."""
+    """A dict that writes itself to a file on every change, as Agent Zero's settings and secrets
+    live in files: the plugin caches what it built from them until a file changes."""
 
     def __init__(self, data: dict, path: str) -> None:
         super().__init__(data)
@@ -108,7 +108,8 @@ class _Saved(dict):
         spare = self._path + ".new"
         with open(spare, "w", encoding="utf-8") as handle:
             json.dump(dict(self), handle)
-        os.replace(spare, self._path)  # a new file each time: a change is seen even within one clock tick
+        # a new file each time: a change is seen even within one clock tick
+        os.replace(spare, self._path)
 
     def _changing(method):
         def changed(self, *args, **kwargs):
@@ -131,12 +132,13 @@ class StubHost:
     def __init__(self, root: str, saved: bool = True) -> None:
         self.root = root
         self.secrets = {}  # usr/secrets.env
-        self.project_secrets: dict[str, str] = {}  # a project's .a0proj/secrets.env (wins when merged)
+        # a project's .a0proj/secrets.env (wins when merged)
+        self.project_secrets: dict[str, str] = {}
         self.enabled_plugins: list[str] = ["honcho"]
         self.scheduled_context_ids: set[str] = set()
-        # Saved (unless `saved` is False: an Agent Zero whose settings were never saved), as the plugin
-        # reads its config files itself. Port 9 (discard) on loopback: nothing listens, so a stray
-        # delivery fails fast and stays local.
+        # Saved (unless `saved` is False: an Agent Zero whose settings were never saved), as the
+        # plugin reads its config files itself. Port 9 (discard) on loopback: nothing listens, so a
+        # stray delivery fails fast and stays local.
         self._configured = saved
         self.config = {"outbox_path": os.path.join(root, "usr", "honcho", "outbox.sqlite3"),
                        "api_url": "http://127.0.0.1:9", "mcp_url": "http://127.0.0.1:9"}
@@ -147,7 +149,8 @@ class StubHost:
         return self._config
 
     @config.setter
-    def config(self, values: dict[str, Any]) -> None:  # saved where Agent Zero saves global settings
+    def config(self, values: dict[str, Any]) -> None:
+        # saved where Agent Zero saves global settings
         self._config = _Saved(values, self.global_config)
         if getattr(self, "_configured", False):
             self._config._save()
@@ -171,7 +174,8 @@ class StubHost:
 
     @property
     def global_config(self) -> str:
-        """Where Agent Zero saves the plugin's global settings: `config.json` in the plugin folder."""
+        """Where Agent Zero saves the plugin's global settings: `config.json` in the plugin
+        folder."""
         return os.path.join(self.plugin_dir, "config.json")
 
     def project_meta(self, name: str, *sub: str) -> str:
@@ -189,8 +193,9 @@ HOST_WRITTEN = ("config.json", "execute_record.json")
 
 
 def link_plugin_folder(source: str, plugin_dir: str) -> None:
-    """A plugin folder of links to `source`'s entries, leaving out dot-entries (.git, .venv, .toggle-*,
-    caches) and the files Agent Zero writes there, so the folder's own state starts empty."""
+    """A plugin folder of links to `source`'s entries, leaving out dot-entries (.git, .venv,
+    .toggle-*, caches) and the files Agent Zero writes there, so the folder's own state starts
+    empty."""
     os.makedirs(plugin_dir, exist_ok=True)
     for entry in sorted(os.listdir(source)):
         if not entry.startswith(".") and entry not in HOST_WRITTEN:
@@ -203,7 +208,8 @@ def stub_agent_zero(source: str = ROOT, saved: bool = True) -> Iterator[StubHost
 
     `source` is the plugin checkout the temporary plugin folder links to (a test may pass a copy);
     `saved` False starts without the plugin's config.json (no settings saved yet)."""
-    outer_state = sys.modules.pop(STATE_MODULE, None)  # each stub host is a fresh Agent Zero process
+    # each stub host is a fresh Agent Zero process
+    outer_state = sys.modules.pop(STATE_MODULE, None)
     saved_modules = dict(sys.modules)
     saved_path = list(sys.path)
     with tempfile.TemporaryDirectory() as root:
@@ -220,11 +226,14 @@ def stub_agent_zero(source: str = ROOT, saved: bool = True) -> Iterator[StubHost
                 "helpers.projects", get_project_meta=host.project_meta,
                 get_context_project_name=lambda context: getattr(context, "project", None)),
             "helpers.plugins": _module(
-                "helpers.plugins", get_enabled_plugins=lambda agent=None: list(host.enabled_plugins),
+                "helpers.plugins",
+                get_enabled_plugins=lambda agent=None: list(host.enabled_plugins),
                 get_plugin_config=lambda name, agent=None, **kw: dict(host.config)),
-            "helpers.task_scheduler": _module("helpers.task_scheduler", TaskScheduler=_scheduler_for(host)),
+            "helpers.task_scheduler": _module("helpers.task_scheduler",
+                                              TaskScheduler=_scheduler_for(host)),
             "helpers.secrets": _module(
-                "helpers.secrets", get_secrets_manager=lambda context=None: _Secrets(host, with_project=True),
+                "helpers.secrets",
+                get_secrets_manager=lambda context=None: _Secrets(host, with_project=True),
                 get_default_secrets_manager=lambda: _Secrets(host)),
         }
         for name, module in stubs.items():
@@ -249,9 +258,9 @@ HOST_MODULE_ROOTS = ("helpers", "usr", STATE_MODULE)
 def _forget_host_modules(saved: dict) -> None:
     """Drop what the stub host and the plugin-as-Agent-Zero-loads-it added; keep everything else.
 
-    Restoring a whole snapshot of sys.modules would also drop third-party modules first imported inside
-    the block (httpcore's backends, say), and their re-import later makes new exception classes that no
-    longer match the ones their callers already hold.
+    Restoring a whole snapshot of sys.modules would also drop third-party modules first imported
+    inside the block (httpcore's backends, say), and their re-import later makes new exception
+    classes that no longer match the ones their callers already hold.
     """
     for name in list(sys.modules):
         if name.split(".")[0] in HOST_MODULE_ROOTS and name not in saved:
@@ -262,8 +271,9 @@ def _forget_host_modules(saved: dict) -> None:
 
 
 def release_restart() -> None:
-    """Lift the hold on starting workers that an uninstall or pre_update left in the process state the
-    test runs in (the stub host's, inside `stub_agent_zero`): the next test starts them again."""
+    """Lift the hold on starting workers that an uninstall or pre_update left in the process state
+    the test runs in (the stub host's, inside `stub_agent_zero`): the next test starts them
+    again."""
     from honcho_hub.runtime import process_state
 
     state = process_state()
@@ -285,7 +295,8 @@ def _stop_plugin_workers() -> None:
     hooked_hub = sys.modules.get("usr.plugins.honcho.honcho_hub.hub")
     if hooked_hub is not None:
         hooked_hub.shutdown()  # every thread its Hub started (the process's capture writer too)
-    state = getattr(sys.modules.get(STATE_MODULE), "state", None)  # runtime.ProcessState, of any generation
+    # runtime.ProcessState, of any generation
+    state = getattr(sys.modules.get(STATE_MODULE), "state", None)
     if getattr(state, "writer", None) is not None:  # started through another generation's Hub
         state.writer.stop(10)
     if getattr(state, "journal", None) is not None:
@@ -315,10 +326,11 @@ NUDGE_TEXT = "You seem stuck. Continue with the task."
 
 
 class StubContext:
-    def __init__(self, id: str = "Ab3dE6gH", type: ContextType = ContextType.USER, project: str | None = None,
-                 created_at: Any = None):
+    def __init__(self, id: str = "Ab3dE6gH", type: ContextType = ContextType.USER,
+                 project: str | None = None, created_at: Any = None):
         self.id, self.type, self.project = id, type, project
-        self.created_at = created_at  # AgentContext sets it (timezone-aware) when the chat is made or loaded
+        # AgentContext sets it (timezone-aware) when the chat is made or loaded
+        self.created_at = created_at
 
 
 class StubHistoryMessage:
@@ -345,7 +357,8 @@ class _Secrets:
         self._host, self._with_project = host, with_project
 
     def load_secrets(self) -> dict[str, str]:
-        merged = {**self._host.secrets, **(self._host.project_secrets if self._with_project else {})}
+        merged = {**self._host.secrets,
+                  **(self._host.project_secrets if self._with_project else {})}
         return {k.upper(): v for k, v in merged.items()}
 
     def mask_values(self, text: str) -> str:
@@ -367,5 +380,6 @@ def import_by_path(path: str) -> types.ModuleType:
 
 def classes_in(module: types.ModuleType, base: type) -> list[type]:
     """Agent Zero's rule: the last-defined subclass of `base` in the file is the one used."""
-    found = [c for _, c in inspect.getmembers(module, inspect.isclass) if c is not base and issubclass(c, base)]
+    found = [c for _, c in inspect.getmembers(module, inspect.isclass)
+             if c is not base and issubclass(c, base)]
     return found[-1:]

@@ -1,5 +1,6 @@
-"""Waiting for the background work of recall and the chats' sessions to end, for tests and benchmarks:
-their `unfinished()` futures, waited for until none is left (a load may start another)."""
+"""Waiting for the background work of recall and the chats' sessions to end, for tests and
+benchmarks: their `unfinished()` futures, waited for until none is left (a load may start
+another)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 
 def wait_idle(timeout_s: float, *parts: Any) -> bool:
-    """Wait until no part (a Recaller, ChatSessions) has work queued or running; False on timeout."""
+    """Wait until no part (a Recaller, ChatSessions) has work queued or running; False on
+    timeout."""
     deadline = time.monotonic() + timeout_s
     while True:
         pending = [future for part in parts for future in part.unfinished() if not future.done()]

@@ -1,8 +1,9 @@
 """The imports between our modules, read from the source (lazy imports inside functions included).
 
-Modules are named as inside their package: `storage/outbox` for honcho_hub/storage/outbox.py, `hub` for
-honcho_hub/hub.py, `honcho_bridge/host` for extensions/honcho_bridge/host.py. The bridge imports the core
-the way Agent Zero loads it (`usr.plugins.honcho.honcho_hub...`); that prefix is read as `honcho_hub`.
+Modules are named as inside their package: `storage/outbox` for honcho_hub/storage/outbox.py, `hub`
+for honcho_hub/hub.py, `honcho_bridge/host` for extensions/honcho_bridge/host.py. The bridge imports
+the core the way Agent Zero loads it (`usr.plugins.honcho.honcho_hub...`); that prefix is read as
+`honcho_hub`.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from collections.abc import Iterable, Mapping
 
 from hub_testkit import ROOT
 
-PACKAGES = {"honcho_hub": "honcho_hub", "honcho_bridge": os.path.join("extensions", "honcho_bridge")}
+PACKAGES = {"honcho_hub": "honcho_hub",
+            "honcho_bridge": os.path.join("extensions", "honcho_bridge")}
 HOST_PREFIX = "usr.plugins.honcho."
 
 
 def modules() -> dict[str, str]:
-    """Every module of both packages by name (`storage/outbox`, a package's own `__init__` as `storage`)."""
+    """Every module of both packages by name (`storage/outbox`, a package's own `__init__` as
+    `storage`)."""
     found = {}
     for package, folder in PACKAGES.items():
         base = os.path.join(ROOT, folder)
@@ -31,7 +34,8 @@ def modules() -> dict[str, str]:
                     if parts[-1] == "__init__":
                         parts = parts[:-1]
                     found["/".join([package, *parts])] = path
-    assert len(found) > 20, "too few modules found: a moved package would make the architecture tests pass"
+    assert len(found) > 20, ("too few modules found: "
+                             "a moved package would make the architecture tests pass")
     return {name.removeprefix("honcho_hub/") or "honcho_hub": path for name, path in found.items()}
 
 
@@ -43,7 +47,8 @@ def _dotted(name: str) -> str:
 
 
 def imports(known: Mapping[str, str]) -> set[tuple[str, str]]:
-    """(importer, imported) for every import of one of our modules by another, however deep in a function."""
+    """(importer, imported) for every import of one of our modules by another, however deep in a
+    function."""
     by_dotted = {_dotted(name): name for name in known}
     edges = set()
     for name, path in known.items():
@@ -59,8 +64,9 @@ def imports(known: Mapping[str, str]) -> set[tuple[str, str]]:
 
 
 def _targets(node: ast.AST, package: str) -> Iterable[str]:
-    """What an import statement names: its module, and each imported name as a possible submodule (the
-    most specific that exists is the one imported; `from ..gateway import deadline` names gateway/deadline)."""
+    """What an import statement names: its module, and each imported name as a possible submodule
+    (the most specific that exists is the one imported; `from ..gateway import deadline` names
+    gateway/deadline)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if not isinstance(node, ast.ImportFrom):
@@ -74,8 +80,9 @@ def _targets(node: ast.AST, package: str) -> Iterable[str]:
 
 
 def most_specific(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Drop (a, package) where a also imports a module of that package by the same statement's names:
-    `from ..storage import outbox` runs storage/__init__ too, but what it depends on is storage/outbox."""
+    """Drop (a, package) where a also imports a module of that package by the same statement's
+    names: `from ..storage import outbox` runs storage/__init__ too, but what it depends on is
+    storage/outbox."""
     return {(a, b) for a, b in edges
             if not any(x == a and y.startswith(b + "/") for x, y in edges)}
 

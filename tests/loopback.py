@@ -27,7 +27,8 @@ STALL_S = 30.0  # a "timeout" fault holds the answer this long; clients give up 
 POLL_S = 0.05  # how often the serving loop looks for a shutdown
 
 
-def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list, trickle_s: float | None) -> type:
+def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list,
+                 trickle_s: float | None) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -54,9 +55,10 @@ def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list, trickle_s:
             if parts.path.startswith("/_fake/"):
                 return self._send(*_control(fake, parts.path, body))
             headers = {k.lower(): v for k, v in self.headers.items()}
-            seen.append({"method": self.command, "path": self.path, "headers": headers, "body": raw.decode()})
-            status, extra, payload, fault = fake.handle(self.command, parts.path, dict(parse_qsl(parts.query)),
-                                                        body, headers)
+            seen.append({"method": self.command, "path": self.path, "headers": headers,
+                         "body": raw.decode()})
+            status, extra, payload, fault = fake.handle(self.command, parts.path,
+                                                        dict(parse_qsl(parts.query)), body, headers)
             if fault is not None:
                 if fault.kind == "timeout":
                     stop.wait(STALL_S)
@@ -67,13 +69,14 @@ def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list, trickle_s:
 
         def _send(self, status: int, payload, extra: dict | None = None) -> None:
             data = json.dumps(payload).encode()
-            head = [f"HTTP/1.1 {status} X", "Content-Type: application/json", f"Content-Length: {len(data)}"]
+            head = [f"HTTP/1.1 {status} X", "Content-Type: application/json",
+                    f"Content-Length: {len(data)}"]
             head += [f"{k}: {v}" for k, v in (extra or {}).items()]
             if trickle_s is None or self.path.startswith("/_fake/"):
                 self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
                 return
-            # A trickling server: its head at once, then its body a byte at a time, each well within any read
-            # timeout, until the body is out or the server closes.
+            # A trickling server: its head at once, then its body a byte at a time, each well within
+            # any read timeout, until the body is out or the server closes.
             try:
                 self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode())
                 for n in range(len(data)):
@@ -102,7 +105,8 @@ def _control(fake: FakeHoncho, path: str, body) -> tuple[int, object]:
             return 200, {}
         if path == "/_fake/remember":
             key = (body["observer"], body["target"])
-            fake.representations[key], fake.cards[key] = body.get("representation"), body.get("card")
+            fake.representations[key], fake.cards[key] = (body.get("representation"),
+                                                          body.get("card"))
             return 200, {}
     return 404, {"detail": "unknown control route"}
 
@@ -112,16 +116,17 @@ class LoopbackServer:
 
     def __init__(self, fake: FakeHoncho, trickle_s: float | None = None) -> None:
         self.fake = fake
-        self.seen: list[dict] = []  # every API request as it arrived: method, path with query, headers, body
+        # every API request as it arrived: method, path with query, headers, body
+        self.seen: list[dict] = []
         self._stop = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake, self._stop, self.seen,
-                                                                                 trickle_s))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0),
+                                           _handler_for(fake, self._stop, self.seen, trickle_s))
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        # A short poll: close() waits for the serving loop to see the shutdown (half a second at the default,
-        # paid by every test that serves a fake).
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(POLL_S,), name="fake-honcho",
-                                        daemon=True)
+        # A short poll: close() waits for the serving loop to see the shutdown (half a second at the
+        # default, paid by every test that serves a fake).
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(POLL_S,),
+                                        name="fake-honcho", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
@@ -132,7 +137,8 @@ class LoopbackServer:
 
 
 def serve(fake: FakeHoncho | None = None, trickle_s: float | None = None) -> LoopbackServer:
-    """A loopback server for `fake`; with `trickle_s`, each answer's body comes a byte every `trickle_s`."""
+    """A loopback server for `fake`; with `trickle_s`, each answer's body comes a byte every
+    `trickle_s`."""
     return LoopbackServer(fake or FakeHoncho(), trickle_s)
 
 

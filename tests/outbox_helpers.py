@@ -1,4 +1,5 @@
-"""Helpers for outbox tests: a manual clock, event factories, and child processes on the same file."""
+"""Helpers for outbox tests: a manual clock, event factories, and child processes on the same
+file."""
 
 from __future__ import annotations
 
@@ -36,19 +37,23 @@ class ManualClock:
         self.now += seconds
 
 
-def event(n: int, session: str = "chat-a", content: str | None = None, dest: str = DEST) -> NewEvent:
-    return NewEvent(id=f"ev_{session}_{n}", destination=dest, workspace_id="agent-zero", session_id=session,
-                    peer_id="user", role="user", content=content or f"message {n}", captured_at=1_700_000_000.0 + n)
+def event(n: int, session: str = "chat-a", content: str | None = None,
+          dest: str = DEST) -> NewEvent:
+    return NewEvent(id=f"ev_{session}_{n}", destination=dest, workspace_id="agent-zero",
+                    session_id=session, peer_id="user", role="user",
+                    content=content or f"message {n}", captured_at=1_700_000_000.0 + n)
 
 
 def enqueue(box: Outbox, events: list[NewEvent]) -> EnqueueResult:
-    """Store one message's events, as capture stores each message (one batch of `enqueue_batches`)."""
+    """Store one message's events, as capture stores each message (one batch of
+    `enqueue_batches`)."""
     return box.enqueue_batches([events])[0]
 
 
 def lease(box: Outbox, owner: str, batch_size: int, lease_s: float = 60.0,
           destination: str | None = None) -> list[LeasedEvent]:
-    """The batch `owner` leases next, as the worker leases it: one settle_and_lease with nothing to settle."""
+    """The batch `owner` leases next, as the worker leases it: one settle_and_lease with nothing to
+    settle."""
     batches = box.settle_and_lease(Settlement(), owner, 1, batch_size, lease_s, destination)
     return batches[0] if batches else []
 
@@ -60,9 +65,10 @@ def settle(box: Outbox, owner: str, settlement: Settlement) -> None:
 
 
 def write_journal(service, tries: int = 50) -> bool:
-    """Move what the capture journal holds into the outbox on this thread, as the writer's passes do;
-    True once it is empty. A try that meets the writer's own pass, or the outbox locked (a worker thread
-    creating it), waits for that lock, then leaves what it could not write to the next try."""
+    """Move what the capture journal holds into the outbox on this thread, as the writer's passes
+    do; True once it is empty. A try that meets the writer's own pass, or the outbox locked (a
+    worker thread creating it), waits for that lock, then leaves what it could not write to the
+    next try."""
     for _ in range(tries):
         service.write_pending()
         if service.journal is None or len(service.journal) == 0:
@@ -71,18 +77,21 @@ def write_journal(service, tries: int = 50) -> bool:
 
 
 def stub_host_events(test, host) -> list[tuple]:
-    """(session, peer, role, content) of every event the plugin in a stub Agent Zero (hub_testkit) queued, in
-    capture order, once its capture journal is written (the writer thread may not have run yet)."""
+    """(session, peer, role, content) of every event the plugin in a stub Agent Zero (hub_testkit)
+    queued, in capture order, once its capture journal is written (the writer thread may not have
+    run yet)."""
     from usr.plugins.honcho.extensions.honcho_bridge.process_hub import global_settings, hub
 
     test.assertTrue(write_journal(hub().capture(global_settings())))
     path = host.config["outbox_path"]
     if not os.path.exists(path):
         return []
-    Outbox(path).close()  # another thread may be creating it right now: read it once its schema is there
+    # another thread may be creating it right now: read it once its schema is there
+    Outbox(path).close()
     conn = sqlite3.connect(path)
     try:
-        return conn.execute("SELECT session_id, peer_id, role, content FROM events ORDER BY seq").fetchall()
+        return conn.execute(
+            "SELECT session_id, peer_id, role, content FROM events ORDER BY seq").fetchall()
     finally:
         conn.close()
 
@@ -94,8 +103,8 @@ def temp_outbox_path(test) -> str:
 
 
 def on_disk(path: str) -> tuple[dict[str, int], dict[str, bytes]]:
-    """Size and bytes of the outbox's main file and of its WAL (absent counts as empty). Read while the
-    outbox is open, as anyone could; the test makes no further write after it."""
+    """Size and bytes of the outbox's main file and of its WAL (absent counts as empty). Read while
+    the outbox is open, as anyone could; the test makes no further write after it."""
     sizes, texts = {}, {}
     for suffix in ("", "-wal"):
         try:
@@ -108,9 +117,9 @@ def on_disk(path: str) -> tuple[dict[str, int], dict[str, bytes]]:
 
 
 def read_outbox(path: str, sql: str, params: tuple = ()) -> list[tuple]:
-    """The rows `sql` reads from the outbox FILE through a connection of the test's own: what is on disk
-    (committed rows, the header's pragmas such as user_version), as any other reader of the file sees it.
-    Never creates the file."""
+    """The rows `sql` reads from the outbox FILE through a connection of the test's own: what is on
+    disk (committed rows, the header's pragmas such as user_version), as any other reader of the
+    file sees it. Never creates the file."""
     conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True)
     try:
         return conn.execute(sql, params).fetchall()
@@ -125,8 +134,8 @@ def schema_version(path: str) -> int:
 
 @contextlib.contextmanager
 def connections_to(path: str) -> Iterator[list[sqlite3.Connection]]:
-    """The SQLite connections this process opens to `path` inside the block, caught where the standard
-    library makes them (sqlite3.connect), as an httpx.MockTransport catches HTTP requests.
+    """The SQLite connections this process opens to `path` inside the block, caught where the
+    standard library makes them (sqlite3.connect), as an httpx.MockTransport catches HTTP requests.
 
     For what lives in a connection and not in the file: its settings (synchronous, busy_timeout,
     secure_delete, journal_size_limit) and the statements it runs (`set_trace_callback`)."""
@@ -143,42 +152,47 @@ def connections_to(path: str) -> Iterator[list[sqlite3.Connection]]:
         yield opened
 
 
-def open_with_connection(path: str, open_outbox: Callable[[], Opened]) -> tuple[Opened, sqlite3.Connection]:
-    """An Outbox (or Database) `open_outbox` opens on `path`, and the connection to the file it keeps (its
-    last one)."""
+def open_with_connection(path: str,
+                         open_outbox: Callable[[], Opened]) -> tuple[Opened, sqlite3.Connection]:
+    """An Outbox (or Database) `open_outbox` opens on `path`, and the connection to the file it
+    keeps (its last one)."""
     with connections_to(path) as opened:
         box = open_outbox()
     return box, opened[-1]
 
 
 def put_row(path: str, table: str, values: dict) -> None:
-    """Write one row straight into the outbox's `table`, as another program, or a process whose clock is
-    wrong, could: nothing of the plugin checks it on the way in."""
+    """Write one row straight into the outbox's `table`, as another program, or a process whose
+    clock is wrong, could: nothing of the plugin checks it on the way in."""
     conn = sqlite3.connect(path)
     try:
         marks = ", ".join("?" * len(values))
-        conn.execute(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({marks})", tuple(values.values()))
+        conn.execute(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({marks})",
+                     tuple(values.values()))
         conn.commit()
     finally:
         conn.close()
 
 
 def circuit_row(destination: str, now: float, **changed) -> dict:
-    """A `shared_circuits` row as a process of the plugin writes it, opened at `now`, with `changed` columns."""
-    return {"destination": destination, "code": "unreachable", "open_until": now + 60, "failures": 2,
-            "opened_at": now, **changed}
+    """A `shared_circuits` row as a process of the plugin writes it, opened at `now`, with `changed`
+    columns."""
+    return {"destination": destination, "code": "unreachable", "open_until": now + 60,
+            "failures": 2, "opened_at": now, **changed}
 
 
 def process_row(owner: str, pid: int, beat_at: float, **fields) -> dict:
-    """A `worker_processes` row (every column) as a worker writes it, beating at `beat_at`, with `fields`."""
+    """A `worker_processes` row (every column) as a worker writes it, beating at `beat_at`, with
+    `fields`."""
     values = dict.fromkeys(COLUMNS)
-    values.update(owner=owner, pid=pid, host="box", started_at=beat_at - 100, beat_at=beat_at, beat_every_s=5.0,
-                  state="idle", sent=0, reconciled=0, failed=0, dead=0)
+    values.update(owner=owner, pid=pid, host="box", started_at=beat_at - 100, beat_at=beat_at,
+                  beat_every_s=5.0, state="idle", sent=0, reconciled=0, failed=0, dead=0)
     values.update(fields)
     return values
 
 
-def build_legacy_outbox(conn: sqlite3.Connection, version: int, rows: dict[str, tuple[str, str | None]]) -> None:
+def build_legacy_outbox(conn: sqlite3.Connection, version: int,
+                        rows: dict[str, tuple[str, str | None]]) -> None:
     """The schema steps before `version` as a plugin from before the application id stamp ran them
     (application_id stays 0), plus `rows`: event id -> (state, error code)."""
     for step in MIGRATIONS[:version]:
@@ -186,9 +200,10 @@ def build_legacy_outbox(conn: sqlite3.Connection, version: int, rows: dict[str, 
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {int(version)}")
     for event_id, (state, code) in rows.items():
-        conn.execute("INSERT INTO events (id, destination, workspace_id, session_id, peer_id, role, content,"
-                     " captured_at, next_attempt_at, updated_at, state, error_code)"
-                     " VALUES (?, 'd', 'w', 's', 'p', 'user', 'c', 0, 0, 0, ?, ?)", (event_id, state, code))
+        conn.execute("INSERT INTO events (id, destination, workspace_id, session_id, peer_id, role,"
+                     " content, captured_at, next_attempt_at, updated_at, state, error_code)"
+                     " VALUES (?, 'd', 'w', 's', 'p', 'user', 'c', 0, 0, 0, ?, ?)",
+                     (event_id, state, code))
 
 
 def legacy_outbox(path: str, version: int, rows: dict[str, tuple[str, str | None]]) -> None:
@@ -200,8 +215,9 @@ def legacy_outbox(path: str, version: int, rows: dict[str, tuple[str, str | None
     conn.close()
 
 
-# A plugin from before the stamp, killed after its first migration: everything but the WAL switch is
-# still only in the -wal file (nothing checkpointed it), so the main file's header says user_version 0.
+# A plugin from before the stamp, killed after its first migration: everything but the WAL switch
+# is still only in the -wal file (nothing checkpointed it), so the main file's header says
+# user_version 0.
 CHILD_LEGACY_KILLED = r"""
 import os, sqlite3, sys
 sys.path.insert(0, sys.argv[1])
@@ -220,7 +236,8 @@ from honcho_hub.storage.outbox import Outbox, NewEvent
 path, tag, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
 box = Outbox(path, busy_timeout_s=5.0, max_rows=1_000_000)
 for i in range(count):
-    box.enqueue_batches([[NewEvent(f"ev_{tag}_{i}", "d", "w", f"chat-{tag}", "user", "user", f"{tag} {i}", float(i))]])
+    box.enqueue_batches([[NewEvent(f"ev_{tag}_{i}", "d", "w", f"chat-{tag}", "user", "user",
+                                   f"{tag} {i}", float(i))]])
 box.close()
 print("done")
 """
@@ -237,9 +254,11 @@ print("released", flush=True)
 
 
 def run_child(script: str, *args: str) -> subprocess.Popen:
-    """A child Python running `script`; its working folder is a temporary one, never the checkout."""
-    return subprocess.Popen([sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+    """A child Python running `script`; its working folder is a temporary one, never the
+    checkout."""
+    return subprocess.Popen([sys.executable, "-c", script, *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tempfile.gettempdir())
 
 
 def hold_write_lock(path: str) -> subprocess.Popen:

@@ -1,7 +1,8 @@
-"""A trickling Honcho in fake time: answers come a byte at a time, each byte costing a step on a manual clock.
+"""A trickling Honcho in fake time: answers come a byte at a time, each byte costing a step on a
+manual clock.
 
-A server that answers slowly but within every read timeout, without waiting for real: `Trickling` wraps any
-httpx transport (the fake Honcho's), so what reads the answer moves the clock as it reads.
+A server that answers slowly but within every read timeout, without waiting for real: `Trickling`
+wraps any httpx transport (the fake Honcho's), so what reads the answer moves the clock as it reads.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from outbox_helpers import ManualClock
 
 
 class TrickledBody(httpx.SyncByteStream):
-    """One answer's body, a byte per iteration, each moving the clock by `step_s`; says how much was read."""
+    """One answer's body, a byte per iteration, each moving the clock by `step_s`; says how much was
+    read."""
 
     def __init__(self, body: bytes, clock: ManualClock, step_s: float) -> None:
         self.body, self.clock, self.step_s = body, clock, step_s
@@ -36,7 +38,8 @@ class TrickledBody(httpx.SyncByteStream):
 
 
 class Trickling(httpx.BaseTransport):
-    """`inner`'s answers, each body trickled at `step_s` a byte on `clock`; `bodies` keeps every one."""
+    """`inner`'s answers, each body trickled at `step_s` a byte on `clock`; `bodies` keeps every
+    one."""
 
     def __init__(self, inner: httpx.BaseTransport, clock: ManualClock, step_s: float) -> None:
         self.inner, self.clock, self.step_s = inner, clock, step_s

@@ -1,9 +1,11 @@
 """Child processes for multi-process delivery tests: a real DeliveryWorker against a loopback fake.
 
-    python tests/worker_child.py drain   <outbox> <api_url> <timeout_s>   -> prints what moved (JSON)
-    python tests/worker_child.py hang    <outbox> <api_url>               -> sends and hangs until killed
-    python tests/worker_child.py exit    <outbox> <api_url>               -> a step begins as the process
-                                                                             exits; prints whether it stopped
+    python tests/worker_child.py drain <outbox> <api_url> <timeout_s>
+        -> prints what moved (JSON)
+    python tests/worker_child.py hang <outbox> <api_url>
+        -> sends and hangs until killed
+    python tests/worker_child.py exit <outbox> <api_url>
+        -> a step begins as the process exits; prints whether it stopped
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ KEY = "loopback-test-key"
 
 def main() -> None:
     mode, outbox, api_url = sys.argv[1:4]
-    settings = build_settings({"outbox_path": outbox, "api_url": api_url, "sdk_timeout_s": 40, "batch_size": 10},
+    settings = build_settings({"outbox_path": outbox, "api_url": api_url, "sdk_timeout_s": 40,
+                               "batch_size": 10},
                               {"HONCHO_API_KEY": KEY}, {})
     if mode == "exit":
         return step_while_exiting(settings)
@@ -39,7 +42,8 @@ def main() -> None:
 
 def step_while_exiting(settings) -> None:
     """The worker's first step waits until the interpreter is exiting (atexit handlers run after the
-    standard library refused new thread-pool work), as a worker's timer firing during shutdown would."""
+    standard library refused new thread-pool work), as a worker's timer firing during shutdown
+    would."""
     exiting = threading.Event()
     worker = DeliveryWorker(lambda: exiting.wait() and settings)
     worker.start()
