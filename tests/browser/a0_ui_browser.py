@@ -1,8 +1,8 @@
-"""The plugin in the real Agent Zero v1.7 web UI, in headless Chromium: the sidebar line and panel, each
-action and its toast, the memory inspector, the settings page in global and project scope, that none
-of it restyles Agent Zero or another plugin, and that markup from outside (Honcho, the MCP server, a chat
-id, an error) is shown as text. Layout is asserted from computed styles and element boxes. The MCP URL
-is a loopback fake MCP server (tests/mcp_fake.py), whose name a test may set.
+"""The plugin in the real Agent Zero v1.7 web UI, in headless Chromium: the sidebar line and panel,
+each action and its toast, the memory inspector, the settings page in global and project scope, that
+none of it restyles Agent Zero or another plugin, and that markup from outside (Honcho, the MCP
+server, a chat id, an error) is shown as text. Layout is asserted from computed styles and element
+boxes. The MCP URL is a loopback fake MCP server (tests/mcp_fake.py), whose name a test may set.
 
 Runs under Agent Zero's Python (`$A0_PYTHON`, which has Playwright) with `A0_HARNESS` and
 `HONCHO_REAL_URL` set: `.ci/run` runs it, or `$A0_PYTHON tests/browser/a0_ui_browser.py`. The UI is
@@ -39,14 +39,19 @@ SCRIPTED_ANSWER = "Noted: you keep two sailing boats."
 OUR_FILES = "**/plugins/honcho/**"
 PX = 1.5  # tolerance for sub-pixel layout
 
-# Computed styles that give an element its place and look; compared with our extension present and absent.
-STYLE_PROBE = """(selectors) => selectors.flatMap(sel => [...document.querySelectorAll(sel)].slice(0, 60).map((el, i) => {
+# Computed styles that give an element its place and look; compared with our extension present
+# and absent. (A backslash at a line's end inside these scripts joins it to the next line.)
+STYLE_PROBE = """(selectors) => selectors.flatMap(sel => [...document.querySelectorAll(sel)]\
+.slice(0, 60).map((el, i) => {
   const c = getComputedStyle(el), b = el.getBoundingClientRect();
-  return [sel + '#' + i, c.display, c.gridTemplateColumns, c.marginLeft, c.marginRight, c.paddingLeft,
-          c.paddingRight, c.fontSize, c.fontWeight, c.color, Math.round(b.left), Math.round(b.width)].join(' | ');
+  return [sel + '#' + i, c.display, c.gridTemplateColumns, c.marginLeft, c.marginRight, \
+c.paddingLeft,
+          c.paddingRight, c.fontSize, c.fontWeight, c.color, Math.round(b.left), \
+Math.round(b.width)].join(' | ');
 }))"""
-# Logs the fake time and `light` flag of each status request as the page sends it (its fetch call, in the
-# page's own clock), so intervals are measured in fake time, whatever the network's real delay.
+# Logs the fake time and `light` flag of each status request as the page sends it (its fetch call,
+# in the page's own clock), so intervals are measured in fake time, whatever the network's real
+# delay.
 RECORD_STATUS_POLLS = """() => {
   globalThis.honchoTestPolls = [];
   const send = globalThis.fetch;
@@ -60,12 +65,14 @@ RECORD_STATUS_POLLS = """() => {
 # What Agent Zero's chat list and state sync hold, for a chat that was not selected.
 SYNC_STATE = """() => { const c = Alpine.store('chats'), s = Alpine.store('sync');
   return {selected: c.selected, contexts: (c.contexts || []).length, sync_mode: s && s.mode}; }"""
-# Whether a user sees the element and can click it: its centre hits it, not something drawn over it, and it
-# is not clipped away (a zero-height box, or a point outside the overflow box that holds it).
-SEEN = """(el) => { const b = el.getBoundingClientRect(); if (b.width < 1 || b.height < 1) return false;
-  const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2); return !!hit && el.contains(hit); }"""
-# Records every element our markup would create, from now on, wherever it is added (a toast is gone seconds
-# after it showed; its image's onerror would already have run).
+# Whether a user sees the element and can click it: its centre hits it, not something drawn over it,
+# and it is not clipped away (a zero-height box, or a point outside the overflow box that holds it).
+SEEN = """(el) => { const b = el.getBoundingClientRect(); \
+if (b.width < 1 || b.height < 1) return false;
+  const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2); \
+return !!hit && el.contains(hit); }"""
+# Records every element our markup would create, from now on, wherever it is added (a toast is gone
+# seconds after it showed; its image's onerror would already have run).
 WATCH_MARKUP = """() => { globalThis.honchoMarkupSeen = [];
   new MutationObserver(records => { for (const r of records) for (const n of r.addedNodes) {
     if (n.nodeType !== 1) continue;
@@ -73,7 +80,8 @@ WATCH_MARKUP = """() => { globalThis.honchoMarkupSeen = [];
       if (el.id === 'honchoxss' || (el.tagName === 'IMG' && el.getAttribute('src') === 'x')) {
         globalThis.honchoMarkupSeen.push(el.outerHTML.slice(0, 120)); } } } })
     .observe(document, {subtree: true, childList: true}); }"""
-BOX = """(el) => { const b = el.getBoundingClientRect(); return {left: b.left, right: b.right, width: b.width}; }"""
+BOX = ("(el) => { const b = el.getBoundingClientRect();"
+       " return {left: b.left, right: b.right, width: b.width}; }")
 
 
 def free_port() -> int:
@@ -97,14 +105,16 @@ class AgentZeroUi:
                                 f"a0host.write_script(host.tree, [{SCRIPTED_ANSWER!r}])")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        started = subprocess.run([os.path.join(REAL_AGENT_ZERO, "serve-ui"), self.tree, "--port", str(self.port)],
-                                 env=self.env, capture_output=True, text=True, timeout=180)
+        started = subprocess.run(
+            [os.path.join(REAL_AGENT_ZERO, "serve-ui"), self.tree, "--port", str(self.port)],
+            env=self.env, capture_output=True, text=True, timeout=180)
         if started.returncode != 0:
             raise RuntimeError(f"serve-ui failed: {started.stderr[-2000:]}")
 
     def _run_in_agent_zero(self, code: str) -> None:
         script = f"import a0host; host = a0host.start({self.tree!r}); {code}"
-        done = subprocess.run([sys.executable, "-c", script], env={**self.env, "PYTHONPATH": required_env("A0_HARNESS")},
+        done = subprocess.run([sys.executable, "-c", script],
+                              env={**self.env, "PYTHONPATH": required_env("A0_HARNESS")},
                               capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise RuntimeError(f"preparing the tree failed: {done.stderr[-2000:]}")
@@ -115,12 +125,13 @@ class AgentZeroUi:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def honcho(self):
-        """One client of the real Honcho for the whole run (a client per call left its sockets unclosed)."""
+        """One client of the real Honcho for the whole run (a client per call left its sockets
+        unclosed)."""
         from honcho import Honcho
 
         if self._honcho is None:
-            self._honcho = Honcho(base_url=self.env["HONCHO_API_URL"], workspace_id=self.workspace_id, max_retries=0,
-                                  timeout=10)
+            self._honcho = Honcho(base_url=self.env["HONCHO_API_URL"],
+                                  workspace_id=self.workspace_id, max_retries=0, timeout=10)
         return self._honcho
 
     def honcho_messages(self, session_id: str) -> list:
@@ -135,7 +146,8 @@ class AgentZeroUi:
         session.add_messages([peers[i % 2].message(text) for i, text in enumerate(texts)])
 
     def short_summary(self, session_id: str) -> str | None:
-        """The session's short summary in the real Honcho (its fake LLM writes it every 4 messages)."""
+        """The session's short summary in the real Honcho (its fake LLM writes it every 4
+        messages)."""
         found = self.honcho().session(session_id).summaries().short_summary
         return found.content if found else None
 
@@ -147,23 +159,28 @@ class AgentZeroUi:
         a0host.write_script(self.tree, replies)
 
     def set_card(self, facts: list[str]) -> None:
-        """The agent's card of the user, set straight in the real Honcho (the plugin's default peer ids)."""
+        """The agent's card of the user, set straight in the real Honcho (the plugin's default peer
+        ids)."""
         self.honcho().peer("agent-zero").set_card(facts, target="user")
 
     def conclude(self, content: str, session_id: str) -> str:
-        """A conclusion of the agent about the user, made straight in the real Honcho in `session_id`; its id."""
+        """A conclusion of the agent about the user, made straight in the real Honcho in
+        `session_id`; its id."""
         honcho = self.honcho()
         agent, user = honcho.peer("agent-zero"), honcho.peer("user")
         honcho.session(session_id).add_peers([agent, user])
-        return agent.conclusions_of("user").create([{"content": content, "session_id": session_id}])[0].id
+        return agent.conclusions_of("user").create(
+            [{"content": content, "session_id": session_id}])[0].id
 
     def conclusions(self) -> dict[str, str]:
         """The agent's conclusions about the user in the real Honcho: id -> text."""
-        return {c.id: c.content for c in self.honcho().peer("agent-zero").conclusions_of("user").list(size=100).items}
+        return {c.id: c.content for c in self.honcho().peer("agent-zero").conclusions_of("user")
+                .list(size=100).items}
 
 
 ui: AgentZeroUi
-mcp: McpFake  # the MCP server the plugin's check reaches: a loopback fake whose serverInfo a test may set
+# The MCP server the plugin's check reaches: a loopback fake whose serverInfo a test may set.
+mcp: McpFake
 shots: str
 
 
@@ -190,11 +207,11 @@ def tearDownModule():
 
 class UiCase(unittest.TestCase):
     def open_page(self, block_ours: bool = False, fake_clock: bool = False):
-        """Agent Zero's home page with the sidebar open. Agent Zero's own page sometimes fails to build
-        its sidebar at load: its quick-actions component teleports (Alpine `x-teleport`) into a slot that
-        does not exist yet, and Alpine's `appendChild` on null stops the sidebar (seen in 3 of 6 CI runs
-        on fresh target state, never in 55 loads in a row outside CI). When no page error comes from our
-        files, the page is loaded once more, and the test says so."""
+        """Agent Zero's home page with the sidebar open. Agent Zero's own page sometimes fails to
+        build its sidebar at load: its quick-actions component teleports (Alpine `x-teleport`) into
+        a slot that does not exist yet, and Alpine's `appendChild` on null stops the sidebar (seen
+        in 3 of 6 CI runs on fresh target state, never in 55 loads in a row outside CI). When no
+        page error comes from our files, the page is loaded once more, and the test says so."""
         for attempt in (1, 2):
             page, errors = self._load(block_ours, fake_clock)
             try:
@@ -206,14 +223,15 @@ class UiCase(unittest.TestCase):
                 if attempt == 2 or any("/plugins/honcho/" in error for error in errors):
                     raise AssertionError(f"Agent Zero's sidebar did not render: {shown!r}; "
                                          f"page errors: {errors}") from exc
-                print(f"browser: Agent Zero's page did not render (page errors: {errors}); loading it again",
-                      file=sys.stderr)
+                print(f"browser: Agent Zero's page did not render (page errors: {errors}); "
+                      "loading it again", file=sys.stderr)
                 page.close()
 
     def _load(self, block_ours: bool, fake_clock: bool):
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         self.addCleanup(page.close)
-        if fake_clock:  # fake timers; they run with real time until the test pauses them (clock.pause_at)
+        # Fake timers; they run with real time until the test pauses them (clock.pause_at).
+        if fake_clock:
             page.clock.install()
         if block_ours:
             page.route(OUR_FILES, lambda route: route.abort())
@@ -227,39 +245,43 @@ class UiCase(unittest.TestCase):
     def open_settings(self, page, plugin_title: str):
         page.click("#header-settings")
         page.locator(".settings-tab", has_text="Agent Settings").click()
-        page.locator(".plugin-card", has_text=plugin_title).get_by_role("button", name="Config").click()
+        page.locator(".plugin-card", has_text=plugin_title).get_by_role(
+            "button", name="Config").click()
         page.locator(".plugin-settings-body").wait_for()
-        page.wait_for_function("() => !document.querySelector('.plugin-settings-loading')?.offsetParent")
-        # Agent Zero moves a modal's footer out of its scrolling body one animation frame after the content
-        # loads (webui/js/modals.js); measured before that, the buttons sit 16 px to the left (the CI failure
-        # of c9bb7eb: Save at 852 instead of 868).
+        page.wait_for_function(
+            "() => !document.querySelector('.plugin-settings-loading')?.offsetParent")
+        # Agent Zero moves a modal's footer out of its scrolling body one animation frame after the
+        # content loads (webui/js/modals.js); measured before that, the buttons sit 16 px to the
+        # left (the CI failure of c9bb7eb: Save at 852 instead of 868).
         page.wait_for_function("() => [...document.querySelectorAll('[data-modal-footer]')]"
-                               ".every(footer => footer.parentElement.classList.contains('modal-footer-slot'))")
+                               ".every(footer => footer.parentElement.classList"
+                               ".contains('modal-footer-slot'))")
         # Modals slide in: measure once every finite animation has ended (spinners run forever).
         page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running'"
                                " || a.effect.getComputedTiming().endTime === Infinity)")
 
     def new_chat(self, page) -> str:
-        """Click New Chat and wait until Agent Zero selected it (a message sent before that is lost). The
-        selection needs a state snapshot from Agent Zero's own sync (a websocket, polling as its fallback),
-        which took over 30 s in 1 of 5 runs right after the host suites, while the real Honcho's deriver
-        still worked through their messages on both cores; twice in CI and once under load here no snapshot
-        came at all (the chat list stayed empty: `contexts: 0`). The sync mode is recorded, and when no
-        snapshot came the page is loaded once more (a user's remedy), which says so; Agent Zero reopens the
-        chat it created from its session storage."""
+        """Click New Chat and wait until Agent Zero selected it (a message sent before that is
+        lost). The selection needs a state snapshot from Agent Zero's own sync (a websocket, polling
+        as its fallback), which took over 30 s in 1 of 5 runs right after the host suites, while the
+        real Honcho's deriver still worked through their messages on both cores; twice in CI and
+        once under load here no snapshot came at all (the chat list stayed empty: `contexts: 0`).
+        The sync mode is recorded, and when no snapshot came the page is loaded once more (a user's
+        remedy), which says so; Agent Zero reopens the chat it created from its session storage."""
         page.locator("h3.welcome-action-title", has_text="New Chat").click()
         reloaded = False
         while True:
             try:
-                page.wait_for_function("() => !!Alpine.store('chats').selectedContext", timeout=60_000)
+                page.wait_for_function("() => !!Alpine.store('chats').selectedContext",
+                                       timeout=60_000)
                 return page.evaluate("() => globalThis.getContext()")
             except Exception as exc:  # say what the chats and sync stores held instead
                 held = page.evaluate(SYNC_STATE)
                 if reloaded or held["contexts"] or not held["selected"]:
                     raise AssertionError(f"the new chat was not selected: {held}; "
                                          f"page errors: {self.page_errors}") from exc
-                print(f"browser: no state snapshot from Agent Zero within 60 s ({held}); loading the page again",
-                      file=sys.stderr)
+                print(f"browser: no state snapshot from Agent Zero within 60 s ({held}); "
+                      "loading the page again", file=sys.stderr)
                 page.reload(wait_until="networkidle")
                 if page.locator("#left-panel.hidden").count():
                     page.click("#toggle-sidebar")
@@ -275,25 +297,32 @@ class UiCase(unittest.TestCase):
 class SidebarTest(UiCase):
     def test_the_line_sits_aligned_with_preferences_and_is_live_while_collapsed(self):
         page = self.open_page()
-        line, header = page.locator(".honcho-sidebar-line"), page.locator(".pref-section .pref-header")
+        line, header = (page.locator(".honcho-sidebar-line"),
+                        page.locator(".pref-section .pref-header"))
         self.assertAlmostEqual(self.box(line)["left"], self.box(header)["left"], delta=PX)
         self.assertAlmostEqual(self.box(line)["right"], self.box(header)["right"], delta=PX)
         self.assertEqual(page.locator("[data-testid=honcho-panel]").count(), 0)  # collapsed
         headline = page.locator(".honcho-sidebar-headline")
-        wait_for(lambda: headline.inner_text() not in ("", "Checking…"), 15, "the collapsed line's first status")
-        self.assertRegex(headline.inner_text(), r"^(Honcho not yet reached|\d+ queued · worker \w+)$")
+        wait_for(lambda: headline.inner_text() not in ("", "Checking…"), 15,
+                 "the collapsed line's first status")
+        self.assertRegex(headline.inner_text(),
+                         r"^(Honcho not yet reached|\d+ queued · worker \w+)$")
 
     def test_the_line_polls_light_status_every_30_s_and_the_open_panel_full_status_every_5_s(self):
         page = self.open_page(fake_clock=True)
-        # The fake clock ran with real time through the load: stop it, then move it only by steps.
-        page.clock.pause_at((page.evaluate("Date.now()") + 2_000) / 1000)  # Playwright's Python API: seconds
+        # The fake clock ran with real time through the load: stop it, then move it only by steps
+        # (Playwright's Python API: seconds).
+        page.clock.pause_at((page.evaluate("Date.now()") + 2_000) / 1000)
         page.evaluate(RECORD_STATUS_POLLS)
-        asked: list[bool] = []  # the `light` flag of each status request that reached Agent Zero, in order
+        # The `light` flag of each status request that reached Agent Zero, in order.
+        asked: list[bool] = []
         page.on("request", lambda r: asked.append(json.loads(r.post_data or "{}").get("light"))
                 if r.url.endswith("/plugins/honcho/honcho_status") else None)
 
-        def polls() -> list[tuple[int, bool]]:  # (fake time, light) of each status request the page sent
-            return [(poll["at"], poll["light"]) for poll in page.evaluate("() => globalThis.honchoTestPolls")]
+        # (fake time, light) of each status request the page sent.
+        def polls() -> list[tuple[int, bool]]:
+            return [(poll["at"], poll["light"])
+                    for poll in page.evaluate("() => globalThis.honchoTestPolls")]
 
         def step_to(at: int) -> None:
             page.clock.run_for(at - page.evaluate("Date.now()"))
@@ -307,7 +336,8 @@ class SidebarTest(UiCase):
         step_to(first + 29_000)
         self.assertEqual(len(polls()), 1, "no poll within 29 s of the last")
         step_to(first + 30_000)
-        self.assertEqual(polls(), [(first, True), (first + 30_000, True)], "the next light poll 30 s after it")
+        self.assertEqual(polls(), [(first, True), (first + 30_000, True)],
+                         "the next light poll 30 s after it")
         wait_for(lambda: asked == [True, True], 10, "both light requests at Agent Zero")
 
         page.click(".honcho-sidebar-line")
@@ -320,21 +350,27 @@ class SidebarTest(UiCase):
         self.assertEqual(polls()[3:], [(opened[0] + 5_000, False)], "a full poll 5 s after opening")
         page.click(".honcho-sidebar-line")
         wait_for(lambda: len(polls()) == 5, 10, "a status request when the panel closes")
-        self.assertEqual(polls()[4], (opened[0] + 5_000, True), "back to light when the panel closes")
-        wait_for(lambda: asked == [True, True, False, False, True], 10, "every request at Agent Zero")
+        self.assertEqual(polls()[4], (opened[0] + 5_000, True),
+                         "back to light when the panel closes")
+        wait_for(lambda: asked == [True, True, False, False, True], 10,
+                 "every request at Agent Zero")
 
     def test_no_status_poll_starts_while_the_last_one_is_still_running(self):
         page = self.open_page(fake_clock=True)
-        page.clock.pause_at((page.evaluate("Date.now()") + 2_000) / 1000)  # then moved only by steps
+        # The fake clock stopped, then moved only by steps.
+        page.clock.pause_at((page.evaluate("Date.now()") + 2_000) / 1000)
         page.evaluate(RECORD_STATUS_POLLS)
-        held: list = []  # status requests Agent Zero has not answered yet: a slow Honcho behind them
+        # Status requests Agent Zero has not answered yet: a slow Honcho behind them.
+        held: list = []
         page.route("**/plugins/honcho/honcho_status", lambda route: held.append(route))
 
         def polls() -> list[tuple[int, bool]]:
-            return [(poll["at"], poll["light"]) for poll in page.evaluate("() => globalThis.honchoTestPolls")]
+            return [(poll["at"], poll["light"])
+                    for poll in page.evaluate("() => globalThis.honchoTestPolls")]
 
         page.click(".honcho-sidebar-line")
-        wait_for(lambda: len(polls()) == 1 and len(held) == 1, 10, "the open panel's full status, unanswered")
+        wait_for(lambda: len(polls()) == 1 and len(held) == 1, 10,
+                 "the open panel's full status, unanswered")
         for _ in range(3):  # three 5 s polls come due while it runs
             page.clock.run_for(5_000)
         self.assertEqual(len(polls()), 1, "no status request while the last one runs")
@@ -354,37 +390,46 @@ class SidebarTest(UiCase):
         # The only test that sends a chat: before it, nothing of this tree has reached Honcho.
         page = self.open_page()
         headline = page.locator(".honcho-sidebar-headline")
-        wait_for(lambda: headline.inner_text() == "Honcho not yet reached", 15, "the neutral line before any chat")
-        self.assertIn("honcho-sidebar-neutral", page.locator(".honcho-sidebar-dot").get_attribute("class"))
+        wait_for(lambda: headline.inner_text() == "Honcho not yet reached", 15,
+                 "the neutral line before any chat")
+        self.assertIn("honcho-sidebar-neutral",
+                      page.locator(".honcho-sidebar-dot").get_attribute("class"))
         context_id = self.new_chat(page)
         page.fill("#chat-input", "I keep two sailing boats at the marina")
         page.press("#chat-input", "Enter")
         page.get_by_text(SCRIPTED_ANSWER).first.wait_for(timeout=60_000)
         messages = wait_for(lambda: len(ui.honcho_messages(f"chat-{context_id}")) >= 2
                             and ui.honcho_messages(f"chat-{context_id}"), 30, "the chat in Honcho")
-        self.assertEqual([m.content for m in messages], ["I keep two sailing boats at the marina", SCRIPTED_ANSWER])
+        self.assertEqual([m.content for m in messages],
+                         ["I keep two sailing boats at the marina", SCRIPTED_ANSWER])
 
         page.click(".honcho-sidebar-line")
         panel = page.locator("[data-testid=honcho-panel]")
         panel.locator("[data-field=api_reach]").wait_for()
         # The panel first shows the line's last status; the full one follows within a refresh.
-        wait_for(lambda: panel.locator("[data-field=api_reach]").inner_text().startswith("yes, "), 15,
-                 "the panel showing Honcho reached")
-        self.assertRegex(panel.locator("[data-field=queue]").inner_text(), r"^0 pending · 0 sending · 0 dead")
+        wait_for(lambda: panel.locator("[data-field=api_reach]").inner_text().startswith("yes, "),
+                 15, "the panel showing Honcho reached")
+        self.assertRegex(panel.locator("[data-field=queue]").inner_text(),
+                         r"^0 pending · 0 sending · 0 dead")
         self.assertEqual(panel.locator("[data-field=mode]").inner_text(), "hosted")
-        self.assertRegex(panel.locator("[data-field=cache]").inner_text(), r"^\d+ packs · \d+ hits · \d+ loads")
+        self.assertRegex(panel.locator("[data-field=cache]").inner_text(),
+                         r"^\d+ packs · \d+ hits · \d+ loads")
         self.assertEqual(panel.locator("[data-field=recall_mode]").inner_text(), "on · hybrid")
         self.assertRegex(panel.locator("[data-field=memory]").inner_text(), r"^(fresh|deriving)")
-        wait_for(lambda: "(this process)" in panel.locator("[data-field=processes]").inner_text(), 15,
-                 "this Agent Zero's delivery worker among the processes")
+        wait_for(lambda: "(this process)" in panel.locator("[data-field=processes]").inner_text(),
+                 15, "this Agent Zero's delivery worker among the processes")
         self.assertEqual(panel.locator("[data-field=shared_circuit]").inner_text(), "closed")
-        self.assertEqual(page.locator(".honcho-sidebar-headline").inner_text(), "0 queued · worker idle")
-        # The open panel keeps Agent Zero's own sidebar usable: the chat list and the tasks heading stay seen.
+        self.assertEqual(page.locator(".honcho-sidebar-headline").inner_text(),
+                         "0 queued · worker idle")
+        # The open panel keeps Agent Zero's own sidebar usable: the chat list and the tasks heading
+        # stay seen.
         for neighbour in ("#chats-section .chat-selected", "#tasks-section .section-header"):
-            self.assertTrue(page.locator(neighbour).first.evaluate(SEEN), f"{neighbour} hidden by the open panel")
+            self.assertTrue(page.locator(neighbour).first.evaluate(SEEN),
+                            f"{neighbour} hidden by the open panel")
         page.screenshot(path=os.path.join(shots, "sidebar.png"))
 
-        expected = {"check": "API ok in", "wake": "Worker woken", "drain": "Delivered 0, 0 still pending",
+        expected = {"check": "API ok in", "wake": "Worker woken",
+                    "drain": "Delivered 0, 0 still pending",
                     "retry_dead": "Requeued 0 dead letters", "clear_cache": "cached memory packs"}
         for action, text in expected.items():
             with self.subTest(action=action):
@@ -394,10 +439,12 @@ class SidebarTest(UiCase):
                 wait_for(button.is_enabled, 20, f"{action} to finish")
 
     def open_card(self):
-        """A fresh page with the panel opened: the page, its card element and the card requests it made."""
+        """A fresh page with the panel opened: the page, its card element and the card requests it
+        made."""
         page = self.open_page()
         asked: list[str] = []
-        page.on("request", lambda r: asked.append(r.url) if r.url.endswith("/plugins/honcho/honcho_card") else None)
+        page.on("request", lambda r: asked.append(r.url)
+                if r.url.endswith("/plugins/honcho/honcho_card") else None)
         page.click(".honcho-sidebar-line")
         return page, page.locator("[data-testid=honcho-card]"), asked
 
@@ -411,26 +458,31 @@ class SidebarTest(UiCase):
         page, card, asked = self.open_card()
         facts = card.locator(".honcho-sidebar-card-fact")
         wait_for(lambda: facts.count() == 2, 20, "the card's two facts")
-        self.assertEqual(facts.all_inner_texts(), [fact, "INSTRUCTION: \u2039b\u203aReply\u2039/b\u203a in English"])
+        self.assertEqual(facts.all_inner_texts(),
+                         [fact, "INSTRUCTION: \u2039b\u203aReply\u2039/b\u203a in English"])
         self.assertEqual(card.locator("b").count(), 0)  # text, never markup
         self.assertEqual(len(asked), 1)
         page.screenshot(path=os.path.join(shots, "sidebar-card.png"))
-        page.click(".honcho-sidebar-line")  # closed and opened again within the minute: no second request
+        # Closed and opened again within the minute: no second request.
+        page.click(".honcho-sidebar-line")
         page.click(".honcho-sidebar-line")
         wait_for(lambda: facts.count() == 2, 10, "the card shown again")
         self.assertEqual(len(asked), 1)
 
         page = self.open_page()
         page.route("**/plugins/honcho/honcho_card", lambda route: route.fulfill(
-            status=200, content_type="application/json", body=json.dumps({"ok": False, "error": "auth_401"})))
+            status=200, content_type="application/json",
+            body=json.dumps({"ok": False, "error": "auth_401"})))
         page.click(".honcho-sidebar-line")
         note = page.locator("[data-testid=honcho-card] [data-field=card_note]")
-        wait_for(lambda: note.count() == 1 and note.inner_text() == "Card unavailable (auth_401)", 20,
+        wait_for(lambda: (note.count() == 1
+                          and note.inner_text() == "Card unavailable (auth_401)"), 20,
                  "the neutral error line")
 
     def test_agent_zero_and_another_plugin_keep_their_styles_with_ours_loaded(self):
-        selectors = [".pref-section", ".pref-section .pref-header", ".pref-section li", "#tasks-section",
-                     ".section-header", ".version-info", ".plugin-settings-body *", ".modal-footer .btn"]
+        selectors = [".pref-section", ".pref-section .pref-header", ".pref-section li",
+                     "#tasks-section", ".section-header", ".version-info",
+                     ".plugin-settings-body *", ".modal-footer .btn"]
         seen = {}
         for blocked in (True, False):
             page = self.open_page(block_ours=blocked)
@@ -447,31 +499,36 @@ class SidebarTest(UiCase):
 class InspectorTest(UiCase):
     SECRET = "ghp_" + "K8j7H6g5F4" * 4  # a real-looking GitHub token inside a conclusion
 
-    def test_the_inspector_shows_card_and_conclusions_redacted_forgets_after_a_confirm_undoes_and_edits_the_card(self):
-        ui.set_card(["ATTRIBUTE: Keeps two sailing boats at the marina", "INSTRUCTION: Reply briefly"])
+    def test_inspector_shows_card_conclusions_redacted_forgets_on_confirm_undoes_edits_card(self):
+        ui.set_card(["ATTRIBUTE: Keeps two sailing boats at the marina",
+                     "INSTRUCTION: Reply briefly"])
         ui.conclude("The user sails on weekends", "chat-inspect01")
         cid = ui.conclude(f"The user deploys with {self.SECRET}", "chat-inspect01")
         shown_text = "The user deploys with [REDACTED:github_token]"
         page = self.open_page()
         answers = []
-        page.on("response", lambda r: answers.append(r) if r.url.endswith("/plugins/honcho/honcho_inspector") else None)
-        sidebar = page.evaluate(STYLE_PROBE, [".pref-section", ".pref-section .pref-header", ".pref-section li",
-                                              ".honcho-sidebar-line"])
+        page.on("response", lambda r: answers.append(r)
+                if r.url.endswith("/plugins/honcho/honcho_inspector") else None)
+        sidebar = page.evaluate(STYLE_PROBE, [".pref-section", ".pref-section .pref-header",
+                                              ".pref-section li", ".honcho-sidebar-line"])
         page.click(".honcho-sidebar-line")
         page.locator("[data-testid=honcho-open-inspector]").click()
         inspector = page.locator("[data-testid=honcho-inspector]")
         facts = inspector.locator(".honcho-inspector-fact")
         wait_for(lambda: facts.count() == 2, 30, "the card in the inspector")
-        self.assertEqual(facts.all_inner_texts(), ["ATTRIBUTE: Keeps two sailing boats at the marina",
-                                                   "INSTRUCTION: Reply briefly"])
+        self.assertEqual(facts.all_inner_texts(),
+                         ["ATTRIBUTE: Keeps two sailing boats at the marina",
+                          "INSTRUCTION: Reply briefly"])
         item = inspector.locator(f"[data-testid=honcho-inspector-conclusion][data-id='{cid}']")
         item.wait_for(timeout=20_000)
         self.assertEqual(item.locator(".honcho-inspector-text").inner_text(), shown_text)
         self.assertIn("session chat-inspect01", item.locator(".honcho-inspector-meta").inner_text())
-        self.assertTrue(inspector.locator("[data-field=label]").inner_text().startswith("[Recalled from Honcho"))
+        self.assertTrue(inspector.locator("[data-field=label]").inner_text()
+                        .startswith("[Recalled from Honcho"))
         self.assertNotIn(self.SECRET, page.content())
-        self.assertEqual(page.evaluate(STYLE_PROBE, [".pref-section", ".pref-section .pref-header", ".pref-section li",
-                                                     ".honcho-sidebar-line"]), sidebar)
+        self.assertEqual(page.evaluate(STYLE_PROBE, [".pref-section", ".pref-section .pref-header",
+                                                     ".pref-section li", ".honcho-sidebar-line"]),
+                         sidebar)
 
         item.locator("[data-action=forget]").click()  # the confirm step: nothing is deleted yet
         confirm = item.locator("[data-testid=honcho-inspector-confirm]")
@@ -482,35 +539,43 @@ class InspectorTest(UiCase):
         item.wait_for(state="detached", timeout=20_000)
         self.assertNotIn(cid, ui.conclusions())
 
-        forgotten = inspector.locator(f"[data-testid=honcho-inspector-write][data-kind=forget][data-id='{cid}']")
+        forgotten = inspector.locator(
+            f"[data-testid=honcho-inspector-write][data-kind=forget][data-id='{cid}']")
         self.assertEqual(forgotten.locator(".honcho-inspector-text").inner_text(), shown_text)
         forgotten.locator("[data-action=undo]").click()
         self.toast(page, f"Restored conclusion {cid} as ")
-        restored = wait_for(lambda: [i for i, text in ui.conclusions().items() if text == shown_text], 20,
-                            "the conclusion created again in Honcho")
+        restored = wait_for(lambda: [i for i, text in ui.conclusions().items()
+                                     if text == shown_text],
+                            20, "the conclusion created again in Honcho")
         self.assertNotEqual(restored, [cid])
-        inspector.locator(f"[data-testid=honcho-inspector-conclusion][data-id='{restored[0]}']").wait_for(timeout=20_000)
-        wait_for(lambda: forgotten.locator("[data-action=undo]").count() == 0, 20, "the undo offer gone once used")
+        inspector.locator("[data-testid=honcho-inspector-conclusion]"
+                          f"[data-id='{restored[0]}']").wait_for(timeout=20_000)
+        wait_for(lambda: forgotten.locator("[data-action=undo]").count() == 0, 20,
+                 "the undo offer gone once used")
         inspector.locator("[data-field=base_pack]").wait_for()
         page.screenshot(path=os.path.join(shots, "inspector.png"))
 
         inspector.locator("[data-action=edit_card]").click()
-        inspector.locator("[data-field=card_draft]").fill(f"ATTRIBUTE: Keeps three boats\nATTRIBUTE: key {self.SECRET}")
+        inspector.locator("[data-field=card_draft]").fill(
+            f"ATTRIBUTE: Keeps three boats\nATTRIBUTE: key {self.SECRET}")
         inspector.locator("[data-action=save_card]").click()
         self.toast(page, "Replaced the agent's card of the user: 2 facts (it had 2).")
         wait_for(lambda: facts.all_inner_texts() == ["ATTRIBUTE: Keeps three boats",
-                                                     "ATTRIBUTE: key [REDACTED:github_token]"], 20, "the new card shown")
+                                                     "ATTRIBUTE: key [REDACTED:github_token]"],
+                 20, "the new card shown")
         self.assertEqual(ui.honcho().peer("agent-zero").get_card(target="user"),
                          ["ATTRIBUTE: Keeps three boats", "ATTRIBUTE: key [REDACTED:github_token]"])
 
         self.assertGreaterEqual(len(answers), 7)  # view; forget, view; undo, view; edit_card, view
         self.assertEqual({r.headers.get("cache-control") for r in answers}, {"no-store"})
-        kept = page.evaluate("() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])")
+        kept = page.evaluate("() => JSON.stringify([Object.entries(localStorage),"
+                             " Object.entries(sessionStorage)])")
         for text in ("deploys", "sailing", "sails"):
             self.assertNotIn(text, kept)
         page.locator(".modal-close").last.click()
-        wait_for(lambda: page.evaluate("() => Alpine.store('honchoInspector').conclusions === null"), 10,
-                 "the inspector's store emptied when it closed")
+        wait_for(lambda: page.evaluate(
+            "() => Alpine.store('honchoInspector').conclusions === null"), 10,
+            "the inspector's store emptied when it closed")
 
 
 class SettingsPageTest(UiCase):
@@ -526,12 +591,14 @@ class SettingsPageTest(UiCase):
         return page.locator('.modal-footer .btn-ok[\\@click="context.save()"]')
 
     def assert_laid_out(self, page):
-        """Every section and field spans the modal's content; labels and inputs form two aligned columns.
-        Measured on Agent Zero's own classes (section-title, field…), so a rule of anyone's that squeezes
-        the page shows."""
+        """Every section and field spans the modal's content; labels and inputs form two aligned
+        columns. Measured on Agent Zero's own classes (section-title, field…), so a rule of anyone's
+        that squeezes the page shows."""
         body = page.locator(".plugin-settings-body")
-        content = body.evaluate("(el) => { const c = getComputedStyle(el), b = el.getBoundingClientRect();"
-                                " return b.width - parseFloat(c.paddingLeft) - parseFloat(c.paddingRight); }")
+        content = body.evaluate("(el) => { const c = getComputedStyle(el),"
+                                " b = el.getBoundingClientRect();"
+                                " return b.width - parseFloat(c.paddingLeft)"
+                                " - parseFloat(c.paddingRight); }")
         self.assertEqual(page.locator(".honcho-config-group").count(), 11)
         for kind in (".section-title", ".section-description", ".field"):
             boxes = page.locator(f".plugin-settings-body {kind}")
@@ -541,11 +608,13 @@ class SettingsPageTest(UiCase):
                     self.assertAlmostEqual(self.box(boxes.nth(i))["width"], content, delta=PX)
         labels = {round(self.box(page.locator(".plugin-settings-body .field-label").nth(i))["left"])
                   for i in range(page.locator(".plugin-settings-body .field-label").count())}
-        controls = {round(self.box(page.locator(".plugin-settings-body .field-control").nth(i))["left"])
+        controls = {round(self.box(page.locator(".plugin-settings-body .field-control")
+                                   .nth(i))["left"])
                     for i in range(page.locator(".plugin-settings-body .field-control").count())}
         self.assertEqual((len(labels), len(controls)), (1, 1), (labels, controls))
         field = self.box(page.locator(".plugin-settings-body .field").first)
-        self.assertGreater(controls.pop() - field["left"], 0.5 * field["width"])  # label column, then control
+        # The label column, then the control.
+        self.assertGreater(controls.pop() - field["left"], 0.5 * field["width"])
 
     def test_global_scope_lays_out_and_refuses_an_out_of_range_value(self):
         page = self.open_page()
@@ -562,14 +631,16 @@ class SettingsPageTest(UiCase):
         self.save_button(page).click()
         page.locator(".plugin-settings-body").wait_for(state="detached")  # saved: the modal closed
 
-    # Non-default values saved globally: global-only fields (a number, a text, a select whose value is not its
-    # first option) and a field a project may change; the project then saves its own value of that field.
-    GLOBAL_ONLY = {"batch_size": "42", "workspace_id": "ws-saved-globally", "endpoint_mode": "self_hosted"}
+    # Non-default values saved globally: global-only fields (a number, a text, a select whose value
+    # is not its first option) and a field a project may change; the project then saves its own
+    # value of that field.
+    GLOBAL_ONLY = {"batch_size": "42", "workspace_id": "ws-saved-globally",
+                   "endpoint_mode": "self_hosted"}
     GLOBAL_CACHE_TTL, PROJECT_CACHE_TTL = "300", "30"
 
     def keep_config_file(self, *parts: str) -> None:
-        """Put a config file of the served tree back as it was when the test ends (removed if it was not
-        there), so later tests see the settings they would have seen without this one."""
+        """Put a config file of the served tree back as it was when the test ends (removed if it was
+        not there), so later tests see the settings they would have seen without this one."""
         path = os.path.join(ui.tree, *parts)
         before = None
         if os.path.exists(path):
@@ -589,18 +660,22 @@ class SettingsPageTest(UiCase):
         self.addCleanup(restore)
 
     def save_and_close(self, page) -> None:
-        """Save the plugin's form, wait until Agent Zero closed it, then close the Settings modal beneath."""
+        """Save the plugin's form, wait until Agent Zero closed it, then close the Settings modal
+        beneath."""
         self.save_button(page).click()
         page.locator(".plugin-settings-body").wait_for(state="detached")  # saved: the modal closed
         page.locator(".modal-close").last.click()
 
     def select_project(self, page) -> None:
-        page.locator(".plugin-settings-toolbar-item", has_text="Project").locator("select").select_option(PROJECT)
-        wait_for(lambda: page.locator(".honcho-config-global-note:visible").count() == 6, 15, "the project form")
+        page.locator(".plugin-settings-toolbar-item", has_text="Project").locator(
+            "select").select_option(PROJECT)
+        wait_for(lambda: page.locator(".honcho-config-global-note:visible").count() == 6, 15,
+                 "the project form")
 
     def test_project_scope_shows_global_settings_read_only_and_its_own_editable(self):
         self.keep_config_file("usr", "plugins", "honcho", "config.json")
-        self.keep_config_file("usr", "projects", PROJECT, ".a0proj", "plugins", "honcho", "config.json")
+        self.keep_config_file("usr", "projects", PROJECT, ".a0proj", "plugins", "honcho",
+                              "config.json")
         page = self.open_page()
         self.open_settings(page, TITLE)  # global scope
         for name, value in self.GLOBAL_ONLY.items():
@@ -616,11 +691,13 @@ class SettingsPageTest(UiCase):
         self.field_input(page, "cache_ttl_s").fill(self.PROJECT_CACHE_TTL)
         self.save_and_close(page)
 
-        # Reopened after the project's save: Agent Zero reads the project's own file (project keys only).
+        # Reopened after the project's save: Agent Zero reads the project's own file (project keys
+        # only).
         self.open_settings(page, TITLE)
         self.select_project(page)
         cache_ttl = self.field_input(page, "cache_ttl_s")
-        wait_for(lambda: cache_ttl.input_value() == self.PROJECT_CACHE_TTL, 15, "the project's own cache_ttl_s")
+        wait_for(lambda: cache_ttl.input_value() == self.PROJECT_CACHE_TTL, 15,
+                 "the project's own cache_ttl_s")
         self.assert_laid_out(page)
         self.assertTrue(cache_ttl.is_enabled())
         for name, value in self.GLOBAL_ONLY.items():
@@ -633,22 +710,24 @@ class SettingsPageTest(UiCase):
                 note = group.locator(".honcho-config-global-note")
                 self.assertTrue(note.is_visible())
                 self.assertEqual(note.inner_text(),
-                                 "Global setting, shown as saved globally: change it with Project: Global above.")
+                                 "Global setting, shown as saved globally: "
+                                 "change it with Project: Global above.")
         page.screenshot(path=os.path.join(shots, "settings-project.png"))
 
 
-# Markup as a hostile server, chat or person writes it; recalled text (card, conclusions, summaries) reaches
-# the page as the plugin neutralises it for the agent (`<` and `>` as `‹` and `›`).
+# Markup as a hostile server, chat or person writes it; recalled text (card, conclusions, summaries)
+# reaches the page as the plugin neutralises it for the agent (`<` and `>` as `‹` and `›`).
 MARKUP = '<img src=x onerror="window.__pwned=1"><b id=honchoxss>b</b>'
 INERT = MARKUP.translate({ord("<"): "\u2039", ord(">"): "\u203a"})
 SUMMARY_PREFIX = "Summary of the conversation (fake LLM): "
 
 
 class UntrustedTextTest(UiCase):
-    """Every string the plugin shows that came from Honcho, an endpoint, a chat or a user, with markup in it.
-    Agent Zero renders a toast's message and its notification history as HTML (x-html): the text must reach
-    the page as text, and no element of it may be created. Sorted after SidebarTest on purpose: it sends a
-    chat, and SidebarTest's first assertion is about a tree that never sent one."""
+    """Every string the plugin shows that came from Honcho, an endpoint, a chat or a user, with
+    markup in it. Agent Zero renders a toast's message and its notification history as HTML
+    (x-html): the text must reach the page as text, and no element of it may be created. Sorted
+    after SidebarTest on purpose: it sends a chat, and SidebarTest's first assertion is about a tree
+    that never sent one."""
 
     def toast_text(self, page, marker: str) -> str:
         toast = page.locator(".toast-item", has_text=marker).first
@@ -656,9 +735,11 @@ class UntrustedTextTest(UiCase):
         return toast.locator(".toast-message").inner_text()
 
     def refuse(self, page, api: str, answer: dict, action: str | None = None) -> None:
-        """Answer our API `api` (its `action` only, when named) with `answer` until the test ends."""
+        """Answer our API `api` (its `action` only, when named) with `answer` until the test
+        ends."""
         def fulfil(route):
-            if action is None or json.loads(route.request.post_data or "{}").get("action") == action:
+            if (action is None
+                    or json.loads(route.request.post_data or "{}").get("action") == action):
                 route.fulfill(status=200, content_type="application/json", body=json.dumps(answer))
             else:
                 route.continue_()
@@ -672,7 +753,8 @@ class UntrustedTextTest(UiCase):
         page.on("dialog", lambda dialog: dialog.accept())  # the forget offer's confirm step
         # The summary reaches the base pack through a turn's recall, once Honcho wrote it.
         ui.post_turns(session, [f"I wrote {MARKUP} in my notes", "Noted.", "Anything else?", "No."])
-        wait_for(lambda: MARKUP in (ui.short_summary(session) or ""), 90, "the chat's summary in Honcho")
+        wait_for(lambda: MARKUP in (ui.short_summary(session) or ""), 90,
+                 "the chat's summary in Honcho")
         page.fill("#chat-input", "What did I write in my notes?")
         page.press("#chat-input", "Enter")
         page.get_by_text("Noted your notes.").first.wait_for(timeout=60_000)
@@ -681,7 +763,8 @@ class UntrustedTextTest(UiCase):
         self.addCleanup(setattr, mcp, "server_info", mcp.server_info)
         mcp.server_info = {"name": "Evil " + MARKUP, "version": "<b id=honchoxss>9</b>"}
 
-        found: dict[str, tuple[str, str]] = {}  # where -> (the text it must show, the text it shows)
+        # where -> (the text it must show, the text it shows)
+        found: dict[str, tuple[str, str]] = {}
         page.click(".honcho-sidebar-line")
         panel = page.locator("[data-testid=honcho-panel]")
         fact = panel.locator(".honcho-sidebar-card-fact").first
@@ -696,7 +779,8 @@ class UntrustedTextTest(UiCase):
         item.wait_for(timeout=20_000)
         found["inspector conclusion"] = (INERT, item.locator(".honcho-inspector-text").inner_text())
 
-        def summary_line() -> str | None:  # loaded in the background when first asked for: reopen to see it
+        # Loaded in the background when first asked for: reopen to see it.
+        def summary_line() -> str | None:
             block = inspector.locator("pre[data-field=base_pack]")
             lines = block.inner_text().splitlines() if block.count() else []
             if any(SUMMARY_PREFIX in line for line in lines):
@@ -706,15 +790,17 @@ class UntrustedTextTest(UiCase):
             inspector.locator("[data-field=base_pack]").wait_for(timeout=30_000)
             return None
 
-        found["inspector base pack (summary)"] = (INERT, wait_for(summary_line, 60, "the summary in the base pack", 1))
-        self.refuse(page, "honcho_inspector", {"ok": False, "message": "Search refused: " + MARKUP}, "search")
+        found["inspector base pack (summary)"] = (
+            INERT, wait_for(summary_line, 60, "the summary in the base pack", 1))
+        self.refuse(page, "honcho_inspector",
+                    {"ok": False, "message": "Search refused: " + MARKUP}, "search")
         inspector.locator("[data-field=query]").fill("notes")
         inspector.locator("[data-action=search]").click()
         found["inspector error toast"] = (MARKUP, self.toast_text(page, "Search refused:"))
         page.locator(".modal-close").last.click()
 
-        # A chat id is free text. Forgetting a chat empties every cache of recalled data (the summary
-        # with it): after the inspector.
+        # A chat id is free text. Forgetting a chat empties every cache of recalled data (the
+        # summary with it): after the inspector.
         page.evaluate("""async (id) => { const api = await import('/js/api.js');
             await api.callJsonApi('/chat_create', {new_context: id});
             await api.callJsonApi('/chat_remove', {context: id}); }""", MARKUP)
@@ -722,7 +808,8 @@ class UntrustedTextTest(UiCase):
         offer.wait_for(timeout=20_000)
         found["sidebar forget offer"] = (MARKUP, offer.inner_text())
         offer.locator("[data-action=forget_chat]").click()
-        found["forget toast (chat id)"] = (MARKUP, self.toast_text(page, "queued or kept messages deleted"))
+        found["forget toast (chat id)"] = (
+            MARKUP, self.toast_text(page, "queued or kept messages deleted"))
         check = panel.locator("button[data-action=check]")
         wait_for(check.is_enabled, 30, "the forget to finish")
         check.click()
@@ -736,24 +823,29 @@ class UntrustedTextTest(UiCase):
         self.refuse(page, "honcho_status", {"ok": False, "error": "Status refused: " + MARKUP})
         page.click(".honcho-sidebar-line")  # closing the panel asks for the status at once
         headline = page.locator(".honcho-sidebar-headline")
-        wait_for(lambda: "Status refused" in headline.inner_text(), 20, "the refused status on the line")
+        wait_for(lambda: "Status refused" in headline.inner_text(), 20,
+                 "the refused status on the line")
         found["status error line"] = (MARKUP, headline.inner_text())
 
         page.locator(".notification-toggle").click()  # Agent Zero's notification history
         messages = page.locator(".notification-item .notification-message")
-        markers = {"forget": "queued or kept", "check": "MCP ok: Evil", "action error": "Action refused:",
-                   "search error": "Search refused:"}
-        wait_for(lambda: all(any(m in t for t in messages.all_inner_texts()) for m in markers.values()), 30,
+        markers = {"forget": "queued or kept", "check": "MCP ok: Evil",
+                   "action error": "Action refused:", "search error": "Search refused:"}
+        wait_for(lambda: all(any(m in t for t in messages.all_inner_texts())
+                             for m in markers.values()), 30,
                  "our toasts in the notification history")
         for name, marker in markers.items():
-            found[f"history: {name}"] = (MARKUP, next(t for t in messages.all_inner_texts() if marker in t))
+            found[f"history: {name}"] = (
+                MARKUP, next(t for t in messages.all_inner_texts() if marker in t))
         page.screenshot(path=os.path.join(shots, "untrusted-text.png"))
 
         self.maxDiff = None  # every place shown as markup, in full
-        self.assertEqual({where: shown for where, (text, shown) in found.items() if text not in shown}, {},
+        self.assertEqual({where: shown for where, (text, shown) in found.items()
+                          if text not in shown}, {},
                          "shown as markup, not as text")
-        self.assertEqual(page.evaluate("() => [document.querySelector('#honchoxss'), window.__pwned,"
-                                       " globalThis.honchoMarkupSeen]"), [None, None, []])
+        self.assertEqual(page.evaluate("() => [document.querySelector('#honchoxss'),"
+                                       " window.__pwned, globalThis.honchoMarkupSeen]"),
+                         [None, None, []])
 
 
 if __name__ == "__main__":
