@@ -78,7 +78,8 @@ class ActionHandlerTest(ApiCase):
     def test_wake_finds_the_running_worker(self) -> None:
         self.assertEqual(self.answer(ACTION, {"action": "wake"}),
                          {"ok": True, "action": "wake",
-                          "result": {"woken": True, "started": False, "held": False, "paused": None}})
+                          "result": {"woken": True, "started": False, "held": False,
+                                     "paused": None}})
 
     def test_drain_delivers_a_message_typed_just_before(self) -> None:
         host_kit.user_typed(ctx, "Please remember that I prefer tea to coffee.")
@@ -101,7 +102,8 @@ class ActionHandlerTest(ApiCase):
     def test_an_unknown_action_is_a_structured_error(self) -> None:
         got = self.answer(ACTION, {"action": "format_disk"})
         self.assertEqual(got, {"ok": False,
-                               "error": "unknown action; use one of: check, wake, drain, retry_dead, clear_cache"})
+                               "error": "unknown action; use one of: check, wake, drain, "
+                                        "retry_dead, clear_cache"})
 
     def test_an_action_without_the_csrf_token_is_refused(self) -> None:
         response = self.post(ACTION, {"action": "wake"}, csrf=False)

@@ -1,8 +1,9 @@
-"""Saving settings the way the settings page does (plugins.save_plugin_config: our hook, then config.json).
+"""Saving settings the way the settings page does (plugins.save_plugin_config: our hook, then
+config.json).
 
-Global and project scope: only known keys are written, never a key or credential field, and a project
-keeps only the settings a project may change. Reading back (plugins.get_plugin_config, our hook) gives
-the merged effective settings, and a chat's agent uses them.
+Global and project scope: only known keys are written, never a key or credential field, and a
+project keeps only the settings a project may change. Reading back (plugins.get_plugin_config, our
+hook) gives the merged effective settings, and a chat's agent uses them.
 """
 
 from __future__ import annotations
@@ -34,15 +35,18 @@ class ConfigSaveTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
         host = world.host
-        with open(os.path.join(world.plugin_dir, "default_config.yaml"), encoding="utf-8") as handle:
+        with open(os.path.join(world.plugin_dir, "default_config.yaml"),
+                  encoding="utf-8") as handle:
             cls.default_keys = set(yaml.safe_load(handle))
-        host.save_config("honcho", {"batch_size": 7, "recall_enabled": False, "workspace_id": "ws-saved",
-                                    "api_key": FAKE_KEY, "HONCHO_API_KEY": FAKE_KEY, "honcho_api_key": FAKE_KEY,
+        host.save_config("honcho", {"batch_size": 7, "recall_enabled": False,
+                                    "workspace_id": "ws-saved", "api_key": FAKE_KEY,
+                                    "HONCHO_API_KEY": FAKE_KEY, "honcho_api_key": FAKE_KEY,
                                     "unknown_setting": 1})
         cls.global_file = os.path.join(world.plugin_dir, "config.json")
         host.create_project(PROJECT)
-        host.save_config("honcho", {"recall_enabled": True, "max_context_tokens": 900, "workspace_id": "ws-project",
-                                    "batch_size": 50, "api_url": "http://127.0.0.1:1", "api_key": FAKE_KEY},
+        host.save_config("honcho", {"recall_enabled": True, "max_context_tokens": 900,
+                                    "workspace_id": "ws-project", "batch_size": 50,
+                                    "api_url": "http://127.0.0.1:1", "api_key": FAKE_KEY},
                          project=PROJECT)
         from helpers import projects
 
@@ -60,7 +64,8 @@ class ConfigSaveTest(unittest.TestCase):
             self.assertNotIn("api_key", text.lower(), path)
 
     def test_project_file_keeps_only_project_settings(self) -> None:
-        self.assertEqual(read_json(self.project_file), {"recall_enabled": True, "max_context_tokens": 900})
+        self.assertEqual(read_json(self.project_file),
+                         {"recall_enabled": True, "max_context_tokens": 900})
 
     def test_global_read_is_every_default_with_the_saved_values(self) -> None:
         config = world.host.config("honcho")
@@ -74,13 +79,15 @@ class ConfigSaveTest(unittest.TestCase):
         config = world.host.config("honcho", project=PROJECT)
         self.assertEqual(set(config), self.default_keys)
         self.assertEqual((config["recall_enabled"], config["max_context_tokens"]), (True, 900))
-        self.assertEqual((config["batch_size"], config["workspace_id"], config["api_url"]), (7, "ws-saved", ""))
+        self.assertEqual((config["batch_size"], config["workspace_id"], config["api_url"]),
+                         (7, "ws-saved", ""))
 
     def test_a_chat_in_the_project_reads_the_project_settings(self) -> None:
         ctx = world.host.new_chat(project=PROJECT)
         config = world.host.config("honcho", ctx=ctx)
-        self.assertEqual((config["recall_enabled"], config["max_context_tokens"], config["batch_size"]),
-                         (True, 900, 7))
+        self.assertEqual(
+            (config["recall_enabled"], config["max_context_tokens"], config["batch_size"]),
+            (True, 900, 7))
 
     def test_the_agents_effective_settings_follow_the_scope(self) -> None:
         # The tool's status is built from the settings the adapters use for the chat's agent.

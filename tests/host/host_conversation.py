@@ -1,4 +1,5 @@
-"""A scripted conversation in a real Agent Zero v1.7 reaches the real Honcho as the plugin promises.
+"""A scripted conversation in a real Agent Zero v1.7 reaches the real Honcho as the plugin
+promises.
 
 Two turns of one chat: the first delegates to a subordinate (tool traffic), which waits until the
 human intervenes; the typed text carries an `sk-...` key and a value stored in Agent Zero's secrets.
@@ -36,23 +37,28 @@ class ScriptedConversationTest(unittest.TestCase):
     def setUpClass(cls) -> None:
         host = world.host
         host.script(
-            {"tool_name": "call_subordinate", "tool_args": {"message": TO_SUBORDINATE, "reset": "true"}},
-            {"tool_name": "wait", "tool_args": {"seconds": 45}},  # the subordinate waits for the human
+            {"tool_name": "call_subordinate",
+             "tool_args": {"message": TO_SUBORDINATE, "reset": "true"}},
+            # The subordinate waits for the human.
+            {"tool_name": "wait", "tool_args": {"seconds": 45}},
             SUBORDINATE_RESULT,  # the subordinate's answer to agent 0: tool traffic
             FINAL_1,
             FINAL_2,
         )
         cls.ctx = ctx = host.new_chat()
         task = ctx.communicate(host_kit.user_message(TURN_1))
-        # Once the subordinate's first model call is logged it is the chat's running agent: a message
-        # sent now is an intervention on it, as when the human types while a subordinate works.
-        host_kit.wait_for(lambda: len(host.model_calls(ctx)) >= 2, 30, "the subordinate's first model call")
+        # Once the subordinate's first model call is logged it is the chat's running agent: a
+        # message sent now is an intervention on it, as when the human types while a subordinate
+        # works.
+        host_kit.wait_for(lambda: len(host.model_calls(ctx)) >= 2, 30,
+                          "the subordinate's first model call")
         ctx.communicate(host_kit.user_message(INTERVENTION))
         cls.final_1 = task.result_sync(60)
         cls.final_2 = host.turn(ctx, TURN_2, timeout=60)
         cls.session_id = f"chat-{ctx.id}"
-        cls.messages = host_kit.wait_for(lambda: _at_least(world.session_messages(cls.session_id), 5), 30,
-                                         "five captured messages in the real Honcho")
+        cls.messages = host_kit.wait_for(
+            lambda: _at_least(world.session_messages(cls.session_id), 5), 30,
+            "five captured messages in the real Honcho")
 
     def test_the_script_ran_through_the_subordinate_and_the_intervention(self) -> None:
         self.assertEqual((self.final_1, self.final_2), (FINAL_1, FINAL_2))

@@ -1,6 +1,6 @@
-"""Forgetting a chat in a real Agent Zero v1.7 against a real Honcho: deleting a chat through Agent Zero's
-own `chat_remove` API (as the UI's delete does) only offers to forget it; the offer, confirmed, deletes
-the chat's Honcho session; a chat removed otherwise is never offered.
+"""Forgetting a chat in a real Agent Zero v1.7 against a real Honcho: deleting a chat through Agent
+Zero's own `chat_remove` API (as the UI's delete does) only offers to forget it; the offer,
+confirmed, deletes the chat's Honcho session; a chat removed otherwise is never offered.
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ class ChatDeleteOfferTest(unittest.TestCase):
         self.assertTrue(answer["ok"], answer)
         return [offer["chat_id"] for offer in answer["offers"]]
 
-    def test_deleting_a_chat_in_agent_zero_offers_to_forget_it_and_only_a_confirmed_offer_deletes(self):
+    def test_deleting_a_chat_in_agent_zero_offers_to_forget_it_only_confirmed_offers_delete(self):
         world.host.script("Noted: the red kayak.")
         ctx = world.host.new_chat()
         world.host.turn(ctx, "I paddle a red kayak on Sundays.")
-        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 2), 30, "the chat in Honcho")
+        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 2), 30,
+                          "the chat in Honcho")
         response = world.host.api("chat_remove", {"context": ctx.id})  # the UI's delete
         self.assertEqual(response.status_code, 200, response.get_data(as_text=True)[:300])
         self.assertIn(ctx.id, self.offers())
@@ -41,9 +42,11 @@ class ChatDeleteOfferTest(unittest.TestCase):
         refused = world.host.api(FORGET, {"action": "forget_chat", "chat": ctx.id}).get_json()
         self.assertFalse(refused["ok"])  # not confirmed
         self.assertIn(f"chat-{ctx.id}", sessions())
-        done = world.host.api(FORGET, {"action": "forget_chat", "chat": ctx.id, "confirmed": True}).get_json()
+        done = world.host.api(FORGET, {"action": "forget_chat", "chat": ctx.id,
+                                       "confirmed": True}).get_json()
         self.assertTrue(done["ok"], done)
-        host_kit.wait_for(lambda: f"chat-{ctx.id}" not in sessions(), 30, "the session deleted in Honcho")
+        host_kit.wait_for(lambda: f"chat-{ctx.id}" not in sessions(), 30,
+                          "the session deleted in Honcho")
         self.assertNotIn(ctx.id, self.offers())
 
     def test_a_chat_removed_without_the_delete_action_is_not_offered(self):

@@ -1,6 +1,6 @@
 """Install and discovery in a real Agent Zero v1.7: the install hook as the installer calls it, and
-Agent Zero's own loaders finding the plugin's extensions, tool, API handlers and prompt — with no file
-of ours named like one of Agent Zero's (its loaders merge by file name: first wins).
+Agent Zero's own loaders finding the plugin's extensions, tool, API handlers and prompt — with no
+file of ours named like one of Agent Zero's (its loaders merge by file name: first wins).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def setUpModule() -> None:
 
 
 def source_of(cls: type) -> str:
-    """The file a class was loaded from (Agent Zero loads extensions by path, outside sys.modules)."""
+    """The file a class was loaded from (Agent Zero loads extensions by path, outside
+    sys.modules)."""
     return cls.execute.__code__.co_filename
 
 
@@ -38,24 +39,27 @@ def ours(path: str) -> bool:
 
 
 def others_files(kind: str) -> set[str]:
-    """Base names of files under any `<kind>` folder of the tree outside our plugin (core and plugins)."""
+    """Base names of files under any `<kind>` folder of the tree outside our plugin (core and
+    plugins)."""
     names: set[str] = set()
     for root, dirs, files in os.walk(world.tree):
-        dirs[:] = [d for d in dirs if not ours(os.path.join(root, d)) and d not in ("tmp", "node_modules")]
+        dirs[:] = [d for d in dirs
+                   if not ours(os.path.join(root, d)) and d not in ("tmp", "node_modules")]
         if f"{os.sep}{kind}" in root + os.sep:
             names.update(files)
     return names
 
 
 class InstallHookTest(unittest.TestCase):
-    def test_install_as_the_installer_calls_it_reports_requirements_ok_and_creates_the_outbox(self) -> None:
+    def test_install_by_the_installer_reports_requirements_ok_and_creates_the_outbox(self) -> None:
         self.assertEqual(first_install, {"requirements": "ok", "outbox": "created"})
 
     def test_install_again_after_capture_migrates_the_existing_outbox(self) -> None:
         world.host.script("Hello.")
         world.host.turn(world.host.new_chat(), "Hello there.")
         self.assertTrue(os.path.exists(world.outbox_path))
-        self.assertEqual(world.host.hook("honcho", "install"), {"requirements": "ok", "outbox": "migrated"})
+        self.assertEqual(world.host.hook("honcho", "install"),
+                         {"requirements": "ok", "outbox": "migrated"})
 
 
 class DiscoveryTest(unittest.TestCase):
@@ -70,19 +74,23 @@ class DiscoveryTest(unittest.TestCase):
         for point, class_name in POINTS.items():
             with self.subTest(point=point):
                 agent = None if point == "job_loop" else self.agent
-                found = [c for c in _get_extension_classes(point, agent=agent) if ours(source_of(c))]
+                found = [c for c in _get_extension_classes(point, agent=agent)
+                         if ours(source_of(c))]
                 self.assertEqual([c.__name__ for c in found], [class_name])
 
     def test_no_extension_file_of_ours_is_named_like_another(self) -> None:
-        mine = {name for point in POINTS for name in os.listdir(os.path.join(world.plugin_dir, "extensions",
-                                                                              "python", point))}
-        self.assertTrue(mine and all(name.startswith("_") and "honcho" in name for name in mine), mine)
+        mine = {name for point in POINTS
+                for name in os.listdir(os.path.join(world.plugin_dir, "extensions", "python",
+                                                    point))}
+        self.assertTrue(mine and all(name.startswith("_") and "honcho" in name for name in mine),
+                        mine)
         self.assertEqual(mine & others_files(os.path.join("extensions", "python")), set())
 
     def test_agent_zero_finds_the_tool_and_only_ours(self) -> None:
         from helpers import subagents
 
-        tool = self.agent.get_tool(name="honcho_memory", method=None, args={}, message="", loop_data=None)
+        tool = self.agent.get_tool(name="honcho_memory", method=None, args={}, message="",
+                                   loop_data=None)
         self.assertEqual(type(tool).__name__, "HonchoMemory")
         self.assertTrue(ours(source_of(type(tool))))
         paths = subagents.get_paths(self.agent, "tools", "honcho_memory.py")
@@ -118,7 +126,8 @@ class DiscoveryTest(unittest.TestCase):
     def test_no_tool_or_api_file_of_ours_is_named_like_another(self) -> None:
         for kind in ("tools", "api"):
             with self.subTest(kind=kind):
-                mine = {n for n in os.listdir(os.path.join(world.plugin_dir, kind)) if n.endswith(".py")}
+                mine = {n for n in os.listdir(os.path.join(world.plugin_dir, kind))
+                        if n.endswith(".py")}
                 self.assertTrue(mine)
                 self.assertEqual(mine & others_files(kind), set())
 

@@ -26,9 +26,11 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLUGIN = "honcho"
-REAL_AGENT_ZERO = os.environ.get("A0_SHARED", os.path.join(os.path.dirname(ROOT), "shared", "real-agent-zero"))
+REAL_AGENT_ZERO = os.environ.get("A0_SHARED", os.path.join(os.path.dirname(ROOT), "shared",
+                                                           "real-agent-zero"))
 _SKIP = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", "*.pyc", ".pytest_cache",
-                               "config.json", ".toggle-*", "execute_record.json", "*.sqlite3*", "node_modules")
+                               "config.json", ".toggle-*", "execute_record.json", "*.sqlite3*",
+                               "node_modules")
 
 
 def required_env(name: str) -> str:
@@ -40,7 +42,8 @@ def required_env(name: str) -> str:
     return value
 
 
-def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str,
+             interval_s: float = 0.2) -> Any:
     """Poll `predicate` until it returns something truthy; fail with `what` after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     pause = threading.Event()
@@ -61,7 +64,8 @@ class HostWorld:
         self.honcho_url = required_env("HONCHO_REAL_URL")
         self.workspace_id = "host-" + uuid.uuid4().hex[:12]
         self.outbox_path = os.path.join(self.tmp, "outbox.sqlite3")
-        os.environ.update({"HONCHO_API_URL": self.honcho_url, "HONCHO_WORKSPACE_ID": self.workspace_id,
+        os.environ.update({"HONCHO_API_URL": self.honcho_url,
+                           "HONCHO_WORKSPACE_ID": self.workspace_id,
                            "HONCHO_OUTBOX_PATH": self.outbox_path, **(env or {})})
         self.tree = new_tree(self.tmp)
         self.plugin_dir = os.path.join(self.tree, "usr", "plugins", PLUGIN)
@@ -72,14 +76,15 @@ class HostWorld:
         self._clients: dict[str, Any] = {}
 
     def honcho(self, workspace_id: str | None = None):
-        """A client of the real Honcho, outside the plugin, to check what arrived (one per workspace)."""
+        """A client of the real Honcho, outside the plugin, to check what arrived (one per
+        workspace)."""
         from honcho import Honcho
 
         workspace_id = workspace_id or self.workspace_id
         if workspace_id not in self._clients:
-            self._clients[workspace_id] = Honcho(base_url=self.honcho_url, workspace_id=workspace_id,
-                                                 api_key=os.environ.get("HONCHO_REAL_ADMIN_KEY") or None,
-                                                 max_retries=0, timeout=15)
+            self._clients[workspace_id] = Honcho(
+                base_url=self.honcho_url, workspace_id=workspace_id,
+                api_key=os.environ.get("HONCHO_REAL_ADMIN_KEY") or None, max_retries=0, timeout=15)
         return self._clients[workspace_id]
 
     def session_messages(self, session_id: str) -> list[Any]:
@@ -92,7 +97,8 @@ class HostWorld:
 
 
 class ProxiedHostCase(unittest.TestCase):
-    """Tests whose Agent Zero reaches the real Honcho through a HonchoProxy, to make faults on the wire."""
+    """Tests whose Agent Zero reaches the real Honcho through a HonchoProxy, to make faults on the
+    wire."""
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -106,8 +112,8 @@ class ProxiedHostCase(unittest.TestCase):
         cls.proxy.close()
 
     def setUp(self) -> None:
-        # pre_update and uninstall keep the plugin's threads stopped in this process; in Agent Zero the
-        # update or removal follows, here the next test reuses the plugin as a reinstall would.
+        # pre_update and uninstall keep the plugin's threads stopped in this process; in Agent Zero
+        # the update or removal follows, here the next test reuses the plugin as a reinstall would.
         self.addCleanup(release_restart)
 
 
@@ -128,7 +134,8 @@ def staged_plugin(tmp: str) -> str:
 
 
 def new_tree(tmp: str) -> str:
-    """A fresh Agent Zero tree (../shared/real-agent-zero/new-tree --copy) holding the staged plugin."""
+    """A fresh Agent Zero tree (../shared/real-agent-zero/new-tree --copy) holding the staged
+    plugin."""
     command = [os.path.join(REAL_AGENT_ZERO, "new-tree"), "--copy", staged_plugin(tmp)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
@@ -137,7 +144,8 @@ def new_tree(tmp: str) -> str:
 
 
 def save_secret(name: str, value: str) -> None:
-    """Store a secret as Settings → Secrets does (Agent Zero's secrets manager, `usr/secrets.env`)."""
+    """Store a secret as Settings → Secrets does (Agent Zero's secrets manager,
+    `usr/secrets.env`)."""
     from helpers.secrets import get_default_secrets_manager
 
     manager = get_default_secrets_manager()
@@ -151,7 +159,7 @@ def user_message(text: str) -> Any:
     return UserMessage(message=text, attachments=[])
 
 
-# -- additions for the seed-guarantee suites (tests/host/host_seed_*.py) --------------------------------
+# -- additions for the seed-guarantee suites (tests/host/host_seed_*.py) ---------------------------
 
 class ProxiedRequest:
     """One request the proxy saw: what was asked, when, and how it ended."""
@@ -168,10 +176,11 @@ class ProxiedRequest:
 class HonchoProxy:
     """A loopback HTTP proxy in front of the real Honcho, so faults happen on the network.
 
-    Records every request; `mode` says what happens to the next ones: "forward" (answer from the real
-    Honcho, after `delay_s`), "hold" (keep the request open without an answer until `release()`, then
-    forward it; a client that gives up first is recorded as such) or "drop" (close the connection
-    without an answer). Counts requests in flight at once (`max_in_flight`) and open client connections.
+    Records every request; `mode` says what happens to the next ones: "forward" (answer from the
+    real Honcho, after `delay_s`), "hold" (keep the request open without an answer until
+    `release()`, then forward it; a client that gives up first is recorded as such) or "drop" (close
+    the connection without an answer). Counts requests in flight at once (`max_in_flight`) and open
+    client connections.
     """
 
     def __init__(self, upstream: str, mode: str = "forward", delay_s: float = 0.0) -> None:
@@ -215,7 +224,8 @@ class HonchoProxy:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="honcho-proxy", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="honcho-proxy",
+                                        daemon=True)
         self._thread.start()
 
     def hold(self) -> None:
@@ -228,7 +238,8 @@ class HonchoProxy:
         self.mode = mode
         self._released.set()
 
-    def seen(self, predicate: Callable[[ProxiedRequest], bool] = lambda r: True) -> list[ProxiedRequest]:
+    def seen(self, predicate: Callable[[ProxiedRequest], bool] = lambda r: True
+             ) -> list[ProxiedRequest]:
         """The recorded requests that match, oldest first."""
         with self.lock:
             return [r for r in self.requests if predicate(r)]
@@ -291,10 +302,13 @@ class HonchoProxy:
     def _forward(self, handler: Any, record: ProxiedRequest) -> None:
         import http.client
 
-        upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=60)
+        upstream = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port,
+                                              timeout=60)
         try:
-            headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
-            upstream.request(handler.command, handler.path, body=record.body or None, headers=headers)
+            headers = {k: v for k, v in handler.headers.items()
+                       if k.lower() not in ("host", "connection")}
+            upstream.request(handler.command, handler.path, body=record.body or None,
+                             headers=headers)
             answer = upstream.getresponse()
             data = answer.read()
         finally:
@@ -317,16 +331,19 @@ def user_typed(ctx: Any, text: str) -> Any:
 
 
 def outbox_counts(path: str, session_id: str | None = None) -> dict[str, int]:
-    """Rows of the outbox file by state (only `session_id`'s when given), read straight from SQLite."""
+    """Rows of the outbox file by state (only `session_id`'s when given), read straight from
+    SQLite."""
     rows = _outbox_read(path, "SELECT state, count(*) FROM events WHERE ? IS NULL OR session_id = ?"
                               " GROUP BY state", (session_id, session_id))
     return dict(rows)
 
 
 def outbox_rows(path: str, session_id: str | None = None) -> list[tuple[str, str | None, str]]:
-    """(state, error code, content) of each row (only `session_id`'s when given), in capture order."""
-    return _outbox_read(path, "SELECT state, error_code, content FROM events WHERE ? IS NULL OR session_id = ?"
-                              " ORDER BY seq", (session_id, session_id))
+    """(state, error code, content) of each row (only `session_id`'s when given), in capture
+    order."""
+    return _outbox_read(path, "SELECT state, error_code, content FROM events"
+                              " WHERE ? IS NULL OR session_id = ? ORDER BY seq",
+                        (session_id, session_id))
 
 
 def outbox_due(path: str, session_id: str | None = None) -> bool:
@@ -345,34 +362,42 @@ def _outbox_read(path: str, sql: str, params: tuple) -> list[tuple]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
     try:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone():
-            return []  # created a moment ago (by the worker's start, off the loop): its schema not yet in
+            # Created a moment ago (by the worker's start, off the loop): its schema not yet in.
+            return []
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
 
 
 def honcho_action(host: Any, action: str) -> dict[str, Any]:
-    """POST /api/plugins/honcho/honcho_action through Agent Zero's Flask app; the action's result."""
+    """POST /api/plugins/honcho/honcho_action through Agent Zero's Flask app; the action's
+    result."""
     response = host.api("plugins/honcho/honcho_action", {"action": action})
     body = response.get_json(silent=True)
     if response.status_code != 200 or not body or not body.get("ok"):
-        raise AssertionError(f"honcho_action {action}: {response.status_code} {response.get_data(as_text=True)[:500]}")
+        raise AssertionError(f"honcho_action {action}: {response.status_code} "
+                             f"{response.get_data(as_text=True)[:500]}")
     return body["result"]
 
 
 def honcho_status(host: Any, ctx: Any = None) -> dict[str, Any]:
-    """POST /api/plugins/honcho/honcho_status (for the chat `ctx` when given); the status document."""
-    response = host.api("plugins/honcho/honcho_status", {"context": ctx.id} if ctx is not None else {})
+    """POST /api/plugins/honcho/honcho_status (for the chat `ctx` when given); the status
+    document."""
+    response = host.api("plugins/honcho/honcho_status",
+                        {"context": ctx.id} if ctx is not None else {})
     body = response.get_json(silent=True)
     if response.status_code != 200 or not body or not body.get("ok"):
-        raise AssertionError(f"honcho_status: {response.status_code} {response.get_data(as_text=True)[:500]}")
+        raise AssertionError(f"honcho_status: {response.status_code} "
+                             f"{response.get_data(as_text=True)[:500]}")
     return body["status"]
 
 
 def plugin_threads(name: str | None = None) -> list[threading.Thread]:
-    """Live threads of the plugin (marked `honcho_hub_worker`), optionally only those called `name`."""
+    """Live threads of the plugin (marked `honcho_hub_worker`), optionally only those called
+    `name`."""
     return [t for t in threading.enumerate()
-            if getattr(t, "honcho_hub_worker", False) and t.is_alive() and (name is None or t.name == name)]
+            if getattr(t, "honcho_hub_worker", False) and t.is_alive()
+            and (name is None or t.name == name)]
 
 
 def delivery_workers() -> list[threading.Thread]:
@@ -380,9 +405,10 @@ def delivery_workers() -> list[threading.Thread]:
     return plugin_threads("honcho-hub-delivery")
 
 
-# -- additions for the host suites of issue 10 (install, conversation, recall, tool, api, toggle, ...) --
+# -- additions for the host suites of issue 10 (install, conversation, recall, tool, api, toggle, …)
 
-def conclusions(world: HostWorld, observer: str = "agent-zero", observed: str = "user") -> list[Any]:
+def conclusions(world: HostWorld, observer: str = "agent-zero",
+                observed: str = "user") -> list[Any]:
     """The conclusions `observer` holds about `observed` in the world's workspace (first 100)."""
     return list(world.honcho().peer(observer).conclusions_of(observed).list(size=100).items)
 

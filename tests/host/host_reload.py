@@ -1,10 +1,11 @@
-"""Agent Zero re-imports the plugin's modules (as on a plugin .py change): still one delivery worker.
+"""Agent Zero re-imports the plugin's modules (as on a plugin .py change): still one delivery
+worker.
 
-`plugins.after_plugin_change([...], python_change=True)` is what Agent Zero's plugin watchdog calls when
-a plugin's Python file changes: caches cleared, `usr.plugins.*` purged from sys.modules. The next
-extension call imports a new module generation. Afterwards exactly one live coordinator thread runs,
-of the new generation, and delivery works — after a new chat (agent_init) and after a turn in an
-existing chat (capture only).
+`plugins.after_plugin_change([...], python_change=True)` is what Agent Zero's plugin watchdog calls
+when a plugin's Python file changes: caches cleared, `usr.plugins.*` purged from sys.modules. The
+next extension call imports a new module generation. Afterwards exactly one live coordinator thread
+runs, of the new generation, and delivery works — after a new chat (agent_init) and after a turn in
+an existing chat (capture only).
 """
 
 from __future__ import annotations
@@ -55,12 +56,14 @@ class ReloadTest(unittest.TestCase):
         reload_plugin()
         host.turn(old_chat, "After the second reload, in the old chat.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{old_chat.id}", 4), RESTART_S,
-                          "the old chat's turn delivered after the second reload" + WITHOUT_JOB_LOOP)
+                          "the old chat's turn delivered after the second reload"
+                          + WITHOUT_JOB_LOOP)
         cls.after_second = host_kit.delivery_workers()
 
         cls.third_worker = cls.after_second[-1]
         reload_plugin()
-        host_kit.user_typed(old_chat, "After the third reload, one typed message alone.")  # one capture only
+        # One capture only.
+        host_kit.user_typed(old_chat, "After the third reload, one typed message alone.")
         cls.old_chat_messages = host_kit.wait_for(
             lambda: host_kit.delivered(world, f"chat-{old_chat.id}", 5), RESTART_S,
             "a single message typed after the third reload delivered" + WITHOUT_JOB_LOOP)
@@ -71,8 +74,8 @@ class ReloadTest(unittest.TestCase):
         host.script("Fourth.", "Fifth.")
         cls.project_chat = project_chat = host.new_chat(project="reload-proj")
         host.turn(project_chat, "In a project, before the fourth reload.")
-        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{project_chat.id}", 2), RESTART_S,
-                          "the project chat's first turn delivered")
+        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{project_chat.id}", 2),
+                          RESTART_S, "the project chat's first turn delivered")
         cls.fourth_worker = host_kit.delivery_workers()[-1]
         reload_plugin()
         host.turn(project_chat, "In a project, after the fourth reload.")
@@ -102,7 +105,8 @@ class ReloadTest(unittest.TestCase):
 
     def test_delivery_works_after_each_reload_in_capture_order(self) -> None:
         self.assertEqual([m.content for m in self.old_chat_messages],
-                         ["Before any reload.", "First.", "After the second reload, in the old chat.", "Third.",
+                         ["Before any reload.", "First.",
+                          "After the second reload, in the old chat.", "Third.",
                           "After the third reload, one typed message alone."])
         self.assertEqual([m.content for m in self.project_messages],
                          ["In a project, before the fourth reload.", "Fourth.",

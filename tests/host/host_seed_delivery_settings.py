@@ -1,4 +1,5 @@
-"""Seed guarantee: the SDK timeout (`sdk_timeout_s`) and the sender concurrency (`concurrency`) take effect.
+"""Seed guarantee: the SDK timeout (`sdk_timeout_s`) and the sender concurrency (`concurrency`)
+take effect.
 
 Real Agent Zero v1.7 (settings saved as the settings page does, the capture extension, the worker it
 starts) and a real Honcho behind a loopback proxy that holds or delays requests and counts how many
@@ -27,7 +28,8 @@ class DeliverySettings(ProxiedHostCase):
         self.proxy.delay_s = 0.0
 
     def test_a_send_to_a_server_that_never_answers_gives_up_after_sdk_timeout_s(self):
-        self.host.save_config(PLUGIN, {"sdk_timeout_s": 1, "circuit_base_s": 1, "poll_interval_s": 0.5})
+        self.host.save_config(PLUGIN, {"sdk_timeout_s": 1, "circuit_base_s": 1,
+                                       "poll_interval_s": 0.5})
         self.proxy.hold()
         ctx = self.host.new_chat()
         user_typed(ctx, "a send that meets a hanging server")
@@ -44,19 +46,23 @@ class DeliverySettings(ProxiedHostCase):
 
     def test_concurrency_bounds_the_sends_in_flight_and_uses_them_all(self):
         senders = 3
-        self.host.save_config(PLUGIN, {"concurrency": senders, "poll_interval_s": 0.5, "recall_enabled": False})
+        self.host.save_config(PLUGIN, {"concurrency": senders, "poll_interval_s": 0.5,
+                                       "recall_enabled": False})
         self.proxy.hold()
         chats = [self.host.new_chat() for _ in range(senders + 2)]
         user_typed(chats[0], "message of chat 0")
-        wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10, "the first chat's send, held")
+        wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10,
+                 "the first chat's send, held")
         for n, ctx in enumerate(chats[1:], start=1):
             user_typed(ctx, f"message of chat {n}")  # queued while the first send hangs
         self.proxy.delay_s = 0.3  # every answer takes a while: sends of different chats overlap
         self.proxy.release()
         for n, ctx in enumerate(chats):
-            wait_for(lambda: self.world.chat_texts(ctx) == [f"message of chat {n}"],  # noqa: B023  # polled at once
+            # The lambda is polled at once, within its own turn of the loop.
+            wait_for(lambda: self.world.chat_texts(ctx) == [f"message of chat {n}"],  # noqa: B023
                      20, f"chat {n}'s message")
-        self.assertEqual(self.proxy.max_in_flight, senders, "never more than `concurrency`, and all of them used")
+        self.assertEqual(self.proxy.max_in_flight, senders,
+                         "never more than `concurrency`, and all of them used")
 
 
 if __name__ == "__main__":

@@ -31,12 +31,14 @@ class RecallSettings(ProxiedHostCase):
         cls.host.script("Noted: a blue boat named Petrel.")
         cls.ctx = cls.host.new_chat()
         cls.host.turn(cls.ctx, FACT)
-        wait_for(lambda: delivered(cls.world, f"chat-{cls.ctx.id}", 2), 30, "the fact in the real Honcho")
+        wait_for(lambda: delivered(cls.world, f"chat-{cls.ctx.id}", 2), 30,
+                 "the fact in the real Honcho")
         wait_for(lambda: any("Petrel" in c.content for c in conclusions(cls.world)), 90,
                  "the deriver's conclusion about Petrel")
 
     def recall_turn(self, settings, text):
-        """One turn with these settings saved; its recall request (and Honcho's answer) and its pack."""
+        """One turn with these settings saved; its recall request (and Honcho's answer) and its
+        pack."""
         self.host.save_config(PLUGIN, settings)
         context_path = f"/sessions/chat-{self.ctx.id}/context"
         before = len(self.proxy.seen(lambda r: r.path.endswith(context_path)))
@@ -57,13 +59,16 @@ class RecallSettings(ProxiedHostCase):
                 self.assertEqual(request.query.get("limit_to_session"), [json.dumps(value)])
                 self.assertIn("Petrel", pack)
 
-    def test_include_messages_false_keeps_the_request_and_leaves_returned_messages_out_of_the_pack(self):
+    def test_include_messages_false_keeps_the_request_and_returned_messages_out_of_the_pack(self):
         question = "Remind me what my boat is called."
         with_messages, pack_with = self.recall_turn({"recall_include_messages": True}, question)
-        without_messages, pack_without = self.recall_turn({"recall_include_messages": False}, question)
+        without_messages, pack_without = self.recall_turn({"recall_include_messages": False},
+                                                          question)
 
-        self.assertEqual(without_messages.query, with_messages.query, "the same question to Honcho")
-        self.assertTrue(json.loads(without_messages.response)["messages"], "Honcho returned recent messages")
+        self.assertEqual(without_messages.query, with_messages.query,
+                         "the same question to Honcho")
+        self.assertTrue(json.loads(without_messages.response)["messages"],
+                        "Honcho returned recent messages")
         self.assertIn(MESSAGES_TITLE, pack_with)
         self.assertNotIn(MESSAGES_TITLE, pack_without)
         self.assertIn(CONCLUSIONS_TITLE, pack_without, "the pack keeps the conclusions")

@@ -1,9 +1,10 @@
-"""Seed guarantee: "Retry dead" requeues at most 100 dead letters and lets auth circuits probe at once.
+"""Seed guarantee: "Retry dead" requeues at most 100 dead letters and lets auth circuits probe at
+once.
 
-Real Agent Zero v1.7 (the sidebar's API handler, the capture extension) and a real Honcho. Dead letters
-are made honestly: the plugin points at a wrong path of the real server, which answers 404 to every
-request, and the worker dead-letters each event. The auth circuit is opened by the real auth-on API
-refusing a wrong key (401).
+Real Agent Zero v1.7 (the sidebar's API handler, the capture extension) and a real Honcho. Dead
+letters are made honestly: the plugin points at a wrong path of the real server, which answers 404
+to every request, and the worker dead-letters each event. The auth circuit is opened by the real
+auth-on API refusing a wrong key (401).
 """
 
 import os
@@ -30,7 +31,8 @@ DEAD_LETTERS = 105  # more than one retry_dead may requeue
 
 def read_admin_key() -> str:
     """The real Honcho's admin JWT (../shared/real-honcho writes it into its state folder)."""
-    state = os.environ.get("REAL_HONCHO_STATE", os.path.join(os.environ.get("TMPDIR", "/tmp"), "real-honcho"))
+    state = os.environ.get("REAL_HONCHO_STATE",
+                           os.path.join(os.environ.get("TMPDIR", "/tmp"), "real-honcho"))
     with open(os.path.join(state, "admin_key"), encoding="utf-8") as handle:
         return handle.read().strip()
 
@@ -50,7 +52,8 @@ class RetryDead(unittest.TestCase):
         cls.real_url = cls.world.honcho_url
         cls.auth_url = required_env("HONCHO_REAL_AUTH_URL")
         cls.admin_key = os.environ.get("HONCHO_REAL_ADMIN_KEY") or read_admin_key()
-        # An hour between auth probes: only the reset by retry_dead can make the worker probe in time.
+        # An hour between auth probes: only the reset by retry_dead can make the worker probe in
+        # time.
         cls.host.save_config(PLUGIN, {"auth_probe_interval_s": 3600})
 
     def setUp(self):
@@ -63,7 +66,8 @@ class RetryDead(unittest.TestCase):
         return honcho_status(self.host)
 
     def test_retry_dead_requeues_at_most_100_dead_letters(self):
-        os.environ["HONCHO_API_URL"] = self.real_url + "/not-the-api"  # the real server: 404 for everything
+        # The real server: 404 for everything.
+        os.environ["HONCHO_API_URL"] = self.real_url + "/not-the-api"
         ctx = self.host.new_chat()
         for n in range(DEAD_LETTERS):
             user_typed(ctx, f"dead letter number {n}")
@@ -90,11 +94,13 @@ class RetryDead(unittest.TestCase):
         set_global_secret("HONCHO_API_KEY", "not-the-key")
         ctx = self.host.new_chat()
         user_typed(ctx, "a message that waits for a good key")
-        circuit = wait_for(lambda: self.status()["worker"]["circuit"], 30, "the auth circuit to open")
+        circuit = wait_for(lambda: self.status()["worker"]["circuit"], 30,
+                           "the auth circuit to open")
         self.assertEqual((circuit["kind"], circuit["reason"]), ("auth", "auth_401"))
         self.assertGreater(circuit["retry_in_s"], 3000, "next probe an hour away")
 
-        set_global_secret("HONCHO_API_KEY", self.admin_key)  # the key is fixed under Settings → Secrets
+        # The key is fixed under Settings → Secrets.
+        set_global_secret("HONCHO_API_KEY", self.admin_key)
         drained = self.action("drain")  # a step now: the circuit still holds until its probe time
         self.assertEqual(drained["delivered"], 0)
         self.assertEqual(self.world.chat_texts(ctx), [])

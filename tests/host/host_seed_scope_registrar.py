@@ -1,5 +1,5 @@
-"""Seed guarantee: chats of an Agent Zero project join the project's Honcho scope; the scope registrar
-is a daemon thread; status shows the chat's scope and the scope's backfill.
+"""Seed guarantee: chats of an Agent Zero project join the project's Honcho scope; the scope
+registrar is a daemon thread; status shows the chat's scope and the scope's backfill.
 
 Real Agent Zero v1.7 (projects, real turns with the scripted model, the web UI's project and reset
 API calls) and a real Honcho. Agent Zero attaches a project to a chat after the chat's agent exists,
@@ -41,29 +41,36 @@ class ScopeRegistrar(unittest.TestCase):
         ctx = self.host.new_chat(project=PROJECT)
         self.host.turn(ctx, "This project is about the harbour survey.")
         session = f"chat-{ctx.id}"
-        wait_for(lambda: delivered(self.world, session, 2), 30, "the chat's messages in the real Honcho")
+        wait_for(lambda: delivered(self.world, session, 2), 30,
+                 "the chat's messages in the real Honcho")
         self.assertIn(session, self.scope_sessions())
 
         scope = honcho_status(self.host, ctx)["scope"]
-        self.assertEqual((scope["strategy"], scope["current"], scope["problem"]), ("project", SCOPE, None))
+        self.assertEqual((scope["strategy"], scope["current"], scope["problem"]),
+                         ("project", SCOPE, None))
         self.assertEqual(set(scope["backfill"]), {"pending", "completed", "failed"})
 
-    def test_the_registrar_thread_is_a_daemon_and_puts_a_chat_moved_into_a_project_in_its_scope(self):
+    def test_registrar_thread_is_a_daemon_and_puts_a_chat_moved_into_a_project_in_its_scope(self):
         self.host.script("Noted, outside any project.")
         ctx = self.host.new_chat()
         self.host.turn(ctx, "The survey boat leaves at dawn.")
         session = f"chat-{ctx.id}"
-        wait_for(lambda: delivered(self.world, session, 2), 30, "the chat's messages in the real Honcho")
+        wait_for(lambda: delivered(self.world, session, 2), 30,
+                 "the chat's messages in the real Honcho")
         self.assertNotIn(session, self.scope_sessions(), "no project yet: no scope")
 
         self.api("projects", {"action": "activate", "context_id": ctx.id, "name": PROJECT})
-        self.api("chat_reset", {"context": ctx.id})  # the chat's agent starts again, now in the project
+        # The chat's agent starts again, now in the project.
+        self.api("chat_reset", {"context": ctx.id})
 
-        registrar = wait_for(lambda: plugin_threads(REGISTRAR_THREAD), 10, "the scope registrar thread")
+        registrar = wait_for(lambda: plugin_threads(REGISTRAR_THREAD), 10,
+                             "the scope registrar thread")
         self.assertEqual(len(registrar), 1)
         self.assertTrue(registrar[0].daemon, "the registrar never keeps Agent Zero from exiting")
-        wait_for(lambda: session in self.scope_sessions(), 15, "the registrar to add the chat to its scope")
-        backfill = wait_for(lambda: self.backfill_seen(ctx), 30, "status to show the chat's backfill")
+        wait_for(lambda: session in self.scope_sessions(), 15,
+                 "the registrar to add the chat to its scope")
+        backfill = wait_for(lambda: self.backfill_seen(ctx), 30,
+                            "status to show the chat's backfill")
         self.assertGreaterEqual(sum(backfill.values()), 1)
         self.assertEqual(backfill["failed"], 0)
 

@@ -1,4 +1,5 @@
-"""Seed guarantee: uninstall() keeps the configured outbox file with its queued rows and stops the worker.
+"""Seed guarantee: uninstall() keeps the configured outbox file with its queued rows and stops the
+worker.
 
 Real Agent Zero v1.7 (the hook called as the installer calls it, the capture extension) and a real
 Honcho behind a loopback proxy that drops connections (so the captured messages stay queued) or
@@ -29,7 +30,8 @@ HANGING_SDK_TIMEOUT_S = 7  # longer than uninstall's 5 s wait for the worker
 def sender_threads():
     import threading
 
-    return [t for t in threading.enumerate() if t.name.startswith("honcho-hub-sender") and t.is_alive()]
+    return [t for t in threading.enumerate()
+            if t.name.startswith("honcho-hub-sender") and t.is_alive()]
 
 
 class Uninstall(ProxiedHostCase):
@@ -39,7 +41,8 @@ class Uninstall(ProxiedHostCase):
         queued = [f"queued before uninstall {n}" for n in range(3)]
         for text in queued:
             user_typed(ctx, text)
-        wait_for(lambda: honcho_status(self.host)["worker"]["circuit"], 15, "the worker to try and fail")
+        wait_for(lambda: honcho_status(self.host)["worker"]["circuit"], 15,
+                 "the worker to try and fail")
         self.assertEqual(len(delivery_workers()), 1)
 
         report = self.host.hook(PLUGIN, "uninstall")
@@ -48,9 +51,11 @@ class Uninstall(ProxiedHostCase):
         self.assertEqual(sender_threads(), [], "its sender threads have ended")
         self.assertGreaterEqual(report["workers"], 1)
         self.assertEqual(report["stopped"], report["workers"])
-        self.assertTrue(os.path.isfile(self.world.outbox_path), "the configured outbox file is kept")
+        self.assertTrue(os.path.isfile(self.world.outbox_path),
+                        "the configured outbox file is kept")
         session = f"chat-{ctx.id}"
-        self.assertEqual(outbox_counts(self.world.outbox_path, session), {"pending": len(queued)})
+        self.assertEqual(outbox_counts(self.world.outbox_path, session),
+                         {"pending": len(queued)})
         kept = [content for _, _, content in outbox_rows(self.world.outbox_path, session)]
         self.assertEqual(kept, queued, "the queued messages are intact, in order")
 
@@ -58,30 +63,38 @@ class Uninstall(ProxiedHostCase):
         self.proxy.mode = "forward"
         ctx = self.host.new_chat()
         user_typed(ctx, "delivered before uninstall")
-        wait_for(lambda: delivered(self.world, f"chat-{ctx.id}", 1), 15, "the message in the real Honcho")
-        self.assertGreaterEqual(self.proxy.open_connections, 1, "the worker keeps its connection alive")
+        wait_for(lambda: delivered(self.world, f"chat-{ctx.id}", 1), 15,
+                 "the message in the real Honcho")
+        self.assertGreaterEqual(self.proxy.open_connections, 1,
+                                "the worker keeps its connection alive")
 
         self.host.hook(PLUGIN, "uninstall")
 
         self.assertEqual(delivery_workers(), [])
-        wait_for(lambda: self.proxy.open_connections == 0, 5, "every connection of the stopped worker closed")
+        wait_for(lambda: self.proxy.open_connections == 0, 5,
+                 "every connection of the stopped worker closed")
 
     def test_uninstall_during_a_hanging_send_reports_the_worker_as_not_yet_stopped(self):
         # Recall off: every request at the proxy is the delivery worker's.
-        self.host.save_config(PLUGIN, {"sdk_timeout_s": HANGING_SDK_TIMEOUT_S, "recall_enabled": False})
+        self.host.save_config(PLUGIN, {"sdk_timeout_s": HANGING_SDK_TIMEOUT_S,
+                                       "recall_enabled": False})
         self.proxy.hold()  # Honcho takes the request and never answers
         try:
             ctx = self.host.new_chat()
             user_typed(ctx, "on the wire when uninstall comes")
-            wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10, "a send hanging at the proxy")
+            wait_for(lambda: self.proxy.seen(lambda r: r.outcome == "open"), 10,
+                     "a send hanging at the proxy")
 
             report = self.host.hook(PLUGIN, "uninstall")
 
             still_running = delivery_workers()
-            self.assertEqual(len(still_running), 1, "the hanging send outlives uninstall's 5 s wait")
+            self.assertEqual(len(still_running), 1,
+                             "the hanging send outlives uninstall's 5 s wait")
             self.assertEqual(report["stopped"], report["workers"] - 1, "the report says so")
-            wait_for(lambda: not still_running[0].is_alive(), HANGING_SDK_TIMEOUT_S, "the worker to end")
-            self.assertEqual(outbox_counts(self.world.outbox_path, f"chat-{ctx.id}"), {"pending": 1})
+            wait_for(lambda: not still_running[0].is_alive(), HANGING_SDK_TIMEOUT_S,
+                     "the worker to end")
+            self.assertEqual(outbox_counts(self.world.outbox_path, f"chat-{ctx.id}"),
+                             {"pending": 1})
         finally:
             self.proxy.release()
             self.host.save_config(PLUGIN, {})

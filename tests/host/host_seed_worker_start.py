@@ -1,4 +1,5 @@
-"""Seed guarantee: the delivery worker starts when a chat is initialised (agent_init), before any turn.
+"""Seed guarantee: the delivery worker starts when a chat is initialised (agent_init), before any
+turn.
 
 Real Agent Zero v1.7 and a real Honcho; one Agent Zero in this process (run through tests/host/run).
 """
@@ -20,19 +21,24 @@ class WorkerStartsAtChatInit(unittest.TestCase):
         # Agent Zero is imported and running, but no chat exists yet: no worker may run.
         cls.before_chat = delivery_workers()
         cls.ctx = cls.host.new_chat()
-        # agent_init returns at once; the delivery modules load and the worker starts on a thread of ours.
+        # agent_init returns at once; the delivery modules load and the worker starts on a thread of
+        # ours.
         cls.after_chat = wait_for(delivery_workers, 30, "the delivery coordinator")
 
     def test_new_chat_starts_the_delivery_coordinator_before_any_turn(self):
         self.assertEqual(self.before_chat, [], "no worker before the first chat")
-        self.assertEqual(len(self.after_chat), 1, "agent_init starts exactly one delivery coordinator")
+        self.assertEqual(len(self.after_chat), 1,
+                         "agent_init starts exactly one delivery coordinator")
         self.assertTrue(self.after_chat[0].is_alive())
-        self.assertEqual(self.host.model_calls(self.ctx), [], "no turn ran: the model was never called")
-        self.assertEqual(outbox_counts(self.world.outbox_path), {}, "nothing was captured: no turn ran")
+        self.assertEqual(self.host.model_calls(self.ctx), [],
+                         "no turn ran: the model was never called")
+        self.assertEqual(outbox_counts(self.world.outbox_path), {},
+                         "nothing was captured: no turn ran")
 
     def test_another_chat_reuses_the_running_coordinator(self):
         self.host.new_chat()
-        self.assertEqual(delivery_workers(), self.after_chat, "one worker per process, not one per chat")
+        self.assertEqual(delivery_workers(), self.after_chat,
+                         "one worker per process, not one per chat")
 
 
 if __name__ == "__main__":

@@ -49,19 +49,24 @@ class SettingsApiTest(unittest.TestCase):
 
     def test_a_project_form_shows_global_values_and_its_own(self):
         world.host.create_project("settings-p1")
-        self.assertTrue(self.call(action="save_config", settings={"batch_size": 40, "workspace_id": "w-global"})["ok"])
+        self.assertTrue(self.call(action="save_config",
+                                  settings={"batch_size": 40, "workspace_id": "w-global"})["ok"])
         self.assertTrue(self.call(action="save_config", project_name="settings-p1",
                                   settings={"recall_enabled": False, "batch_size": 40})["ok"])
-        self.assertEqual(self.saved("settings-p1"), {"recall_enabled": False})  # only what a project may change
+        # Only what a project may change.
+        self.assertEqual(self.saved("settings-p1"), {"recall_enabled": False})
         form = self.call(action="get_config", project_name="settings-p1")
         self.assertEqual(form["loaded_project_name"], "settings-p1")
-        self.assertEqual((form["data"]["recall_enabled"], form["data"]["batch_size"], form["data"]["workspace_id"]),
+        self.assertEqual((form["data"]["recall_enabled"], form["data"]["batch_size"],
+                          form["data"]["workspace_id"]),
                          (False, 40, "w-global"))
-        self.assertIn("endpoint_mode", form["data"])  # every setting, not only the project file's keys
+        # Every setting, not only the project file's keys.
+        self.assertIn("endpoint_mode", form["data"])
 
     def test_a_project_save_refuses_its_own_bad_value(self):
         world.host.create_project("settings-p2")
-        answer = self.call(action="save_config", project_name="settings-p2", settings={"cache_ttl_s": -1})
+        answer = self.call(action="save_config", project_name="settings-p2",
+                           settings={"cache_ttl_s": -1})
         self.assertFalse(answer["ok"])
         self.assertIn("cache_ttl_s: out of range 1–3,600", answer["error"])
         self.assertIsNone(self.saved("settings-p2"))

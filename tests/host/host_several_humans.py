@@ -1,11 +1,11 @@
 """Several humans in a real Agent Zero v1.7 against a real Honcho (issue 16).
 
-Two projects name their humans (`human_peer_id` saved as the settings page saves a project's settings),
-and the agent profile of chats outside them names a third (`profile_peers`: Agent Zero's default profile
-`agent0`). Each chat's messages land in the real Honcho under its own human's peer, a project's human
-wins over the profile's, and the second project's first prompt holds nothing of what the first project's
-human said — while a new chat of the first project does recall it. Scopes are off, so it is the human
-peer, not a project scope, that keeps them apart.
+Two projects name their humans (`human_peer_id` saved as the settings page saves a project's
+settings), and the agent profile of chats outside them names a third (`profile_peers`: Agent Zero's
+default profile `agent0`). Each chat's messages land in the real Honcho under its own human's peer,
+a project's human wins over the profile's, and the second project's first prompt holds nothing of
+what the first project's human said — while a new chat of the first project does recall it. Scopes
+are off, so it is the human peer, not a project scope, that keeps them apart.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ PLUGIN = "honcho"
 ALPHA, BETA = "alpha-house", "beta-house"
 ALICE_FACT = "My favourite colour is teal and I keep three beehives near Vigo."
 CAROL_FACT = "I grow habanero chillies on a balcony in Tromso."
-# Words of each fact found nowhere else in a prompt (the system prompt's examples name other places).
+# Words of each fact found nowhere else in a prompt (the system prompt's examples name other
+# places).
 ALICE_WORDS, CAROL_WORDS = ("teal", "Vigo"), ("habanero", "Tromso")
 QUESTION = "What colour should I paint my beehives?"
 DERIVER_WAIT_S = 300
@@ -54,8 +55,10 @@ class SeveralHumansTest(unittest.TestCase):
         for ctx in (cls.alpha, cls.plain):
             host_kit.wait_for(lambda ctx=ctx: host_kit.delivered(world, f"chat-{ctx.id}", 2), 30,
                               "a chat's two messages in the real Honcho")
-        # The real deriver works through every workspace's queue in turn: generous, for a shared server.
-        host_kit.wait_for(lambda: concluded("alice", "teal"), DERIVER_WAIT_S, "the deriver's conclusion about alice")
+        # The real deriver works through every workspace's queue in turn: generous, for a shared
+        # server.
+        host_kit.wait_for(lambda: concluded("alice", "teal"), DERIVER_WAIT_S,
+                          "the deriver's conclusion about alice")
         host_kit.wait_for(lambda: concluded("carol", "habanero"), DERIVER_WAIT_S,
                           "the deriver's conclusion about carol")
         cls.beta = cls.turn(BETA, QUESTION, "Any colour you like.")
@@ -69,12 +72,14 @@ class SeveralHumansTest(unittest.TestCase):
         world.host.script(reply)
         ctx = world.host.new_chat(project=project)
         if world.host.turn(ctx, text) != reply:
-            raise AssertionError(f"the scripted turn of {project or 'a chat without a project'} went wrong")
+            raise AssertionError(f"the scripted turn of {project or 'a chat without a project'}"
+                                 " went wrong")
         return ctx
 
     def turn_part(self, ctx) -> str:
-        """The user side of the chat's first (and only) prompt: the typed question and the extras after it,
-        where a memory pack goes (the system prompt before it is Agent Zero's and the tools')."""
+        """The user side of the chat's first (and only) prompt: the typed question and the extras
+        after it, where a memory pack goes (the system prompt before it is Agent Zero's and the
+        tools')."""
         prompts = world.host.prompts(ctx)
         self.assertEqual(len(prompts), 1)
         self.assertIn(QUESTION, prompts[0])
@@ -87,14 +92,14 @@ class SeveralHumansTest(unittest.TestCase):
     def test_a_chat_outside_the_projects_lands_under_its_agent_profiles_human(self) -> None:
         self.assertEqual(peers_of(self.plain), ["carol", "agent-zero"])
 
-    def test_the_second_projects_first_prompt_holds_nothing_of_the_first_projects_human(self) -> None:
+    def test_second_projects_first_prompt_holds_nothing_of_the_first_projects_human(self) -> None:
         turn = self.turn_part(self.beta)
         for word in (*ALICE_WORDS, *CAROL_WORDS):
             self.assertNotIn(word, turn)
 
     def test_a_new_chat_of_the_first_project_recalls_its_human_and_no_one_elses(self) -> None:
-        # The control: recall works in this Agent Zero, so the prompt above lacks the fact because of whose
-        # chat it is.
+        # The control: recall works in this Agent Zero, so the prompt above lacks the fact because
+        # of whose chat it is.
         turn = self.turn_part(self.alpha_again)
         block = turn[turn.find("<honcho_memory>"):turn.find("</honcho_memory>")]
         self.assertIn(BLOCK_LABEL, block)

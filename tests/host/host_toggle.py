@@ -31,9 +31,11 @@ def module(name: str):
 
 def queue_directly(ctx, text: str, source_id: str) -> str:
     """Queue one event through the plugin's capture service, as a second process would."""
-    bridge, capture = module("extensions.honcho_bridge.process_hub"), module("honcho_hub.capture.service")
+    bridge, capture = (module("extensions.honcho_bridge.process_hub"),
+                       module("honcho_hub.capture.service"))
     settings = bridge.global_settings()
-    request = capture.CaptureRequest(chat_id=ctx.id, role=capture.Role.USER, source_id=source_id, text=text)
+    request = capture.CaptureRequest(chat_id=ctx.id, role=capture.Role.USER, source_id=source_id,
+                                     text=text)
     return bridge.hub().capture(settings).capture(request, settings, {}).value
 
 
@@ -45,7 +47,8 @@ class ToggleTest(unittest.TestCase):
         cls.ctx = ctx = host.new_chat()
         cls.session_id = f"chat-{ctx.id}"
         host.turn(ctx, "Typed before the switch-off.")
-        host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 2), 30, "the first turn delivered")
+        host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 2), 30,
+                          "the first turn delivered")
         cls.worker = module("extensions.honcho_bridge.process_hub").hub().worker()
 
         host.toggle("honcho", False)
@@ -53,7 +56,8 @@ class ToggleTest(unittest.TestCase):
         cls.counts_before_off_turn = host_kit.outbox_counts(world.outbox_path)
         host.turn(ctx, "Typed while the plugin is off.")
         cls.counts_after_off_turn = host_kit.outbox_counts(world.outbox_path)
-        cls.queued = queue_directly(ctx, "Queued by another process while off.", "host-toggle-queued")
+        cls.queued = queue_directly(ctx, "Queued by another process while off.",
+                                    "host-toggle-queued")
         cls.drained_while_off = cls.worker.drain(5.0)
         cls.status_while_off = host_kit.honcho_status(world.host)
         cls.in_honcho_while_off = [m.content for m in world.session_messages(cls.session_id)]
@@ -81,11 +85,13 @@ class ToggleTest(unittest.TestCase):
         self.assertEqual(self.drained_while_off["delivered"], 0, self.drained_while_off)
         self.assertEqual(self.status_while_off["worker"]["state"], "paused")
         self.assertEqual(self.status_while_off["queue"]["pending"], 1)
-        self.assertEqual(self.in_honcho_while_off, ["Typed before the switch-off.", "Before: noted."])
+        self.assertEqual(self.in_honcho_while_off,
+                         ["Typed before the switch-off.", "Before: noted."])
 
-    def test_after_switching_on_the_waiting_event_and_new_turns_are_delivered_in_order(self) -> None:
+    def test_after_switching_on_waiting_event_and_new_turns_are_delivered_in_order(self) -> None:
         self.assertEqual([m.content for m in self.final],
-                         ["Typed before the switch-off.", "Before: noted.", "Queued by another process while off.",
+                         ["Typed before the switch-off.", "Before: noted.",
+                          "Queued by another process while off.",
                           "Typed after the switch-on.", "After: noted."])
 
     def test_the_same_worker_thread_paused_and_resumed(self) -> None:

@@ -1,7 +1,8 @@
-"""The honcho_memory tool through Agent Zero's own tool execution (Agent.process_tools), real Honcho.
+"""The honcho_memory tool through Agent Zero's own tool execution (Agent.process_tools), real
+Honcho.
 
-Each action is called as if the model had asked for it; the assertions read the tool's result text as
-Agent Zero added it to the history, and check the real Honcho where the action changes something.
+Each action is called as if the model had asked for it; the assertions read the tool's result text
+as Agent Zero added it to the history, and check the real Honcho where the action changes something.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def tool(**args) -> str:
     """The honcho_memory result as Agent Zero added it to the chat history."""
     final, result = world.host.run_tool(ctx, "honcho_memory", **args)
     if final is not None or not isinstance(result, str):
-        raise AssertionError(f"honcho_memory ended the turn or added no result: {final!r} {result!r}")
+        raise AssertionError(f"honcho_memory ended the turn or added no result: {final!r} "
+                             f"{result!r}")
     return result
 
 
@@ -49,20 +51,23 @@ def remembered_id(text: str) -> str:
 
 class RememberSearchForgetTest(unittest.TestCase):
     def test_remember_stores_one_conclusion_of_the_agent_about_the_user(self) -> None:
-        conclusion_id = remembered_id(tool(action="remember", content="The user's sailboat is named Sea Otter."))
+        conclusion_id = remembered_id(tool(action="remember",
+                                           content="The user's sailboat is named Sea Otter."))
         stored = {c.id: c.content for c in host_kit.conclusions(world)}
         self.assertEqual(stored.get(conclusion_id), "The user's sailboat is named Sea Otter.")
 
     def test_remember_masks_a_secret_alias_and_redacts_a_key_before_sending(self) -> None:
         # Agent Zero replaces the alias with the real value before the tool runs.
-        text = tool(action="remember", content=f"Mooring code §§secret({SECRET_NAME}); key sk-ant-api03-Q2w3E4r5T6y7U8i9O0pA1s")
+        text = tool(action="remember", content=f"Mooring code §§secret({SECRET_NAME}); "
+                                               "key sk-ant-api03-Q2w3E4r5T6y7U8i9O0pA1s")
         stored = {c.id: c.content for c in host_kit.conclusions(world)}[remembered_id(text)]
         self.assertNotIn(SECRET_VALUE, stored)
         self.assertNotIn("Q2w3E4r5T6y7U8i9O0pA1s", stored)
         self.assertTrue(stored.startswith("Mooring code "), stored)
 
     def test_search_conclusions_finds_a_remembered_fact_labelled_untrusted(self) -> None:
-        conclusion_id = remembered_id(tool(action="remember", content="The user collects brass compasses."))
+        conclusion_id = remembered_id(tool(action="remember",
+                                           content="The user collects brass compasses."))
         text = tool(action="search", target="conclusions", query="brass compasses", limit=5)
         self.assertTrue(text.startswith(UNTRUSTED), text)
         self.assertIn(f"[{conclusion_id}]", text)
@@ -80,26 +85,30 @@ class RememberSearchForgetTest(unittest.TestCase):
 
     def test_search_with_an_unknown_target_explains_the_choices(self) -> None:
         self.assertEqual(tool(action="search", target="everything", query="boats"),
-                         "honcho_memory: `target` must be one of: conclusions, session, workspace.")
+                         "honcho_memory: `target` must be one of: conclusions, session, "
+                         "workspace.")
 
     def test_forget_without_confirm_deletes_nothing(self) -> None:
-        conclusion_id = remembered_id(tool(action="remember", content="The user dislikes anchovies."))
+        conclusion_id = remembered_id(tool(action="remember",
+                                           content="The user dislikes anchovies."))
         text = tool(action="forget", id=conclusion_id)
-        self.assertTrue(text.startswith(f"Not deleted. Ask the user to confirm forgetting conclusion {conclusion_id}"),
+        self.assertTrue(text.startswith("Not deleted. Ask the user to confirm forgetting "
+                                        f"conclusion {conclusion_id}"),
                         text)
         self.assertIn(conclusion_id, {c.id for c in host_kit.conclusions(world)})
 
     def test_forget_with_confirm_deletes_the_conclusion(self) -> None:
         conclusion_id = remembered_id(tool(action="remember", content="The user owns a red kayak."))
-        self.assertEqual(tool(action="forget", id=conclusion_id, confirm=True), f"Forgot conclusion {conclusion_id}.")
+        self.assertEqual(tool(action="forget", id=conclusion_id, confirm=True),
+                         f"Forgot conclusion {conclusion_id}.")
         self.assertNotIn(conclusion_id, {c.id for c in host_kit.conclusions(world)})
 
     def test_forget_refuses_another_peers_conclusion(self) -> None:
         other = world.honcho().peer("user").conclusions_of("user").create(
             [{"content": "The user thinks of themselves as a sailor."}])[0]
         text = tool(action="forget", id=other.id, confirm=True)
-        self.assertEqual(text, f"Conclusion {other.id} is not one of the agent's conclusions about the user; "
-                               "nothing deleted.")
+        self.assertEqual(text, f"Conclusion {other.id} is not one of the agent's conclusions "
+                               "about the user; nothing deleted.")
         left = world.honcho().peer("user").conclusions_of("user").list(size=100).items
         self.assertIn(other.id, {c.id for c in left})
 
@@ -118,7 +127,8 @@ class ReadOnlyActionsTest(unittest.TestCase):
     def test_ask_returns_the_dialectic_answer_labelled_untrusted(self) -> None:
         text = tool(action="ask", query="Which harbour does the user like?")
         self.assertTrue(text.startswith(UNTRUSTED), text)
-        self.assertIn("Based on what I know (fake LLM answer to 'Which harbour does the user like?')", text)
+        self.assertIn("Based on what I know (fake LLM answer to "
+                      "'Which harbour does the user like?')", text)
 
     def test_status_names_the_destination_and_never_the_outbox_path(self) -> None:
         text = tool(action="status")
@@ -133,15 +143,16 @@ class ReadOnlyActionsTest(unittest.TestCase):
                          "Consolidation (a dream) was requested; Honcho runs it in the background.")
 
     def test_an_unknown_action_lists_the_actions(self) -> None:
-        self.assertEqual(tool(action="summon"), "honcho_memory: `action` must be one of: recall, search, ask, "
-                                                "remember, forget, status, dream, profile, forget_chat.")
+        self.assertEqual(tool(action="summon"),
+                         "honcho_memory: `action` must be one of: recall, search, ask, "
+                         "remember, forget, status, dream, profile, forget_chat.")
 
 
 class ProfileTest(unittest.TestCase):
-    """The agent's card of the user: replaced with masked and redacted facts, read back, kept in the local
-    record, and shown by the sidebar's API through Agent Zero's routing (auth and CSRF)."""
+    """The agent's card of the user: replaced with masked and redacted facts, read back, kept in the
+    local record, and shown by the sidebar's API through Agent Zero's routing (auth and CSRF)."""
 
-    def test_profile_replaces_the_card_redacted_reads_it_back_and_the_sidebar_shows_it(self) -> None:
+    def test_profile_replaces_the_card_redacted_reads_it_back_and_sidebar_shows_it(self) -> None:
         text = tool(action="profile", facts=[f"ATTRIBUTE: Mooring code §§secret({SECRET_NAME})",
                                              "ATTRIBUTE: Key sk-ant-api03-Q2w3E4r5T6y7U8i9O0pA1s",
                                              "IDENTITY: Sails out of Pier Nine"])
@@ -160,7 +171,8 @@ class ProfileTest(unittest.TestCase):
 
         conn = sqlite3.connect(f"file:{world.outbox_path}?mode=ro", uri=True, timeout=5)
         try:
-            kept = conn.execute("SELECT kind, content FROM memory_writes WHERE conclusion_id = 'card'"
+            kept = conn.execute("SELECT kind, content FROM memory_writes"
+                                " WHERE conclusion_id = 'card'"
                                 " ORDER BY seq DESC LIMIT 1").fetchone()
         finally:
             conn.close()
@@ -172,7 +184,8 @@ class ProfileTest(unittest.TestCase):
 
 
 class RecallWithAutomaticRecallOffTest(unittest.TestCase):
-    """recall_enabled switches the automatic injection only: recall asked for through the tool still works."""
+    """recall_enabled switches the automatic injection only: recall asked for through the tool still
+    works."""
 
     def test_recall_finds_the_memory_with_automatic_recall_switched_off(self) -> None:
         tool(action="remember", content="The user's favourite harbour is Tarragona.")
@@ -185,22 +198,26 @@ class RecallWithAutomaticRecallOffTest(unittest.TestCase):
 
 
 class LocalRecordOfWritesTest(unittest.TestCase):
-    """Every remember and forget of the tool is kept in the outbox file; status shows ids and times only."""
+    """Every remember and forget of the tool is kept in the outbox file; status shows ids and times
+    only."""
 
     def kept(self, conclusion_id: str) -> list[tuple]:
         conn = sqlite3.connect(f"file:{world.outbox_path}?mode=ro", uri=True, timeout=5)
         try:
-            return conn.execute("SELECT kind, session_id, content FROM memory_writes WHERE conclusion_id = ?"
-                                " ORDER BY seq", (conclusion_id,)).fetchall()
+            return conn.execute("SELECT kind, session_id, content FROM memory_writes"
+                                " WHERE conclusion_id = ? ORDER BY seq",
+                                (conclusion_id,)).fetchall()
         finally:
             conn.close()
 
-    def test_remember_and_forget_are_kept_with_their_text_and_status_shows_only_ids_and_times(self) -> None:
+    def test_remember_and_forget_kept_with_their_text_status_shows_only_ids_and_times(self) -> None:
         fact = "The user's dinghy is called Little Auk."
         conclusion_id = remembered_id(tool(action="remember", content=fact))
-        self.assertEqual(tool(action="forget", id=conclusion_id, confirm=True), f"Forgot conclusion {conclusion_id}.")
+        self.assertEqual(tool(action="forget", id=conclusion_id, confirm=True),
+                         f"Forgot conclusion {conclusion_id}.")
         session = f"chat-{ctx.id}"
-        self.assertEqual(self.kept(conclusion_id), [("remember", session, fact), ("forget", session, fact)])
+        self.assertEqual(self.kept(conclusion_id),
+                         [("remember", session, fact), ("forget", session, fact)])
         status = host_kit.honcho_status(world.host, ctx)
         self.assertEqual(status["memory_writes"]["latest"][0]["id"], conclusion_id)
         self.assertEqual(status["memory_writes"]["latest"][0]["kind"], "forget")
