@@ -1,13 +1,21 @@
-"""The auth-on Honcho (HONCHO_REAL_AUTH_URL, admin key in HONCHO_REAL_ADMIN_KEY): a refused key is our
-AuthError, delivery waits behind the auth circuit without burning attempts, and resumes once the key
-the worker reads afresh is fixed; a key below workspace level cannot read through a scope."""
+"""The auth-on Honcho (HONCHO_REAL_AUTH_URL, admin key in HONCHO_REAL_ADMIN_KEY): a refused key is
+our AuthError, delivery waits behind the auth circuit without burning attempts, and resumes once the
+key the worker reads afresh is fixed; a key below workspace level cannot read through a scope."""
 
 import os
 import sqlite3
 import unittest
 
 import httpx
-from real_kit import AGENT, USER, fresh_workspace, real_gateway, real_settings, required_url, user_turns
+from real_kit import (
+    AGENT,
+    USER,
+    fresh_workspace,
+    real_gateway,
+    real_settings,
+    required_url,
+    user_turns,
+)
 
 # isort: split
 from outbox_helpers import ManualClock  # after real_kit, which puts tests/ on sys.path
@@ -21,15 +29,16 @@ from honcho_hub.recall.recaller import Recaller
 def required_admin_key() -> str:
     key = os.environ.get("HONCHO_REAL_ADMIN_KEY", "").strip()
     if not key:
-        raise AssertionError("HONCHO_REAL_ADMIN_KEY is not set: export the auth-on server's admin key "
-                             "(../shared/real-honcho: the state dir's admin_key file)")
+        raise AssertionError("HONCHO_REAL_ADMIN_KEY is not set: export the auth-on server's "
+                             "admin key (../shared/real-honcho: the state dir's admin_key file)")
     return key
 
 
 def mint_key(url: str, admin: str, **scope: str) -> str:
     """A key limited to a workspace (and a peer), made by the server's admin-only key route."""
     with httpx.Client(base_url=url, timeout=30) as client:
-        answer = client.post("/v3/keys", params=scope, headers={"Authorization": f"Bearer {admin}"})
+        answer = client.post("/v3/keys", params=scope,
+                             headers={"Authorization": f"Bearer {admin}"})
     answer.raise_for_status()
     return answer.json()["key"]
 
@@ -41,7 +50,8 @@ class AuthCase(unittest.TestCase):
         cls.workspace_id = fresh_workspace(cls.__name__)
 
     def settings(self, secrets: dict, **plugin):
-        return real_settings(self.addCleanup, self.url, self.workspace_id, secrets=secrets, **plugin)
+        return real_settings(self.addCleanup, self.url, self.workspace_id, secrets=secrets,
+                             **plugin)
 
     def admin_gateway(self):
         return real_gateway(self.addCleanup, self.settings({"HONCHO_API_KEY": self.admin}))
@@ -49,9 +59,11 @@ class AuthCase(unittest.TestCase):
 
 class RefusedKeyTest(AuthCase):
     def test_a_wrong_missing_or_other_workspace_key_is_an_auth_error(self):
-        self.assertNotIn("HONCHO_API_KEY", os.environ, "the SDK would send HONCHO_API_KEY in place of no key")
+        self.assertNotIn("HONCHO_API_KEY", os.environ,
+                         "the SDK would send HONCHO_API_KEY in place of no key")
         keys = {"wrong": "not-a-valid-key", "missing": "",
-                "another workspace's": mint_key(self.url, self.admin, workspace_id="ct-someone-else")}
+                "another workspace's": mint_key(self.url, self.admin,
+                                                workspace_id="ct-someone-else")}
         for name, key in keys.items():
             with self.subTest(key=name):
                 gateway = real_gateway(self.addCleanup, self.settings({"HONCHO_API_KEY": key}))
@@ -60,13 +72,15 @@ class RefusedKeyTest(AuthCase):
                 self.assertEqual(caught.exception.code, "auth_401")
 
     def test_the_admin_and_a_workspace_key_are_accepted(self):
-        keys = {"admin": self.admin, "workspace": mint_key(self.url, self.admin, workspace_id=self.workspace_id)}
+        keys = {"admin": self.admin,
+                "workspace": mint_key(self.url, self.admin, workspace_id=self.workspace_id)}
         for name, key in keys.items():
             with self.subTest(key=name):
                 gateway = real_gateway(self.addCleanup, self.settings({"HONCHO_API_KEY": key}))
                 gateway.send(user_turns(f"chat-{name}", ["hello"]))
-                self.assertEqual(gateway.existing_event_ids(f"chat-{name}", [f"ev_chat-{name}_u0000"]),
-                                 {f"ev_chat-{name}_u0000"})
+                self.assertEqual(
+                    gateway.existing_event_ids(f"chat-{name}", [f"ev_chat-{name}_u0000"]),
+                    {f"ev_chat-{name}_u0000"})
 
 
 class KeyRecoveryTest(AuthCase):
@@ -78,14 +92,17 @@ class KeyRecoveryTest(AuthCase):
         self.addCleanup(capture.close)
         worker = DeliveryWorker(lambda: settings, clock=clock)
         self.addCleanup(worker.stop, 10)
-        said = [("user", "I moved to Porto last week"), ("agent", "Noted, Porto."), ("user", "I work nights")]
+        said = [("user", "I moved to Porto last week"), ("agent", "Noted, Porto."),
+                ("user", "I work nights")]
         for n, (role, text) in enumerate(said):
-            self.assertEqual(capture.capture(CaptureRequest("k1", Role(role), f"m{n}", text), settings).value,
+            self.assertEqual(capture.capture(CaptureRequest("k1", Role(role), f"m{n}", text),
+                                             settings).value,
                              "queued")
         worker.step()
         circuit = worker.state.circuit(settings.destination())
         self.assertEqual((circuit.kind, circuit.code), ("auth", "auth_401"))
-        self.assertEqual(self.rows(settings), [("pending", 0)] * 3)  # nothing dead, no attempt burned
+        # Nothing dead, no attempt burned.
+        self.assertEqual(self.rows(settings), [("pending", 0)] * 3)
 
         secrets["HONCHO_API_KEY"] = self.admin  # fixed under Settings → Secrets: no restart
         self.assertEqual(worker.step().state, "circuit_open")  # waits for the probe time
@@ -111,11 +128,14 @@ class PeerKeyScopeTest(AuthCase):
         admin = self.admin_gateway()
         admin.send(user_turns("chat-p", ["I like chess"], scope_id="proj-p"))
         peer_key = mint_key(self.url, self.admin, workspace_id=self.workspace_id, peer_id=AGENT)
-        settings = self.settings({"HONCHO_API_KEY": peer_key}, recall_timeout_s=20, max_context_tokens=1000)
+        settings = self.settings({"HONCHO_API_KEY": peer_key}, recall_timeout_s=20,
+                                 max_context_tokens=1000)
         recaller = Recaller()
         self.addCleanup(recaller.close)
-        result = recaller.recall(settings, "chat-p", "what does the user like", "{{sections}}", "proj-p")
-        self.assertEqual((result.source, recaller.scope_problem), ("fresh", "scope unavailable: auth_401"))
+        result = recaller.recall(settings, "chat-p", "what does the user like", "{{sections}}",
+                                 "proj-p")
+        self.assertEqual((result.source, recaller.scope_problem),
+                         ("fresh", "scope unavailable: auth_401"))
 
 
 if __name__ == "__main__":

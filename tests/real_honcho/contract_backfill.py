@@ -1,6 +1,6 @@
-"""Backfill against a real Honcho: saved chats imported, drained twice, imported again after the outbox pruned
-what it delivered, drained again — every kept message is in its session exactly once, in order; a chat
-forgotten after its import is not brought back by the next backfill."""
+"""Backfill against a real Honcho: saved chats imported, drained twice, imported again after the
+outbox pruned what it delivered, drained again — every kept message is in its session exactly once,
+in order; a chat forgotten after its import is not brought back by the next backfill."""
 
 import os
 import random
@@ -10,7 +10,8 @@ import time
 from real_kit import RealHonchoCase
 
 # isort: split
-import test_backfill  # after real_kit, which puts tests/ on sys.path; a module import collects none of its tests
+# After real_kit, which puts tests/ on sys.path; a module import collects none of its tests.
+import test_backfill
 
 from honcho_hub.capture.service import event_id
 from honcho_hub.chats.forget import DONE, forget_chat
@@ -22,7 +23,7 @@ from honcho_hub.storage.outbox import Outbox
 class BackfillDeliveryTest(RealHonchoCase):
     quiet = True
 
-    def test_a_backfill_drained_twice_then_imported_and_drained_again_leaves_each_message_once(self):
+    def test_backfill_drained_twice_then_imported_and_drained_again_leaves_each_message_once(self):
         folder = tempfile.TemporaryDirectory()
         self.addCleanup(folder.cleanup)
         chats = os.path.join(folder.name, "usr", "chats")
@@ -30,14 +31,16 @@ class BackfillDeliveryTest(RealHonchoCase):
         for chat_id in ("bfchat01", "bfchat02"):
             chat, ids = test_backfill.conversation(chat_id)
             chat.write(chats)
-            expected[chat_id] = [event_id(chat_id, role, ids[name], 0) for name, role in test_backfill.KEPT]
+            expected[chat_id] = [event_id(chat_id, role, ids[name], 0)
+                                 for name, role in test_backfill.KEPT]
         settings = self.settings()
         clock = [time.time()]
         worker = DeliveryWorker(lambda: settings, clock=lambda: clock[0], rng=random.Random(3))
         self.addCleanup(worker.stop, 10)
 
         def run() -> dict:
-            return backfill.Backfill(settings, lambda project: settings, clock=lambda: clock[0]).run(
+            return backfill.Backfill(settings, lambda project: settings,
+                                     clock=lambda: clock[0]).run(
                 agent_zero_files.saved_chats(chats))
 
         self.assertEqual(run()["events"], {"already_queued": 0, "queued": 12})
@@ -49,11 +52,13 @@ class BackfillDeliveryTest(RealHonchoCase):
         self.assertEqual(box.prune(86_400), 12)  # the outbox no longer knows they were delivered
         self.assertEqual(run()["events"], {"already_queued": 0, "queued": 12})
         worker.drain(60)
-        self.assertEqual(worker.state.metrics.reconciled, 12)  # all found in Honcho: none sent again
+        # All found in Honcho: none sent again.
+        self.assertEqual(worker.state.metrics.reconciled, 12)
         gateway = self.gateway()
         for chat_id, ids in expected.items():
             with self.subTest(chat=chat_id):
-                held = gateway.call(lambda c, s=f"chat-{chat_id}": gateway.reader_session(s).messages(size=100))
+                held = gateway.call(lambda c, s=f"chat-{chat_id}":
+                                    gateway.reader_session(s).messages(size=100))
                 self.assertEqual([m.metadata["event_id"] for m in held.items], ids)
 
     def test_a_chat_forgotten_after_its_import_is_not_brought_back_by_the_next_backfill(self):
@@ -69,7 +74,8 @@ class BackfillDeliveryTest(RealHonchoCase):
         self.addCleanup(worker.stop, 10)
 
         def run() -> dict:
-            return backfill.Backfill(settings, lambda project: settings).run(agent_zero_files.saved_chats(chats))
+            return backfill.Backfill(settings, lambda project: settings).run(
+                agent_zero_files.saved_chats(chats))
 
         self.assertEqual(run()["events"], {"already_queued": 0, "queued": 14})
         self.assertEqual(worker.drain(60)["delivered"], 14)
@@ -78,6 +84,7 @@ class BackfillDeliveryTest(RealHonchoCase):
         worker.drain(60)
         gateway = self.gateway()
         held = {s.id for s in gateway.call(lambda c: c.sessions(size=100)).items}
-        self.assertEqual({s for s in held if "bfforgot" in s}, set(), "the forgotten chat came back")
+        self.assertEqual({s for s in held if "bfforgot" in s}, set(),
+                         "the forgotten chat came back")
         self.assertIn("chat-bfkept01", held)
         self.assertEqual(report["forgotten"], {"skipped": ["bfforgot"], "included": []})

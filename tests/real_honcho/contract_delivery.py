@@ -1,12 +1,21 @@
-"""Delivery against a real Honcho: session creation with observation settings, ordered add_messages,
-the metadata-filter lookup reconciliation relies on, and how the server's refusals are classified."""
+"""Delivery against a real Honcho: session creation with observation settings, ordered
+add_messages, the metadata-filter lookup reconciliation relies on, and how the server's refusals are
+classified."""
 
 import dataclasses
 import random
 import time
 import unittest
 
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
+from real_kit import (
+    AGENT,
+    USER,
+    RealHonchoCase,
+    await_derivation,
+    conclusions_about,
+    turns,
+    user_turns,
+)
 
 # isort: split
 from outbox_helpers import lease  # after real_kit, which puts tests/ on sys.path
@@ -20,14 +29,15 @@ from honcho_hub.storage.outbox import LeasedEvent, NewEvent, Outbox
 
 def stored(message, destination="contract", workspace_id="contract") -> NewEvent:
     """The outbox's event for a message the test would otherwise send itself."""
-    return NewEvent(id=message.id, destination=destination, workspace_id=workspace_id, session_id=message.session_id,
-                    peer_id=message.peer_id, role=message.role, content=message.content,
-                    captured_at=message.created_at, scope_id=message.scope_id)
+    return NewEvent(id=message.id, destination=destination, workspace_id=workspace_id,
+                    session_id=message.session_id, peer_id=message.peer_id, role=message.role,
+                    content=message.content, captured_at=message.created_at,
+                    scope_id=message.scope_id)
 
 
 def leased(message, error_code=None, ambiguous=False) -> LeasedEvent:
-    """A message's event as the outbox leases it after a failed attempt with `error_code` (one after which
-    Honcho may hold it when `ambiguous`)."""
+    """A message's event as the outbox leases it after a failed attempt with `error_code` (one after
+    which Honcho may hold it when `ambiguous`)."""
     return LeasedEvent(**{**dataclasses.asdict(stored(message)), "ambiguous": ambiguous},
                        attempts=1 if error_code else 0, error_code=error_code)
 
@@ -47,10 +57,12 @@ class SessionCreationTest(RealHonchoCase):
         gateway = self.gateway()
         gateway.send(turns("chat-obs", ["I grow tomatoes on my balcony", "Nice."]))
         session = gateway.reader_session("chat-obs")
-        self.assertEqual(sorted(p.id for p in gateway.call(lambda c: session.peers())), sorted([USER, AGENT]))
+        self.assertEqual(sorted(p.id for p in gateway.call(lambda c: session.peers())),
+                         sorted([USER, AGENT]))
         for peer, expected in ((USER, (True, True)), (AGENT, (False, True))):
             with self.subTest(peer=peer):
-                config = gateway.call(lambda c: session.get_peer_configuration(peer))  # noqa: B023  # run at once
+                # The lambda runs at once, within its own turn of the loop.
+                config = gateway.call(lambda c: session.get_peer_configuration(peer))  # noqa: B023
                 self.assertEqual((config.observe_me, config.observe_others), expected)
 
     def test_a_peer_first_seen_in_a_later_batch_joins_with_its_roles_settings(self):
@@ -60,7 +72,8 @@ class SessionCreationTest(RealHonchoCase):
                         tag="former")[1]
         former = dataclasses.replace(former, peer_id="former-agent")
         gateway.send([former])
-        config = gateway.call(lambda c: gateway.reader_session("chat-late-peer").get_peer_configuration("former-agent"))
+        config = gateway.call(lambda c: gateway.reader_session("chat-late-peer")
+                              .get_peer_configuration("former-agent"))
         self.assertEqual((config.observe_me, config.observe_others), (False, True))
 
     def test_the_deriver_models_the_user_and_never_the_agent(self):
@@ -69,7 +82,8 @@ class SessionCreationTest(RealHonchoCase):
                                            "I sell the honey at the market", "Sounds lovely."]))
         about_user = await_derivation(
             gateway, "two conclusions of the agent about the user",
-            until=lambda: len(conclusions_about(gateway, AGENT, USER)) >= 2 and conclusions_about(gateway, AGENT, USER))
+            until=lambda: (len(conclusions_about(gateway, AGENT, USER)) >= 2
+                           and conclusions_about(gateway, AGENT, USER)))
         self.assertIn("user said: I keep bees in the garden", {c.content for c in about_user})
         await_derivation(gateway, "the deriver's queue to drain", session_id="chat-model")
         for observer in (USER, AGENT):
@@ -110,7 +124,8 @@ class ReconciliationLookupTest(RealHonchoCase):
         held_ids = [e.id for e in self.held]
         cases = {
             "all 120 held (two lookups of 100)": (held_ids, set(held_ids)),
-            "held mixed with unknown": (held_ids[:3] + ["ev_unknown_1", "ev_unknown_2"], set(held_ids[:3])),
+            "held mixed with unknown": (held_ids[:3] + ["ev_unknown_1", "ev_unknown_2"],
+                                        set(held_ids[:3])),
             "only unknown": (["ev_unknown_3"], set()),
             "held by another session only": (["ev_only_elsewhere"], set()),
             "none asked": ([], set()),
@@ -148,7 +163,8 @@ class CrashRecoveryTest(RealHonchoCase):
         self.addCleanup(survivor.stop, 10)
         self.assertEqual(survivor.drain(60)["delivered"], 8)
         self.assertEqual(survivor.state.metrics.reconciled, 8)
-        self.assertEqual([m.metadata["event_id"] for m in all_messages(self.gateway(), "chat-crash")],
+        self.assertEqual([m.metadata["event_id"]
+                          for m in all_messages(self.gateway(), "chat-crash")],
                          [e.id for e in queued])
 
 
@@ -160,14 +176,16 @@ class ServerRefusalTest(RealHonchoCase):
         gateway.send(user_turns("chat-refusals", ["exists"]))
         message = lambda text: gateway.reader_peer(USER).message(text)  # noqa: E731
         cases = {
-            "101 messages in one call": (lambda c: gateway.reader_session("chat-refusals").add_messages(
-                [message("m")] * 101), "http_422"),
-            "an unknown session added to a scope": (lambda c: c.scope("refusals").add_sessions(["no-such-chat"]),
-                                                    "http_404"),
+            "101 messages in one call": (
+                lambda c: gateway.reader_session("chat-refusals").add_messages(
+                    [message("m")] * 101), "http_422"),
+            "an unknown session added to a scope": (
+                lambda c: c.scope("refusals").add_sessions(["no-such-chat"]), "http_404"),
             "deleting an unknown conclusion": (
-                lambda c: gateway.reader_peer(AGENT).conclusions_of(USER).delete("no-such-conclusion"), "http_404"),
-            "a scope id with the reserved prefix (the SDK refuses it)": (lambda c: c.scope("scope.reserved"),
-                                                                         "invalid"),
+                lambda c: gateway.reader_peer(AGENT).conclusions_of(USER).delete(
+                    "no-such-conclusion"), "http_404"),
+            "a scope id with the reserved prefix (the SDK refuses it)": (
+                lambda c: c.scope("scope.reserved"), "invalid"),
         }
         for name, (request, code) in cases.items():
             with self.subTest(name):

@@ -1,6 +1,7 @@
-"""Forgetting a chat against a real Honcho: deleting a session answers 202 and the session is gone from
-listings at once and its messages soon after (Honcho deletes them in the background), a second delete
-answers 404 (the gateway's "gone"), and a forgotten chat's later messages land in a new session."""
+"""Forgetting a chat against a real Honcho: deleting a session answers 202 and the session is gone
+from listings at once and its messages soon after (Honcho deletes them in the background), a second
+delete answers 404 (the gateway's "gone"), and a forgotten chat's later messages land in a new
+session."""
 
 import threading
 import time
@@ -41,7 +42,8 @@ class SessionDeleteTest(RealHonchoCase):
         gateway.send(turns("forget-raw", ["a fact to forget", "Noted."]))
         with httpx.Client(base_url=self.url, timeout=30.0) as raw:
             answer = raw.delete(f"/v3/workspaces/{self.workspace_id}/sessions/forget-raw")
-            self.assertEqual((answer.status_code, answer.json()), (202, {"message": "Session deleted successfully"}))
+            self.assertEqual((answer.status_code, answer.json()),
+                             (202, {"message": "Session deleted successfully"}))
             self.assertNotIn("forget-raw", session_ids(gateway), "gone from the listing at once")
             self.assertEqual(eventually_empty(gateway, "forget-raw"), 0)
             again = raw.delete(f"/v3/workspaces/{self.workspace_id}/sessions/forget-raw")
@@ -66,7 +68,8 @@ class ForgetChatTest(RealHonchoCase):
         self.addCleanup(worker.stop, 10)
         for n, text in enumerate(["I keep bees", "Bees are good."]):
             role = Role.USER if n == 0 else Role.AGENT
-            self.assertEqual(capture.capture(CaptureRequest("fc1", role, f"m{n}", text), settings).value, "queued")
+            self.assertEqual(capture.capture(CaptureRequest("fc1", role, f"m{n}", text),
+                                             settings).value, "queued")
         self.assertEqual(worker.drain(30.0)["delivered"], 2)
         gateway = self.gateway()
         self.assertEqual(message_count(gateway, "chat-fc1"), 2)
@@ -75,8 +78,10 @@ class ForgetChatTest(RealHonchoCase):
                          (DONE, {"chat-fc1": "accepted"}, "chat1-fc1"))
         self.assertNotIn("chat-fc1", session_ids(gateway))
         self.assertEqual(eventually_empty(gateway, "chat-fc1"), 0)
-        self.assertEqual(capture.capture(CaptureRequest("fc1", Role.USER, "m2", "later words"), settings).value,
+        self.assertEqual(capture.capture(CaptureRequest("fc1", Role.USER, "m2", "later words"),
+                                         settings).value,
                          "queued")
         self.assertEqual(worker.drain(30.0)["delivered"], 1)
         self.assertEqual(message_count(gateway, "chat1-fc1"), 1)
-        self.assertNotIn("chat-fc1", session_ids(gateway), "nothing recreated the forgotten session")
+        self.assertNotIn("chat-fc1", session_ids(gateway),
+                         "nothing recreated the forgotten session")

@@ -1,5 +1,5 @@
-"""Derivation-aware freshness against a real Honcho: after a delivery, recall follows the session's queue
-status and reloads the base pack once the deriver is done, long before the cache TTL."""
+"""Derivation-aware freshness against a real Honcho: after a delivery, recall follows the session's
+queue status and reloads the base pack once the deriver is done, long before the cache TTL."""
 
 from __future__ import annotations
 
@@ -31,11 +31,14 @@ class FreshnessTest(RealHonchoCase):
         recaller.note_delivered(settings.destination(), "chat-fresh")
 
         def a_turn_shows_the_hens() -> bool:
-            recaller.recall(settings, "chat-other", "", TEMPLATE, wait_s=0)  # a turn: polls when due
+            # A turn: it polls when due.
+            recaller.recall(settings, "chat-other", "", TEMPLATE, wait_s=0)
             self.assertTrue(wait_idle(30, recaller))
-            return "hens" in (recaller.base_preview(settings, "chat-other", None, TEMPLATE) or "")
-        await_derivation(gateway, "the new conclusion in the base pack", until=a_turn_shows_the_hens,
-                         timeout_s=90)  # the TTL is an hour: only freshness can show it this soon
+            return "hens" in (recaller.base_preview(settings, "chat-other", None, TEMPLATE)
+                              or "")
+        # The TTL is an hour: only freshness can show it this soon.
+        await_derivation(gateway, "the new conclusion in the base pack",
+                         until=a_turn_shows_the_hens, timeout_s=90)
         self.assertEqual(recaller.freshness(settings, "chat-fresh")["state"], "fresh")
 
 

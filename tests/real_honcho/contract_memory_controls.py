@@ -1,6 +1,6 @@
-"""Memory controls against a real Honcho, through HonchoGateway and Recaller as the plugin uses them: the
-agent's self-model under the observation presets, and the opt-in dialectic note (unscoped, and scoped:
-a scope and no session in the request)."""
+"""Memory controls against a real Honcho, through HonchoGateway and Recaller as the plugin uses
+them: the agent's self-model under the observation presets, and the opt-in dialectic note
+(unscoped, and scoped: a scope and no session in the request)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def own_representation(gateway) -> str:
 
 
 class SelfModelUnderDirectionalTest(RealHonchoCase):
-    """`directional` creates the session with the agent's observe_me true: Honcho models the agent too."""
+    """`directional` creates the session with the agent's observe_me true: Honcho models the agent
+    too."""
 
     @classmethod
     def setUpClass(cls):
@@ -31,7 +32,8 @@ class SelfModelUnderDirectionalTest(RealHonchoCase):
         gateway.send(turns("chat-self", CHAT))
         await_derivation(gateway, "the agent's conclusions about itself",
                          until=lambda: "cite sources" in own_representation(gateway))
-        gateway.call(lambda client: gateway.reader_peer(AGENT).set_card(["A careful research helper"]))
+        gateway.call(lambda client: gateway.reader_peer(AGENT).set_card(
+            ["A careful research helper"]))
 
     def recall(self, **plugin):
         recaller = Recaller()
@@ -42,7 +44,8 @@ class SelfModelUnderDirectionalTest(RealHonchoCase):
         return recaller.recall(settings, "chat-self", "how do I water tomatoes?", TEMPLATE)
 
     def test_the_session_holds_the_agents_observe_me_true(self):
-        flags = self.gateway_.call(lambda client: self.gateway_.reader_session("chat-self").get_peer_configuration(AGENT))
+        flags = self.gateway_.call(lambda client: self.gateway_.reader_session("chat-self")
+                                   .get_peer_configuration(AGENT))
         self.assertTrue(flags.observe_me)
 
     def test_the_pack_carries_the_agents_model_of_itself_when_asked_for(self):
@@ -59,7 +62,8 @@ class SelfModelUnderDirectionalTest(RealHonchoCase):
 
 
 class NoSelfModelUnderSeedTest(RealHonchoCase):
-    """`seed` (the default) leaves the agent unmodelled: its messages give Honcho nothing about it."""
+    """`seed` (the default) leaves the agent unmodelled: its messages give Honcho nothing about
+    it."""
 
     @classmethod
     def setUpClass(cls):
@@ -72,7 +76,8 @@ class NoSelfModelUnderSeedTest(RealHonchoCase):
         self.assertNotIn("cite sources", own_representation(self.gateway_))
         recaller = Recaller()
         self.addCleanup(recaller.close)
-        settings = self.settings(include_agent_representation=True, recall_timeout_s=20, max_context_tokens=2000)
+        settings = self.settings(include_agent_representation=True, recall_timeout_s=20,
+                                 max_context_tokens=2000)
         recaller.warm(settings)
         self.assertTrue(wait_idle(30, recaller))
         result = recaller.recall(settings, "chat-seed", "how do I water tomatoes?", TEMPLATE)
@@ -82,8 +87,8 @@ class NoSelfModelUnderSeedTest(RealHonchoCase):
 
 
 class DialecticNoteTest(RealHonchoCase):
-    """The real server's dialectic is its deterministic fake LLM: "Based on what I know (fake LLM answer to
-    '<query>'): <observations>"."""
+    """The real server's dialectic is its deterministic fake LLM: "Based on what I know (fake LLM
+    answer to '<query>'): <observations>"."""
 
     @classmethod
     def setUpClass(cls):
@@ -95,10 +100,13 @@ class DialecticNoteTest(RealHonchoCase):
     def turn(self, scope_id: str | None, **plugin):
         recaller = Recaller()
         self.addCleanup(recaller.close)
-        settings = self.settings(dialectic_enabled=True, recall_timeout_s=20, max_context_tokens=2000, **plugin)
-        self.assertTrue(recaller.prefetch(settings, "chat-dia", "how often should I water my tomatoes?", scope_id))
+        settings = self.settings(dialectic_enabled=True, recall_timeout_s=20,
+                                 max_context_tokens=2000, **plugin)
+        self.assertTrue(recaller.prefetch(settings, "chat-dia",
+                                          "how often should I water my tomatoes?", scope_id))
         self.assertTrue(wait_idle(120, recaller))
-        return recaller, recaller.recall(settings, "chat-dia", "how often should I water my tomatoes?", TEMPLATE,
+        return recaller, recaller.recall(settings, "chat-dia",
+                                         "how often should I water my tomatoes?", TEMPLATE,
                                          scope_id)
 
     def test_the_note_of_the_turn_reaches_the_pack(self):

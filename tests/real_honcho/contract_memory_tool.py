@@ -1,9 +1,18 @@
-"""The honcho_memory verbs against a real Honcho, through run_action and gateway/queries: every search
-target, conclusions with the ownership check, the dialectic, dreams, and verbs in a brand-new chat."""
+"""The honcho_memory verbs against a real Honcho, through run_action and gateway/queries: every
+search target, conclusions with the ownership check, the dialectic, dreams, and verbs in a
+brand-new chat."""
 
 import unittest
 
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
+from real_kit import (
+    AGENT,
+    USER,
+    RealHonchoCase,
+    await_derivation,
+    conclusions_about,
+    turns,
+    user_turns,
+)
 
 from honcho_hub.gateway import queries
 from honcho_hub.tool.actions import ActionContext, run_action
@@ -34,7 +43,8 @@ class SearchAndConclusionsTest(MemoryToolCase):
             "conclusions": ({"target": "conclusions", "query": "violin"}, "user said: " + VIOLIN),
             "session": ({"target": "session", "query": "cat"}, "my cat is called Miso"),
             "workspace": ({"target": "workspace", "query": "violin"}, VIOLIN),
-            "workspace through a scope": ({"target": "workspace", "query": "violin", "scope": "band"}, VIOLIN),
+            "workspace through a scope": (
+                {"target": "workspace", "query": "violin", "scope": "band"}, VIOLIN),
         }
         for name, (args, first) in cases.items():
             with self.subTest(name):
@@ -49,19 +59,22 @@ class SearchAndConclusionsTest(MemoryToolCase):
     def test_search_limits_are_honoured(self):
         for target in ("conclusions", "session", "workspace"):
             with self.subTest(target):
-                self.assertEqual(len(self.act("search", target=target, query="tea", limit=1).text.splitlines()), 2)
+                self.assertEqual(len(self.act("search", target=target, query="tea", limit=1)
+                                     .text.splitlines()), 2)
 
     def test_remember_creates_one_conclusion_and_forget_refuses_another_peers(self):
         made = self.act("remember", content="The user prefers oolong to sencha")
         self.assertTrue(made.ok, made.text)
         ours = made.text.removeprefix("Remembered as conclusion ").rstrip(".")
         gateway = self.gateway()
-        theirs = queries.create_conclusion(gateway, USER, USER, "a conclusion of the user about itself", None).id
+        theirs = queries.create_conclusion(gateway, USER, USER,
+                                           "a conclusion of the user about itself", None).id
         self.assertIn(ours, {c.id for c in conclusions_about(gateway, AGENT, USER)})
         refused = self.act("forget", id=theirs, confirm=True)
         self.assertIn("not one of the agent's conclusions", refused.text)
         self.assertIn(theirs, {c.id for c in conclusions_about(gateway, USER, USER)})
-        self.assertEqual(self.act("forget", id=ours, confirm=True).text, f"Forgot conclusion {ours}.")
+        self.assertEqual(self.act("forget", id=ours, confirm=True).text,
+                         f"Forgot conclusion {ours}.")
         self.assertNotIn(ours, {c.id for c in conclusions_about(gateway, AGENT, USER)})
         self.assertIn("not one of", self.act("forget", id=ours, confirm=True).text)
 
@@ -69,19 +82,23 @@ class SearchAndConclusionsTest(MemoryToolCase):
         gateway = self.gateway()
         ours = conclusions_about(gateway, AGENT, USER)[0].id
         view = gateway.call(lambda c: gateway.reader_peer(AGENT).conclusions_of(USER))
-        self.assertEqual([c.id for c in gateway.call(lambda c: view.get_many([ours, "no-such-id"]))], [ours])
+        self.assertEqual([c.id
+                          for c in gateway.call(lambda c: view.get_many([ours, "no-such-id"]))],
+                         [ours])
         self.assertEqual(queries.find_conclusion(gateway, AGENT, USER, ours).id, ours)
         self.assertIsNone(queries.find_conclusion(gateway, USER, AGENT, ours))
 
     def test_ask_is_answered_by_the_dialectic_with_what_honcho_knows(self):
         result = self.act("ask", query="What does the user drink?", reasoning_level="low")
         self.assertTrue(result.ok, result.text)
-        self.assertIn("Based on what I know (fake LLM answer to 'What does the user drink?')", result.text)
+        self.assertIn("Based on what I know (fake LLM answer to 'What does the user drink?')",
+                      result.text)
         self.assertIn(TEA, result.text)
 
     def test_a_scoped_ask_sees_only_the_scopes_sessions(self):
-        answer = queries.ask(self.gateway(), AGENT, USER, "What does the user like?", session_id="chat-tool",
-                           scope="band", reasoning_level=None, timeout_s=60)
+        answer = queries.ask(self.gateway(), AGENT, USER, "What does the user like?",
+                             session_id="chat-tool", scope="band", reasoning_level=None,
+                             timeout_s=60)
         self.assertIn(VIOLIN, answer)
         self.assertNotIn("Miso", answer)
 
@@ -90,24 +107,30 @@ class DreamTest(MemoryToolCase):
     def test_a_requested_dream_writes_the_users_card(self):
         gateway = self.gateway()
         gateway.send(turns("chat-tool", [TEA, "Noted."]))
-        await_derivation(gateway, "a conclusion about the user", until=lambda: conclusions_about(gateway, AGENT, USER))
+        await_derivation(gateway, "a conclusion about the user",
+                         until=lambda: conclusions_about(gateway, AGENT, USER))
         result = self.act("dream")
         self.assertTrue(result.ok, result.text)
-        card = await_derivation(gateway, "the dream's card of the user", until=lambda: gateway.context(
-            "chat-tool", query=None, tokens=500, target=USER, perspective=AGENT).card)
+        card = await_derivation(gateway, "the dream's card of the user",
+                                until=lambda: gateway.context("chat-tool", query=None, tokens=500,
+                                                              target=USER, perspective=AGENT).card)
         self.assertEqual(card[:2], (f"IDENTITY: {USER}", f"ATTRIBUTE: {TEA}"))
 
 
 class NewChatTest(MemoryToolCase):
-    """A chat whose first message is still in the outbox: Honcho has no session (nor peers) yet."""
+    """A chat whose first message is still in the outbox: Honcho has no session (nor peers)
+    yet."""
 
     def test_remember_in_a_chat_honcho_has_not_seen_yet(self):
-        result = self.act("remember", session_id="chat-brand-new", content="The user is left-handed")
+        result = self.act("remember", session_id="chat-brand-new",
+                          content="The user is left-handed")
         self.assertTrue(result.ok, result.text)
-        self.assertIn("The user is left-handed", [c.content for c in conclusions_about(self.gateway(), AGENT, USER)])
+        self.assertIn("The user is left-handed",
+                      [c.content for c in conclusions_about(self.gateway(), AGENT, USER)])
 
     def test_ask_in_a_chat_honcho_has_not_seen_yet(self):
-        result = self.act("ask", session_id="chat-unseen", query="What hand does the user write with?")
+        result = self.act("ask", session_id="chat-unseen",
+                          query="What hand does the user write with?")
         self.assertTrue(result.ok, result.text)
 
     def test_the_new_chat_keeps_the_peers_observation_settings(self):
@@ -116,7 +139,8 @@ class NewChatTest(MemoryToolCase):
         session = gateway.reader_session("chat-settings-first")
         for peer, expected in ((USER, (True, True)), (AGENT, (False, True))):
             with self.subTest(peer=peer):
-                config = gateway.call(lambda c: session.get_peer_configuration(peer))  # noqa: B023  # run at once
+                # The lambda runs at once, within its own turn of the loop.
+                config = gateway.call(lambda c: session.get_peer_configuration(peer))  # noqa: B023
                 self.assertEqual((config.observe_me, config.observe_others), expected)
 
 

@@ -1,9 +1,17 @@
-"""Session.context as recall requests it, and scopes (creation, membership, scoped context, backfill status),
-against a real Honcho, through HonchoGateway, Recaller and ScopeRegistrar."""
+"""Session.context as recall requests it, and scopes (creation, membership, scoped context,
+backfill status), against a real Honcho, through HonchoGateway, Recaller and ScopeRegistrar."""
 
 import unittest
 
-from real_kit import AGENT, USER, RealHonchoCase, await_derivation, conclusions_about, turns, user_turns
+from real_kit import (
+    AGENT,
+    USER,
+    RealHonchoCase,
+    await_derivation,
+    conclusions_about,
+    turns,
+    user_turns,
+)
 
 from honcho_hub.gateway.registrar import ScopeRegistrar
 from honcho_hub.recall.recaller import Recaller
@@ -14,13 +22,15 @@ TEMPLATE = "<honcho_memory>\n{{sections}}\n</honcho_memory>"
 
 
 class ContextTest(RealHonchoCase):
-    """chat-a (in scope proj-a): tea, cat, Lisbon with agent replies; chat-b (no scope): violin, football."""
+    """chat-a (in scope proj-a): tea, cat, Lisbon with agent replies; chat-b (no scope): violin,
+    football."""
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         gateway = cls.gateway_ = cls.class_gateway()
-        cls.chat_a = turns("chat-a", [TEA, "Noted.", CAT, "Cute.", LISBON, "Lovely city."], scope_id="proj-a")
+        cls.chat_a = turns("chat-a", [TEA, "Noted.", CAT, "Cute.", LISBON, "Lovely city."],
+                           scope_id="proj-a")
         gateway.send(cls.chat_a)
         gateway.send(user_turns("chat-b", [VIOLIN, FOOTBALL]))
         gateway.call(lambda c: gateway.reader_peer(AGENT).set_card(["likes tea"], target=USER))
@@ -37,7 +47,8 @@ class ContextTest(RealHonchoCase):
         for said in (TEA, CAT, LISBON, VIOLIN, FOOTBALL):
             self.assertIn(f"user said: {said}", data.representation)
         self.assertEqual(data.card, ("likes tea",))
-        self.assertTrue(data.summary.startswith("Summary of the conversation (fake LLM): user: " + TEA), data.summary)
+        self.assertTrue(data.summary.startswith("Summary of the conversation (fake LLM): user: "
+                                                + TEA), data.summary)
 
     def test_messages_are_the_newest_of_the_session_oldest_first(self):
         data = self.context()
@@ -74,14 +85,16 @@ class ContextTest(RealHonchoCase):
 
     def test_recall_packs_what_the_settings_ask_for(self):
         cases = {
-            "messages included": ({"recall_include_messages": True}, None, ["Lovely city.", "likes tea"], []),
+            "messages included": ({"recall_include_messages": True}, None,
+                                  ["Lovely city.", "likes tea"], []),
             "messages left out": ({"recall_include_messages": False}, None, ["likes tea"],
                                   ["Lovely city.", "Relevant recent messages"]),
             "through the chat's scope": ({}, "proj-a", [TEA], [VIOLIN]),
         }
         for name, (plugin, scope, present, absent) in cases.items():
             with self.subTest(name):
-                settings = self.settings(recall_timeout_s=20, max_context_tokens=2000, search_top_k=3, **plugin)
+                settings = self.settings(recall_timeout_s=20, max_context_tokens=2000,
+                                         search_top_k=3, **plugin)
                 recaller = Recaller()
                 self.addCleanup(recaller.close)
                 result = recaller.recall(settings, "chat-a", "what about tea", TEMPLATE, scope)
@@ -94,16 +107,18 @@ class ContextTest(RealHonchoCase):
 
 
 class FirstTurnTest(RealHonchoCase):
-    """A new install's first turn: recall runs before the first message is delivered (no peers, no session)."""
+    """A new install's first turn: recall runs before the first message is delivered (no peers, no
+    session)."""
 
     def test_recall_before_anything_was_delivered_is_an_empty_pack_not_an_error(self):
         for scope in (None, "proj-new"):
             with self.subTest(scope=scope):
                 recaller = Recaller()
                 self.addCleanup(recaller.close)
-                result = recaller.recall(self.settings(recall_timeout_s=20), "chat-first", "hello there, remember me",
-                                         TEMPLATE, scope)
-                self.assertEqual((result.source, result.block, recaller.scope_problem), ("fresh", "", None))
+                result = recaller.recall(self.settings(recall_timeout_s=20), "chat-first",
+                                         "hello there, remember me", TEMPLATE, scope)
+                self.assertEqual((result.source, result.block, recaller.scope_problem),
+                                 ("fresh", "", None))
 
 
 class ScopeTest(RealHonchoCase):
@@ -112,8 +127,10 @@ class ScopeTest(RealHonchoCase):
         self.assertTrue(registrar.register(self.settings(), "chat-registered", "proj-reg"))
         gateway = self.gateway()
         scope = gateway.call(lambda c: c.get_scope("proj-reg"))
-        self.assertEqual([s.id for s in gateway.call(lambda c: scope.sessions())], ["chat-registered"])
-        config = gateway.call(lambda c: gateway.reader_session("chat-registered").get_peer_configuration(AGENT))
+        self.assertEqual([s.id for s in gateway.call(lambda c: scope.sessions())],
+                         ["chat-registered"])
+        config = gateway.call(lambda c: gateway.reader_session("chat-registered")
+                              .get_peer_configuration(AGENT))
         self.assertEqual((config.observe_me, config.observe_others), (False, True))
 
     def test_delivery_puts_each_session_in_its_scope_before_its_messages(self):
@@ -121,8 +138,10 @@ class ScopeTest(RealHonchoCase):
         gateway.send(user_turns("chat-s1", ["first"], scope_id="proj-del"))
         gateway.send(user_turns("chat-s2", ["second"], scope_id="proj-del"))
         scope = gateway.call(lambda c: c.get_scope("proj-del"))
-        self.assertEqual(sorted(s.id for s in gateway.call(lambda c: scope.sessions())), ["chat-s1", "chat-s2"])
-        self.assertEqual(gateway.scope_status("proj-del"), {})  # they joined empty: nothing to backfill
+        self.assertEqual(sorted(s.id for s in gateway.call(lambda c: scope.sessions())),
+                         ["chat-s1", "chat-s2"])
+        # They joined empty: nothing to backfill.
+        self.assertEqual(gateway.scope_status("proj-del"), {})
         self.assertIsNone(gateway.scope_problem)
 
     def test_a_session_with_history_joining_a_scope_is_backfilled(self):
@@ -133,8 +152,10 @@ class ScopeTest(RealHonchoCase):
         gateway.ensure_session_in_scope("chat-old", "proj-late")
         self.assertIn(gateway.scope_status("proj-late").get("chat-old"), ("pending", "completed"))
         await_derivation(gateway, "the backfill of chat-old to complete",
-                         until=lambda: gateway.scope_status("proj-late") == {"chat-old": "completed"})
-        data = gateway.context("chat-old", query=None, tokens=500, target=USER, perspective=AGENT, scope="proj-late")
+                         until=lambda: (gateway.scope_status("proj-late")
+                                        == {"chat-old": "completed"}))
+        data = gateway.context("chat-old", query=None, tokens=500, target=USER, perspective=AGENT,
+                               scope="proj-late")
         self.assertIn("user said: I collect stamps", data.representation)
 
 
