@@ -1,12 +1,15 @@
 """The outbox file on disk (storage/db.py): whose it is, what pruned rows leave behind, who may read
 it."""
 
+import contextlib
 import os
 import sqlite3
 import stat
 import struct
 import tempfile
 import unittest
+from collections.abc import Iterator
+from unittest import mock
 
 from hub_testkit import ROOT
 from outbox_helpers import (
@@ -349,6 +352,54 @@ class SameProcessTest(FileTestCase):
         count = run_child(COUNT_ROWS, self.path)
         out, err = count.communicate(timeout=60)
         self.assertEqual(out.strip(), "8", err)
+
+
+@contextlib.contextmanager
+def written_during_the_switch_to_wal(path: str) -> Iterator[list[str]]:
+    """Inside the block, another connection holds the file's write lock from the moment a connection
+    opened on `path` first asks to switch it to WAL until that connection asks again: what a second
+    opener of a new outbox (another process, or this one's capture writer or delivery worker) does
+    when it stamps the file or switches it at that moment. Yields the switches the opener ran."""
+    switches: list[str] = []
+    connect = sqlite3.connect
+    other = None
+
+    def on_statement(statement: str) -> None:
+        nonlocal other
+        if "journal_mode=WAL" not in statement:
+            return
+        switches.append(statement)
+        if len(switches) == 1:
+            other = connect(path, isolation_level=None, check_same_thread=False)
+            other.execute("BEGIN IMMEDIATE")
+        elif len(switches) == 2:
+            other.execute("ROLLBACK")
+
+    def tracing(database, *args, **kwargs):
+        conn = connect(database, *args, **kwargs)
+        if database == path:
+            conn.set_trace_callback(on_statement)
+        return conn
+
+    try:
+        with mock.patch.object(sqlite3, "connect", tracing):
+            yield switches
+    finally:
+        if other is not None:
+            other.close()
+
+
+class NewFileRaceTest(FileTestCase):
+    def test_a_new_outbox_written_by_another_opener_during_its_switch_to_wal_still_opens(self):
+        # The switch reads the file, then asks for its write lock; SQLite refuses that at once while
+        # another connection writes (waiting inside a read for the write lock could deadlock),
+        # whatever the busy timeout. The opener tries again within its busy timeout.
+        with written_during_the_switch_to_wal(self.path) as switches:
+            box = self.open(busy_timeout_s=5.0)
+        self.assertGreaterEqual(len(switches), 2, "the other writer was never met")
+        enqueue(box, [event(1)])
+        self.assertEqual(header(self.path)["journal"], (2, 2))  # WAL
+        self.assertEqual(box.stats()["counts"]["pending"], 1)
 
 
 class SymlinkTest(FileTestCase):

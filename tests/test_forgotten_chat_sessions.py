@@ -178,9 +178,10 @@ class CommandLineForgetTest(unittest.TestCase):
             return context_sessions(p for _, p in fake.requests[before:])
 
         self.assertEqual(turn(), ["chat-a"])
+        out = io.StringIO()
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(cli.main(["forget-chat", "a", "--yes"], environ=env,
-                                      out=io.StringIO()), 0)
+            code = cli.main(["forget-chat", "a", "--yes"], environ=env, out=out)
+        self.assertEqual(code, 0, out.getvalue())
         self.assertEqual(turn(), ["chat1-a"])
 
 
@@ -232,9 +233,10 @@ class ForgottenChatInAgentZeroTest(unittest.TestCase):
         env = {"HONCHO_API_URL": self.server.url,
                "HONCHO_OUTBOX_PATH": self.host.config["outbox_path"],
                "HONCHO_API_KEY": KEY, "HOME": home.name}
+        out = io.StringIO()
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertEqual(cli.main(["forget-chat", chat, "--yes"], environ=env,
-                                      out=io.StringIO()), 0)
+            code = cli.main(["forget-chat", chat, "--yes"], environ=env, out=out)
+        self.assertEqual(code, 0, out.getvalue())
 
     def test_after_the_tool_forgot_the_chat_its_next_turn_loads_and_recalls_only_the_new_one(self):
         from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+import tenacity
+
 from ..errors import OutboxBusy, OutboxCorrupt, OutboxError, OutboxForeign, OutboxUnavailable
 from ..settings.config import Settings
 from .journal import FOLDER as JOURNAL_FOLDER
@@ -296,7 +298,7 @@ def _open(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connect
                 conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             # Again on this connection: a newer plugin's version may be only in the WAL.
             _refuse_newer(conn)
-            if conn.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
+            if _switch_to_wal(conn, busy_timeout_s).lower() != "wal":
                 raise OutboxUnavailable("outbox cannot use WAL mode here")
             conn.execute(f"PRAGMA synchronous={synchronous}")
             # 16 MB: a full outbox of 10,000 rows stays in memory.
@@ -306,6 +308,32 @@ def _open(path: str, synchronous: str, busy_timeout_s: float) -> sqlite3.Connect
         if conn is not None:
             conn.close()
         raise
+
+
+# Retries of the switch to WAL, within the busy timeout: short, as the lock another opener holds to
+# write a new file's stamp or its first schema step is.
+WAL_SWITCH_WAIT = tenacity.wait_exponential(multiplier=0.005, max=0.1)
+
+
+def _switch_to_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
+    """The journal mode after asking for WAL, tried again within the busy timeout.
+
+    Switching a new file reads it, then takes its write lock; SQLite refuses that at once while
+    another connection writes the file (waiting inside a read could deadlock), busy timeout or not.
+    Two openers of a new outbox meet there: two processes, or one's capture writer and worker."""
+    retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(_is_busy), wait=WAL_SWITCH_WAIT,
+                                 stop=tenacity.stop_after_delay(busy_timeout_s), sleep=_pause,
+                                 reraise=True)
+    return str(retrying(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]))
+
+
+def _is_busy(exc: BaseException) -> bool:
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    return isinstance(exc, sqlite3.OperationalError) and code in _BUSY_CODES
+
+
+def _pause(seconds: float) -> None:
+    threading.Event().wait(seconds)
 
 
 # Why no descriptor of our own ever reads the database file: closing any descriptor of a file drops
