@@ -1,11 +1,13 @@
 """Capture service: bad input, chunking, stable ids, bounded waits and the journal."""
 
+import fcntl
 import os
 import signal
 import sqlite3
 import stat
 import threading
 import unittest
+from unittest import mock
 
 import hub_testkit
 from outbox_helpers import (
@@ -34,7 +36,7 @@ from honcho_hub.capture.writer import CaptureWriter
 from honcho_hub.names import MAX_CONTENT_CHARS, session_id_for
 from honcho_hub.ops.status import StatusParts, build_status
 from honcho_hub.settings.config import build_settings
-from honcho_hub.storage.journal import decode_all
+from honcho_hub.storage.journal import Journal, decode_all, orphans
 
 KEY = "ghp_" + "a1B2c3D4e5" * 4
 
@@ -421,6 +423,31 @@ class JournalPrivacyTest(CaptureTestCase):
         self.service.write_pending()  # the large one is journaled now, after the small one
         records, damaged = decode_all(self.journal_bytes())
         self.assertEqual(([header["source_id"] for header, _ in records], damaged), (["1", "2"], 0))
+
+    def test_a_journal_another_process_scans_for_dead_ones_while_it_is_created_stays_its_own(self):
+        # Another process replaying dead processes' journals (journal.orphans) between the new
+        # file's creation and its lock would find it unlocked, take it for a dead process's and
+        # delete it: the journal would then write into a file no replay finds (or fail to lock it).
+        journal = Journal(self.fallback, max_entries=10, max_bytes=1 << 20)
+        self.addCleanup(journal.close)
+        taken: list[str] = []
+        real_flock = fcntl.flock
+
+        def scan_first(fd, operation):
+            if not taken and operation & fcntl.LOCK_EX:  # the new journal's lock: a scan first
+                taken.append("")  # the scan's own locks go straight through
+                for path, release in orphans((self.fallback,)):
+                    taken.append(path)
+                    release(True)  # an empty journal of a dead process: deleted
+            return real_flock(fd, operation)
+
+        with mock.patch.object(fcntl, "flock", scan_first):
+            journal.open()
+        self.assertEqual(taken, [""], "the scan took the journal being created")
+        journal.append({"chat_id": "c"}, "kept")
+        with open(journal.path, "rb") as handle:
+            self.assertEqual([text for _, text in decode_all(handle.read())[0]], ["kept"])
+        self.assertEqual(list(orphans((self.fallback,))), [], "a live journal is no orphan")
 
     def test_a_journal_folder_an_old_version_left_beside_another_programs_database_is_unused(self):
         self.put_another_programs_database_at_the_outbox_path()

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 FOLDER = "journal"  # beside the outbox file, once the plugin opened it as its own
 PREFIX = "capture-"
+CREATING = "."  # before PREFIX while a new journal is not locked yet: no replay takes it
 MARK = ".beside-our-outbox"  # in a journal folder beside an outbox the plugin opened as its own
 MAGIC = b"HJ1"
 # A record up to this size is synced before `append` returns. A larger one (a paste) is written
@@ -110,19 +111,25 @@ class Journal:
         self.path = ""
 
     def open(self) -> None:
-        """Create and lock this process's file; raises JournalUnavailable."""
+        """Create and lock this process's file; raises JournalUnavailable.
+
+        Created under a name `orphans` skips, renamed once locked: another process looking for dead
+        processes' journals meanwhile would take an unlocked file for one of theirs."""
         try:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
             name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}{SUFFIX}"
             path = os.path.join(self.folder, name)
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW
-                         | getattr(os, "O_CLOEXEC", 0), 0o600)
+            creating = os.path.join(self.folder, CREATING + name)
+            fd = os.open(creating, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND
+                         | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
         except OSError as exc:
             raise JournalUnavailable(f"journal folder unavailable ({type(exc).__name__})") from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(creating, path)
         except OSError as exc:
             os.close(fd)
+            _remove(creating)
             raise JournalUnavailable("journal file could not be locked") from exc
         self._fd, self.path = fd, path
 
@@ -293,6 +300,13 @@ def _releaser(path: str, fd: int) -> Callable[[bool], None]:
         finally:
             os.close(fd)
     return release
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _sync(fd: int) -> None:
