@@ -4,6 +4,7 @@ fake."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import sqlite3
 from collections.abc import Callable
@@ -56,7 +57,10 @@ class Bench:
         plugin = {"outbox_path": self.path, "api_url": "https://honcho.test", **overrides}
         self.settings = build_settings(plugin, self.secrets, {},
                                        load_secrets=lambda: dict(self.secrets))
-        self.capture_service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono)
+        # Its journals in the test's folder: no other test's journal is replayed into this outbox.
+        journals = os.path.join(os.path.dirname(os.path.dirname(self.path)), "state-journal")
+        self.capture_service = CaptureService(self.settings, clock=self.clock, monotonic=self.mono,
+                                              fallback_journal_folder=journals)
         test.addCleanup(self.capture_service.close)
         self.worker = self.new_worker(**(worker_options or {}))
 
