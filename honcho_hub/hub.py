@@ -46,6 +46,8 @@ TOOL_GATEWAY_KEY = fields(*GATEWAY_FIELDS, "sdk_timeout_s")
 
 # Set once this generation's delivery modules (and the SDK) are imported.
 _delivery_loaded = threading.Event()
+# What delivery needs beyond capture's requirements (requirements.txt), by import name.
+DELIVERY_PACKAGES = ("httpx", "honcho")
 
 
 def _no_settings() -> Settings:
@@ -203,7 +205,7 @@ class Hub:
             warn_once("worker_import",
                       "honcho: delivery is off until the plugin's requirements are installed"
                       " (%s is missing); captured messages wait in the outbox",
-                      exc.name or "a module")
+                      _missing_package(exc))
             return False
         _delivery_loaded.set()
         return True
@@ -375,6 +377,18 @@ def _take_writer() -> CaptureWriter | None:
         writer = kept.WRITER.of(state)
         kept.WRITER.put(state, None)
     return writer
+
+
+def _missing_package(exc: ImportError) -> str:
+    """The package whose absence made the delivery modules' import fail. Not always `exc.name`: a
+    thread that waited for another's failed import of the same modules gets the half-made module it
+    left, and its error names that module of ours."""
+    for package in DELIVERY_PACKAGES:
+        try:
+            importlib.import_module(package)
+        except ImportError:
+            return package
+    return exc.name or "a module"
 
 
 def _replay_secrets(project: str | None) -> dict:

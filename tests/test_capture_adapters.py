@@ -218,6 +218,23 @@ class EventLoopTest(AdapterTestCase):
         self.assertIn("httpx", logs.records[0].getMessage())
         self.assertEqual([row[3] for row in self.stored()], ["kept 0", "kept 1", "kept 2"])
 
+    def test_the_warning_names_the_missing_package_when_another_threads_import_broke_first(self):
+        # The worker's start and a turn's recall import the delivery modules on two threads at once.
+        # The one that waited for the other's failed import gets the half-made module it left, and
+        # its error names that module of ours (`cannot import name ...`), not the missing package.
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
+
+        half_made = "usr.plugins.honcho.honcho_hub.gateway.gateway"
+        self.assertNotIn(half_made, sys.modules)
+        saved = sys.modules.get("httpx")
+        sys.modules["httpx"] = None
+        self.addCleanup(lambda: sys.modules.__setitem__("httpx", saved))
+        sys.modules[half_made] = types.ModuleType(half_made)  # none of its names defined yet
+        self.addCleanup(sys.modules.pop, half_made, None)
+        with self.assertLogs(level="WARNING") as logs:
+            self.assertFalse(hub().load_delivery())
+        self.assertIn("(httpx is missing)", logs.records[0].getMessage())
+
     def test_after_uninstall_the_next_message_starts_no_worker(self):
         from usr.plugins.honcho.honcho_hub import runtime
         from usr.plugins.honcho.honcho_hub.delivery import lifecycle
