@@ -213,8 +213,8 @@ class SetTest(KnobCase):
         code, out, _ = self.cli("mode", "hybrid")
         self.assertEqual(code, cli.EXIT_OK)
         self.assertEqual(self.saved(), {"recall_enabled": True, "recall_mode": "hybrid"})
-        self.assertIn("recall_enabled was false, which reads as recall_mode tools: it is now true",
-                      out)
+        self.assertIn("recall_enabled was false, which reads as recall_mode tools:"
+                      " it is now true", out)
         self.assertEqual(self.view("mode"), {"recall_mode": ("hybrid", "config.json")})
 
     def test_a_session_strategy_change_prints_its_costs(self):
@@ -517,8 +517,8 @@ class EnvironmentTest(KnobCase):
                 self.assertEqual(self.view(argv[0], env=env)[name], (value, var))
                 code, out, _ = self.cli(argv[0], env=env)
                 self.assertIn(f"warning: {var} is set in this environment and wins over the"
-                              f" setting: a saved {name} has no effect until {var} is removed",
-                              out)
+                              f" setting: a saved {name} has no effect until {var}"
+                              " is removed", out)
 
     def test_setting_a_value_a_variable_overrides_saves_it_warns_and_exits_3(self):
         for argv, name, var, raw, value in self.CASES:
@@ -528,8 +528,8 @@ class EnvironmentTest(KnobCase):
                 self.assertEqual(code, cli.EXIT_DEGRADED)
                 self.assertIn(name, self.saved())
                 self.assertIn(f"warning: {var} is set in this environment and wins over the"
-                              f" setting: a saved {name} has no effect until {var} is removed",
-                              out)
+                              f" setting: a saved {name} has no effect until {var}"
+                              " is removed", out)
                 self.assertEqual(self.view(argv[0], env={**self.env, var: raw})[name], (value, var))
                 # without the variable, the same change is plainly done
                 code, _, _ = self.cli(*argv)
