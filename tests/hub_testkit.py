@@ -52,9 +52,10 @@ def _loopback_only(host, *args, **kwargs):
 
 socket.getaddrinfo = _loopback_only  # a guard on the standard library, not on our code
 
-# The per-user state folder (where a capture journals while no outbox folder of its own exists yet, and
-# where it replays what dead processes left) is a temporary one of this test process and its children:
-# no test replays what another test run, one killed midway or the user's own Agent Zero left there.
+# The per-user state folder (where a capture journals while no outbox folder of its own exists
+# yet, and where it replays what dead processes left) is a temporary one of this test process and
+# its children: no test replays what another test run, one killed midway or the user's own Agent
+# Zero left there.
 _STATE_HOME = tempfile.mkdtemp(prefix="honcho-hub-tests-state-")
 os.environ["XDG_STATE_HOME"] = _STATE_HOME
 atexit.register(shutil.rmtree, _STATE_HOME, True)
