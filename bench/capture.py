@@ -112,7 +112,7 @@ def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dic
         if limit is not None:
             service.REDACT_ON_HOOK_MAX_BYTES = limit
         agent = StubAgent(0)
-        warm_up(capture, agent, importlib.import_module("usr.plugins.honcho.honcho_hub.hub"))
+        warm_up(capture, agent, process_hub.hub())
         texts = {size: paste(size) for size in sizes}
         hook: dict[int, list[float]] = {size: [] for size in sizes}
         empty: dict[int, list[float]] = {size: [] for size in sizes}
@@ -133,7 +133,7 @@ def warm_up(capture, agent, hub) -> None:
     for i in range(50):
         probe(capture.capture_user_message, agent, MESSAGE, f"warm-{i}")
         if i == 0:
-            hub._delivery_loaded.wait(60)
+            hub.load_delivery()  # returns once that thread's import of them has ended
     time.sleep(1.0)  # the worker's first passes
 
 

@@ -292,7 +292,7 @@ async def one_chat_stream(bridge: dict, chat: int, seed: int, deadline: float,
         opened += 1
         agent = StubAgent(0, StubContext(id=chat_id, created_at=datetime.now(UTC)))
         tally.chats.append(chat_id)
-        bridge["worker"].ensure_worker()  # agent_init
+        bridge["process_hub"].ensure_worker()  # agent_init
         bridge["recall"].register_chat(agent)
         for turn in range(rng.randint(*TURNS_PER_CHAT)):
             if time.monotonic() >= deadline:
@@ -302,7 +302,7 @@ async def one_chat_stream(bridge: dict, chat: int, seed: int, deadline: float,
 
 async def soak(bridge: dict, chats: int, seconds: float, seed: int, tally: Tally) -> float:
     """The chats, then the wall time they took (the last turns finish after the deadline)."""
-    await start_up(bridge["worker"], bridge["recall"])
+    await start_up(bridge["process_hub"], bridge["recall"])
     tally.rss_after_warmup_mb = rss_mb()
     started = time.monotonic()
     deadline = started + seconds
@@ -388,21 +388,21 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
             host.secrets = {"HONCHO_API_KEY": key}
             bridge = {
                 name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
-                for name in ("capture", "recall", "worker", "tool")}
+                for name in ("capture", "recall", "process_hub", "tool")}
             soak_s = asyncio.run(soak(bridge, args.chats, args.seconds, args.seed, tally))
             if proxy:
                 proxy.calm()
             from usr.plugins.honcho.honcho_hub import runtime
             from usr.plugins.honcho.honcho_hub.capture import kept
 
-            the_hub = bridge["worker"].hub()
+            the_hub = bridge["process_hub"].hub()
             drained = drain(the_hub, kept.JOURNAL.of(runtime.process_state()), outbox_path,
                             args.drain_s)
             rss_end = rss_mb()
             with open("/proc/self/status") as handle:
                 rss_peak = next(int(line.split()[1]) / 1024 for line in handle
                                 if line.startswith("VmHWM:"))
-            settings = bridge["worker"].global_settings()
+            settings = bridge["process_hub"].global_settings()
             worker = the_hub.worker()
             metrics = worker_metrics(worker) if worker is not None else {}
             capture_counters = kept.COUNTERS.of(runtime.process_state()).snapshot()
