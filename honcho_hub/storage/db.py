@@ -15,7 +15,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import tenacity
 
@@ -474,6 +474,13 @@ def _refuse_swapped(path: str, judged: os.stat_result) -> None:
 
 T = TypeVar("T")
 
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
 # How long a reader off the turn's path (status, the inspector, a chat's generation) waits for the
 # locks.
 EXISTING_WAIT_S = 5.0
@@ -482,13 +489,20 @@ EXISTING_WAIT_S = 5.0
 def with_existing(settings: Settings, work: Callable[[Database], T], missing: T) -> T:
     """`work(db)` on a short-lived connection to the file `settings` name, or `missing` when nothing
     was captured yet: reading never creates the file. Raises OutboxError."""
+    return when_existing(settings, Database.for_settings, work, missing)
+
+
+def when_existing(settings: Settings, open_file: Callable[..., C], work: Callable[[C], T],
+                  missing: T) -> T:
+    """`work` on what `open_file(settings, busy_timeout_s=...)` opens on the file (closed after), or
+    `missing` when the file does not exist: the one way a reader keeps from creating it."""
     if not os.path.exists(settings.outbox_path):
         return missing
-    db = Database.for_settings(settings, busy_timeout_s=EXISTING_WAIT_S)
+    opened = open_file(settings, busy_timeout_s=EXISTING_WAIT_S)
     try:
-        return work(db)
+        return work(opened)
     finally:
-        db.close()
+        opened.close()
 
 
 # -- the one transaction helper --------------------------------------------------------------------

@@ -7,7 +7,6 @@ decision, and no operation does network I/O (docs/architecture.md, "Storage": ro
 from __future__ import annotations
 
 import dataclasses
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -18,7 +17,7 @@ from typing import Any
 from ..names import session_id_for
 from ..settings.config import Settings
 from . import chats
-from .db import AUTOCOMMIT, EXISTING_WAIT_S, READ, WRITE, Database, reclaim_space
+from .db import AUTOCOMMIT, READ, WRITE, Database, reclaim_space, when_existing
 
 # -- records ---------------------------------------------------------------------------------------
 
@@ -437,13 +436,7 @@ def with_existing_outbox(settings: Settings, work: Callable, missing: Any) -> An
     """`work(outbox)` on a short-lived connection, or `missing` when nothing was captured yet:
     reading status or dead letters never creates an outbox (db.with_existing, for the queue). Raises
     OutboxError."""
-    if not os.path.exists(settings.outbox_path):
-        return missing
-    box = Outbox.for_settings(settings, busy_timeout_s=EXISTING_WAIT_S)
-    try:
-        return work(box)
-    finally:
-        box.close()
+    return when_existing(settings, Outbox.for_settings, work, missing)
 
 
 def _after_forget(conn: sqlite3.Connection, events: Sequence[NewEvent],
