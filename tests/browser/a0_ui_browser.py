@@ -96,6 +96,7 @@ class AgentZeroUi:
     def __init__(self, mcp_url: str) -> None:
         self.tmp = tempfile.mkdtemp(prefix="honcho-ui-")
         self._honcho = None
+        self._http = None
         self.workspace_id = "ui-" + uuid.uuid4().hex[:12]
         self.env = {**os.environ, "HONCHO_API_URL": required_env("HONCHO_REAL_URL"),
                     "HONCHO_WORKSPACE_ID": self.workspace_id, "HONCHO_MCP_URL": mcp_url,
@@ -120,6 +121,8 @@ class AgentZeroUi:
             raise RuntimeError(f"preparing the tree failed: {done.stderr[-2000:]}")
 
     def stop(self) -> None:
+        if self._http is not None:
+            self._http.close()
         subprocess.run([os.path.join(REAL_AGENT_ZERO, "stop-ui"), "--port", str(self.port)],
                        capture_output=True, timeout=60)
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -127,11 +130,15 @@ class AgentZeroUi:
     def honcho(self):
         """One client of the real Honcho for the whole run (a client per call left its sockets
         unclosed)."""
+        import httpx
         from honcho import Honcho
 
         if self._honcho is None:
+            # Its HTTP client is ours, so that stop() closes its sockets.
+            self._http = httpx.Client()
             self._honcho = Honcho(base_url=self.env["HONCHO_API_URL"],
-                                  workspace_id=self.workspace_id, max_retries=0, timeout=10)
+                                  workspace_id=self.workspace_id, max_retries=0, timeout=10,
+                                  http_client=self._http)
         return self._honcho
 
     def honcho_messages(self, session_id: str) -> list:
