@@ -55,10 +55,12 @@ socket.getaddrinfo = _loopback_only  # a guard on the standard library, not on o
 # The per-user state folder (where a capture journals while no outbox folder of its own exists
 # yet, and where it replays what dead processes left) is a temporary one of this test process and
 # its children: no test replays what another test run, one killed midway or the user's own Agent
-# Zero left there.
-_STATE_HOME = tempfile.mkdtemp(prefix="honcho-hub-tests-state-")
-os.environ["XDG_STATE_HOME"] = _STATE_HOME
-atexit.register(shutil.rmtree, _STATE_HOME, True)
+# Zero left there. A child process (which may end by os._exit or a kill) keeps its parent's.
+STATE_HOME_VARIABLE = "HONCHO_HUB_TESTS_STATE_HOME"
+if STATE_HOME_VARIABLE not in os.environ:
+    os.environ[STATE_HOME_VARIABLE] = tempfile.mkdtemp(prefix="honcho-hub-tests-state-")
+    atexit.register(shutil.rmtree, os.environ[STATE_HOME_VARIABLE], True)
+os.environ["XDG_STATE_HOME"] = os.environ[STATE_HOME_VARIABLE]
 
 
 class StubExtension:
