@@ -1,6 +1,7 @@
 """The composition root: `Hub.stop` ends every thread the Hub started, once or fifty times over."""
 
 import os
+import socket
 import threading
 import unittest
 
@@ -67,6 +68,28 @@ class HubStopTest(unittest.TestCase):
         self.assertEqual(self.run_everything(), set(KINDS))
         self.assertTrue(self.hub.stop())
         self.assertEqual(self.started_since_setup(), [])
+
+    def test_stop_keeps_to_its_timeout_while_a_recall_load_hangs(self):
+        # A server that takes the connection and never answers: the load holds a recall thread
+        # until its deadline (30 s).
+        silent = socket.socket()
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        self.addCleanup(silent.close)
+        hanging = build_settings(
+            {"outbox_path": self.settings.outbox_path, "sdk_timeout_s": 60, "recall_timeout_s": 30,
+             "api_url": f"http://127.0.0.1:{silent.getsockname()[1]}"},
+            {"HONCHO_API_KEY": KEY}, {})
+        self.assertTrue(self.hub.recaller().prefetch(hanging, f"chat-{CHAT}", "a question"))
+        stopped: list[bool] = []
+        stopping = threading.Thread(target=lambda: stopped.append(self.hub.stop(0.5)))
+        stopping.start()
+        stopping.join(10)
+        waited_on = stopping.is_alive()
+        silent.close()  # the load fails now: a stop still waiting for it returns too
+        stopping.join(60)
+        self.assertFalse(waited_on, "stop(0.5) was still waiting for the load after 10 s")
+        self.assertEqual(stopped, [False])  # a thread had not ended, and stop says so
 
     def test_a_stopped_hub_starts_again_on_its_next_use(self):
         self.run_everything()
