@@ -132,9 +132,9 @@ class Hub:
                 thread.stop(left())
                 ended = ended and not thread.is_alive()
         if recaller is not None:
-            recaller.close(wait=True)  # each load ends within its own deadline
+            ended = recaller.close(left()) and ended  # a load left running ends at its deadline
         if chats is not None:
-            chats.close(wait=True)  # a read of the local outbox: milliseconds
+            ended = chats.close(left()) and ended  # a read of the local outbox: milliseconds
         self._capture.reset()
         self._tool_gateways.reset()
         return ended

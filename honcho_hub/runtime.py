@@ -11,7 +11,9 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Generic, TypedDict, TypeVar, cast
 
@@ -161,3 +163,16 @@ def join_background(timeout_s: float) -> bool:
     for thread in running:
         thread.join(max(0.0, deadline - time.monotonic()))
     return not any(thread.is_alive() for thread in running)
+
+
+def close_pool(pool: ThreadPoolExecutor, unfinished: Callable[[], Iterable[Future]],
+               timeout_s: float) -> bool:
+    """Shut `pool` down: the work not started is cancelled, the running work waited for at most
+    `timeout_s`, then (none left) the idle threads joined. True when every thread has ended; a
+    thread still working ends with its work (each of ours runs under a deadline)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    _, running = wait_for_futures(list(unfinished()), timeout=max(0.0, timeout_s))
+    if running:
+        return False
+    pool.shutdown(wait=True)  # the threads are idle: they end at once
+    return True

@@ -65,6 +65,37 @@ class ThreadLifecycleTest(unittest.TestCase):
         self.assertEqual(len(bench.server_texts("t3")), 51)
 
 
+class OlderRegistrar(threading.Thread):
+    """A scope registrar as an older version of the plugin left it running: its drain answers a
+    count, not what moved by outcome. A stand-in for a thread of code that is gone, not for ours."""
+
+    def __init__(self) -> None:
+        super().__init__(name="honcho-hub-scopes-older", daemon=True)
+        setattr(self, lifecycle.WORKER_MARKER, True)
+        self._stop_asked = threading.Event()
+
+    def run(self) -> None:
+        self._stop_asked.wait()
+
+    def drain(self, timeout_s: float) -> int:
+        return 0
+
+    def stop(self, timeout_s: float) -> bool:
+        self._stop_asked.set()
+        self.join(timeout_s)
+        return not self.is_alive()
+
+
+class StopWorkersTest(unittest.TestCase):
+    def test_a_thread_whose_drain_answers_another_shape_is_still_stopped(self):
+        older = OlderRegistrar()
+        older.start()
+        self.addCleanup(older.stop, 10)
+        report = lifecycle.stop_workers(drain_s=1.0)
+        self.assertFalse(older.is_alive())
+        self.assertEqual((report["workers"], report["stopped"]), (1, 1))
+
+
 class EnsureWorkerTest(unittest.TestCase):
     def setUp(self):
         self.bench = Bench(self)

@@ -13,6 +13,7 @@ from concurrent.futures import wait as wait_until_done
 from ..bounded import BoundedMap
 from ..errors import OutboxError
 from ..names import session_for, session_id_for
+from ..runtime import close_pool
 from ..settings.config import Settings
 from ..storage import chats as chat_rows
 from ..storage.db import with_existing
@@ -71,14 +72,15 @@ class ChatSessions:
         self._learn(_chat_key(settings, chat_id), generation, read_marker(settings))
 
     def unfinished(self) -> list[Future]:
-        """The reads under way, for whoever must wait for them (a benchmark, a test)."""
+        """The reads under way (what `close` waits for; a benchmark or a test may wait for them
+        too)."""
         with self._lock:
             return list(self._reads.values())
 
-    def close(self, wait: bool = False) -> None:
-        """Cancel the reads not started; with `wait`, once the running read and the reader thread
-        ended."""
-        self._reader.shutdown(wait=wait, cancel_futures=True)
+    def close(self, timeout_s: float = 0.0) -> bool:
+        """Cancel the reads not started and wait at most `timeout_s` for the running one; True
+        when the reader thread has ended."""
+        return close_pool(self._reader, self.unfinished, timeout_s)
 
     # -- internals -------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..gateway import deadline
+from ..runtime import close_pool
 from ..settings.config import Settings
 
 RECALL_THREADS = 6
@@ -51,15 +52,15 @@ class Loads:
         return True
 
     def unfinished(self) -> list[Future]:
-        """The work submitted and not finished, for whoever must wait for it (a benchmark, a
-        test)."""
+        """The work submitted and not finished (what `close` waits for; a benchmark or a test may
+        wait for it too)."""
         with self._lock:
             return list(self._unfinished)
 
-    def close(self, wait: bool = False) -> None:
-        """Cancel the loads not started; with `wait`, once the running ones and the threads
-        ended."""
-        self._pool.shutdown(wait=wait, cancel_futures=True)
+    def close(self, timeout_s: float = 0.0) -> bool:
+        """Cancel the loads not started and wait at most `timeout_s` for the running ones; True
+        when the pool's threads have ended."""
+        return close_pool(self._pool, self.unfinished, timeout_s)
 
     def _finished(self, future: Future) -> None:
         with self._lock:

@@ -196,14 +196,15 @@ class Recaller:
         test)."""
         return self._loads.unfinished()
 
-    def close(self, wait: bool = False) -> None:
-        """Cancel the loads not started and close the clients; with `wait`, once the running loads
-        (each within its deadline) and the pool's threads have ended."""
+    def close(self, timeout_s: float = 0.0) -> bool:
+        """Cancel the loads not started, wait at most `timeout_s` for the running ones (each ends
+        within its deadline), and close the clients; True when the pool's threads have ended."""
         self._marker.unlisten(self._drop_held)
-        self._loads.close(wait)
+        ended = self._loads.close(timeout_s)
         self._gateway.reset()
         self._ask_gateway.reset()
         self._cache.reset()
+        return ended
 
     # -- internals -------------------------------------------------------------------------------
 
