@@ -127,30 +127,41 @@ def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
 def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0,
                  monotonic: Callable[[], float] = time.monotonic,
                  hold_s: float = 0.0, reason: str = "stop") -> dict[str, Any]:
-    """Drain each worker for at most `drain_s` in total (≤ 5 s), then stop them; never raises.
-    `stopped` counts the workers that have ended; one whose request still hangs ends with it.
-    With `hold_s` > 0 no worker of this generation starts again for that long (see hold_restart);
-    the hold is in place before the first worker stops, so a capture meanwhile cannot start
-    another."""
+    """Drain each worker for at most `drain_s` in total (≤ 5 s), then stop them, waiting at most
+    `stop_s` for all of them together; never raises. `stopped` counts the workers that have ended;
+    one whose request still hangs ends with it. With `hold_s` > 0 no worker of this generation
+    starts again for that long (see hold_restart); the hold is in place before the first worker
+    stops, so a capture meanwhile cannot start another."""
     if hold_s > 0:
         hold_restart(hold_s, reason, monotonic)
-    deadline = monotonic() + max(0.0, min(drain_s, MAX_DRAIN_S))
+    drain_until = monotonic() + max(0.0, min(drain_s, MAX_DRAIN_S))
+    stop_until: float | None = None  # from the first stop on
     report: dict[str, Any] = {"workers": 0, "drained": 0, "stopped": 0}
     for worker in plugin_workers():
         report["workers"] += 1
+        remaining = drain_until - monotonic()
+        if remaining > 0:
+            report["drained"] += _delivered_by(worker, remaining)
+        if stop_until is None:
+            stop_until = monotonic() + max(0.0, stop_s)
         try:
-            remaining = deadline - monotonic()
-            if remaining > 0:
-                moved = worker.drain(remaining)
-                report["drained"] += moved.get("delivered", 0)  # a registrar delivers nothing
-            worker.stop(stop_s)
-            # A request still hangs; the stop is signalled and it ends with it.
-            if worker.is_alive():
-                log.warning("honcho: a worker is still finishing a request; it stops when that"
-                            " ends")
-            else:
-                report["stopped"] += 1
+            worker.stop(max(0.0, stop_until - monotonic()))
         except Exception:  # best-effort shutdown: one bad worker must not keep the others running
             log.exception("honcho: a worker did not stop cleanly")
+            continue
+        if worker.is_alive():  # a request still hangs; the stop is signalled, it ends with it
+            log.warning("honcho: a worker is still finishing a request; it stops when that ends")
+        else:
+            report["stopped"] += 1
     log.info("honcho: stopped %d of %d workers", report["stopped"], report["workers"])
     return report
+
+
+def _delivered_by(worker: PluginThread, timeout_s: float) -> int:
+    """What `worker`'s drain delivered (a registrar delivers nothing); 0 when the drain fails or
+    answers in another shape, as a thread an older version of the plugin left running may."""
+    try:
+        return int(worker.drain(timeout_s).get("delivered", 0))
+    except Exception:
+        log.warning("honcho: a worker's drain did not say what it delivered; it is stopped anyway")
+        return 0
