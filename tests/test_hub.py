@@ -91,6 +91,21 @@ class HubStopTest(unittest.TestCase):
         self.assertFalse(waited_on, "stop(0.5) was still waiting for the load after 10 s")
         self.assertEqual(stopped, [False])  # a thread had not ended, and stop says so
 
+    def test_stop_leaves_no_descriptor_open_on_the_outbox_file(self):
+        self.run_everything()
+        self.hub.tool_gateway(self.settings)  # the memory tool's client too
+        self.assertTrue(self.hub.stop())
+        outbox = os.path.realpath(self.settings.outbox_path)
+        open_on_it = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue  # closed meanwhile (the listing's own descriptor)
+            if target.startswith(outbox):  # the file, its -wal and its -shm
+                open_on_it.append(target)
+        self.assertEqual(open_on_it, [])
+
     def test_a_stopped_hub_starts_again_on_its_next_use(self):
         self.run_everything()
         self.hub.stop()

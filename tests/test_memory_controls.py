@@ -165,7 +165,7 @@ class DialecticLayerTest(unittest.TestCase):
                          chat_calls(conversation) - chat))
         return made
 
-    def test_per_turn_context_and_a_depth_two_dialectic_every_fifth_call_exactly_as_expected(self):
+    def test_per_turn_context_and_a_depth_two_dialectic_every_fifth_turn_call_as_expected(self):
         made = self.calls_per_turn(12, dialectic_enabled=True, dialectic_cadence=5,
                                    dialectic_depth=2)
         self.assertEqual(made, [(1, 2) if turn in (1, 6, 11) else (1, 0) for turn in range(1, 13)])

@@ -50,7 +50,9 @@ class ProcessStateTest(unittest.TestCase):
         self.assertEqual((state.warned, state.api_checks, state.debug_saved_levels),
                          (set(), {}, {}))
         self.assertIsNone(state.restart_hold)
-        self.assertIsInstance(kept.COUNTERS.of(state), Counters)
+        counters = kept.COUNTERS.of(state)  # made on first use, then kept on the older state
+        self.assertIsInstance(counters, Counters)
+        self.assertIs(kept.COUNTERS.of(runtime.process_state()), counters)
 
     def test_the_module_attributes_of_a_generation_before_process_state_are_adopted(self) -> None:
         lock, journal = threading.RLock(), object()

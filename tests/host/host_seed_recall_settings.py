@@ -59,7 +59,7 @@ class RecallSettings(ProxiedHostCase):
                 self.assertEqual(request.query.get("limit_to_session"), [json.dumps(value)])
                 self.assertIn("Petrel", pack)
 
-    def test_include_messages_false_keeps_the_request_and_returned_messages_out_of_the_pack(self):
+    def test_include_messages_false_asks_the_same_and_leaves_the_returned_messages_out(self):
         question = "Remind me what my boat is called."
         with_messages, pack_with = self.recall_turn({"recall_include_messages": True}, question)
         without_messages, pack_without = self.recall_turn({"recall_include_messages": False},
