@@ -391,7 +391,8 @@ class CacheMarkerTest(unittest.TestCase):
                     # no marker; the file untouched
                     self.assertEqual(test_db.snapshot(folder), before)
                 self.assertEqual(bench.recall().source, "fresh")
-                self.assertIn("only this process's recall cache was cleared", logged.output[0])
+                self.assertIn("the other processes sharing the outbox were not told",
+                              logged.output[0])
                 self.assertNotIn(folder, "\n".join(logged.output))
 
     def test_our_outbox_gets_the_marker_even_while_another_process_writes_to_it(self):

@@ -17,6 +17,11 @@ from .outbox import Outbox
 
 log = logging.getLogger(__name__)
 
+# What a marker not moved means, for a cache clear and a chat's forget alike.
+NOT_TOLD = ("the other processes sharing the outbox were not told: they keep what they hold in"
+            " memory (recall's cache, a chat's session) until the marker next moves or they load it"
+            " again")
+
 
 def marker_path(settings: Settings) -> str:
     """Beside the outbox file, named after it."""
@@ -43,8 +48,8 @@ def move_marker(settings: Settings) -> bool:
         # such a file.
         Outbox.for_settings(settings).close()
     except OutboxError as exc:
-        log.warning("honcho recall: the outbox could not be opened (%s); only this process's"
-                    " recall cache was cleared", exc.code)
+        log.warning("honcho: the outbox could not be opened (%s) to move the marker beside it; %s",
+                    exc.code, NOT_TOLD)
         return False
     path = marker_path(settings)
     try:
@@ -55,8 +60,7 @@ def move_marker(settings: Settings) -> bool:
             os.close(handle)
         os.utime(path, ns=(time.time_ns(), time.time_ns()), follow_symlinks=False)
     except OSError:
-        log.warning("honcho recall: the cache marker could not be written; only this process's"
-                    " recall cache was cleared")
+        log.warning("honcho: the marker beside the outbox could not be written; %s", NOT_TOLD)
         return False
     return True
 
