@@ -42,6 +42,13 @@ def concluded(observed: str, word: str) -> bool:
     return any(word in c.content for c in host_kit.conclusions(world, observed=observed))
 
 
+def found_by_search(observed: str, query: str, word: str) -> bool:
+    """Whether a semantic search of agent-zero's conclusions about `observed` finds `word`, as
+    recall's query-aware part searches them."""
+    found = world.honcho().peer("agent-zero").conclusions_of(observed).query(query, top_k=10)
+    return any(word in c.content for c in found)
+
+
 class SeveralHumansTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
@@ -64,6 +71,10 @@ class SeveralHumansTest(unittest.TestCase):
                           "the deriver's conclusion about alice")
         host_kit.wait_for(lambda: concluded("carol", "habanero"), DERIVER_WAIT_S,
                           "the deriver's conclusion about carol")
+        # A listed conclusion is not yet searchable: the real server stores its embedding after.
+        # The recall below searches, so it waits for what it needs (failed 3 of 5 CI runs without).
+        host_kit.wait_for(lambda: found_by_search("alice", QUESTION, "teal"), DERIVER_WAIT_S,
+                          "the conclusion about alice found by a search")
         cls.beta = cls.turn(BETA, QUESTION, "Any colour you like.")
         cls.alpha_again = cls.turn(ALPHA, QUESTION, "Teal would suit them.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{cls.beta.id}", 2), 30,
