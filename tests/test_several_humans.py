@@ -27,13 +27,11 @@ from loopback import serve
 from outbox_helpers import stub_host_events
 
 from honcho_hub.capture.rules import (
-    ChatFacts,
-    HumanFacts,
     UserMessageFacts,
-    human_peer,
     skip_reason_for_tool_result,
     skip_reason_for_user_message,
 )
+from honcho_hub.chats.rules import ChatFacts, HumanFacts, human_peer
 from honcho_hub.settings.config import build_settings
 from honcho_hub.settings.spec import OBSERVATION_PRESETS
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.bounded import BoundedMap
-from usr.plugins.honcho.honcho_hub.capture.rules import ChatFacts, HumanFacts, chat_view, human_peer
+from usr.plugins.honcho.honcho_hub.chats.rules import ChatFacts, HumanFacts, chat_view, human_peer
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers

@@ -11,7 +11,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.capture.rules import UNMAPPED_CHAT
+from usr.plugins.honcho.honcho_hub.chats.rules import UNMAPPED_CHAT
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 

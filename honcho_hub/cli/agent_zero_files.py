@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..capture.rules import ChatFacts, HumanFacts
+from ..chats.rules import ChatFacts, HumanFacts
 from ..errors import BackfillError
 from ..settings.files import read_regular_file
 

@@ -15,10 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..capture.rules import (
-    ChatFacts,
     UserMessageFacts,
-    chat_view,
-    skip_reason_for_chat,
     skip_reason_for_tool_result,
     skip_reason_for_user_message,
 )
@@ -29,6 +26,7 @@ from ..capture.service import (
     message_header,
     redacted_text,
 )
+from ..chats.rules import ChatFacts, chat_view, skip_reason_for_chat
 from ..errors import ConfigFileError, FileRefused, OutboxBusy, OutboxError, RedactionError
 from ..gateway.scopes import resolve_scope
 from ..settings.config import Settings
