@@ -59,7 +59,9 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str,
 class HostWorld:
     """One Agent Zero tree with this plugin copied in, its environment, and a started host."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, plugins: tuple[str, ...] = ()) -> None:
+        """`plugins`: folders of test plugins to copy into the tree beside this one (each folder
+        named as its plugin.yaml names the plugin), before Agent Zero starts."""
         self.tmp = tempfile.mkdtemp(prefix="honcho-host-")
         self.honcho_url = required_env("HONCHO_REAL_URL")
         self.workspace_id = "host-" + uuid.uuid4().hex[:12]
@@ -69,6 +71,9 @@ class HostWorld:
                            "HONCHO_OUTBOX_PATH": self.outbox_path, **(env or {})})
         self.tree = new_tree(self.tmp)
         self.plugin_dir = os.path.join(self.tree, "usr", "plugins", PLUGIN)
+        for folder in plugins:
+            shutil.copytree(folder, os.path.join(self.tree, "usr", "plugins",
+                                                 os.path.basename(folder)), ignore=_SKIP)
         sys.path.insert(0, required_env("A0_HARNESS"))
         import a0host
 
