@@ -1,6 +1,7 @@
 """The capture extensions loaded as Agent Zero loads them, driven with Agent Zero-shaped objects."""
 
 import asyncio
+import json
 import os
 import sqlite3
 import sys
@@ -18,6 +19,7 @@ from hub_testkit import (
     release_restart,
     stub_agent_zero,
 )
+from idle import wait_idle
 from outbox_helpers import stub_host_events
 
 USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/"
@@ -25,6 +27,9 @@ USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
 RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
+ANSWER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_ai_response/end/"
+              "_50_honcho_capture_answer.py")
+PLACEHOLDER_PROMPT = "fw.initial_user_message.md"
 
 
 class UserMessage:
@@ -268,6 +273,134 @@ class EventLoopTest(AdapterTestCase):
         self.addCleanup(release_restart)
         import_by_path(os.path.join(self.host.plugin_dir, "hooks.py")).uninstall()
         self.assertEqual([t.name for t in set(hub_threads()) - baseline], [])
+
+
+class V2xAgent(StubAgent):
+    """Agent 0 of a chat in Agent Zero v2.x: its log (empty until something is logged) and the
+    placeholder turn's prompt; `placeholder` None reads as v1.7, which has no such prompt."""
+
+    def __init__(self, placeholder="Hello!\n"):
+        super().__init__(0)
+        self.context.log = types.SimpleNamespace(logs=[])
+        self.placeholder, self.reads = placeholder, []
+
+    def read_prompt(self, name, **kwargs):
+        self.reads.append(name)
+        if name != PLACEHOLDER_PROMPT:
+            return super().read_prompt(name, **kwargs)
+        if self.placeholder is None:
+            raise FileNotFoundError(name)  # v1.7's files.find_file_in_dirs
+        return self.placeholder
+
+
+def _tool_request(text):
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) and "tool_name" in found else None
+
+
+# helpers.extract_tools as v2.x has it, and as v1.7 has it (no extract_tool_request)
+V2X_EXTRACT_TOOLS = {"extract_tool_request": _tool_request,
+                     "is_misformatted_tool_request": lambda text: text.startswith("{{")}
+V17_EXTRACT_TOOLS = {"json_parse_dirty": lambda text: _tool_request(text) or (
+    {} if "{" in text else None)}
+
+
+def responses(function_calls=()):
+    """v2.x's LLMResult of a model call in Responses mode."""
+    return types.SimpleNamespace(mode="responses", function_calls=list(function_calls))
+
+
+class V2xTurnsTest(AdapterTestCase):
+    """Agent Zero v2.x's placeholder turn, empty nudge and plain-text answers (issue 24)."""
+
+    def setUp(self):
+        super().setUp()
+        self.answer_ext = self.load(ANSWER_EXT)
+        self.extract_tools(V2X_EXTRACT_TOOLS)
+
+    def extract_tools(self, functions):
+        module = types.ModuleType("helpers.extract_tools")
+        vars(module).update(functions)
+        sys.modules["helpers.extract_tools"] = module  # the stub host drops it at its end
+        sys.modules["helpers"].extract_tools = module
+
+    def answered(self, agent, text, llm_result=None, ai_id="ai-1"):
+        """Agent.hist_add_ai_response(text, id=..., llm_result=...) and its end extensions."""
+        agent.history.current.messages.append(StubHistoryMessage(True, ai_id))
+        kwargs = {"id": ai_id} | ({"llm_result": llm_result} if llm_result is not None else {})
+        self.answer_ext(agent=agent).execute(data={
+            "args": (agent, text), "kwargs": kwargs, "result": StubHistoryMessage(True, ai_id),
+            "exception": None})
+
+    def recall_loads(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
+        from usr.plugins.honcho.honcho_hub import runtime
+
+        self.assertTrue(runtime.join_background(10))
+        recaller = hub().recaller()
+        self.assertTrue(wait_idle(10, recaller))
+        return recaller.cache_counters().get("loads", 0)
+
+    def test_the_placeholder_turn_is_neither_captured_nor_loads_and_the_humans_next_one_is(self):
+        agent = V2xAgent()
+        self.typed(agent, "Hello!", history_id="h-placeholder")
+        self.assertEqual(self.recall_loads(), 0)
+        agent.context.log.logs.append("the greeting")  # from here on, the chat has a log
+        self.typed(agent, "Hello!", history_id="h-typed")  # the human may say it too
+        self.assertEqual(self.recall_loads(), 1)
+        self.assertEqual([row[3] for row in self.stored()], ["Hello!"])
+
+    def test_without_the_placeholder_prompt_v1_7_captures_as_before_reading_it_once(self):
+        agent = V2xAgent(placeholder=None)
+        self.typed(agent, "Hello!", history_id="h-1")
+        self.typed(agent, "Hello!", history_id="h-2")
+        self.assertEqual([row[3] for row in self.stored()], ["Hello!", "Hello!"])
+        self.assertEqual(agent.reads.count(PLACEHOLDER_PROMPT), 1)  # a failed read is kept too
+
+    def test_an_empty_message_is_neither_captured_nor_loads(self):
+        agent = V2xAgent()
+        agent.context.log.logs.append("the greeting")
+        for n, text in enumerate(("", "  \n")):  # v2.x's nudge: its prompt is a system message
+            self.typed(agent, text, history_id=f"h-{n}")
+        self.typed(agent, "", intervention=True, history_id="h-sent-while-busy")
+        self.assertEqual(self.recall_loads(), 0)
+        self.assertEqual(self.stored(), [])
+
+    def test_a_plain_answer_in_responses_mode_is_captured_once_whichever_way_it_arrives(self):
+        agent = StubAgent(0)
+        self.typed(agent, "Which colour for the lantern room?")
+        self.answered(agent, "Paint it red.", responses(), ai_id="ai-1")
+        # v2.x may run the same answer as the `response` tool: its capture names the same message
+        self.response_ext(agent=agent).execute(
+            response=types.SimpleNamespace(message="Paint it red.", break_loop=True),
+            tool_name="response")
+        self.assertEqual([row[2:] for row in self.stored()],
+                         [("user", "Which colour for the lantern room?"),
+                          ("agent", "Paint it red.")])
+
+    def test_tool_calls_replies_without_a_model_result_and_subordinates_are_not_captured(self):
+        agent = StubAgent(0)
+        call = json.dumps({"tool_name": "search_engine", "tool_args": {"query": "fog"}})
+        self.answered(agent, call, responses([{"tool_name": "search_engine"}]), ai_id="ai-1")
+        self.answered(agent, call, responses(), ai_id="ai-2")  # a tool request in the text
+        self.answered(agent, "{{ half a request", responses(), ai_id="ai-3")  # misformatted
+        self.answered(agent, "A v1.7 reply, the greeting, a cut answer.", ai_id="ai-4")
+        self.answered(agent, "Not an answer.", types.SimpleNamespace(mode="", function_calls=[]),
+                      ai_id="ai-5")  # LLMResult.non_llm()
+        self.answered(agent, "  ", responses(), ai_id="ai-6")
+        self.answered(StubAgent(1), "A subordinate's answer.", responses(), ai_id="ai-7")
+        self.assertEqual(self.stored(), [])
+
+    def test_where_v2xs_tool_request_readers_are_missing_v1_7s_parser_decides(self):
+        self.extract_tools(V17_EXTRACT_TOOLS)
+        agent = StubAgent(0)
+        self.answered(agent, json.dumps({"tool_name": "wait", "tool_args": {"s": 1}}),
+                      responses(), ai_id="ai-1")
+        self.answered(agent, "The answer.", responses(), ai_id="ai-2")
+        self.assertEqual([row[3] for row in self.stored()], ["The answer."])
 
 
 if __name__ == "__main__":

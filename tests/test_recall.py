@@ -282,6 +282,21 @@ class CacheBehaviourTest(unittest.TestCase):
         self.assertTrue(wait_idle(10, bench.recaller))
         self.assertEqual(bench.recall("anything new").source, "base")
 
+    def test_a_turn_nobody_typed_gets_the_sessions_last_pack_and_makes_no_request(self):
+        bench = RecallBench(self)
+        bench.remember()
+        held = bench.recaller.recall(bench.settings, SESSION, "", TEMPLATE, load=False)
+        self.assertEqual((held.block, len(bench.fake.requests)), ("", 0))  # nothing held yet
+        first = bench.recall()
+        self.assertTrue(wait_idle(10, bench.recaller))
+        requests = len(bench.fake.requests)
+        bench.mono.advance(121)  # past the cache's TTL: a typed turn would load again
+        held = bench.recaller.recall(bench.settings, SESSION, "", TEMPLATE, load=False)
+        self.assertTrue(wait_idle(10, bench.recaller))
+        self.assertEqual((held.source, held.block), ("reused", first.block))
+        self.assertIn("prefers tea", held.block)
+        self.assertEqual(len(bench.fake.requests), requests)  # no load, no base warm, no poll
+
     def test_clearing_the_cache_writes_no_marker_where_there_is_no_outbox(self):
         bench = RecallBench(self)
         folder = os.path.dirname(bench.settings.outbox_path)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from fake_honcho import FakeHoncho
 from hub_testkit import (
+    NUDGE_TEXT,
     ContextType,
     StubAgent,
     StubContext,
@@ -73,6 +74,20 @@ class RecallAdapterTest(unittest.TestCase):
         self.host.config["recall_enabled"] = False
         self.assertIsNone(self.run_recall(StubAgent(0), loop_data("x y z")))
         self.assertEqual(self.fake.context_queries, [])
+
+    def test_a_nudged_turn_gets_the_last_pack_without_a_query_or_a_load(self):
+        agent = StubAgent(0)
+        typed = self.run_recall(agent, loop_data("Which tea should I buy?"))
+        self.assertIn("green tea", typed)
+        queries = len(self.fake.context_queries)
+        # v2.x's nudge: an empty message (its prompt a system message), the empty part removed
+        nudged = types.SimpleNamespace(iteration=0, extras_persistent={},
+                                       user_message=types.SimpleNamespace(
+                                           content={"system_message": ["Nudged - continue"]}))
+        self.assertEqual(self.run_recall(agent, nudged), typed)
+        # v1.7's nudge: its prompt as the user's text
+        self.assertEqual(self.run_recall(agent, loop_data(NUDGE_TEXT)), typed)
+        self.assertEqual(len(self.fake.context_queries), queries)
 
     def test_each_recall_mode_injects_and_offers_the_tool_as_documented(self):
         cases = {"hybrid": (True, True), "context": (True, False), "tools": (False, True)}

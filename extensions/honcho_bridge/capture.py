@@ -1,18 +1,18 @@
 """Capture adapters' logic: who typed it, which ids, then one core call; safe on the event loop.
 
-Both hooks only read in-memory facts and cached settings, append the message to the process's
+The hooks only read in-memory facts and cached settings, append the message to the process's
 journal and wake the threads that do the rest.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.bounded import BoundedMap
 from usr.plugins.honcho.honcho_hub.capture.rules import (
+    AiMessageFacts,
     UserMessageFacts,
+    skip_reason_for_ai_message,
     skip_reason_for_tool_result,
     skip_reason_for_user_message,
 )
@@ -24,8 +24,6 @@ from .chat_sessions import session_of
 from .process_hub import hub
 
 log = logging.getLogger("honcho_hub.adapters")
-NUDGE_PROMPT = "fw.msg_nudge.md"
-NUDGE_REREAD_S = 60.0
 
 
 def capture_user_message(agent: Any, data: dict) -> Outcome | str:
@@ -38,8 +36,10 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     text = getattr(message, "message", None)
     settings = host.settings_for(agent)
     facts = UserMessageFacts(agent_number=agent.number, intervention=intervention,
-                             is_nudge=not intervention and _is_nudge(agent, text),
-                             chat=host.chat_facts(agent))
+                             is_nudge=not intervention and host.is_nudge(agent, text),
+                             chat=host.chat_facts(agent),
+                             empty=isinstance(text, str) and not text.strip(),
+                             is_placeholder=not intervention and _is_placeholder(agent, text))
     skip = skip_reason_for_user_message(facts, settings)
     if skip:
         return skip
@@ -49,6 +49,33 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
         # First: every microsecond here is one the turn may wait.
         _prefetch_recall(agent, settings, text, project, secrets)
     return _capture(agent, settings, Role.USER, str(source_id), text, project, secrets)
+
+
+def capture_plain_answer(agent: Any, data: dict) -> Outcome | str:
+    """After `Agent.hist_add_ai_response`: queue agent 0's final plain-text answer (Agent Zero v2.x
+    in Responses mode). When v2.x also runs it as the `response` tool, that capture names the same
+    history message and so the same event: the outbox keeps one."""
+    if data.get("exception") is not None:
+        return "host_failed"
+    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
+    text = args[1] if len(args) > 1 else kwargs.get("message")
+    result = kwargs.get("llm_result")  # v2.x's LLMResult; v1.7 passes none
+    responses_mode = getattr(result, "mode", None) == "responses"
+    function_calls = bool(getattr(result, "function_calls", None))
+    plain = isinstance(text, str) and bool(text.strip())
+    settings = host.settings_for(agent)
+    facts = AiMessageFacts(
+        agent_number=agent.number, responses_mode=responses_mode, function_calls=function_calls,
+        # parsed only when it decides: the text of every v1.7 reply passes here
+        holds_tool_request=(responses_mode and not function_calls and plain
+                            and host.holds_tool_request(text)),
+        empty=not plain, chat=host.chat_facts(agent))
+    skip = skip_reason_for_ai_message(facts, settings)
+    if skip:
+        return skip
+    source_id = str(getattr(data.get("result"), "id", "") or "")
+    return _capture(agent, settings, Role.AGENT, source_id, text, host.project_name(agent),
+                    host.host_secrets(agent))
 
 
 def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome | str:
@@ -97,24 +124,13 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
         prefetch(recaller, 0.0)
 
 
-def _is_nudge(agent: Any, text: Any) -> bool:
-    # AgentContext.nudge() sends this framework prompt to agent 0 as if the user had typed it.
-    return isinstance(text, str) and text == _nudge_text(agent)
-
-
-# agent profile -> (read at, the nudge prompt's text); profiles come and go: a small map
-_nudges: BoundedMap[str, tuple[float, str]] = BoundedMap(64)
-
-
-def _nudge_text(agent: Any) -> str:
-    """The nudge prompt, read (a file read and template render) at most once a minute per profile:
-    this runs on Agent Zero's event loop for every typed message."""
-    profile = str(getattr(getattr(agent, "config", None), "profile", "") or "")
-    known = _nudges.get(profile)
-    if known is None or time.monotonic() - known[0] > NUDGE_REREAD_S:
-        known = (time.monotonic(), agent.read_prompt(NUDGE_PROMPT))
-        _nudges.put(profile, known)
-    return known[1]
+def _is_placeholder(agent: Any, text: Any) -> bool:
+    # Agent Zero v2.x's agent_init adds it while the chat's log is still empty; the prompt is read
+    # only then (v1.7 has none).
+    if not isinstance(text, str) or not host.opens_chat(agent):
+        return False
+    placeholder = host.framework_prompt(agent, host.PLACEHOLDER_PROMPT).strip()
+    return bool(placeholder) and text.strip() == placeholder
 
 
 def _last_ai_message_id(agent: Any) -> str:

@@ -6,6 +6,7 @@ It knows nothing of the Hub: the settings it builds are cached per project and p
 from __future__ import annotations
 
 import os
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,10 @@ DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
 GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
 SECRETS_FILE = "usr/secrets.env"
 NEW_CHAT_S = 30.0  # a chat whose agent 0 starts within this of its creation was just opened
+NUDGE_PROMPT = "fw.msg_nudge.md"  # AgentContext.nudge() sends it to agent 0
+# The placeholder user turn Agent Zero v2.x adds to a new or reset chat; v1.7 has no such prompt.
+PLACEHOLDER_PROMPT = "fw.initial_user_message.md"
+PROMPT_REREAD_S = 60.0
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing
 # YAML and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per
@@ -153,6 +158,52 @@ def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:
     facts = chat_facts(agent)
     age_s = ((now or datetime.now(UTC)) - created).total_seconds()
     return not facts.background and not facts.scheduler_run and 0 <= age_s <= NEW_CHAT_S
+
+
+# (agent profile, prompt file) -> (read at, its text); profiles come and go: a small map
+_prompts: BoundedMap[tuple[str, str], tuple[float, str]] = BoundedMap(64)
+
+
+def framework_prompt(agent: Any, name: str) -> str:
+    """Agent Zero's prompt `name` as the agent reads it ('' when the host has none), read (a file
+    read and a template render) at most once a minute per profile: capture runs on Agent Zero's
+    event loop for every message."""
+    profile = str(getattr(getattr(agent, "config", None), "profile", "") or "")
+    known = _prompts.get((profile, name))
+    if known is None or time.monotonic() - known[0] > PROMPT_REREAD_S:
+        try:
+            text = agent.read_prompt(name)
+        except Exception:  # a prompt this version lacks (not found, not rendered)
+            text = ""
+        known = (time.monotonic(), text if isinstance(text, str) else "")
+        _prompts.put((profile, name), known)
+    return known[1]
+
+
+def is_nudge(agent: Any, text: Any) -> bool:
+    """Whether `text` is the framework's nudge as v1.7 sends it: its prompt as the user's text
+    (v2.x sends an empty message with the prompt as a system message)."""
+    return isinstance(text, str) and text == framework_prompt(agent, NUDGE_PROMPT)
+
+
+def opens_chat(agent: Any) -> bool:
+    """Whether nothing of the chat is logged yet: Agent Zero v2.x adds its placeholder turn then
+    (a typed message, the greeting and every answer are logged)."""
+    logs = getattr(getattr(getattr(agent, "context", None), "log", None), "logs", None)
+    return logs is not None and not logs
+
+
+def holds_tool_request(text: str) -> bool:
+    """Whether Agent Zero reads a tool request from a reply, or a misformatted one: v2.x's
+    `extract_tool_request` and `is_misformatted_tool_request`; where they are missing (v1.7),
+    any JSON object in the text, which v1.7's `process_tools` takes as a request."""
+    from helpers import extract_tools
+
+    extract = getattr(extract_tools, "extract_tool_request", None)
+    if extract is None:
+        return extract_tools.json_parse_dirty(text) is not None
+    misformatted = getattr(extract_tools, "is_misformatted_tool_request", None)
+    return extract(text) is not None or bool(misformatted is not None and misformatted(text))
 
 
 def project_name(agent: Any) -> str | None:

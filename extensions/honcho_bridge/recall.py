@@ -40,6 +40,9 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     text = typed_text(getattr(loop_data, "user_message", None))
+    # A turn nobody typed (a nudge, v1.7's or v2.x's empty one; an integration's empty message)
+    # gets what recall holds: no query to search with, no load.
+    typed = bool(text.strip()) and not host.is_nudge(agent, text)
     chat = str(agent.context.id)
 
     # off the loop: the first import, masking and redaction of the query, the bounded wait
@@ -56,7 +59,7 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
         return recaller.recall(settings, session, text, template(), scope,
                                lambda value: host.mask(agent, value),
                                wait_s=max(0.0, deadline - time.monotonic()),
-                               secrets=host.host_secrets(agent))
+                               secrets=host.host_secrets(agent), load=typed)
     result = await asyncio.to_thread(recall)
     if result is None:
         loop_data.extras_persistent.pop(EXTRAS_KEY, None)

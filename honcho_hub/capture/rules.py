@@ -17,7 +17,25 @@ from ..settings.config import Settings
 class UserMessageFacts:
     agent_number: int
     intervention: bool  # sent while an agent of the chat was running: always the human's
-    is_nudge: bool  # the framework's own "continue" prompt
+    is_nudge: bool  # the framework's own "continue" prompt (v1.7 sends it as the user's text)
+    chat: ChatFacts
+    # No text: Agent Zero v2.x's nudge and the integrations' messages carry only system messages.
+    empty: bool = False
+    # Agent Zero v2.x's placeholder turn ("Hello!") that opens a new or reset chat, before anyone
+    # typed anything.
+    is_placeholder: bool = False
+
+
+@dataclass(frozen=True)
+class AiMessageFacts:
+    """An AI message as Agent Zero adds it to agent history (`hist_add_ai_response`), with what
+    v2.x tells of the model call that made it (v1.7 tells nothing: every fact is False)."""
+
+    agent_number: int
+    responses_mode: bool  # the call's result is in Responses-API mode (v2.x's `LLMResult.mode`)
+    function_calls: bool  # the model asked for tools through the API's function calls
+    holds_tool_request: bool  # the text is a tool request (or a misformatted one)
+    empty: bool
     chat: ChatFacts
 
 
@@ -26,12 +44,37 @@ def skip_reason_for_user_message(facts: UserMessageFacts, settings: Settings) ->
     reason = skip_reason_for_chat(facts.chat, settings)
     if reason:
         return reason
+    if facts.empty:
+        return "empty_message"  # nothing to remember, nothing to search for
     if facts.intervention:
         return None  # the human interrupted, whichever agent was running
     if facts.agent_number != 0:
         return "from_superior_agent"
     if facts.is_nudge:
         return "framework_nudge"
+    if facts.is_placeholder:
+        return "placeholder_turn"
+    return None
+
+
+def skip_reason_for_ai_message(facts: AiMessageFacts, settings: Settings) -> str | None:
+    """Why this AI message is not agent 0's final plain-text answer, or None when it is.
+
+    In Responses mode Agent Zero v2.x takes a reply without a tool request as the final answer. Any
+    other AI message is not one: a tool call, an answer the human interrupted and the greeting
+    (v2.x passes those without a model result), and every v1.7 reply, whose final answers arrive
+    through the `response` tool instead (`skip_reason_for_tool_result`)."""
+    reason = skip_reason_for_chat(facts.chat, settings)
+    if reason:
+        return reason
+    if facts.agent_number != 0:
+        return "subordinate_response"
+    if not facts.responses_mode:
+        return "not_a_plain_answer"
+    if facts.function_calls or facts.holds_tool_request:
+        return "tool_call"
+    if facts.empty:
+        return "empty_message"
     return None
 
 

@@ -97,11 +97,13 @@ class Recaller:
     def recall(self, settings: Settings, session_id: str, user_text: str, template: str,
                scope_id: str | None = None, mask: Callable[[str], str] | None = None,
                wait_s: float | None = None, secrets: Mapping[str, str] | None = None,
-               deliberate: bool = False) -> RecallResult:
+               deliberate: bool = False, load: bool = True) -> RecallResult:
         """The rendered block for this turn: the query-aware pack when it is ready within `wait_s`
         (default `recall_wait_s`, never past `recall_timeout_s`), else the base pack, else the
         session's last pack. Never raises on Honcho. `recall_enabled` switches automatic recall
-        only: a `deliberate` one (the agent asked, through the tool) runs regardless."""
+        only: a `deliberate` one (the agent asked, through the tool) runs regardless. Not to
+        `load` (a turn nobody typed: a nudge, an empty message): what is held, the session's last
+        pack else the base pack, and no request made or started."""
         if not settings.recall_enabled and not deliberate:
             return RecallResult("", "disabled")
         limit = settings.recall_timeout_s
@@ -110,7 +112,7 @@ class Recaller:
         self._marker.follow(settings)
         session_key = (settings.destination(), session_id)
         data: ContextData | None
-        if not deliberate and not self._cadence.loads_now(settings, session_key):
+        if not load or (not deliberate and not self._cadence.loads_now(settings, session_key)):
             data, source = cache.last(session_key), "reused"
         else:
             query = self._query(user_text, settings, mask, secrets)
@@ -118,7 +120,8 @@ class Recaller:
                 cache_key(settings, session_id, query, scope_id), session_key,
                 lambda: self._load(gateway, settings, session_id, query, scope_id),
                 wait, self._loads.submit)
-        self._freshness.follow(settings, scope_id)
+        if load:
+            self._freshness.follow(settings, scope_id)
         pack = self._pack(settings, session_id, data, scope_id) if data is not None else None
         if source not in ("hit", "fresh", "reused") or pack is None:
             base = self._bases.data(settings, session_id, scope_id)
@@ -126,7 +129,8 @@ class Recaller:
                          if base else None)
             if base_pack is not None and not base_pack.empty:
                 pack, source = base_pack, "base"
-        self.warm(settings, scope_id)
+        if load:
+            self.warm(settings, scope_id)
         return RecallResult(render_block(pack, template) if pack else "", source, pack)
 
     def base_preview(self, settings: Settings, session_id: str, scope_id: str | None,
