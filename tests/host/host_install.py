@@ -51,15 +51,17 @@ def others_files(kind: str) -> set[str]:
 
 
 class InstallHookTest(unittest.TestCase):
-    def test_install_by_the_installer_reports_requirements_ok_and_creates_the_outbox(self) -> None:
-        self.assertEqual(first_install, {"requirements": "ok", "outbox": "created"})
+    def test_install_by_the_installer_reports_pip_ran_and_creates_the_outbox(self) -> None:
+        # Agent Zero's interpreter here has pip (v1.7's image too): pip is used, not uv.
+        self.assertEqual(first_install, {"requirements": "ok", "installer": "pip",
+                                         "outbox": "created"})
 
     def test_install_again_after_capture_migrates_the_existing_outbox(self) -> None:
         world.host.script("Hello.")
         world.host.turn(world.host.new_chat(), "Hello there.")
         self.assertTrue(os.path.exists(world.outbox_path))
         self.assertEqual(world.host.hook("honcho", "install"),
-                         {"requirements": "ok", "outbox": "migrated"})
+                         {"requirements": "ok", "installer": "pip", "outbox": "migrated"})
 
 
 class DiscoveryTest(unittest.TestCase):

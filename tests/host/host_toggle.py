@@ -1,19 +1,22 @@
-"""Switching the plugin off and on with Agent Zero's own toggle (plugins.toggle_plugin, no hook).
+"""Switching the plugin off and on with Agent Zero's own toggle (plugins.toggle_plugin).
 
-While off, Agent Zero runs none of the plugin's extensions, so a turn is not captured at all; the
-process's delivery worker keeps its thread but pauses, so an event already in the outbox (queued, as
-another Agent Zero process sharing the outbox would, through the plugin's capture service) waits.
-After switching on, the worker delivers it by itself and new turns are captured again.
+Switched off for everyone, every thread the plugin started stops at once (not at a later tick), and
+while off Agent Zero runs none of the plugin's extensions, so a turn is not captured at all; an event
+already in the outbox (queued, as another Agent Zero process sharing the outbox would, through the
+plugin's capture service) waits. Switched on again, the worker starts at once, with no turn and no
+job-loop tick to start it, delivers that event, and new turns are captured again.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import unittest
 
 import host_kit
 
 PLUGIN = "usr.plugins.honcho"
+STOP_WAIT_S = 5.0  # "at once": far below the job loop's 60 s and the worker's idle poll
 
 world: host_kit.HostWorld
 
@@ -27,6 +30,20 @@ def module(name: str):
     """The plugin module Agent Zero imported (its current generation)."""
     __import__(f"{PLUGIN}.{name}")
     return sys.modules[f"{PLUGIN}.{name}"]
+
+
+def hub_threads() -> list[str]:
+    """Names of the live threads the plugin started (every one is named honcho-hub-…)."""
+    return sorted(t.name for t in threading.enumerate()
+                  if t.name.startswith("honcho-hub") and t.is_alive())
+
+
+def settles(predicate, timeout_s: float) -> bool:
+    """Whether `predicate` comes true within `timeout_s` (no failure here: the tests say which)."""
+    try:
+        return bool(host_kit.wait_for(predicate, timeout_s, "a condition"))
+    except AssertionError:
+        return False
 
 
 def queue_directly(ctx, text: str, source_id: str) -> str:
@@ -50,22 +67,25 @@ class ToggleTest(unittest.TestCase):
         host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 2), 30,
                           "the first turn delivered")
         cls.worker = module("extensions.honcho_bridge.process_hub").hub().worker()
+        cls.threads_before_off = hub_threads()
 
         host.toggle("honcho", False)
         cls.enabled_while_off = "honcho" in host.enabled_plugins()
+        cls.stopped = settles(lambda: hub_threads() == [], STOP_WAIT_S)
         cls.counts_before_off_turn = host_kit.outbox_counts(world.outbox_path)
         host.turn(ctx, "Typed while the plugin is off.")
         cls.counts_after_off_turn = host_kit.outbox_counts(world.outbox_path)
         cls.queued = queue_directly(ctx, "Queued by another process while off.",
                                     "host-toggle-queued")
-        cls.drained_while_off = cls.worker.drain(5.0)
         cls.status_while_off = host_kit.honcho_status(world.host)
+        cls.threads_while_off = hub_threads()
         cls.in_honcho_while_off = [m.content for m in world.session_messages(cls.session_id)]
 
-        host.toggle("honcho", True)
+        host.toggle("honcho", True)  # no turn, no job-loop tick after this until delivered
         cls.enabled_after_on = "honcho" in host.enabled_plugins()
         cls.resumed = host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 3), 20,
                                         "the event queued while off delivered after switching on")
+        cls.workers_after_on = host_kit.delivery_workers()
         host.turn(ctx, "Typed after the switch-on.")
         cls.final = host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 5), 30,
                                       "the turn after switching on delivered")
@@ -74,29 +94,32 @@ class ToggleTest(unittest.TestCase):
         self.assertFalse(self.enabled_while_off)
         self.assertTrue(self.enabled_after_on)
 
+    def test_switching_off_stops_every_thread_of_the_plugin_at_once(self) -> None:
+        self.assertIn("honcho-hub-delivery", self.threads_before_off)
+        self.assertTrue(self.stopped)
+        self.assertFalse(self.worker.is_alive())
+        self.assertEqual(self.threads_while_off, [], "queueing or status while off starts none")
+
     def test_a_turn_while_off_is_not_captured(self) -> None:
         self.assertEqual(self.counts_after_off_turn, self.counts_before_off_turn)
         everything = [m.content for m in self.final]
         self.assertNotIn("Typed while the plugin is off.", everything)
         self.assertNotIn("While off: noted.", everything)
 
-    def test_the_worker_pauses_while_off_and_delivers_nothing(self) -> None:
+    def test_while_off_a_queued_event_waits_and_status_shows_the_worker_stopped(self) -> None:
         self.assertEqual(self.queued, "queued")
-        self.assertEqual(self.drained_while_off["delivered"], 0, self.drained_while_off)
-        self.assertEqual(self.status_while_off["worker"]["state"], "paused")
+        self.assertEqual(self.status_while_off["worker"]["state"], "stopped")
         self.assertEqual(self.status_while_off["queue"]["pending"], 1)
         self.assertEqual(self.in_honcho_while_off,
                          ["Typed before the switch-off.", "Before: noted."])
 
-    def test_after_switching_on_waiting_event_and_new_turns_are_delivered_in_order(self) -> None:
+    def test_switching_on_starts_a_new_worker_that_delivers_in_order(self) -> None:
+        self.assertEqual(len(self.workers_after_on), 1)
+        self.assertIsNot(self.workers_after_on[0], self.worker)
         self.assertEqual([m.content for m in self.final],
                          ["Typed before the switch-off.", "Before: noted.",
                           "Queued by another process while off.",
                           "Typed after the switch-on.", "After: noted."])
-
-    def test_the_same_worker_thread_paused_and_resumed(self) -> None:
-        self.assertTrue(self.worker.is_alive())
-        self.assertEqual(host_kit.delivery_workers(), [self.worker])
 
 
 if __name__ == "__main__":
