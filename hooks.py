@@ -51,10 +51,12 @@ def install():
     try:
         from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 
-        pip = lifecycle.install_requirements(os.path.join(PLUGIN_DIR, "requirements.txt"))
+        installed = lifecycle.install_requirements(os.path.join(PLUGIN_DIR, "requirements.txt"))
         outbox = lifecycle.migrate_outbox(_global_settings().outbox_path)
-        log.info("honcho install finished: requirements %s, outbox %s", pip, outbox)
-        return {"requirements": pip, "outbox": outbox}
+        log.info("honcho install finished: requirements %s (%s), outbox %s", installed.outcome,
+                 installed.installer or "no installer ran", outbox)
+        return {"requirements": installed.outcome, "installer": installed.installer,
+                "outbox": outbox}
     except Exception:
         log.exception("honcho install: incomplete; the plugin stays installed and runs degraded")
         return {"requirements": "error"}

@@ -147,8 +147,10 @@ class InstallTest(unittest.TestCase):
             with self.assertLogs(HOOKED + "delivery.lifecycle", "WARNING") as logs:
                 first = self.hooks.install()
                 second = self.hooks.install()
-        self.assertEqual(first, {"requirements": "failed", "outbox": "created"})
-        self.assertEqual(second, {"requirements": "failed", "outbox": "migrated"})
+        self.assertEqual(first, {"requirements": "failed", "installer": "pip",
+                                 "outbox": "created"})
+        self.assertEqual(second, {"requirements": "failed", "installer": "pip",
+                                  "outbox": "migrated"})
         conn = sqlite3.connect(outbox)
         self.assertEqual(conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
         conn.close()
@@ -184,12 +186,10 @@ class InstallTest(unittest.TestCase):
             with open(requirements, "w") as handle:
                 handle.write("pyyaml\n")  # already installed wherever these tests run
             with _EnvVars(PIP_NO_INDEX="1"):
-                self.assertEqual(lifecycle.install_requirements(requirements), "ok")
+                self.assertEqual(lifecycle.install_requirements(requirements),
+                                 lifecycle.Installed("ok", "pip"))
             self.assertEqual(lifecycle.install_requirements(os.path.join(folder, "absent.txt")),
-                             "missing")
-            self.assertEqual(
-                lifecycle.install_requirements(requirements, python="/nonexistent/python"),
-                "failed")
+                             lifecycle.Installed("missing"))
 
 
 class _FakeWorker(threading.Thread):

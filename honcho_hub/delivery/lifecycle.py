@@ -10,11 +10,13 @@ import importlib
 import logging
 import math
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard
 
 from ..runtime import process_state
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 
 WORKER_MARKER = "honcho_hub_worker"
 PIP_TIMEOUT_S = 600.0
+PIP_PROBE_TIMEOUT_S = 30.0  # `python -m pip --version`: whether the interpreter has pip
 MAX_DRAIN_S = 5.0
 # pre_update: no new worker until the updated modules load, or this long at most.
 UPDATE_HOLD_S = 120.0
@@ -30,34 +33,81 @@ UPDATE_HOLD_S = 120.0
 _GENERATION = object()
 
 
+@dataclass(frozen=True)
+class Installed:
+    """What installing the requirements did: `outcome` ok, failed, timeout, missing (no
+    requirements file) or no_installer; `installer` pip or uv when one ran."""
+
+    outcome: str
+    installer: str | None = None
+
+
 def install_requirements(requirements: str, python: str | None = None,
-                         timeout_s: float = PIP_TIMEOUT_S) -> str:
-    """Run pip for `requirements` with the given interpreter; returns ok, failed, timeout or
-    missing."""
+                         timeout_s: float = PIP_TIMEOUT_S,
+                         search_path: str | None = None) -> Installed:
+    """Install `requirements` for the interpreter `python` (default: this one) with its own pip,
+    else with `uv pip install --python` (v2.x's image venv may lack pip; Agent Zero's own code
+    installs that way): uv found on `search_path` (default PATH), then beside the interpreter."""
     if not os.path.isfile(requirements):
         log.warning("honcho install: %s not found; dependencies not installed",
                     os.path.basename(requirements))
-        return "missing"
-    command = [python or sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
-               "--quiet", "-r", requirements]
+        return Installed("missing")
+    python = python or sys.executable
+    command = _installer_command(python, requirements, search_path)
+    if command is None:
+        log.warning("honcho install: %s has no pip and no uv was found on PATH; dependencies not"
+                    " installed, running degraded (install them with `uv pip install --python %s"
+                    " -r requirements.txt` or give the interpreter pip)",
+                    os.path.basename(python), python)
+        return Installed("no_installer")
+    installer = "pip" if command[1:3] == ["-m", "pip"] else "uv"
+    return Installed(_run_installer(command, installer, timeout_s), installer)
+
+
+def _installer_command(python: str, requirements: str, search_path: str | None) -> list[str] | None:
+    """pip's command when `python` has pip, else uv's, else None."""
+    if _has_pip(python):
+        return [python, "-m", "pip", "install", "--disable-pip-version-check", "--quiet", "-r",
+                requirements]
+    uv = (shutil.which("uv", path=search_path)
+          or shutil.which("uv", path=os.path.dirname(os.path.abspath(python))))
+    if uv is None:
+        return None
+    return [uv, "pip", "install", "--quiet", "--python", python, "-r", requirements]
+
+
+def _has_pip(python: str) -> bool:
+    try:
+        return subprocess.run([python, "-m", "pip", "--version"], capture_output=True,
+                              timeout=PIP_PROBE_TIMEOUT_S, check=False,
+                              stdin=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _run_installer(command: list[str], installer: str, timeout_s: float) -> str:
+    """Run the install command; ok, failed or timeout, logged with the installer's name."""
     try:
         done = subprocess.run(command, capture_output=True, timeout=timeout_s, check=False,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        log.warning("honcho install: pip did not finish in %.0f s; running degraded", timeout_s)
+        log.warning("honcho install: %s did not finish in %.0f s; running degraded", installer,
+                    timeout_s)
         return "timeout"
     except OSError as exc:
-        log.warning("honcho install: pip could not start (%s); running degraded",
+        log.warning("honcho install: %s could not start (%s); running degraded", installer,
                     type(exc).__name__)
         return "failed"
     if done.returncode != 0:
-        # pip's own output may echo index URLs with credentials, so only the exit code is logged.
-        log.warning("honcho install: pip exited with %d; running degraded (delivery needs"
-                    " honcho-ai; run `%s -m pip install -r requirements.txt` to see why)",
-                    done.returncode, os.path.basename(command[0]))
+        # The installer's own output may echo index URLs with credentials: only the exit code.
+        hint = ("python -m pip install" if installer == "pip"
+                else "uv pip install --python <Agent Zero's python>")
+        log.warning("honcho install: %s exited with %d; running degraded (delivery needs"
+                    " honcho-ai; run `%s -r requirements.txt` to see why)", installer,
+                    done.returncode, hint)
         return "failed"
     importlib.invalidate_caches()
-    log.info("honcho install: requirements installed")
+    log.info("honcho install: requirements installed with %s", installer)
     return "ok"
 
 
