@@ -3,9 +3,9 @@
 v2.x's web UI registers a service worker that caches same-origin JS, CSS and HTML; v1.7's is empty,
 so the caching itself cannot be reproduced here. What the plugin controls is tested instead: every
 URL our HTML and JS use for our own files carries the version of our web files (a digest of their
-content), so an update is fetched under new URLs, and each of our files is served with `Cache-Control:
-no-cache` and an ETag that a conditional request answers with 304. Other plugins' files are served
-as Agent Zero serves them.
+content), so an update is fetched under new URLs, and each of our files is served with
+`Cache-Control: no-cache` and an ETag that a conditional request answers with 304. Other plugins'
+files are served as Agent Zero serves them.
 """
 
 from __future__ import annotations

@@ -113,7 +113,8 @@ class ProjectDeletedTest(unittest.TestCase):
         host.turn(cls.chat, "Typed in the project that is deleted.")
         host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 2), 30,
                           "the project's chat delivered")
-        projects.delete_project(GONE)  # Agent Zero: the folder, its plugin settings, the chats' link
+        # Agent Zero: the folder (with its plugin settings), the chats' link to it
+        projects.delete_project(GONE)
         cls.report = plugins.call_plugin_hook(PLUGIN, "project_deleted", project_name=GONE)
         cls.again = plugins.call_plugin_hook(PLUGIN, "project_deleted", project_name=GONE)
 

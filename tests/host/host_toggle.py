@@ -1,10 +1,10 @@
 """Switching the plugin off and on with Agent Zero's own toggle (plugins.toggle_plugin).
 
 Switched off for everyone, every thread the plugin started stops at once (not at a later tick), and
-while off Agent Zero runs none of the plugin's extensions, so a turn is not captured at all; an event
-already in the outbox (queued, as another Agent Zero process sharing the outbox would, through the
-plugin's capture service) waits. Switched on again, the worker starts at once, with no turn and no
-job-loop tick to start it, delivers that event, and new turns are captured again.
+while off Agent Zero runs none of the plugin's extensions, so a turn is not captured at all; an
+event already in the outbox (queued, as another Agent Zero process sharing the outbox would,
+through the plugin's capture service) waits. Switched on again, the worker starts at once, with no
+turn and no job-loop tick to start it, delivers that event, and new turns are captured again.
 """
 
 from __future__ import annotations
