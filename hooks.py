@@ -1,13 +1,12 @@
-"""Agent Zero plugin hooks: config read/save, install, pre_update, uninstall.
+"""Agent Zero plugin hooks: config read/save, install, pre_update, uninstall, project_deleted.
 
 All hooks are sync (Agent Zero runs async hooks through asyncio.run), safe to call twice, and never
 raise: Agent Zero deletes a plugin whose install() raises; a raising config hook breaks settings.
+v2.x passes the config hooks `hook_context={"caller": "ui" | "agent" | "api"}`; v1.7 passes none.
 """
 
 import logging
-import math
 import os
-import time
 
 PLUGIN_DIR = os.path.dirname(os.path.abspath(__file__))
 PLUGIN_NAME = "honcho"
@@ -17,12 +16,14 @@ GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
 # and ends with that request, and the report says it has not stopped yet (Agent Zero's page waits on
 # us).
 UNINSTALL_WAIT_S = 5.0
+AGENT_CALLER = "agent"  # hook_context's caller when the agent itself reads or saves settings
 
 log = logging.getLogger("honcho_hub.hooks")
 
 
-def get_plugin_config(default=None, project_name=None):
-    """Saved settings merged over the defaults (Agent Zero hands us the first file, unmerged)."""
+def get_plugin_config(default=None, project_name=None, hook_context=None):
+    """Saved settings merged over the defaults (Agent Zero hands us the first file, unmerged); the
+    same for every caller."""
     try:
         from usr.plugins.honcho.honcho_hub.settings.effective import read_layers
         from usr.plugins.honcho.honcho_hub.settings.files import merged_config
@@ -35,8 +36,14 @@ def get_plugin_config(default=None, project_name=None):
         return default
 
 
-def save_plugin_config(settings=None, project_name=None):
-    """Known settings only; never a credential; a project keeps only what it may change."""
+def save_plugin_config(settings=None, project_name=None, hook_context=None):
+    """Known settings only; never a credential; a project keeps only what it may change. Nothing
+    when the agent asks (v2.x): these settings say where the API key and the memory go, and an
+    agent can be talked into anything by what it reads."""
+    if isinstance(hook_context, dict) and hook_context.get("caller") == AGENT_CALLER:
+        log.warning("honcho: the agent asked to save the plugin's settings; refused (change them"
+                    " in the settings page)")
+        return None
     try:
         from usr.plugins.honcho.honcho_hub.settings import files as plugin_config
 
@@ -73,10 +80,32 @@ def pre_update():
 def uninstall():
     """Stop workers for good (the next message or job-loop tick must not start one); remote memory,
     the outbox file and shared packages are kept."""
-    started = time.monotonic()
-    report = _stop_workers(drain_s=0.0, hold_s=math.inf, reason="uninstall")
-    _stop_hub(UNINSTALL_WAIT_S - (time.monotonic() - started))
+    try:
+        from usr.plugins.honcho.honcho_hub import hub
+
+        report = hub.halt("uninstall", UNINSTALL_WAIT_S)
+    except Exception:
+        log.exception("honcho: the plugin's threads not stopped")
+        report = {"workers": 0, "drained": 0, "stopped": 0}
     log.info("honcho uninstall: remote memory, the outbox file and installed packages were kept")
+    return report
+
+
+def project_deleted(project_name=None):
+    """v2.x, after Agent Zero deleted a project (its folder with the plugin's settings for it):
+    drop what this process cached for the project. Its memory stays in Honcho: the project's chats'
+    sessions and its scope are the user's (README, Projects)."""
+    report = {"project": project_name, "dropped": 0, "memory": "kept"}
+    if not isinstance(project_name, str) or not project_name:
+        return report
+    try:
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+
+        report["dropped"] = host.forget_project(project_name)
+        log.info("honcho: a project was deleted; %d cached entries dropped, its memory kept in"
+                 " Honcho", report["dropped"])
+    except Exception:
+        log.exception("honcho: the deleted project's cached settings not dropped")
     return report
 
 
@@ -88,17 +117,6 @@ def _stop_workers(drain_s, hold_s, reason):
     except Exception:
         log.exception("honcho: workers not stopped")
         return {"workers": 0, "drained": 0, "stopped": 0}
-
-
-def _stop_hub(timeout_s):
-    """Every other thread the Hub started (the capture writer, recall's pools), its connections;
-    waits at most `timeout_s` for them (none left: each is signalled to stop)."""
-    try:
-        from usr.plugins.honcho.honcho_hub import hub
-
-        hub.shutdown(max(0.0, timeout_s))
-    except Exception:
-        log.exception("honcho: the Hub's threads not stopped")
 
 
 def _global_settings():

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .capture import kept
 from .capture.service import CaptureService, journal_for
@@ -411,6 +412,16 @@ def current() -> Hub:
                 _hub = Hub()
             hub = _hub
     return hub
+
+
+def halt(reason: str, timeout_s: float) -> dict[str, Any]:
+    """Stop every thread of the plugin, of any module generation, within `timeout_s` in all, and
+    keep them from starting again (uninstall for good; a switch-off until `lifecycle.release_hold`
+    with the same `reason`). The delivery workers' stop report (lifecycle.stop_workers)."""
+    started = time.monotonic()
+    report = lifecycle.stop_workers(drain_s=0.0, stop_s=timeout_s, hold_s=math.inf, reason=reason)
+    shutdown(max(0.0, timeout_s - (time.monotonic() - started)))
+    return report
 
 
 def shutdown(timeout_s: float = STOP_S) -> bool:

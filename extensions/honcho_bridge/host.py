@@ -99,6 +99,24 @@ def project_settings(project: str | None) -> Settings:
         raise
 
 
+def forget_project(project: str) -> int:
+    """Drop the settings built for a project Agent Zero deleted, and its chats' views; how many
+    entries went."""
+    # Keys are listed first: the event loop may add a chat view meanwhile.
+    views = [key for key in list(_chat_views) if key[0] == project]
+    dropped = sum(_chat_views.pop(key, None) is not None for key in views)
+    dropped += _last_built.pop(("chat", project), None) is not None
+    return dropped + _settings_cache.drop(("chat", project))
+
+
+def plugin_on_for(agent: Any) -> bool:
+    """Whether the plugin is on for this agent's chat: Agent Zero's toggle can switch it off for a
+    project or an agent profile (then it runs none of our extensions for the chat)."""
+    from helpers import plugins
+
+    return PLUGIN_NAME in plugins.get_enabled_plugins(agent)
+
+
 def _config_files(project: str | None) -> tuple[str, ...]:
     from helpers import files, projects
 

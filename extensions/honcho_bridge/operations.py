@@ -88,10 +88,10 @@ def inspector_document(body: Any) -> dict:
         return {"ok": False, "error": f"unknown action; use one of: {', '.join(INSPECTOR_ACTIONS)}"}
     the_hub = hub()
     agent = _chat_agent(body)
-    # A chat with no human (unmapped_chats: no-capture) has no memory of its own: the global view
-    # instead.
-    actions = (action_context(agent) if agent is not None and host.chat_human(agent) is not None
-               else _global_actions())
+    # A chat with no human (unmapped_chats: no-capture) or whose project or profile has the plugin
+    # switched off has no memory of its own: the global view instead.
+    actions = (action_context(agent) if agent is not None and host.plugin_on_for(agent)
+               and host.chat_human(agent) is not None else _global_actions())
     log_level.follow(actions.settings)
     ins = inspector.Inspector(actions, the_hub.recaller(), template())
     return {
@@ -145,6 +145,8 @@ def _chat(body: Any) -> tuple[Settings, str | None, str | None]:
     if agent is None:  # an unknown chat or an older host: status without the chat part
         session = session_of(context_id, settings, None, CHAT_READ_WAIT_S)
         return settings, session, None
+    if not host.plugin_on_for(agent):
+        return settings, None, None  # switched off for its project or profile: no memory of its own
     chat_settings = host.settings_for(agent)
     # unmapped_chats no-capture: no memory of its own
     if host.chat_human(agent, chat_settings) is None:

@@ -1,16 +1,28 @@
-"""The process's Hub as Agent Zero sees it: global settings, enabled state, project secrets.
+"""The process's Hub as Agent Zero sees it: global settings, enabled state, project secrets, and
+what Agent Zero's toggle of the plugin does to the Hub's threads.
 
 The other bridge modules ask this one for the Hub; it configures it from `host` on every ask.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from usr.plugins.honcho.honcho_hub import hub as hub_module
+from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 from usr.plugins.honcho.honcho_hub.hub import Hub
+from usr.plugins.honcho.honcho_hub.runtime import in_background
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 
 from . import host
 from .host import PLUGIN_NAME
+
+SWITCHED_OFF = "switch-off"  # the reason of the hold that keeps the threads stopped while off
+# How long switching off waits for the threads in all (Agent Zero's toggle request waits on us): one
+# still finishing a request to Honcho is signalled and ends with it.
+SWITCH_OFF_WAIT_S = 2.0
+# plugins.toggle_plugin's parameters, in order (Agent Zero v1.7 and v2.x)
+TOGGLE_PARAMETERS = ("plugin_name", "enabled", "project_name", "agent_profile", "clear_overrides")
 
 
 def hub() -> Hub:
@@ -31,7 +43,55 @@ def global_settings() -> Settings:
 
 
 def plugin_enabled() -> bool:
-    """Toggling the plugin calls no hook, so the worker asks before each step."""
+    """Whether the plugin is on for everyone; the worker asks before each step (a toggle file
+    written by hand calls no extension)."""
     from helpers import plugins
 
     return PLUGIN_NAME in plugins.get_enabled_plugins(None)
+
+
+def before_toggle(data: Any) -> str:
+    """At the start of Agent Zero's `toggle_plugin`, while the plugin is still on (once it is off,
+    Agent Zero runs none of its extensions, the end of that same call included): switched off for
+    everyone, every thread of the plugin stops now and stays stopped until it is switched on. A
+    toggle for one project or agent profile stops nothing: Agent Zero then runs no extension of
+    ours for that scope's chats. Returns what it did."""
+    call = _toggle_call(data)
+    if call is None:
+        return "another_plugin"
+    if _scoped(call):
+        return "scoped"
+    if call.get("enabled"):
+        return "switching_on"
+    hub_module.halt(SWITCHED_OFF, SWITCH_OFF_WAIT_S)
+    return "stopped"
+
+
+def after_toggle(data: Any) -> str:
+    """At the end of `toggle_plugin` (v1.7 runs our extensions there only while the plugin is on
+    for everyone): switched on, or a switch-off that failed, the threads start again now, off the
+    caller's thread, with no wait for a message or the job loop. Returns what it did."""
+    call = _toggle_call(data)
+    if call is None:
+        return "another_plugin"
+    if _scoped(call):
+        return "scoped"
+    if not call.get("enabled") and data.get("exception") is None:
+        return "off"  # switched off (a host that runs this then): the threads stay stopped
+    lifecycle.release_hold(SWITCHED_OFF)
+    the_hub = hub()
+    in_background("switch-on", lambda: (the_hub.start_worker_now(), the_hub.ensure_writer()))
+    return "started"
+
+
+def _toggle_call(data: Any) -> dict[str, Any] | None:
+    """toggle_plugin's arguments by name when it toggles this plugin; None otherwise."""
+    if not isinstance(data, dict):
+        return None
+    call = dict(zip(TOGGLE_PARAMETERS, tuple(data.get("args") or ()), strict=False))
+    call.update(dict(data.get("kwargs") or {}))
+    return call if call.get("plugin_name") == PLUGIN_NAME else None
+
+
+def _scoped(call: dict[str, Any]) -> bool:
+    return bool(call.get("project_name") or call.get("agent_profile"))

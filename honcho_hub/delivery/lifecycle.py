@@ -167,6 +167,19 @@ def hold_restart(seconds: float, reason: str,
              else f" for at most {seconds:.0f} s or until the plugin reloads")
 
 
+def release_hold(reason: str) -> bool:
+    """Lift this module generation's hold if `reason` placed it (switching the plugin on ends the
+    hold of its switch-off, never one of an uninstall or an update); whether one was lifted."""
+    state = process_state()
+    with state.lock:
+        hold = state.restart_hold
+        if hold is None or hold["generation"] is not _GENERATION or hold["reason"] != reason:
+            return False
+        state.restart_hold = None
+    log.info("honcho: the hold after %s was lifted", reason)
+    return True
+
+
 def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
     """Whether a worker must not start now: a hold by this module generation that has not run out.
     Hub.ensure_worker asks before starting one; cheap (no I/O)."""

@@ -142,6 +142,12 @@ class SettingsCache:
             self._entries.put(key, (signature, value))
         return value
 
+    def drop(self, key: Hashable) -> bool:
+        """Forget the value built for `key` (what it was built from is gone); whether there was
+        one."""
+        with self._lock:
+            return self._entries.pop(key, None) is not None
+
     def _file_state(self, path: str) -> tuple:
         try:
             info = self._stat(path)

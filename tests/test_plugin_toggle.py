@@ -1,0 +1,117 @@
+"""Agent Zero's toggle of the plugin (`plugins.toggle_plugin`'s start and end extensions), loaded as
+Agent Zero loads them, against a stub host: switched off for everyone every thread of the plugin
+stops and stays stopped; switched on, the worker and the capture writer start at once; a toggle for
+a project or an agent profile, or for another plugin, changes nothing of ours."""
+
+import os
+import unittest
+
+from hub_testkit import (
+    StubExtension,
+    classes_in,
+    hub_threads,
+    import_by_path,
+    release_restart,
+    stub_agent_zero,
+)
+
+POINT = os.path.join("extensions", "python", "_functions", "helpers", "plugins", "toggle_plugin")
+SWITCH_OFF = os.path.join(POINT, "start", "_50_honcho_switch_off.py")
+SWITCH_ON = os.path.join(POINT, "end", "_50_honcho_switch_on.py")
+
+
+def toggle(plugin, enabled, project="", profile="", exception=None):
+    """The `data` Agent Zero's @extensible hands both points for toggle_plugin(...)."""
+    return {"args": (plugin, enabled, project, profile), "kwargs": {}, "exception": exception}
+
+
+class ToggleExtensionsTest(unittest.TestCase):
+    def setUp(self):
+        stub = stub_agent_zero()
+        self.host = stub.__enter__()
+        self.addCleanup(stub.__exit__, None, None, None)
+        self.addCleanup(release_restart)
+        plugin = self.host.plugin_dir
+        self.off = classes_in(import_by_path(os.path.join(plugin, SWITCH_OFF)), StubExtension)[0]
+        self.on = classes_in(import_by_path(os.path.join(plugin, SWITCH_ON)), StubExtension)[0]
+        from usr.plugins.honcho.extensions.honcho_bridge import process_hub
+        from usr.plugins.honcho.honcho_hub import runtime
+        from usr.plugins.honcho.honcho_hub.delivery import lifecycle
+
+        self.bridge, self.lifecycle, self.runtime = process_hub, lifecycle, runtime
+        self.worker = process_hub.hub().start_worker_now()
+        process_hub.hub().ensure_writer()
+
+    def run_point(self, extension, data):
+        extension(agent=None).execute(data=data)
+        # what the extension left to a background thread (of the plugin's module generation)
+        self.runtime.join_background(10)
+
+    def names(self):
+        return sorted(t.name for t in hub_threads())
+
+    def test_switched_off_for_everyone_every_thread_stops_and_stays_stopped(self):
+        self.assertIn("honcho-hub-delivery", self.names())
+        self.run_point(self.off, toggle("honcho", False))
+        self.assertEqual(self.names(), [])
+        self.assertTrue(self.lifecycle.restart_held())
+        self.assertIsNone(self.bridge.ensure_worker())  # a capture or job-loop tick starts none
+        self.assertEqual(self.names(), [])
+
+    def test_switched_on_the_worker_and_the_writer_start_at_once(self):
+        self.run_point(self.off, toggle("honcho", False))
+        self.run_point(self.on, toggle("honcho", True))
+        self.assertFalse(self.lifecycle.restart_held())
+        self.assertIn("honcho-hub-delivery", self.names())
+        self.assertIn("honcho-hub-capture-writer", self.names())
+        self.assertIsNot(self.bridge.hub().worker(), self.worker)
+
+    def test_a_switch_off_that_failed_starts_the_threads_again(self):
+        self.run_point(self.off, toggle("honcho", False))
+        self.run_point(self.on, toggle("honcho", False, exception=OSError("disk full")))
+        self.assertFalse(self.lifecycle.restart_held())
+        self.assertIn("honcho-hub-delivery", self.names())
+
+    def test_the_end_of_a_switch_off_keeps_the_threads_stopped(self):
+        # v1.7 runs no extension of a plugin that is off; a host that did must not undo the stop
+        self.run_point(self.off, toggle("honcho", False))
+        self.run_point(self.on, toggle("honcho", False))
+        self.assertTrue(self.lifecycle.restart_held())
+        self.assertEqual(self.names(), [])
+
+    def test_a_scoped_toggle_or_another_plugins_changes_nothing(self):
+        calls = {"project": toggle("honcho", False, project="quiet"),
+                 "profile": toggle("honcho", False, profile="researcher"),
+                 "another plugin": toggle("other", False)}
+        for name, data in calls.items():
+            with self.subTest(name):
+                self.run_point(self.off, data)
+                self.run_point(self.on, data)
+                self.assertTrue(self.worker.is_alive())
+                self.assertFalse(self.lifecycle.restart_held())
+
+    def test_arguments_by_keyword_are_read_as_agent_zero_passes_them(self):
+        data = {"args": (), "kwargs": {"plugin_name": "honcho", "enabled": False,
+                                       "project_name": "", "agent_profile": ""}}
+        self.run_point(self.off, data)
+        self.assertEqual(self.names(), [])
+
+
+class ReleaseHoldTest(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(release_restart)
+
+    def test_only_the_reason_that_placed_the_hold_lifts_it(self):
+        from honcho_hub.delivery import lifecycle
+
+        lifecycle.hold_restart(float("inf"), "uninstall")
+        self.assertFalse(lifecycle.release_hold("switch-off"))
+        self.assertTrue(lifecycle.restart_held())
+        lifecycle.hold_restart(float("inf"), "switch-off")  # the newest reason is kept
+        self.assertTrue(lifecycle.release_hold("switch-off"))
+        self.assertFalse(lifecycle.restart_held())
+        self.assertFalse(lifecycle.release_hold("switch-off"))
+
+
+if __name__ == "__main__":
+    unittest.main()
