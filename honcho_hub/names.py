@@ -30,7 +30,7 @@ def session_id_for(chat_id: str, generation: int = 0) -> str:
     alphabet, so `chat-<id>-2` could be another chat's first session, while `chat<digits>-` never
     starts `chat-` and its digits end at the first `-`, so every (chat, generation) has its own
     session."""
-    return _fitted("chat-" if generation <= 0 else f"chat{int(generation)}-", chat_id)
+    return fitted_id("chat-" if generation <= 0 else f"chat{int(generation)}-", chat_id)
 
 
 def session_for(strategy: str, chat_id: str, project: str | None, generation: int = 0) -> str:
@@ -44,7 +44,7 @@ def session_for(strategy: str, chat_id: str, project: str | None, generation: in
     if strategy == "global":
         return GLOBAL_SESSION
     if strategy == "per-project" and project:
-        return _fitted("project-", project)
+        return fitted_id("project-", project)
     return session_id_for(chat_id, generation)
 
 
@@ -61,15 +61,15 @@ def chat_generation_of(chat_id: str, session_id: str) -> int | None:
     return generation if session_id_for(chat_id, generation) == session_id else None
 
 
-def _fitted(prefix: str, name: str) -> str:
-    """`prefix` + `name` within Honcho's id alphabet and length.
+def fitted_id(prefix: str, name: str) -> str:
+    """`prefix` + `name` within Honcho's id alphabet and length: a session's or a peer's id.
 
     A name that had to be changed to fit (characters replaced, or cut at the length limit) gets a
-    digest of the original, so two different names never share a session; names that fit are kept
+    digest of the original, so two different names never share an id; names that fit are kept
     as they are."""
     raw = str(name)
-    session = prefix + _UNSAFE_ID.sub("_", raw)
-    if session == prefix + raw and len(session) <= ID_MAX:
-        return session
+    fitted = prefix + _UNSAFE_ID.sub("_", raw)
+    if fitted == prefix + raw and len(fitted) <= ID_MAX:
+        return fitted
     digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
-    return session[:ID_MAX - _DIGEST_CHARS - 1] + "-" + digest
+    return fitted[:ID_MAX - _DIGEST_CHARS - 1] + "-" + digest

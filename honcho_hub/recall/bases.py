@@ -16,7 +16,7 @@ from ..errors import AuthError, HonchoRequestError, PermanentError
 from ..gateway import queries
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
-from .cache import Submit
+from .cache import Submit, session_key
 from .loads import load_deadline
 from .pack import ContextData
 
@@ -59,7 +59,7 @@ class BasePacks:
         load."""
         known = self._known(settings, scope_id)
         with self._lock:
-            summary = self._summaries.get((settings.destination(), session_id))
+            summary = self._summaries.get(session_key(settings, session_id))
         if known is None:
             return None
         return ContextData(representation=known.representation, card=list(known.card),
@@ -82,12 +82,12 @@ class BasePacks:
 
     def note_summary(self, settings: Settings, session_id: str, summary: str) -> None:
         with self._lock:
-            self._summaries.put((settings.destination(), session_id), summary,
+            self._summaries.put(session_key(settings, session_id), summary,
                                 settings.cache_max_entries)
 
     def summary(self, settings: Settings, session_id: str) -> str | None:
         with self._lock:
-            return self._summaries.get((settings.destination(), session_id))
+            return self._summaries.get(session_key(settings, session_id))
 
     def expire(self, settings: Settings) -> None:
         """Every base pack of the settings' destination is due: reloaded at the next warm, and

@@ -13,9 +13,17 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from ..bounded import BoundedMap
+from ..settings.config import Settings
 from .pack import ContextData
 
 Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could take it
+
+
+def session_key(settings: Settings, session_id: str) -> tuple[str, str, str]:
+    """What a session's own loads are kept under: its destination, its id and the human they were
+    read for. The same chat can be read for two humans (one of Agent Zero's integrations names its
+    sender only after the chat started, a mapping changes): neither gets the other's load."""
+    return (settings.destination(), session_id, settings.user_peer_id)
 
 
 class RecallCache:

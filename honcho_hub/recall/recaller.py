@@ -22,7 +22,7 @@ from ..settings.config import Settings
 from ..settings.spec import GATEWAY_FIELDS
 from ..storage.marker import MarkerWatch, move_marker
 from .bases import BasePacks
-from .cache import RecallCache
+from .cache import RecallCache, session_key
 from .cadence import Cadence
 from .dialectic import Dialectic
 from .freshness import Freshness
@@ -86,7 +86,7 @@ class Recaller:
         on the event loop: masking, redaction and the request all run on the pool)."""
         if not settings.recall_enabled:
             return False
-        load = self._cadence.count_turn(settings, (settings.destination(), session_id))
+        load = self._cadence.count_turn(settings, session_key(settings, session_id))
         return self._loads.submit(self._prefetch, settings, session_id, user_text, scope_id, mask,
                                   secrets, load)
 
@@ -110,14 +110,14 @@ class Recaller:
         wait = min(limit, settings.recall_wait_s if wait_s is None else wait_s)
         gateway, cache = self._parts(settings)
         self._marker.follow(settings)
-        session_key = (settings.destination(), session_id)
+        own = session_key(settings, session_id)
         data: ContextData | None
-        if not load or (not deliberate and not self._cadence.loads_now(settings, session_key)):
-            data, source = cache.last(session_key), "reused"
+        if not load or (not deliberate and not self._cadence.loads_now(settings, own)):
+            data, source = cache.last(own), "reused"
         else:
             query = self._query(user_text, settings, mask, secrets)
             data, source = cache.get(
-                cache_key(settings, session_id, query, scope_id), session_key,
+                cache_key(settings, session_id, query, scope_id), own,
                 lambda: self._load(gateway, settings, session_id, query, scope_id),
                 wait, self._loads.submit)
         if load:
@@ -233,23 +233,23 @@ class Recaller:
                   load: bool) -> None:
         gateway, cache = self._parts(settings)
         self._marker.follow(settings)
-        session_key = (settings.destination(), session_id)
+        own = session_key(settings, session_id)
         query = self._query(user_text, settings, mask, secrets)
         if load:
-            cache.start(cache_key(settings, session_id, query, scope_id), session_key,
+            cache.start(cache_key(settings, session_id, query, scope_id), own,
                         lambda: self._load(gateway, settings, session_id, query, scope_id))
         self.warm(settings, scope_id)
         if settings.dialectic_enabled:
             self._dialectic.on_user_turn(settings, session_id, scope_id, query,
                                          self._bases.summary(settings, session_id),
-                                         self._user_known(settings, session_key, scope_id, cache),
+                                         self._user_known(settings, own, scope_id, cache),
                                          self._loads.submit)
 
-    def _user_known(self, settings: Settings, session_key: Hashable, scope_id: str | None,
+    def _user_known(self, settings: Settings, own: Hashable, scope_id: str | None,
                     cache: RecallCache) -> bool:
         """Whether Honcho has told anything about the user yet (else the dialectic asks its cold
-        question)."""
-        last = cache.peek_last(session_key)
+        question); `own`: the session's key."""
+        last = cache.peek_last(own)
         return self._bases.knows_user(settings, scope_id) or (
             last is not None and bool(last.representation or last.card))
 
