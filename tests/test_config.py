@@ -31,6 +31,7 @@ VALID = {
     "mcp_url": "https://mcp.example.org", "sdk_timeout_s": 30, "check_timeout_s": 2.5,
     "mcp_auth": "never", "workspace_id": "ws_1", "user_peer_id": "alice", "human_peer_id": "carol",
     "profile_peers": "research=dave,coder=erin", "unmapped_chats": "no-capture",
+    "sender_peers": "telegram:12345=alice,email:bob@example.org=bob", "outside_chats": "owner",
     "agent_peer_id": "helper-bot", "capture_enabled": False, "capture_scheduler_chats": True,
     "outbox_path": "/var/tmp/hub/outbox.db", "outbox_synchronous": "NORMAL", "max_queued_rows": 500,
     "capture_wait_ms": 100, "journal_capacity": 64, "delivered_retention_h": 0,
@@ -64,6 +65,8 @@ MALFORMED = {
     "levels": ["low,medium,high,max", "fast", ["low", 3], 7, None, "low,,high"],
     "optional_id": ["has space", "a" * 513, 7, None],
     "peer_map": ["research", "a=b,a=c", "a=b c", "=bob", 3, None],
+    "sender_map": ["telegram:1", "sms:1=bob", "telegram:1=a,telegram:1=b", "email:a b=bob",
+                   "telegram:=bob", "email:bob@example.org=b.o.b", 3, None],
 }
 
 ENV_VARS = {  # variable -> (setting, valid text value, expected)

@@ -285,9 +285,10 @@ class StatusTest(CliCase):
         code, out = self.cli("status", "--json")
         status = json.loads(out)
         self.assertEqual(code, 0)
-        self.assertEqual(sorted(status), ["capture", "endpoints", "health", "health_reasons",
-                                          "identity", "memory_writes", "processes", "queue",
-                                          "recall", "refusals", "scope", "worker"])
+        self.assertEqual(sorted(status), ["capture", "chats", "endpoints", "health",
+                                          "health_reasons", "identity", "memory_writes",
+                                          "processes", "queue", "recall", "refusals", "scope",
+                                          "worker"])
         self.queue(1)
         box = Outbox(self.path)
         settle(box, "t", Settlement(dead=[(e.id, "http_422") for e in lease(box, "t", 1)]))

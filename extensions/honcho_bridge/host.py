@@ -6,12 +6,21 @@ It knows nothing of the Hub: the settings it builds are cached per project and p
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.bounded import BoundedMap
-from usr.plugins.honcho.honcho_hub.chats.rules import ChatFacts, HumanFacts, chat_view, human_peer
+from usr.plugins.honcho.honcho_hub.chats.rules import (
+    ChatFacts,
+    HumanFacts,
+    Sender,
+    chat_kind,
+    chat_view,
+    human_peer,
+)
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
@@ -28,6 +37,10 @@ NUDGE_PROMPT = "fw.msg_nudge.md"  # AgentContext.nudge() sends it to agent 0
 # The placeholder user turn Agent Zero v2.x adds to a new or reset chat; v1.7 has no such prompt.
 PLACEHOLDER_PROMPT = "fw.initial_user_message.md"
 PROMPT_REREAD_S = 60.0
+# Set on a chat by our `communicate` start extension from the request that sent its first message
+# (persisted with the chat): "api" for Agent Zero's external API, "ui" for any other request.
+CHAT_ORIGIN = "honcho_chat_origin"
+API_MESSAGE_PATH = "/api/api_message"  # Agent Zero's external API (api/api_message.py)
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing
 # YAML and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per
@@ -39,8 +52,12 @@ _settings_cache = SettingsCache()
 _last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is caught mid-save
 # (project, human facts) -> (the project's settings, the chat's): the chat's are made again only
 # when the project's were rebuilt (a file or variable changed), never on a call that finds them.
-MAX_CHAT_VIEWS = 256  # projects × agent profiles in use
+MAX_CHAT_VIEWS = 1024  # projects × agent profiles × senders in use
 _chat_views: BoundedMap[tuple, tuple[Settings, Settings]] = BoundedMap(MAX_CHAT_VIEWS)
+# chat id -> its kind (rules.chat_kind), for status's count of the chats this process has seen
+MAX_SEEN_CHATS = 10_000
+_seen_lock = threading.Lock()
+_seen_chats: BoundedMap[str, str] = BoundedMap(MAX_SEEN_CHATS)
 
 
 def settings_for(agent: Any) -> Settings:
@@ -71,12 +88,59 @@ def chat_human(agent: Any, settings: Settings | None = None) -> str | None:
 
 
 def human_facts(agent: Any) -> HumanFacts:
-    """What names the chat's human in Agent Zero v1.7: agent 0's profile (`agent.config.profile`).
-    Agent 0's, not this agent's: a subordinate runs under the profile its superior asked for, and a
-    message typed while it runs is still the chat's human's."""
-    first = getattr(getattr(agent, "context", None), "agent0", None) or agent
+    """What names the chat's human in Agent Zero v1.7: agent 0's profile (`agent.config.profile`)
+    and the chat's sender (`chat_sender`). Agent 0's profile, not this agent's: a subordinate runs
+    under the profile its superior asked for, and a message typed while it runs is still the chat's
+    human's."""
+    context = getattr(agent, "context", None)
+    first = getattr(context, "agent0", None) or agent
     profile = getattr(getattr(first, "config", None), "profile", "")
-    return HumanFacts(profile=profile if isinstance(profile, str) else "")
+    return HumanFacts(profile=profile if isinstance(profile, str) else "",
+                      sender=chat_sender(context))
+
+
+def chat_sender(context: Any) -> Sender | None:
+    """Who writes in a chat that Agent Zero v1.7's bundled chat integrations or its external API
+    started, from what they keep on the chat (`context.data`); None for a web-UI chat.
+
+    The integrations set their keys after the chat exists (so `agent_init` does not see them) and
+    before its first message. Telegram keeps a chat per (bot, user, chat): a group's chat id is not
+    the user's. WhatsApp keeps one chat per JID, and `wa_sender_number` is only its first sender's:
+    a group is its JID, whoever writes. The external API names no sender: the chat stands for its
+    caller. A chat saved before `honcho_chat_origin` existed has none: the owner's, as before."""
+    data = getattr(context, "data", None)
+    if not isinstance(data, dict):
+        return None
+    if data.get("telegram_user_id") is not None:
+        user, chat = str(data["telegram_user_id"]), str(data.get("telegram_chat_id", ""))
+        group = bool(chat) and chat != user
+        return Sender("telegram", chat if group else user, group)
+    if data.get("wa_chat_id"):
+        group = bool(data.get("wa_is_group"))
+        number = str(data.get("wa_sender_number") or "")
+        return Sender("whatsapp", str(data["wa_chat_id"]) if group or not number else number,
+                      group)
+    if data.get("email_sender"):
+        return Sender("email", _address(str(data["email_sender"])))
+    if data.get(CHAT_ORIGIN) == "api":
+        return Sender("api", str(getattr(context, "id", "")))
+    return None
+
+
+def _address(sender: str) -> str:
+    """The address of an e-mail `From` (`Bob <bob@example.org>` or `bob@example.org`), lower
+    case."""
+    start = sender.rfind("<")
+    end = sender.find(">", start)
+    return (sender[start + 1:end] if 0 <= start < end else sender).strip().lower()
+
+
+def note_chat_origin(context: Any, path: str) -> None:
+    """Tag a chat with the request that sent its first message (first wins): "api" for Agent
+    Zero's external API, "ui" for any other (the web UI's message, queue and plugin requests)."""
+    data = getattr(context, "data", None)
+    if isinstance(data, dict) and CHAT_ORIGIN not in data:
+        data[CHAT_ORIGIN] = "api" if path.rstrip("/") == API_MESSAGE_PATH else "ui"
 
 
 def global_settings() -> Settings:
@@ -160,8 +224,18 @@ def chat_facts(agent: Any) -> ChatFacts:
     is."""
     context = agent.context
     kind = getattr(context, "type", None)
-    return ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
-                     scheduler_run=_scheduler_owns(context.id), human=human_facts(agent))
+    facts = ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
+                      scheduler_run=_scheduler_owns(context.id), human=human_facts(agent))
+    with _seen_lock:
+        _seen_chats.put(str(context.id), chat_kind(facts))
+    return facts
+
+
+def chats_seen() -> dict[str, int]:
+    """How many chats of each kind this process's capture and recall have seen (the newest
+    MAX_SEEN_CHATS)."""
+    with _seen_lock:
+        return dict(Counter(_seen_chats.values()))
 
 
 def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:

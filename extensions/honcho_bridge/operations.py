@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.chats import forget
+from usr.plugins.honcho.honcho_hub.chats.rules import chat_kind
 from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import inspector
@@ -44,6 +45,12 @@ def status_document(body: Any) -> dict:
     light = isinstance(body, dict) and body.get("light") is True
     parts = hub().status_parts(settings, session, scope,
                                backfill=session is not None and not light)
+    parts.chats_seen = host.chats_seen()
+    agent = _chat_agent(body) if isinstance(body, dict) else None
+    if agent is not None:
+        facts = host.chat_facts(agent)
+        parts.chat_kind = chat_kind(facts)
+        parts.chat_sender = facts.human.sender.key if facts.human.sender is not None else None
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 

@@ -9,9 +9,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..names import fitted_id
 from ..settings.config import Settings
 
 UNMAPPED_CHAT = "unmapped_chat"  # the skip reason of a chat no one is named for, under no-capture
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who writes in a chat that came from outside the web UI: a chat integration's sender or
+    group, or the external API's caller (who names no one: the chat stands for them)."""
+
+    channel: str  # one of settings.spec.SENDER_CHANNELS
+    # On that channel: a Telegram user id, a WhatsApp number, an e-mail address; a group's own id
+    # (Telegram's chat id, WhatsApp's group JID); an API chat's id.
+    id: str
+    group: bool = False  # everyone in it reads the replies
+
+    @property
+    def key(self) -> str:
+        """The sender as `sender_peers` names it, e.g. `telegram:12345`."""
+        return f"{self.channel}:{self.id}"
 
 
 @dataclass(frozen=True)
@@ -19,12 +37,14 @@ class HumanFacts:
     """What the host knows about whose chat it is.
 
     Agent Zero v1.7 has one login and its chats name no user, so the facts are the chat's project
-    (its settings carry the project's `human_peer_id`) and agent 0's profile, here. A host that
-    tells which person is signed in would add that person (a `login` field) here, and `human_peer`
-    would look at it first: one more fact, the same one rule and everything downstream unchanged.
+    (its settings carry the project's `human_peer_id`), agent 0's profile and, for a chat a chat
+    integration or the external API started, its sender. A host that tells which person is signed
+    in would add that person (a `login` field) here, and `human_peer` would look at it first: one
+    more fact, the same one rule and everything downstream unchanged.
     """
 
     profile: str = ""  # agent 0's Agent Zero agent profile ('' when the host names none)
+    sender: Sender | None = None  # None: a web-UI chat, the owner's
 
 
 @dataclass(frozen=True)
@@ -37,7 +57,46 @@ class ChatFacts:
 
 
 def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
-    """The peer id of the chat's human: the first of the project's `human_peer_id` (with `settings`
+    """The peer id of the chat's human, None for no one (nothing captured or recalled).
+
+    A chat with a sender is someone else's unless said otherwise: its entry in `sender_peers`,
+    else by `outside_chats` a peer of its own (`own-peer`), the owner's (`owner`: as before this
+    rule) or no one (`no-capture`). A group is never a member's: under `owner` it still gets a
+    peer of its own, since everyone in it reads what is recalled there. Any other chat is the
+    owner's (`owner_peer`)."""
+    if facts.sender is None:
+        return owner_peer(facts, settings)
+    mapped = settings.sender_peer_map.get(facts.sender.key)
+    if mapped:
+        return mapped
+    if settings.outside_chats == "no-capture":
+        return None
+    if settings.outside_chats == "owner" and not facts.sender.group:
+        return owner_peer(facts, settings)
+    return sender_peer_id(facts.sender)
+
+
+def chat_kind(chat: ChatFacts) -> str:
+    """What kind of chat it is, for status: background, scheduler, web_ui, or its sender's
+    channel (`<channel>_group` for a group)."""
+    if chat.background:
+        return "background"
+    if chat.scheduler_run:
+        return "scheduler"
+    sender = chat.human.sender
+    if sender is None:
+        return "web_ui"
+    return f"{sender.channel}_group" if sender.group else sender.channel
+
+
+def sender_peer_id(sender: Sender) -> str:
+    """The peer of its own an unmapped sender gets: stable, from its channel and id
+    (`telegram-12345`; a digest when the id does not fit Honcho's id rule)."""
+    return fitted_id(f"{sender.channel}-", sender.id)
+
+
+def owner_peer(facts: HumanFacts, settings: Settings) -> str | None:
+    """The peer of the owner's chat: the first of the project's `human_peer_id` (with `settings`
     the chat's project's: it is also their `user_peer_id`) and the profile's entry in
     `profile_peers`; a chat neither names is unmapped: `user_peer_id` under `unmapped_chats:
     default-peer`, None (no one: nothing captured or recalled) under `no-capture`.

@@ -62,6 +62,11 @@ class StatusParts:
     processes: list[dict[str, Any]] = field(default_factory=list)
     shared_circuit: SharedCircuit | None = None
     honcho_timed_out: bool = False  # the reads of Honcho above ended at their deadline
+    # The chats this process has seen, by kind (chats.rules.chat_kind), and the current chat's kind
+    # and sender key (what `sender_peers` maps), from the adapter.
+    chats_seen: dict[str, int] = field(default_factory=dict)
+    chat_kind: str | None = None
+    chat_sender: str | None = None
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
@@ -200,6 +205,8 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "reconcile_failures": metrics.get("reconcile_failures", 0),
                    "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
         "processes": _processes(parts, now),
+        "chats": {"seen": dict(sorted(parts.chats_seen.items())), "kind": parts.chat_kind,
+                  "sender": parts.chat_sender},
         # The memory tool's own writes, kept in the outbox: counts, ids and ages only, never their
         # text.
         "memory_writes": {"remembered": parts.memory_writes.get("remembered", 0),

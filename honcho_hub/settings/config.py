@@ -93,6 +93,8 @@ class Settings:
     human_peer_id: str
     profile_peers: str
     unmapped_chats: str
+    sender_peers: str
+    outside_chats: str
     capture_enabled: bool
     capture_scheduler_chats: bool
     outbox_path: str
@@ -200,8 +202,12 @@ class Settings:
     @property
     def profile_peer_map(self) -> dict[str, str]:
         """profile_peers as {agent profile: human peer id}."""
-        return (dict(pair.split("=", 1) for pair in self.profile_peers.split(","))
-                if self.profile_peers else {})
+        return _pair_map(self.profile_peers)
+
+    @property
+    def sender_peer_map(self) -> dict[str, str]:
+        """sender_peers as {`channel:id`: human peer id}."""
+        return _pair_map(self.sender_peers)
 
     @property
     def pass_levels(self) -> tuple[str, ...]:
@@ -432,3 +438,8 @@ __all__ = [
     "state_dir_outbox",
     "unknown_setting_warnings",
 ]
+
+
+def _pair_map(pairs: str) -> dict[str, str]:
+    """`a=x,b=y` (a validated peer map: no spaces, each key once) as {a: x, b: y}."""
+    return dict(pair.split("=", 1) for pair in pairs.split(",")) if pairs else {}

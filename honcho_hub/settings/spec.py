@@ -27,6 +27,9 @@ OBSERVATION_FIELDS = ("observation", "observe_user_me", "observe_user_others", "
                       "observe_agent_others")
 GATEWAY_FIELDS = ("api_url", "workspace_id", "user_peer_id", "agent_peer_id", *OBSERVATION_FIELDS)
 
+# Where a chat that is not the owner's comes from (`sender_peers` keys: `<channel>:<id>`).
+SENDER_CHANNELS = ("telegram", "whatsapp", "email", "api")
+
 # Honcho's dialectic reasoning levels, cheapest first.
 REASONING_LEVELS = ("minimal", "low", "medium", "high", "max")
 MAX_PASS_LEVELS = 3  # one per dialectic pass
@@ -46,7 +49,8 @@ class Field:
     """One setting: how to validate it and where it may come from."""
 
     name: str
-    kind: str  # bool, int, float, enum, url, id, optional_id, peer_map, path, prefix, text, levels
+    kind: str  # bool, int, float, enum, url, id, optional_id, peer_map, sender_map, path, prefix,
+    # text, levels
     default: Any
     group: str
     lo: float | None = None
@@ -76,6 +80,8 @@ _KIND_BOUNDS = {
     "id": "1–512 of A-Z a-z 0-9 _ -",
     "optional_id": "empty, or 1–512 of A-Z a-z 0-9 _ -",
     "peer_map": "empty, or profile=peer pairs separated by commas (ids of A-Z a-z 0-9 _ -)",
+    "sender_map": "empty, or channel:id=peer pairs separated by commas (channel telegram, whatsapp,"
+                  " email or api; the id without spaces, commas or =; peers of A-Z a-z 0-9 _ -)",
     "path": "absolute path",
     "prefix": "0–64 of A-Z a-z 0-9 _ -",
     "text": "0–200 characters, no control characters",
@@ -122,6 +128,15 @@ FIELDS: tuple[Field, ...] = (
        "Chats no project or profile maps to a human: default-peer (user_peer_id) or no-capture"
        " (neither captured nor recalled; with no mapping anywhere, no chat is).",
        choices=("default-peer", "no-capture")),
+    # chats that are not the owner's: a chat integration's sender, the external API's caller
+    _f("sender_peers", "sender_map", "", "sessions",
+       "The peer of a chat integration's sender, e.g. telegram:12345=user,email:bob@example.org=bob"
+       " (user: the owner's own phone or address); the sender keys are shown in a chat's status."),
+    _f("outside_chats", "enum", "own-peer", "sessions",
+       "Chats from a chat integration or the external API that sender_peers does not map:"
+       " own-peer (a peer of each sender, group or API chat; none of the owner's memory), owner"
+       " (the owner's, as before) or no-capture (neither captured nor recalled).",
+       choices=("own-peer", "owner", "no-capture")),
     # capture
     _f("capture_enabled", "bool", True, "capture",
        "Queue what the human typed and agent 0's replies."),

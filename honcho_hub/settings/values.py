@@ -15,9 +15,11 @@ from urllib.parse import urlsplit
 from ..errors import InvalidValue
 from ..names import ID_RE
 from .hosts import normal_host
-from .spec import MAX_PASS_LEVELS, REASONING_LEVELS, Field
+from .spec import MAX_PASS_LEVELS, REASONING_LEVELS, SENDER_CHANNELS, Field
 
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
+# A chat's sender as `sender_peers` names it: its channel, then its id there.
+SENDER_KEY_RE = re.compile(rf"^(?:{'|'.join(SENDER_CHANNELS)}):[^\s,=]{{1,512}}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -111,15 +113,26 @@ def _optional_id(field: Field, raw: Any) -> str:
 
 def _peer_map(field: Field, raw: Any) -> str:
     """`profile=peer` pairs, kept as 'a=x,b=y' (no spaces); a profile named twice is refused."""
+    return _pairs(field, raw, ID_RE)
+
+
+def _sender_map(field: Field, raw: Any) -> str:
+    """`channel:id=peer` pairs, kept as `sender_peers` reads them; a sender named twice is
+    refused."""
+    return _pairs(field, raw, SENDER_KEY_RE)
+
+
+def _pairs(field: Field, raw: Any, key_re: re.Pattern[str]) -> str:
+    """`key=peer` pairs with keys matching `key_re`, kept as 'a=x,b=y' (no spaces)."""
     if not isinstance(raw, str):
         raise InvalidValue(f"expected {field.bounds_text()}")
     pairs = [part.strip() for part in raw.split(",")] if raw.strip() else []
     seen: set[str] = set()
     for pair in pairs:
-        profile, equals, peer = (side.strip() for side in pair.partition("="))
-        if not equals or not ID_RE.match(profile) or not ID_RE.match(peer) or profile in seen:
+        key, equals, peer = (side.strip() for side in pair.partition("="))
+        if not equals or not key_re.match(key) or not ID_RE.match(peer) or key in seen:
             raise InvalidValue(f"expected {field.bounds_text()}")
-        seen.add(profile)
+        seen.add(key)
     return ",".join("=".join(side.strip() for side in pair.partition("=")[::2]) for pair in pairs)
 
 
@@ -171,6 +184,7 @@ _COERCERS = {
     "id": _id,
     "optional_id": _optional_id,
     "peer_map": _peer_map,
+    "sender_map": _sender_map,
     "prefix": _prefix,
     "path": _path,
     "text": _text,

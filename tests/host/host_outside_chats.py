@@ -233,6 +233,16 @@ class OutsideChatsTest(unittest.TestCase):
         self.assertEqual(self.peers_of(self.ui), ["user", "agent-zero"])
         self.assertEqual(self.owner_memory_in_prompts(self.ui), list(CARD_WORDS))
 
+    def test_status_shows_a_chats_kind_and_sender_key_and_counts_the_kinds_seen(self) -> None:
+        chats = host_kit.honcho_status(world.host, self.telegram_group)["chats"]
+        self.assertEqual((chats["kind"], chats["sender"]),
+                         ("telegram_group", f"telegram:{TG_GROUP}"))
+        self.assertEqual({kind: chats["seen"].get(kind) for kind in (
+            "telegram", "telegram_group", "whatsapp", "whatsapp_group", "email", "api")},
+            {"telegram": 2, "telegram_group": 1, "whatsapp": 1, "whatsapp_group": 1, "email": 1,
+             "api": 1})
+        self.assertGreaterEqual(chats["seen"].get("web_ui", 0), 1)
+
     def test_requests_tag_their_chats_origin(self) -> None:
         self.assertEqual(self.api.data.get("honcho_chat_origin"), "api")
         self.assertEqual(self.ui.data.get("honcho_chat_origin"), "ui")

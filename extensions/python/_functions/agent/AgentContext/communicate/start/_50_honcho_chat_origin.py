@@ -1,0 +1,26 @@
+"""Before a message starts a chat's turn: tag the chat with the request that sent it.
+
+Agent Zero's external API (`api_message`) marks nothing on the chats it makes; a request-less
+message (an integration's poll, the scheduler) leaves the chat as it is. A sync point of Agent Zero,
+on a request thread or the event loop: memory only, and it never raises.
+"""
+
+import logging
+
+from helpers.extension import Extension
+
+log = logging.getLogger("honcho_hub.adapters")
+
+
+class HonchoChatOrigin(Extension):
+    def execute(self, data=None, **kwargs):
+        try:
+            from flask import has_request_context, request
+
+            args = (data or {}).get("args") or ()
+            if args and has_request_context():
+                from usr.plugins.honcho.extensions.honcho_bridge.host import note_chat_origin
+
+                note_chat_origin(args[0], request.path)
+        except Exception:  # the message must reach the agent whatever happens here
+            log.exception("honcho: chat origin not noted")
