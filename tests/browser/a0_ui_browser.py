@@ -422,6 +422,9 @@ class SidebarTest(UiCase):
         self.assertRegex(panel.locator("[data-field=cache]").inner_text(),
                          r"^\d+ packs · \d+ hits · \d+ loads")
         self.assertEqual(panel.locator("[data-field=recall_mode]").inner_text(), "on · hybrid")
+        # a chat typed in the web UI: the owner's, no sender
+        self.assertEqual(panel.locator("[data-field=chat]").inner_text(), "web ui")
+        self.assertRegex(panel.locator("[data-field=chats_seen]").inner_text(), r"\d+ web ui")
         self.assertRegex(panel.locator("[data-field=memory]").inner_text(), r"^(fresh|deriving)")
         wait_for(lambda: "(this process)" in panel.locator("[data-field=processes]").inner_text(),
                  15, "this Agent Zero's delivery worker among the processes")
