@@ -591,6 +591,24 @@ class HumanPeerTest(BackfillCase):
                 self.assertEqual({(r[1], r[3]) for r in self.rows()},
                                  {("user", expected), ("agent", "agent-zero")})
 
+    def test_a_saved_chat_of_a_chat_integrations_sender_goes_to_the_senders_peer(self):
+        # As live capture (host.chat_sender): what the integration kept on the chat names it.
+        self.write_settings(None)
+        folder = conversation()[0].write(self.chats)
+        path = os.path.join(folder, agent_zero_files.CHAT_FILE)
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+        document["data"] = {"telegram_user_id": 12345, "telegram_chat_id": 12345}
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(document, handle)
+        layer = {"outbox_path": self.path, "session_strategy": "global"}
+        backfill.Backfill(self.make_settings(session_strategy="global"),
+                          backfill.project_settings(layer, {}, self.chats), clock=self.clock,
+                          profile=agent_zero_files.agent_profile(self.chats)).run(
+            agent_zero_files.saved_chats(self.chats))
+        self.assertEqual({(r[2], r[3]) for r in self.rows() if r[1] == "user"},
+                         {("chat-Ab3dE6gH", "telegram-12345")})
+
     def test_an_unreadable_agent_zero_settings_file_stops_the_backfill(self):
         with open(os.path.join(self.usr, "settings.json"), "w") as handle:
             handle.write("{not json")

@@ -21,6 +21,7 @@ from usr.plugins.honcho.honcho_hub.chats.rules import (
     chat_view,
     human_peer,
 )
+from usr.plugins.honcho.honcho_hub.cli.agent_zero_files import CHAT_ORIGIN, sender_of
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
@@ -37,9 +38,6 @@ NUDGE_PROMPT = "fw.msg_nudge.md"  # AgentContext.nudge() sends it to agent 0
 # The placeholder user turn Agent Zero v2.x adds to a new or reset chat; v1.7 has no such prompt.
 PLACEHOLDER_PROMPT = "fw.initial_user_message.md"
 PROMPT_REREAD_S = 60.0
-# Set on a chat by our `communicate` start extension from the request that sent its first message
-# (persisted with the chat): "api" for Agent Zero's external API, "ui" for any other request.
-CHAT_ORIGIN = "honcho_chat_origin"
 API_MESSAGE_PATH = "/api/api_message"  # Agent Zero's external API (api/api_message.py)
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing
@@ -100,39 +98,11 @@ def human_facts(agent: Any) -> HumanFacts:
 
 
 def chat_sender(context: Any) -> Sender | None:
-    """Who writes in a chat that Agent Zero v1.7's bundled chat integrations or its external API
-    started, from what they keep on the chat (`context.data`); None for a web-UI chat.
-
-    The integrations set their keys after the chat exists (so `agent_init` does not see them) and
-    before its first message. Telegram keeps a chat per (bot, user, chat): a group's chat id is not
-    the user's. WhatsApp keeps one chat per JID, and `wa_sender_number` is only its first sender's:
-    a group is its JID, whoever writes. The external API names no sender: the chat stands for its
-    caller. A chat saved before `honcho_chat_origin` existed has none: the owner's, as before."""
+    """Who writes in this chat, when a chat integration or the external API started it; None for
+    a web-UI chat. Read off what Agent Zero keeps on the chat, as backfill reads its saved copy
+    (agent_zero_files.sender_of)."""
     data = getattr(context, "data", None)
-    if not isinstance(data, dict):
-        return None
-    if data.get("telegram_user_id") is not None:
-        user, chat = str(data["telegram_user_id"]), str(data.get("telegram_chat_id", ""))
-        group = bool(chat) and chat != user
-        return Sender("telegram", chat if group else user, group)
-    if data.get("wa_chat_id"):
-        group = bool(data.get("wa_is_group"))
-        number = str(data.get("wa_sender_number") or "")
-        return Sender("whatsapp", str(data["wa_chat_id"]) if group or not number else number,
-                      group)
-    if data.get("email_sender"):
-        return Sender("email", _address(str(data["email_sender"])))
-    if data.get(CHAT_ORIGIN) == "api":
-        return Sender("api", str(getattr(context, "id", "")))
-    return None
-
-
-def _address(sender: str) -> str:
-    """The address of an e-mail `From` (`Bob <bob@example.org>` or `bob@example.org`), lower
-    case."""
-    start = sender.rfind("<")
-    end = sender.find(">", start)
-    return (sender[start + 1:end] if 0 <= start < end else sender).strip().lower()
+    return sender_of(data, str(getattr(context, "id", ""))) if isinstance(data, dict) else None
 
 
 def note_chat_origin(context: Any, path: str) -> None:
