@@ -107,6 +107,17 @@ class WhoTypedItTest(AdapterTestCase):
         self.typed(StubAgent(0), "not remembered")
         self.assertEqual(self.stored(), [])
 
+    def test_a_chat_the_user_asked_not_to_remember_captures_nothing(self):
+        for state in ("no-capture", "off"):
+            with self.subTest(state=state):
+                context = StubContext(id=f"nr{state[:6]}")
+                context.data = {"honcho_remember": state}  # as the sidebar's switch leaves it
+                agent = StubAgent(0, context)
+                self.typed(agent, "my locker code is on a yellow note")
+                self.typed(StubAgent(3, context), "stop, wait", intervention=True)
+                self.responded(agent, "I will not keep that.")
+                self.assertEqual(self.stored(), [])
+
     def test_other_tools_and_subordinate_responses_are_not_captured(self):
         self.responded(StubAgent(0), "tool output", tool_name="code_execution_tool")
         self.responded(StubAgent(1), "subordinate's answer to its superior")

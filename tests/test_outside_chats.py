@@ -210,7 +210,8 @@ class ChatSenderFactsTest(unittest.TestCase):
                                                       chat_sender="telegram:1"), 0.0)
         self.assertEqual(status["chats"], {"seen": {"api": 1, "telegram": 1, "web_ui": 2,
                                                     "whatsapp_group": 1},
-                                           "kind": "telegram", "sender": "telegram:1"})
+                                           "kind": "telegram", "sender": "telegram:1",
+                                           "not_remembered": {"no-capture": 0, "off": 0}})
 
     def test_a_chat_of_a_sender_is_seen_through_its_peer(self):
         agent = StubAgent(0, StubContext(id="Ab3dE6gH"))

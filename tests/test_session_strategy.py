@@ -220,7 +220,8 @@ class AdapterTest(unittest.TestCase):
         self.agent.context.agent0 = self.agent  # as every AgentContext has
         contexts = {"Strat001": self.agent.context}
         sys.modules["agent"] = types.SimpleNamespace(
-            AgentContext=types.SimpleNamespace(get=contexts.get))
+            AgentContext=types.SimpleNamespace(get=contexts.get,
+                                               all=lambda: list(contexts.values())))
         self.addCleanup(sys.modules.pop, "agent", None)
         status = operations.status_document({"context": "Strat001", "light": True})["status"]
         self.assertEqual(status["identity"]["session_id"], "project-Alpha")

@@ -358,7 +358,8 @@ class SeveralHumansAdapterTest(unittest.TestCase):
         self.fake.cards[("agent-zero", "alice")] = ["Keeps three beehives"]
         self.fake.cards[("agent-zero", "user")] = ["Sails on weekends"]
         sys.modules["agent"] = types.SimpleNamespace(
-            AgentContext=types.SimpleNamespace(get={"ChatAlph": alpha.context}.get))
+            AgentContext=types.SimpleNamespace(get={"ChatAlph": alpha.context}.get,
+                                               all=lambda: [alpha.context]))
         self.addCleanup(sys.modules.pop, "agent", None)
         status = operations.status_document({"context": "ChatAlph", "light": True})["status"]
         self.assertEqual((status["identity"]["user_peer_id"], status["identity"]["session_id"]),

@@ -304,7 +304,7 @@ class LightStatusTest(unittest.TestCase):
         chat.context.agent0 = chat  # as every AgentContext has
         # Agent Zero's AgentContext.get, which the handler asks for the chat the UI shows.
         sys.modules["agent"] = types.SimpleNamespace(AgentContext=types.SimpleNamespace(
-            get={self.CHAT: chat.context}.get))
+            get={self.CHAT: chat.context}.get, all=lambda: [chat.context]))
         self.addCleanup(sys.modules.pop, "agent", None)
         box = Outbox(self.host.config["outbox_path"])
         enqueue(box, [NewEvent("ev_light_1", f"{self.server.url}#agent-zero", "agent-zero",

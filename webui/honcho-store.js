@@ -3,10 +3,12 @@
 // 30 s; open, the panel polls the full status (with the shown chat's scope progress) every 5 s, and the
 // card (a request to Honcho) when it opens and at most once a minute while it stays open. No poll starts while
 // the last one is still running. The open panel also opens the memory inspector
-// (webui/honcho-inspector.html) in Agent Zero's modal.
+// (webui/honcho-inspector.html) in Agent Zero's modal, and shows and switches "Don't remember this chat" for
+// the chat selected in Agent Zero (its chats store's `selected`).
 import { createStore } from "/js/AlpineStore.js";
 import { callJsonApi } from "/js/api.js";
 import { openModal } from "/js/modals.js";
+import { store as chatsStore } from "/components/sidebar/chats/chats-store.js";
 import {
   toastError,
   toastSuccess,
@@ -17,6 +19,7 @@ const STATUS_API = "/plugins/honcho/honcho_status";
 const ACTION_API = "/plugins/honcho/honcho_action";
 const CARD_API = "/plugins/honcho/honcho_card";
 const FORGET_API = "/plugins/honcho/honcho_forget";
+const REMEMBER_API = "/plugins/honcho/honcho_remember";
 const INSPECTOR = "/plugins/honcho/webui/honcho-inspector.html";
 const OPEN_REFRESH_MS = 5000;
 const COLLAPSED_REFRESH_MS = 30000;
@@ -69,6 +72,9 @@ export const store = createStore("honchoHub", {
   cardError: null,
   forgetOffers: [], // chats deleted in Agent Zero whose forgetting in Honcho is offered, never forced
   forgetting: null,
+  chatMemory: null, // { chat, state } of the selected chat: state "remember", "no-capture" or "off"
+  chatMemoryError: null,
+  settingMemory: false,
   _cardAt: null, // when the card was last asked for (Date.now())
   _cardLoading: false,
   _statusLoading: false, // a status request is on its way: no other starts until it has answered
@@ -178,6 +184,43 @@ export const store = createStore("honchoHub", {
     }
   },
 
+  // The selected chat's "Don't remember this chat", read while the panel is open (local to Agent Zero's
+  // process: no request to Honcho). The panel calls it again when another chat is selected.
+  async refreshChatMemory() {
+    const chat = chatsStore.selected;
+    if (!this.open || !chat) {
+      this.chatMemory = null;
+      this.chatMemoryError = null;
+      return;
+    }
+    try {
+      const answer = await callJsonApi(REMEMBER_API, { action: "get", chat });
+      if (chat !== chatsStore.selected) return; // another chat was selected meanwhile
+      this.chatMemory = answer.ok ? { chat: answer.chat, state: answer.state } : null;
+      this.chatMemoryError = answer.ok ? null : answer.error || "Unavailable";
+    } catch (e) {
+      this.chatMemory = null;
+      this.chatMemoryError = "Unavailable";
+    }
+  },
+
+  async setChatMemory(state) {
+    const chat = this.chatMemory && this.chatMemory.chat;
+    if (!chat || this.settingMemory) return;
+    this.settingMemory = true;
+    try {
+      const answer = await callJsonApi(REMEMBER_API, { action: "set", chat, state });
+      if (answer.ok) this.chatMemory = { chat: answer.chat, state: answer.state };
+      else toastError(answer.error || "The chat's memory setting failed", "Honcho");
+    } catch (e) {
+      toastError("The action could not reach Agent Zero", "Honcho");
+    } finally {
+      this.settingMemory = false;
+      await this.refreshChatMemory();
+      await this.refresh();
+    }
+  },
+
   toggle() {
     this.open = !this.open;
     this.refresh();
@@ -192,6 +235,7 @@ export const store = createStore("honchoHub", {
       this.refresh(false);
       this.refreshCard();
       this.refreshOffers();
+      this.refreshChatMemory();
     }, this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);
   },
 

@@ -12,6 +12,7 @@ from typing import Any
 from usr.plugins.honcho.honcho_hub.capture.rules import (
     AiMessageFacts,
     UserMessageFacts,
+    prefetches_recall,
     skip_reason_for_ai_message,
     skip_reason_for_tool_result,
     skip_reason_for_user_message,
@@ -41,13 +42,16 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
                              empty=isinstance(text, str) and not text.strip(),
                              is_placeholder=not intervention and _is_placeholder(agent, text))
     skip = skip_reason_for_user_message(facts, settings)
-    if skip:
+    prefetch = isinstance(text, str) and prefetches_recall(facts, settings)
+    if skip and not prefetch:
         return skip
-    source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
     project, secrets = host.project_name(agent), host.host_secrets(agent)
-    if settings.recall_enabled and isinstance(text, str) and not intervention:
+    if prefetch:
         # First: every microsecond here is one the turn may wait.
-        _prefetch_recall(agent, settings, text, project, secrets)
+        _prefetch_recall(agent, settings, str(text), project, secrets)
+    if skip:
+        return skip  # a chat not captured by the user's choice still recalls
+    source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
     return _capture(agent, settings, Role.USER, str(source_id), text, project, secrets)
 
 

@@ -14,12 +14,15 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.bounded import BoundedMap
 from usr.plugins.honcho.honcho_hub.chats.rules import (
+    REMEMBER_KEY,
     ChatFacts,
     HumanFacts,
+    Remember,
     Sender,
     chat_kind,
     chat_view,
     human_peer,
+    remember_state,
 )
 from usr.plugins.honcho.honcho_hub.cli.agent_zero_files import CHAT_ORIGIN, sender_of
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
@@ -195,7 +198,8 @@ def chat_facts(agent: Any) -> ChatFacts:
     context = agent.context
     kind = getattr(context, "type", None)
     facts = ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
-                      scheduler_run=_scheduler_owns(context.id), human=human_facts(agent))
+                      scheduler_run=_scheduler_owns(context.id), human=human_facts(agent),
+                      remember=remember_of(agent))
     with _seen_lock:
         _seen_chats.put(str(context.id), chat_kind(facts))
     return facts
@@ -206,6 +210,19 @@ def chats_seen() -> dict[str, int]:
     MAX_SEEN_CHATS)."""
     with _seen_lock:
         return dict(Counter(_seen_chats.values()))
+
+
+def remember_of(agent: Any) -> Remember:
+    """The "Don't remember this chat" of the agent's chat. A subordinate answers to the chat the
+    human opened: in v1.7 it shares agent 0's context, so `agent.context` is that chat."""
+    return chat_remember(getattr(agent, "context", None))
+
+
+def chat_remember(context: Any) -> Remember:
+    """A chat's "Don't remember this chat" (rules.Remember), read from its data: memory only,
+    safe on the event loop."""
+    data = getattr(context, "data", None)
+    return remember_state(data.get(REMEMBER_KEY) if isinstance(data, dict) else None)
 
 
 def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:

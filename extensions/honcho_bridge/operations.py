@@ -27,6 +27,7 @@ from . import host
 from .chat_sessions import CHAT_READ_WAIT_S, chat_session, session_of
 from .process_hub import global_settings, hub, plugin_enabled
 from .recall import template
+from .remember import not_remembered_counts
 from .tool import action_context
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
@@ -51,6 +52,7 @@ def status_document(body: Any) -> dict:
         facts = host.chat_facts(agent)
         parts.chat_kind = chat_kind(facts)
         parts.chat_sender = facts.human.sender.key if facts.human.sender is not None else None
+    parts.not_remembered = not_remembered_counts()
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 

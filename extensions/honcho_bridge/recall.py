@@ -11,7 +11,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.chats.rules import UNMAPPED_CHAT
+from usr.plugins.honcho.honcho_hub.chats.rules import Remember, skip_reason_for_recall
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
@@ -30,13 +30,10 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     tests)."""
     if getattr(agent, "number", None) != 0 or getattr(loop_data, "iteration", None) != 0:
         return "not_first_turn_call"
-    if host.chat_facts(agent).background:
-        return "background_chat"
     settings = host.settings_for(agent)
-    if not settings.recall_enabled:
-        return "disabled"
-    if host.chat_human(agent, settings) is None:
-        return UNMAPPED_CHAT  # no-capture: nobody's memory belongs in a chat no one is named for
+    skip = skip_reason_for_recall(host.chat_facts(agent), settings)
+    if skip:
+        return skip
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     text = typed_text(getattr(loop_data, "user_message", None))
@@ -90,12 +87,15 @@ def register_chat(agent: Any) -> bool:
     """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and
     queue the chat's scope registration (background threads do the requests)."""
     settings = host.settings_for(agent)
-    if host.chat_human(agent, settings) is None:
-        return False  # no-capture and no one named: nothing to warm, prewarm or register
+    remember = host.remember_of(agent)
+    if host.chat_human(agent, settings) is None or remember is Remember.OFF:
+        return False  # no one named, or outside memory: nothing to warm, prewarm or register
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     chat = str(agent.context.id)
     new_chat = settings.dialectic_enabled and host.is_new_user_chat(agent)
+    # A chat left out of capture reads memory but writes nothing: no session of its own created.
+    register = bool(scope) and remember is Remember.YES
 
     def start() -> None:  # off the loop: the first call imports the SDK
         the_hub = hub()
@@ -109,8 +109,8 @@ def register_chat(agent: Any) -> bool:
         session = session_of(chat, settings, project, CHAT_READ_WAIT_S)
         if new_chat:
             recaller.prewarm(settings, session, scope)
-        registrar = the_hub.registrar() if scope else None
+        registrar = the_hub.registrar() if register else None
         if registrar is not None and registrar.is_alive():
             registrar.submit(settings, session, scope)
     in_background("chat-start", start, single=False)
-    return bool(scope)
+    return register

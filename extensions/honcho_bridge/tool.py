@@ -9,6 +9,7 @@ import asyncio
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub.chats.rules import Remember
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 from usr.plugins.honcho.honcho_hub.settings import log_level
@@ -19,6 +20,7 @@ from . import host
 from .chat_sessions import CHAT_READ_WAIT_S, chat_session
 from .process_hub import hub
 from .recall import template
+from .remember import not_remembered_counts
 
 # Agent Zero renders every `agent.system.tool.*.md` with the kwargs an extension leaves under this
 # key of the agent's data (its tools prompt runs at _11, after ours); our prompt file keeps its
@@ -60,6 +62,7 @@ def action_context(agent: Any) -> ActionContext:
 
     def status() -> str:
         parts = the_hub.status_parts(settings, session, chat_scope, backfill=True)
+        parts.not_remembered = not_remembered_counts()
         return status_text(build_status(settings, parts, time.time()))
 
     def record(write: memory_log.MemoryWrite) -> None:
@@ -76,7 +79,7 @@ def action_context(agent: Any) -> ActionContext:
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall,
                          status=status, supports_scopes=gateway.supports_scopes,
                          scope_id=chat_scope, record=record, chat_id=str(agent.context.id),
-                         forgotten=forgotten)
+                         forgotten=forgotten, remember=host.remember_of(agent))
 
 
 def offer_tool_in_prompt(agent: Any) -> bool:
@@ -86,7 +89,9 @@ def offer_tool_in_prompt(agent: Any) -> bool:
     settings = host.settings_for(agent)
     # no-capture: no human
     offered = settings.offers_tool and host.chat_human(agent, settings) is not None
+    # A chat the user took out of recall (Remember.OFF) is told nothing is injected.
+    injected = settings.injects_recall and host.remember_of(agent) is not Remember.OFF
     kwargs = agent.data.setdefault(TOOL_KWARGS_KEY, {})
     kwargs[TOOL_PROMPT] = {**kwargs.get(TOOL_PROMPT, {}), "honcho_tool_offered": offered,
-                           "honcho_recall_injected": settings.injects_recall}
+                           "honcho_recall_injected": injected}
     return offered

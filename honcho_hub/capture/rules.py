@@ -7,9 +7,9 @@ a chat capture takes (chats/rules.py: whose chat it is).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..chats.rules import ChatFacts, skip_reason_for_chat
+from ..chats.rules import ChatFacts, Remember, skip_reason_for_chat, skip_reason_for_recall
 from ..settings.config import Settings
 
 
@@ -76,6 +76,17 @@ def skip_reason_for_ai_message(facts: AiMessageFacts, settings: Settings) -> str
     if facts.empty:
         return "empty_message"
     return None
+
+
+def prefetches_recall(facts: UserMessageFacts, settings: Settings) -> bool:
+    """Whether this message starts the coming turn's recall: the human's own turn (not an
+    intervention into a running one) in a chat recall serves. A chat the user left out of capture
+    only (Remember.NO_CAPTURE) still does: its messages are its human's, just not kept."""
+    if facts.intervention or skip_reason_for_recall(facts.chat, settings):
+        return False
+    if facts.chat.remember is Remember.NO_CAPTURE:
+        facts = replace(facts, chat=replace(facts.chat, remember=Remember.YES))
+    return skip_reason_for_user_message(facts, settings) is None
 
 
 def skip_reason_for_tool_result(agent_number: int, tool_name: str, chat: ChatFacts,

@@ -1,5 +1,6 @@
 """Whose chat it is: the chat-level facts the adapters read off Agent Zero's objects, the peer of a
-chat's human, the settings a chat is seen through, and whether anything of a chat is captured.
+chat's human, the settings a chat is seen through, whether anything of a chat is captured, and
+whether the user asked that a chat not be remembered ("Don't remember this chat").
 
 Pure rules on plain facts, so they are tested without a host. The message-level rules (which message
 is the human's, which answer is final) are capture's (capture/rules.py), built on these.
@@ -8,11 +9,38 @@ is the human's, which answer is final) are capture's (capture/rules.py), built o
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
 
 from ..names import fitted_id
 from ..settings.config import Settings
 
 UNMAPPED_CHAT = "unmapped_chat"  # the skip reason of a chat no one is named for, under no-capture
+NOT_REMEMBERED = "chat_not_remembered"  # the skip reason of a chat the user asked us to leave out
+NOT_RECALLED = "chat_not_recalled"  # recall's skip reason under Remember.OFF
+# Where a host keeps the state in a chat's own data (Agent Zero saves every key not starting with
+# `_` in the chat's file, so it outlives a restart); absent: remembered.
+REMEMBER_KEY = "honcho_remember"
+
+
+class Remember(str, Enum):
+    """Whether a chat is remembered: the user's "Don't remember this chat", per chat."""
+
+    YES = "remember"  # the default: captured and recalled
+    NO_CAPTURE = "no-capture"  # nothing of the chat is captured; recall goes on
+    OFF = "off"  # neither captured nor recalled: the chat is outside memory
+
+
+def remember_state(value: Any) -> Remember:
+    """The state a chat's data holds under REMEMBER_KEY. Absent (None) is remembered; any other
+    value this version does not know is OFF: the user asked for less memory in some way, so it
+    fails closed, never open."""
+    if value is None:
+        return Remember.YES
+    try:
+        return Remember(value)
+    except ValueError:
+        return Remember.OFF
 
 
 @dataclass(frozen=True)
@@ -54,6 +82,7 @@ class ChatFacts:
     background: bool  # MCP/A2A chats: nobody typed there
     scheduler_run: bool  # a scheduled task owns the chat
     human: HumanFacts = field(default_factory=HumanFacts)
+    remember: Remember = Remember.YES  # the root chat's "Don't remember this chat"
 
 
 def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
@@ -149,10 +178,26 @@ def skip_reason_for_chat(chat: ChatFacts, settings: Settings) -> str | None:
     """Why nothing of this chat is captured, or None."""
     if not settings.capture_enabled:
         return "capture_disabled"
+    if chat.remember is not Remember.YES:
+        return NOT_REMEMBERED
     if chat.background:
         return "background_chat"
     if chat.scheduler_run and not settings.capture_scheduler_chats:
         return "scheduler_chat"
     if human_peer(chat.human, settings) is None:
         return UNMAPPED_CHAT
+    return None
+
+
+def skip_reason_for_recall(chat: ChatFacts, settings: Settings) -> str | None:
+    """Why no memory is recalled into this chat's turns, or None. A chat the user left out of
+    capture only (NO_CAPTURE) still gets its pack: the chat reads memory, it adds nothing to it."""
+    if chat.background:
+        return "background_chat"
+    if not settings.recall_enabled:
+        return "disabled"
+    if chat.remember is Remember.OFF:
+        return NOT_RECALLED
+    if human_peer(chat.human, settings) is None:
+        return UNMAPPED_CHAT  # no-capture: nobody's memory belongs in a chat no one is named for
     return None

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..chats.rules import ChatFacts, HumanFacts, Sender
+from ..chats.rules import REMEMBER_KEY, ChatFacts, HumanFacts, Sender, remember_state
 from ..errors import BackfillError
 from ..settings.files import read_regular_file
 
@@ -155,13 +155,16 @@ def project_of(chat: Mapping[str, Any]) -> str | None:
 def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str],
                profile: str) -> ChatFacts:
     """Background chats are never saved by v1.7, but a file may still say so; a `task` context is a
-    scheduled task's as well. `profile`: agent 0's agent profile (see agent_profile)."""
+    scheduled task's as well. `profile`: agent 0's agent profile (see agent_profile). A chat the
+    user asked us not to remember says so in its data: a backfill skips it too."""
     kind = str(chat.get("type", "user")).lower()
     data = chat.get("data")
     return ChatFacts(background=kind == "background",
                      scheduler_run=kind == "task" or chat_id in scheduled,
                      human=HumanFacts(profile=profile, sender=sender_of(data, chat_id)
-                                      if isinstance(data, dict) else None))
+                                      if isinstance(data, dict) else None),
+                     remember=remember_state(data.get(REMEMBER_KEY) if isinstance(data, dict)
+                                             else None))
 
 
 def sender_of(data: Mapping[str, Any], chat_id: str) -> Sender | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..capture import kept
+from ..chats.rules import Remember
 from ..errors import HonchoRequestError, OutboxError
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
@@ -67,6 +68,9 @@ class StatusParts:
     chats_seen: dict[str, int] = field(default_factory=dict)
     chat_kind: str | None = None
     chat_sender: str | None = None
+    # The host's open chats the user asked us not to remember, by state (Remember's values), from
+    # the adapter.
+    not_remembered: dict[str, int] = field(default_factory=dict)
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
@@ -205,8 +209,12 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "reconcile_failures": metrics.get("reconcile_failures", 0),
                    "failed": metrics.get("failed", 0), "dead_lettered": metrics.get("dead", 0)},
         "processes": _processes(parts, now),
+        # The chats seen, by kind, and the shown chat's; the open chats the user asked us not to
+        # remember ("Don't remember this chat"), by state.
         "chats": {"seen": dict(sorted(parts.chats_seen.items())), "kind": parts.chat_kind,
-                  "sender": parts.chat_sender},
+                  "sender": parts.chat_sender,
+                  "not_remembered": {state.value: parts.not_remembered.get(state.value, 0)
+                                     for state in (Remember.NO_CAPTURE, Remember.OFF)}},
         # The memory tool's own writes, kept in the outbox: counts, ids and ages only, never their
         # text.
         "memory_writes": {"remembered": parts.memory_writes.get("remembered", 0),
@@ -246,11 +254,20 @@ def status_text(status: dict[str, Any]) -> str:
         f"Worker {w['state']}: {w['sent']} sent, {w['failed']} failed"
         + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
         *_processes_lines(status["processes"]),
+        *_not_remembered_lines(status["chats"]["not_remembered"]),
         f"Memory tool: {m['remembered']} remembered, {m['forgotten']} forgotten"
         + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']}"
            f" {m['latest'][0]['age_s']:.0f} s ago" if m["latest"] else ""),
     ]
     return "\n".join(lines)
+
+
+def _not_remembered_lines(counts: dict[str, int]) -> list[str]:
+    """One line when some chat is not remembered, none otherwise."""
+    if not any(counts.values()):
+        return []
+    return [f"Chats not remembered: {counts[Remember.NO_CAPTURE.value]} not captured,"
+            f" {counts[Remember.OFF.value]} neither captured nor recalled"]
 
 
 def _processes(parts: StatusParts, now: float) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..chats import forget
+from ..chats.rules import Remember
 from ..errors import (
     AuthError,
     BadInput,
@@ -51,6 +52,13 @@ MAX_CARD_OUTPUT = 9_000
 SIDEBAR_FACTS = 12  # the sidebar shows a short list and the card's size
 REFUSED_IN_CONTEXT_MODE = ("honcho_memory: memory is injected automatically in this chat; the tool"
                            " is off under recall_mode context.")
+# In a chat the user asked us not to remember (chats/rules.Remember): under NO_CAPTURE nothing of
+# the chat goes into memory, so the verbs that write into it are refused (remember, profile with
+# `facts`, dream: a consolidation is Honcho rewriting memory, asked for from this chat); reads go
+# on, and so do forget and forget_chat, which only take memory out. Under OFF the chat is outside
+# memory: only the verbs about the chat itself run (status; forget_chat, which removes what it
+# left before).
+OFF_ALLOWED = ("status", "forget_chat")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _SCOPE = re.compile(rf"^[A-Za-z0-9_-]{{1,{MAX_SCOPE_ID}}}$")
 log = logging.getLogger(__name__)
@@ -73,6 +81,7 @@ class ActionContext:
     # Keeps the tool's writes locally; raises OutboxError.
     record: Callable[[MemoryWrite], None] | None = None
     chat_id: str | None = None  # the Agent Zero chat the tool runs in: what forget_chat forgets
+    remember: Remember = Remember.YES  # that chat's "Don't remember this chat"
     # (chat id, its new generation) after forget_chat moved it: the process's chat sessions name the
     # new session at once
     forgotten: Callable[[str, int], None] | None = None
@@ -99,7 +108,27 @@ def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Acti
     if not ctx.settings.offers_tool:
         log.debug("honcho_memory: refused under recall_mode context")
         return ActionResult(False, REFUSED_IN_CONTEXT_MODE)
+    refusal = refusal_in_chat(action, args, ctx.remember)
+    if refusal is not None:
+        log.debug("honcho_memory: refused in a chat not remembered (%s)", ctx.remember.value)
+        return ActionResult(False, refusal)
     return run_verb(action, args, ctx)
+
+
+def refusal_in_chat(action: Any, args: Mapping[str, Any], remember: Remember) -> str | None:
+    """The one line refusing `action` in a chat that is not remembered (see OFF_ALLOWED), or None
+    when it may run. Nothing is sent for a refused verb."""
+    if remember is Remember.YES or action not in ACTIONS:
+        return None  # an unknown verb gets run_verb's own error
+    if remember is Remember.OFF and action not in OFF_ALLOWED:
+        return (f"honcho_memory: this chat is not remembered and memory is not recalled in it"
+                f" (the user's choice); {action} was refused and nothing was read or sent.")
+    writes = action in ("remember", "dream") or (action == "profile"
+                                                  and args.get("facts") not in (None, ""))
+    if writes:
+        return (f"honcho_memory: this chat is not remembered (the user's choice), so nothing of"
+                f" it goes into memory; {action} was refused and nothing was sent.")
+    return None
 
 
 def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> ActionResult:

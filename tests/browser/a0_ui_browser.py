@@ -506,6 +506,48 @@ class SidebarTest(UiCase):
         self.assertEqual(seen[False], seen[True])
 
 
+class DontRememberChatTest(UiCase):
+    """The panel's "Don't remember this chat" for the chat Agent Zero shows: its state read from
+    Agent Zero, switched with the two checkboxes, counted in status and still there after a reload.
+    It sends no message, so SidebarTest (sorted after it) still finds a tree that never sent one."""
+
+    def test_the_selected_chat_is_switched_from_the_panel_and_stays_switched(self):
+        page = self.open_page()
+        context_id = self.new_chat(page)
+        page.click(".honcho-sidebar-line")
+        control = page.locator("[data-testid=honcho-chat-memory]")
+        state = control.locator("[data-field=chat_memory]")
+        wait_for(lambda: state.inner_text() == f"Chat {context_id}: remembered", 15,
+                 "the selected chat's state in the panel")
+        recall_box = control.locator("input[data-action=dont_recall]")
+        self.assertTrue(recall_box.is_disabled())  # "also don't recall" needs "don't remember"
+        control.locator("input[data-action=dont_remember]").check()
+        wait_for(lambda: state.inner_text().endswith("not remembered (memory still recalled)"), 15,
+                 "the chat not captured")
+        wait_for(recall_box.is_enabled, 15, "also don't recall offered")
+        recall_box.check()
+        wait_for(lambda: state.inner_text().endswith("not remembered, nothing recalled"), 15,
+                 "the chat neither captured nor recalled")
+        count = page.locator("[data-testid=honcho-panel] [data-field=not_remembered]")
+        wait_for(lambda: count.inner_text() == "0 chats not captured · 1 not recalled either", 15,
+                 "status counting the chat")
+        page.screenshot(path=os.path.join(shots, "dont-remember.png"))
+
+        page.reload(wait_until="networkidle")  # what the panel shows now comes from Agent Zero
+        if page.locator("#left-panel.hidden").count():
+            page.click("#toggle-sidebar")
+        page.wait_for_function(f"() => Alpine.store('chats').selected === {context_id!r}")
+        page.click(".honcho-sidebar-line")
+        wait_for(lambda: state.inner_text() == f"Chat {context_id}: not remembered, nothing"
+                 " recalled", 15, "the state read back after a reload")
+        self.assertTrue(control.locator("input[data-action=dont_remember]").is_checked())
+        self.assertTrue(recall_box.is_checked())
+        control.locator("input[data-action=dont_remember]").uncheck()
+        wait_for(lambda: state.inner_text() == f"Chat {context_id}: remembered", 15,
+                 "the chat remembered again")
+        self.assertFalse(recall_box.is_checked())
+
+
 class InspectorTest(UiCase):
     SECRET = "ghp_" + "K8j7H6g5F4" * 4  # a real-looking GitHub token inside a conclusion
 
