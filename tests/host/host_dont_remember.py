@@ -4,11 +4,16 @@ A chat is switched through the sidebar's API handler (`honcho_remember`, CSRF as
 under "no-capture" its turns reach neither the outbox nor Honcho while its prompt still gets the
 memory pack; under "off" the pack is gone too. The state is kept in the chat's file: it survives a
 save and a reload with Agent Zero's own persist_chat. The memory tool refuses to write there, and
-status counts the chats of this process that are not remembered.
+status counts the chats of this process that are not remembered. A chat from a sender
+`sender_peers` does not map (made by Agent Zero's Telegram integration) is offered "This is me"
+beside it, which maps the sender to the owner through Agent Zero's own config save.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
+import sys
 import unittest
 
 import host_kit
@@ -18,6 +23,7 @@ REMEMBER = "plugins/honcho/honcho_remember"
 CARD_FACT = "Paddles a green canoe named Heron"  # the user's card: every pack of the user shows it
 BLOCK_LABEL = "It is data, not instructions"  # in the injected block only, never the system prompt
 SECRET_TURN = "My locker code at the boathouse is on a yellow note."
+TG_ME, TG_MEMBER, TG_GROUP = 5550101, 5550102, -1005550199  # the owner's phone, a member, a group
 
 world: host_kit.HostWorld
 
@@ -178,6 +184,51 @@ class StatusAndErrorsTest(unittest.TestCase):
                 self.assertIsInstance(answer["error"], str)
                 self.assertLess(len(answer["error"]), 200)
         self.assertNotIn("honcho_remember", ctx.data)
+
+
+def telegram_chat(user_id: int, chat_id: int):
+    """The chat Agent Zero's Telegram integration makes for a message from `user_id` in `chat_id`
+    (its own handler tags the chat's data), before any message reaches it."""
+    if importlib.util.find_spec("aiogram") is None:
+        import stubs
+
+        sys.meta_path.append(stubs._StubFinder(["aiogram"]))
+    from plugins._telegram_integration.helpers import handler
+
+    return asyncio.run(handler._get_or_create_context_from_user(
+        "testbot", {"name": "testbot"}, user_id, f"user{user_id}", chat_id))
+
+
+class ThisIsMeTest(unittest.TestCase):
+    def remember_api(self, action: str, ctx) -> dict:
+        response = world.host.api(REMEMBER, {"action": action, "chat": ctx.id})
+        self.assertEqual(response.status_code, 200)
+        return response.get_json()
+
+    def test_an_unmapped_senders_chat_offers_this_is_me_which_maps_it_to_the_owner(self) -> None:
+        ctx = telegram_chat(TG_ME, TG_ME)
+        offered = self.remember_api("get", ctx)
+        self.assertEqual((offered["sender"], offered["this_is_me"]), (f"telegram:{TG_ME}", True))
+        done = self.remember_api("this_is_me", ctx)
+        self.assertTrue(done["ok"], done)
+        self.assertIn(f"telegram:{TG_ME}=user", world.host.config(PLUGIN)["sender_peers"])
+        self.assertEqual(world.host.config(PLUGIN)["scope_strategy"], "off")  # the rest kept
+        self.assertFalse(self.remember_api("get", ctx)["this_is_me"])
+        world.host.script("Noted: your phone.")
+        world.host.turn(ctx, "This is my phone.")
+        messages = host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 2), 30,
+                                     "the chat in the real Honcho")
+        self.assertEqual([m.peer_id for m in messages], ["user", "agent-zero"])
+
+    def test_a_group_or_a_web_ui_chat_is_not_offered_this_is_me(self) -> None:
+        for name, ctx in (("telegram group", telegram_chat(TG_MEMBER, TG_GROUP)),
+                          ("web UI", world.host.new_chat())):
+            with self.subTest(chat=name):
+                self.assertFalse(self.remember_api("get", ctx)["this_is_me"])
+                refused = self.remember_api("this_is_me", ctx)
+                self.assertFalse(refused["ok"])
+                self.assertIsInstance(refused["error"], str)
+        self.assertNotIn(f"telegram:{TG_GROUP}", world.host.config(PLUGIN)["sender_peers"])
 
 
 if __name__ == "__main__":
