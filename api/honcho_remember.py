@@ -1,6 +1,7 @@
 """POST /api/plugins/honcho/honcho_remember: the sidebar's "Don't remember this chat" — `get` an
-open chat's state (`chat`), `set` it (`chat`, `state`: remember, no-capture or off). Auth and CSRF
-as Agent Zero's defaults."""
+open chat's state (`chat`), `set` it (`chat`, `state`: remember, no-capture or off), and
+`this_is_me` (`chat`: its unmapped sender named the owner in sender_peers). Auth and CSRF as Agent
+Zero's defaults."""
 
 import asyncio
 import logging

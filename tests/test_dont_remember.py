@@ -1,5 +1,6 @@
 """"Don't remember this chat" (issue 24, item 9) on plain facts: the state a chat's data holds, what
-it skips in capture and recall, which memory-tool verbs it refuses, and status's count.
+it skips in capture and recall, which memory-tool verbs it refuses, status's count, and the "This
+is me" offered beside it in a chat from an unmapped sender.
 
 The host side (the sidebar's API, Agent Zero's chat file, real turns) is tests/host/
 host_dont_remember.py.
@@ -17,14 +18,19 @@ from honcho_hub.chats.rules import (
     NOT_RECALLED,
     NOT_REMEMBERED,
     ChatFacts,
+    HumanFacts,
     Remember,
+    Sender,
+    offers_this_is_me,
     remember_state,
     skip_reason_for_chat,
     skip_reason_for_recall,
 )
 from honcho_hub.cli.agent_zero_files import chat_facts
+from honcho_hub.errors import InvalidValue
 from honcho_hub.ops.status import StatusParts, build_status, status_text
 from honcho_hub.settings.config import build_settings
+from honcho_hub.settings.values import with_sender_peer
 from honcho_hub.tool.actions import ACTIONS, ActionContext, refusal_in_chat, run_action
 
 NOW = 1_700_000_000.0
@@ -125,6 +131,33 @@ class ToolRefusalTest(unittest.TestCase):
                                                        remember=Remember.OFF))
         self.assertIn("action", result.text)
         self.assertNotIn("not remembered", result.text)
+
+
+class ThisIsMeTest(unittest.TestCase):
+    def test_offered_only_for_a_single_sender_sender_peers_does_not_map(self):
+        s = settings(sender_peers="telegram:42=user")
+        cases = {
+            "an unmapped sender": (Sender("telegram", "7"), True),
+            "an unmapped API chat": (Sender("api", "Ab3dE6gH"), True),
+            "a mapped sender": (Sender("telegram", "42"), False),
+            "a group": (Sender("whatsapp", "12@g.us", group=True), False),
+            "a web-UI chat": (None, False),
+        }
+        for name, (sender, expected) in cases.items():
+            with self.subTest(case=name):
+                self.assertIs(offers_this_is_me(HumanFacts(sender=sender), s), expected)
+
+    def test_the_sender_is_added_to_sender_peers_as_the_setting_checks_it(self):
+        self.assertEqual(with_sender_peer("", "telegram:7", "user"), "telegram:7=user")
+        self.assertEqual(with_sender_peer("email:a@x.org=bob ", "telegram:7", "user"),
+                         "email:a@x.org=bob,telegram:7=user")
+        refused = {"named already": ("telegram:7=bob", "telegram:7", "user"),
+                   "a key the setting cannot hold": ("", "email:a=b@x.org", "user"),
+                   "a held value it cannot read": ("telegram:7", "telegram:8", "user"),
+                   "no text held": (None, "telegram:7", "user")}
+        for name, args in refused.items():
+            with self.subTest(case=name), self.assertRaises(InvalidValue):
+                with_sender_peer(*args)
 
 
 class StatusCountTest(unittest.TestCase):

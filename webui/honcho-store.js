@@ -72,7 +72,9 @@ export const store = createStore("honchoHub", {
   cardError: null,
   forgetOffers: [], // chats deleted in Agent Zero whose forgetting in Honcho is offered, never forced
   forgetting: null,
-  chatMemory: null, // { chat, state } of the selected chat: state "remember", "no-capture" or "off"
+  // The selected chat's { chat, state ("remember", "no-capture" or "off"), sender (its sender_peers key, or null),
+  // thisIsMe (whether "This is me" is offered: a sender sender_peers does not map, never a group) }.
+  chatMemory: null,
   chatMemoryError: null,
   settingMemory: false,
   _cardAt: null, // when the card was last asked for (Date.now())
@@ -196,7 +198,7 @@ export const store = createStore("honchoHub", {
     try {
       const answer = await callJsonApi(REMEMBER_API, { action: "get", chat });
       if (chat !== chatsStore.selected) return; // another chat was selected meanwhile
-      this.chatMemory = answer.ok ? { chat: answer.chat, state: answer.state } : null;
+      this.chatMemory = answer.ok ? this._chatMemoryOf(answer) : null;
       this.chatMemoryError = answer.ok ? null : answer.error || "Unavailable";
     } catch (e) {
       this.chatMemory = null;
@@ -210,7 +212,7 @@ export const store = createStore("honchoHub", {
     this.settingMemory = true;
     try {
       const answer = await callJsonApi(REMEMBER_API, { action: "set", chat, state });
-      if (answer.ok) this.chatMemory = { chat: answer.chat, state: answer.state };
+      if (answer.ok) this.chatMemory = this._chatMemoryOf(answer);
       else toastError(answer.error || "The chat's memory setting failed", "Honcho");
     } catch (e) {
       toastError("The action could not reach Agent Zero", "Honcho");
@@ -219,6 +221,30 @@ export const store = createStore("honchoHub", {
       await this.refreshChatMemory();
       await this.refresh();
     }
+  },
+
+  // "This is me": the chat's sender (say telegram:12345) named as the owner in sender_peers, after a confirm.
+  async thisIsMe() {
+    const memory = this.chatMemory;
+    if (!memory || !memory.thisIsMe || this.settingMemory) return;
+    if (!globalThis.confirm(`Are you ${memory.sender}? Its chats are then remembered as yours and get your ` +
+        "memory (sender_peers in the plugin's settings).")) return;
+    this.settingMemory = true;
+    try {
+      const answer = await callJsonApi(REMEMBER_API, { action: "this_is_me", chat: memory.chat });
+      if (answer.ok) toastSuccess(`${memory.sender} is now you`, "Honcho");
+      else toastError(answer.error || "Naming the sender failed", "Honcho");
+    } catch (e) {
+      toastError("The action could not reach Agent Zero", "Honcho");
+    } finally {
+      this.settingMemory = false;
+      await this.refreshChatMemory();
+      await this.refresh();
+    }
+  },
+
+  _chatMemoryOf(answer) {
+    return { chat: answer.chat, state: answer.state, sender: answer.sender, thisIsMe: answer.this_is_me };
   },
 
   toggle() {

@@ -1,4 +1,5 @@
-""""Don't remember this chat" on Agent Zero's side: the sidebar's switch and status's count.
+""""Don't remember this chat" on Agent Zero's side: the sidebar's switch, status's count, and the
+"This is me" offered beside it in a chat from a sender `sender_peers` does not map.
 
 The state lives in the chat's own data (rules.REMEMBER_KEY), which Agent Zero saves in the chat's
 file; the capture, recall and tool adapters read it there (host.remember_of).
@@ -10,19 +11,22 @@ from collections import Counter
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.chats import forget
-from usr.plugins.honcho.honcho_hub.chats.rules import REMEMBER_KEY, Remember
-from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
+from usr.plugins.honcho.honcho_hub.chats.rules import REMEMBER_KEY, Remember, offers_this_is_me
+from usr.plugins.honcho.honcho_hub.errors import ForgetRefused, InvalidValue
+from usr.plugins.honcho.honcho_hub.settings.values import with_sender_peer
 
 from . import host
 
-ACTIONS = ("get", "set")
+ACTIONS = ("get", "set", "this_is_me")
 STATES = tuple(state.value for state in Remember)
 
 
 def remember_document(body: Any) -> dict:
-    """One of ACTIONS for an open chat (`chat`: its id): `get` its state, `set` it (`state`: one of
-    STATES) and save the chat with Agent Zero's own persist_chat, as Agent Zero does after changing
-    a chat's data. A structured error for anything else; never raises on bad input."""
+    """One of ACTIONS for an open chat (`chat`: its id): `get` its state (with its sender and
+    whether "This is me" is offered), `set` it (`state`: one of STATES) and save the chat with
+    Agent Zero's own persist_chat, as Agent Zero does after changing a chat's data, or
+    `this_is_me`: map the chat's sender to the owner (see this_is_me). A structured error for
+    anything else; never raises on bad input."""
     body = body if isinstance(body, dict) else {}
     action = body.get("action")
     if action not in ACTIONS:
@@ -41,7 +45,34 @@ def remember_document(body: Any) -> dict:
         problem = _apply(context, Remember(state))
         if problem:
             return {"ok": False, "error": problem, **_answer(chat_id, context)}
+    if action == "this_is_me":
+        problem = this_is_me(context)
+        if problem:
+            return {"ok": False, "error": problem, **_answer(chat_id, context)}
     return {"ok": True, **_answer(chat_id, context)}
+
+
+def this_is_me(context: Any) -> str | None:
+    """Map the chat's sender to the owner (`user_peer_id`) in the global `sender_peers`, saved
+    through Agent Zero's own plugin config save, as the settings page's Save does (every other
+    setting kept); what went wrong, or None. Only where rules.offers_this_is_me offers it."""
+    from helpers import plugins
+
+    agent = getattr(context, "agent0", None)
+    facts = host.human_facts(agent) if agent is not None else None
+    if (facts is None or facts.sender is None
+            or not offers_this_is_me(facts, host.settings_for(agent))):
+        return ("this chat has no sender to name as you: it is not from a chat integration or the"
+                " API, its sender is named in sender_peers already, or it is a group")
+    saved = plugins.get_plugin_config(host.PLUGIN_NAME) or {}
+    try:
+        pairs = with_sender_peer(saved.get("sender_peers", ""), facts.sender.key,
+                                 host.global_settings().user_peer_id)
+    except InvalidValue:
+        return ("this sender cannot be written in sender_peers, or sender_peers holds a value the"
+                " plugin cannot read: set it in the plugin's settings")
+    plugins.save_plugin_config(host.PLUGIN_NAME, "", "", {**saved, "sender_peers": pairs})
+    return None
 
 
 def not_remembered_counts() -> dict[str, int]:
@@ -70,7 +101,14 @@ def _apply(context: Any, state: Remember) -> str | None:
 
 
 def _answer(chat_id: str, context: Any) -> dict:
-    return {"chat": chat_id, "state": host.chat_remember(context).value}
+    """The chat's state, its sender's key (None for a web-UI chat), and whether "This is me" is
+    offered."""
+    agent = getattr(context, "agent0", None)
+    facts = host.human_facts(agent) if agent is not None else None
+    sender = facts.sender if facts is not None else None
+    return {"chat": chat_id, "state": host.chat_remember(context).value,
+            "sender": sender.key if sender is not None else None,
+            "this_is_me": bool(facts and offers_this_is_me(facts, host.settings_for(agent)))}
 
 
 def _open_chat(chat_id: str) -> Any:

@@ -105,6 +105,16 @@ def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
     return sender_peer_id(facts.sender)
 
 
+def offers_this_is_me(facts: HumanFacts, settings: Settings) -> bool:
+    """Whether the owner may name the chat's sender as themselves ("This is me": its key mapped to
+    the owner in `sender_peers`): a sender `sender_peers` does not map yet, and never a group —
+    everyone in a group reads what is recalled there, so only a deliberate `sender_peers` entry
+    maps one."""
+    sender = facts.sender
+    return (sender is not None and not sender.group
+            and sender.key not in settings.sender_peer_map)
+
+
 def chat_kind(chat: ChatFacts) -> str:
     """What kind of chat it is, for status: background, scheduler, web_ui, or its sender's
     channel (`<channel>_group` for a group)."""

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from ..errors import InvalidValue
 from ..names import ID_RE
 from .hosts import normal_host
-from .spec import MAX_PASS_LEVELS, REASONING_LEVELS, SENDER_CHANNELS, Field
+from .spec import FIELDS_BY_NAME, MAX_PASS_LEVELS, REASONING_LEVELS, SENDER_CHANNELS, Field
 
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{0,64}$")
 # A chat's sender as `sender_peers` names it: its channel, then its id there.
@@ -114,6 +114,16 @@ def _optional_id(field: Field, raw: Any) -> str:
 def _peer_map(field: Field, raw: Any) -> str:
     """`profile=peer` pairs, kept as 'a=x,b=y' (no spaces); a profile named twice is refused."""
     return _pairs(field, raw, ID_RE)
+
+
+def with_sender_peer(sender_peers: Any, key: str, peer: str) -> str:
+    """`sender_peers` with `key=peer` added, checked as the setting is; InvalidValue when the sender
+    is named already, or the key, the peer or the value held so far cannot be written there."""
+    held = sender_peers if isinstance(sender_peers, str) else None
+    if held is None:
+        raise InvalidValue("sender_peers holds no text")
+    return _sender_map(FIELDS_BY_NAME["sender_peers"],
+                       ",".join(part for part in (held.strip(), f"{key}={peer}") if part))
 
 
 def _sender_map(field: Field, raw: Any) -> str:

@@ -546,6 +546,33 @@ class DontRememberChatTest(UiCase):
         wait_for(lambda: state.inner_text() == f"Chat {context_id}: remembered", 15,
                  "the chat remembered again")
         self.assertFalse(recall_box.is_checked())
+        self.assertEqual(control.locator("[data-testid=honcho-this-is-me]").count(), 0)
+
+    def test_a_chat_from_an_unmapped_sender_offers_this_is_me_shown_as_text(self):
+        # Agent Zero's integrations need their services to make such a chat: the answer of our API
+        # for it is made here (tests/host/host_dont_remember.py takes the path through Agent Zero).
+        sender = "email:<img src=x id=honchoxss>@example.org"
+        page = self.open_page()
+        context_id = self.new_chat(page)
+        asked: list[dict] = []
+
+        def answer(route):
+            body = json.loads(route.request.post_data or "{}")
+            asked.append(body)
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(
+                {"ok": True, "chat": context_id, "state": "remember", "sender": sender,
+                 "this_is_me": body.get("action") == "get"}))
+        page.route("**/plugins/honcho/honcho_remember", answer)
+        page.on("dialog", lambda dialog: dialog.accept())  # the confirm step
+        page.click(".honcho-sidebar-line")
+        offer = page.locator("[data-testid=honcho-this-is-me]")
+        offer.wait_for(timeout=15_000)
+        self.assertEqual(offer.locator("[data-field=sender_offer]").inner_text(),
+                         f"From {sender}, not known to be you: is it?")
+        self.assertEqual(page.locator("#honchoxss").count(), 0)
+        offer.locator("button[data-action=this_is_me]").click()
+        self.toast(page, "is now you")
+        self.assertIn({"action": "this_is_me", "chat": context_id}, asked)
 
 
 class InspectorTest(UiCase):
