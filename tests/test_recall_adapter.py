@@ -105,6 +105,18 @@ class RecallAdapterTest(unittest.TestCase):
                 self.assertEqual(block is not None and "green tea" in block, injected)
                 self.assertEqual(len(self.fake.context_queries) > queries, injected)
 
+    def test_a_chat_not_remembered_recalls_only_under_no_capture_and_says_so_in_the_prompt(self):
+        cases = {"no-capture": (True, True), "off": (False, False)}
+        for state, (recalled, injected) in cases.items():
+            with self.subTest(state=state):
+                agent = StubAgent(0, StubContext(id=f"nr{state[:6]}"))
+                agent.context.data = {"honcho_remember": state}
+                block = self.run_recall(agent, loop_data(f"Which tea should I buy ({state})?"))
+                self.assertEqual(block is not None and "green tea" in block, recalled)
+                asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
+                kwargs = agent.data["_tool_prompt_kwargs"]["agent.system.tool.honcho_memory.md"]
+                self.assertEqual(kwargs["honcho_recall_injected"], injected)
+
     def test_the_tool_prompt_settings_keep_what_other_extensions_left_for_other_prompts(self):
         agent = StubAgent(0)
         agent.data["_tool_prompt_kwargs"] = {"agent.system.tool.text_editor.md":
