@@ -8,6 +8,7 @@ from honcho_hub.capture.rules import (
     AiMessageFacts,
     UserMessageFacts,
     skip_reason_for_ai_message,
+    skip_reason_for_tool_result,
     skip_reason_for_user_message,
 )
 from honcho_hub.chats.rules import ChatFacts
@@ -33,6 +34,13 @@ class UserMessageRuleTest(unittest.TestCase):
             "v2.x's placeholder turn": (replace(TYPED, is_placeholder=True), "placeholder_turn"),
             "v1.7's nudge": (replace(TYPED, is_nudge=True), "framework_nudge"),
             "a superior's message": (replace(TYPED, agent_number=1), "from_superior_agent"),
+            "a delegation to v2.x's worker chat, whose agent is agent 0": (
+                replace(TYPED, delegated=True), "from_superior_agent"),
+            "typed into a subordinate's child chat (sent to the chat)": (
+                replace(TYPED, agent_number=1, delegated=True, sent_to_chat=True), None),
+            "v1.7's nudge sent to a child chat": (
+                replace(TYPED, agent_number=1, delegated=True, sent_to_chat=True, is_nudge=True),
+                "framework_nudge"),
             "in a background chat": (
                 replace(TYPED, chat=replace(CHAT, background=True), empty=True),
                 "background_chat"),
@@ -55,12 +63,19 @@ class AiMessageRuleTest(unittest.TestCase):
             "no text": (replace(PLAIN_ANSWER, empty=True), "empty_message"),
             "a subordinate's answer to its superior": (
                 replace(PLAIN_ANSWER, agent_number=1), "subordinate_response"),
+            "the answer of v2.x's worker chat's agent 0": (
+                replace(PLAIN_ANSWER, delegated=True), "subordinate_response"),
             "in a scheduler chat": (
                 replace(PLAIN_ANSWER, chat=replace(CHAT, scheduler_run=True)), "scheduler_chat"),
         }
         for name, (facts, expected) in cases.items():
             with self.subTest(name):
                 self.assertEqual(skip_reason_for_ai_message(facts, SETTINGS), expected)
+
+    def test_a_response_tool_call_is_final_only_for_an_agent_0_working_for_no_other(self):
+        self.assertIsNone(skip_reason_for_tool_result(0, "response", CHAT, SETTINGS))
+        self.assertEqual(skip_reason_for_tool_result(0, "response", CHAT, SETTINGS,
+                                                     delegated=True), "subordinate_response")
 
     def test_with_capture_off_not_even_a_plain_answer_is_captured(self):
         off = build_settings({"capture_enabled": False}, {}, {})

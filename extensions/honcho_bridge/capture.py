@@ -25,6 +25,21 @@ from .chat_sessions import session_of
 from .process_hub import hub
 
 log = logging.getLogger("honcho_hub.adapters")
+# Set on a UserMessage that passed `AgentContext.communicate`: someone sent it to the chat.
+SENT_MARK = "_honcho_sent_to_chat"
+
+
+def mark_sent(data: dict) -> bool:
+    """At `AgentContext.communicate`'s start: mark the message as sent to the chat (the web UI, the
+    API, an integration, the scheduler, a nudge); whether it was marked. A delegation reaches its
+    subordinate through `hist_add_user_message` alone and is never marked. In memory only."""
+    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
+    message = args[1] if len(args) > 1 else kwargs.get("msg")
+    try:
+        setattr(message, SENT_MARK, True)
+    except (AttributeError, TypeError):  # a host whose message takes no attribute: not marked
+        return False
+    return True
 
 
 def capture_user_message(agent: Any, data: dict) -> Outcome | str:
@@ -36,11 +51,14 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     intervention = bool(kwargs.get("intervention", args[2] if len(args) > 2 else False))
     text = getattr(message, "message", None)
     settings = host.settings_for(agent)
+    delegated = host.works_for_another_agent(agent)
     facts = UserMessageFacts(agent_number=agent.number, intervention=intervention,
                              is_nudge=not intervention and host.is_nudge(agent, text),
                              chat=host.chat_facts(agent),
                              empty=isinstance(text, str) and not text.strip(),
-                             is_placeholder=not intervention and _is_placeholder(agent, text))
+                             is_placeholder=not intervention and _is_placeholder(agent, text),
+                             delegated=delegated,
+                             sent_to_chat=getattr(message, SENT_MARK, False) is True)
     skip = skip_reason_for_user_message(facts, settings)
     prefetch = isinstance(text, str) and prefetches_recall(facts, settings)
     if skip and not prefetch:
@@ -73,7 +91,8 @@ def capture_plain_answer(agent: Any, data: dict) -> Outcome | str:
         # parsed only when it decides: the text of every v1.7 reply passes here
         holds_tool_request=(responses_mode and not function_calls and plain
                             and host.holds_tool_request(text)),
-        empty=not plain, chat=host.chat_facts(agent))
+        empty=not plain, chat=host.chat_facts(agent),
+        delegated=host.works_for_another_agent(agent))
     skip = skip_reason_for_ai_message(facts, settings)
     if skip:
         return skip
@@ -85,7 +104,8 @@ def capture_plain_answer(agent: Any, data: dict) -> Outcome | str:
 def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome | str:
     """After a tool ran: queue agent 0's `response` text, the final answer of the turn."""
     settings = host.settings_for(agent)
-    skip = skip_reason_for_tool_result(agent.number, tool_name, host.chat_facts(agent), settings)
+    skip = skip_reason_for_tool_result(agent.number, tool_name, host.chat_facts(agent), settings,
+                                       delegated=host.works_for_another_agent(agent))
     if skip:
         return skip
     return _capture(agent, settings, Role.AGENT, _last_ai_message_id(agent),
@@ -97,7 +117,7 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
              secrets: dict[str, str]) -> Outcome:
     # The scope is stored on the event for the worker; the project finds its secrets if this process
     # dies.
-    request = CaptureRequest(chat_id=str(agent.context.id), role=role, source_id=source_id,
+    request = CaptureRequest(chat_id=host.chat_id(agent), role=role, source_id=source_id,
                              text=text, scope_id=resolve_scope(settings, project), project=project)
     the_hub = hub()
     outcome = the_hub.capture(settings).accept(request, settings, secrets,
@@ -114,7 +134,7 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
     """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks:
     the first time, the recall modules load on a background thread that then starts it."""
     scope = resolve_scope(settings, project)
-    chat = str(agent.context.id)
+    chat = host.chat_id(agent)
 
     def prefetch(recaller, wait_s: float) -> None:
         # The chat's session after its forgets: on the loop, as memory holds it (a forget this

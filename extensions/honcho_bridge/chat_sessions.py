@@ -10,6 +10,7 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 
+from . import host
 from .process_hub import hub
 
 # Off the event loop and off a turn's recall (status, the tool, chat start): the longest a chat's
@@ -19,9 +20,10 @@ CHAT_READ_WAIT_S = 2.0
 
 
 def chat_session(agent: Any, settings: Settings, project: str | None, wait_s: float = 0.0) -> str:
-    """The Honcho session of this agent's chat in `project` under the settings' session strategy,
-    after the chat's forgets (see session_of)."""
-    return session_of(str(agent.context.id), settings, project, wait_s)
+    """The Honcho session of the chat this agent works for (host.chat_id: a subordinate's child chat
+    names its root chat's) in `project` under the settings' session strategy, after the chat's
+    forgets (see session_of)."""
+    return session_of(host.chat_id(agent), settings, project, wait_s)
 
 
 def session_of(chat_id: str, settings: Settings, project: str | None, wait_s: float = 0.0) -> str:

@@ -42,6 +42,13 @@ NUDGE_PROMPT = "fw.msg_nudge.md"  # AgentContext.nudge() sends it to agent 0
 PLACEHOLDER_PROMPT = "fw.initial_user_message.md"
 PROMPT_REREAD_S = 60.0
 API_MESSAGE_PATH = "/api/api_message"  # Agent Zero's external API (api/api_message.py)
+# How an agent names the chat it works for. v1.7 and v2.x: a subordinate's data holds its superior
+# agent (`Agent.DATA_NAME_SUPERIOR`, not saved with the chat). v2.x runs the subordinate in a child
+# chat whose output data names its parent chat (saved with it), and runs a `parallel` tool call in a
+# throwaway chat whose data names the calling chat.
+SUPERIOR_KEY = "_superior"
+PARENT_CHAT_KEYS = (("output_data", "parent_context_id"), ("data", "_parallel_parent_context_id"))
+MAX_CHAT_DEPTH = 32  # superiors and parent chats walked at most (subordinates nest a few deep)
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing
 # YAML and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per
@@ -89,12 +96,12 @@ def chat_human(agent: Any, settings: Settings | None = None) -> str | None:
 
 
 def human_facts(agent: Any) -> HumanFacts:
-    """What names the chat's human in Agent Zero v1.7: agent 0's profile (`agent.config.profile`)
-    and the chat's sender (`chat_sender`). Agent 0's profile, not this agent's: a subordinate runs
-    under the profile its superior asked for, and a message typed while it runs is still the chat's
-    human's."""
-    context = getattr(agent, "context", None)
-    first = getattr(context, "agent0", None) or agent
+    """What names the chat's human in Agent Zero v1.7: the root chat's agent 0's profile
+    (`agent.config.profile`) and the root chat's sender (`chat_sender`). Not this agent's profile: a
+    subordinate runs under the profile its superior asked for (in v2.x in a child chat of its own),
+    and a message typed while it runs is still the chat's human's."""
+    context = chat_context(agent)
+    first = getattr(context, "agent0", None) or root_agent(agent)
     profile = getattr(getattr(first, "config", None), "profile", "")
     return HumanFacts(profile=profile if isinstance(profile, str) else "",
                       sender=chat_sender(context))
@@ -173,6 +180,64 @@ def _build(default_file: str, global_file: str, project_file: str | None = None)
                               load_secrets=lambda: _load(manager))
 
 
+def root_agent(agent: Any) -> Any:
+    """The agent at the top of the chat this agent works for: up its superiors (`_superior`) and
+    from a v2.x child or worker chat to the chat it was made for, to an agent with neither. Bounded
+    and safe against cycles (the agent reached last is taken). In v1.7 it is the chat's agent 0; in
+    v2.x a subordinate's child chat and a worker's chat lead to the chat the human opened. In memory
+    only: safe on the event loop."""
+    current, seen = agent, {id(agent)}
+    for _ in range(MAX_CHAT_DEPTH):
+        above = _above(current)
+        if above is None or id(above) in seen:
+            break
+        seen.add(id(above))
+        current = above
+    return current
+
+
+def _above(agent: Any) -> Any:
+    """The agent this one works for: its superior, else agent 0 of the chat its own chat was made
+    for; None at the top."""
+    data = getattr(agent, "data", None)
+    superior = data.get(SUPERIOR_KEY) if isinstance(data, dict) else None
+    if superior is not None:
+        return superior
+    context = getattr(agent, "context", None)
+    parent_id = _parent_chat_id(context)
+    if parent_id is None:
+        return None
+    from agent import AgentContext
+
+    parent = AgentContext.get(parent_id)
+    return getattr(parent, "agent0", None) if parent is not None and parent is not context else None
+
+
+def _parent_chat_id(context: Any) -> str | None:
+    for field, key in PARENT_CHAT_KEYS:
+        values = getattr(context, field, None)
+        parent_id = values.get(key) if isinstance(values, dict) else None
+        if isinstance(parent_id, str) and parent_id:
+            return parent_id
+    return None
+
+
+def chat_context(agent: Any) -> Any:
+    """The Agent Zero chat (context) whose memory this agent reads and writes: the root agent's."""
+    return root_agent(agent).context
+
+
+def chat_id(agent: Any) -> str:
+    """The id of the chat whose memory this agent reads and writes (its Honcho session's)."""
+    return str(chat_context(agent).id)
+
+
+def works_for_another_agent(agent: Any) -> bool:
+    """Whether an agent above it gives this agent its tasks: a subordinate (in the chat or a child
+    chat), a parallel worker. Its user messages are delegations, its answers not the chat's."""
+    return getattr(agent, "number", None) != 0 or root_agent(agent) is not agent
+
+
 def host_secrets(agent: Any) -> dict[str, str]:
     """The secrets Agent Zero knows for this chat (global and project), by name."""
     return _load(_secrets_manager(agent))
@@ -195,7 +260,7 @@ def mask(agent: Any, text: str) -> str:
 def chat_facts(agent: Any) -> ChatFacts:
     """Whether the chat is a background (MCP/A2A) chat or one run by a scheduled task, and whose it
     is."""
-    context = agent.context
+    context = chat_context(agent)
     kind = getattr(context, "type", None)
     facts = ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
                       scheduler_run=_scheduler_owns(context.id), human=human_facts(agent),
@@ -213,9 +278,9 @@ def chats_seen() -> dict[str, int]:
 
 
 def remember_of(agent: Any) -> Remember:
-    """The "Don't remember this chat" of the agent's chat. A subordinate answers to the chat the
-    human opened: in v1.7 it shares agent 0's context, so `agent.context` is that chat."""
-    return chat_remember(getattr(agent, "context", None))
+    """The "Don't remember this chat" of the chat the agent works for (its root chat: a subordinate
+    answers to the chat the human opened, in v2.x from a child chat of its own)."""
+    return chat_remember(chat_context(agent))
 
 
 def chat_remember(context: Any) -> Remember:
@@ -289,7 +354,7 @@ def project_name(agent: Any) -> str | None:
     """The chat's Agent Zero project, read now: a project is attached after the agent exists."""
     from helpers.projects import get_context_project_name
 
-    return get_context_project_name(agent.context) or None
+    return get_context_project_name(chat_context(agent)) or None
 
 
 def _scheduler_owns(context_id: str) -> bool:
@@ -301,7 +366,7 @@ def _scheduler_owns(context_id: str) -> bool:
 def _secrets_manager(agent: Any):
     from helpers.secrets import get_secrets_manager
 
-    return get_secrets_manager(getattr(agent, "context", None))
+    return get_secrets_manager(chat_context(agent) if agent is not None else None)
 
 
 def _load(manager: Any) -> dict[str, str]:

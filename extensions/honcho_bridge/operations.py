@@ -179,6 +179,9 @@ def offer_forget_after_chat_delete(data: Any) -> bool:
     chat_id = args[0] if args else kwargs.get("id")
     if not isinstance(chat_id, str) or not chat_id or not _called_by_chat_delete():
         return False
+    removed = getattr(data.get("result"), "agent0", None)
+    if removed is not None and host.chat_id(removed) != chat_id:
+        return False  # a v2.x child chat: what it remembers is its root chat's
     forget.OFFERS.offer(chat_id, time.time())
     return True
 

@@ -30,6 +30,8 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     tests)."""
     if getattr(agent, "number", None) != 0 or getattr(loop_data, "iteration", None) != 0:
         return "not_first_turn_call"
+    if host.works_for_another_agent(agent):
+        return "delegated_agent"  # a v2.x child chat's or worker's agent 0 works for another
     settings = host.settings_for(agent)
     skip = skip_reason_for_recall(host.chat_facts(agent), settings)
     if skip:
@@ -40,7 +42,7 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     # A turn nobody typed (a nudge, v1.7's or v2.x's empty one; an integration's empty message)
     # gets what recall holds: no query to search with, no load.
     typed = bool(text.strip()) and not host.is_nudge(agent, text)
-    chat = str(agent.context.id)
+    chat = host.chat_id(agent)
 
     # off the loop: the first import, masking and redaction of the query, the bounded wait
     def recall():
@@ -86,13 +88,16 @@ def template() -> str:
 def register_chat(agent: Any) -> bool:
     """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and
     queue the chat's scope registration (background threads do the requests)."""
+    if host.chat_facts(agent).background:
+        # Nothing of it is captured or recalled; v2.x's parallel makes one for each tool call.
+        return False
     settings = host.settings_for(agent)
     remember = host.remember_of(agent)
     if host.chat_human(agent, settings) is None or remember is Remember.OFF:
         return False  # no one named, or outside memory: nothing to warm, prewarm or register
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
-    chat = str(agent.context.id)
+    chat = host.chat_id(agent)
     new_chat = settings.dialectic_enabled and host.is_new_user_chat(agent)
     # A chat left out of capture reads memory but writes nothing: no session of its own created.
     register = bool(scope) and remember is Remember.YES

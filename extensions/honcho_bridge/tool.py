@@ -78,7 +78,7 @@ def action_context(agent: Any) -> ActionContext:
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall,
                          status=status, supports_scopes=gateway.supports_scopes,
-                         scope_id=chat_scope, record=record, chat_id=str(agent.context.id),
+                         scope_id=chat_scope, record=record, chat_id=host.chat_id(agent),
                          forgotten=forgotten, remember=host.remember_of(agent))
 
 

@@ -24,6 +24,12 @@ class UserMessageFacts:
     # Agent Zero v2.x's placeholder turn ("Hello!") that opens a new or reset chat, before anyone
     # typed anything.
     is_placeholder: bool = False
+    # The agent works for another agent whatever its number: a subordinate in a child chat, a
+    # parallel worker (Agent Zero v2.x). Its user messages are delegations unless `sent_to_chat`.
+    delegated: bool = False
+    # It came in through `AgentContext.communicate`: someone sent it to the chat (a delegation
+    # never does), so typed into a subordinate's child chat it is the human's.
+    sent_to_chat: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,7 @@ class AiMessageFacts:
     holds_tool_request: bool  # the text is a tool request (or a misformatted one)
     empty: bool
     chat: ChatFacts
+    delegated: bool = False  # as UserMessageFacts'
 
 
 def skip_reason_for_user_message(facts: UserMessageFacts, settings: Settings) -> str | None:
@@ -48,7 +55,7 @@ def skip_reason_for_user_message(facts: UserMessageFacts, settings: Settings) ->
         return "empty_message"  # nothing to remember, nothing to search for
     if facts.intervention:
         return None  # the human interrupted, whichever agent was running
-    if facts.agent_number != 0:
+    if (facts.agent_number != 0 or facts.delegated) and not facts.sent_to_chat:
         return "from_superior_agent"
     if facts.is_nudge:
         return "framework_nudge"
@@ -67,7 +74,7 @@ def skip_reason_for_ai_message(facts: AiMessageFacts, settings: Settings) -> str
     reason = skip_reason_for_chat(facts.chat, settings)
     if reason:
         return reason
-    if facts.agent_number != 0:
+    if facts.agent_number != 0 or facts.delegated:
         return "subordinate_response"
     if not facts.responses_mode:
         return "not_a_plain_answer"
@@ -79,10 +86,13 @@ def skip_reason_for_ai_message(facts: AiMessageFacts, settings: Settings) -> str
 
 
 def prefetches_recall(facts: UserMessageFacts, settings: Settings) -> bool:
-    """Whether this message starts the coming turn's recall: the human's own turn (not an
-    intervention into a running one) in a chat recall serves. A chat the user left out of capture
+    """Whether this message starts the coming turn's recall: the human's own turn to the chat's
+    agent 0 (not an intervention into a running one, nor what they typed to a subordinate) in a chat
+    recall serves. A chat the user left out of capture
     only (Remember.NO_CAPTURE) still does: its messages are its human's, just not kept."""
-    if facts.intervention or skip_reason_for_recall(facts.chat, settings):
+    if facts.intervention or facts.agent_number != 0 or facts.delegated:
+        return False  # a turn of the chat's own agent 0 comes next, or none
+    if skip_reason_for_recall(facts.chat, settings):
         return False
     if facts.chat.remember is Remember.NO_CAPTURE:
         facts = replace(facts, chat=replace(facts.chat, remember=Remember.YES))
@@ -90,13 +100,14 @@ def prefetches_recall(facts: UserMessageFacts, settings: Settings) -> bool:
 
 
 def skip_reason_for_tool_result(agent_number: int, tool_name: str, chat: ChatFacts,
-                                settings: Settings) -> str | None:
-    """Only agent 0's `response` tool is a final answer to the human."""
+                                settings: Settings, delegated: bool = False) -> str | None:
+    """Only agent 0's `response` tool is a final answer to the human, when agent 0 works for no
+    other agent (`delegated`: see UserMessageFacts)."""
     reason = skip_reason_for_chat(chat, settings)
     if reason:
         return reason
     if tool_name != "response":
         return "not_a_final_response"
-    if agent_number != 0:
+    if agent_number != 0 or delegated:
         return "subordinate_response"
     return None

@@ -1,0 +1,210 @@
+"""Which chat an agent works for (host.root_agent), with Agent Zero-shaped objects: v1.7's
+subordinates in the chat, v2.x's child chats and parallel workers; capture and the forget offer
+seen from them (issue 24, item 4)."""
+
+import os
+import sys
+import types
+import unittest
+
+from hub_testkit import (
+    ContextType,
+    StubAgent,
+    StubContext,
+    StubHistoryMessage,
+    import_by_path,
+    stub_agent_zero,
+)
+from outbox_helpers import stub_host_events
+from test_forget_chat import called_from
+
+USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/"
+            "_50_honcho_capture_user.py")
+RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
+SENT_EXT = ("extensions/python/_functions/agent/AgentContext/communicate/start/"
+            "_40_honcho_sent_to_chat.py")
+
+
+class UserMessage:
+    """Agent Zero's UserMessage dataclass shape."""
+
+    def __init__(self, message):
+        self.message, self.attachments, self.system_message, self.id = message, [], [], ""
+
+
+class Chats:
+    """AgentContext's registry (`AgentContext.get`), as the stub `agent` module."""
+
+    def __init__(self):
+        self.by_id = {}
+
+    def chat(self, id, type=ContextType.USER, **data):
+        context = StubContext(id=id, type=type)
+        context.data, context.output_data = dict(data), {}
+        context.agent0 = StubAgent(0, context)
+        self.by_id[id] = context
+        return context
+
+    def get(self, id):
+        return self.by_id.get(id)
+
+
+def subordinate_of(superior, context=None, number=None):
+    """A subordinate of `superior`: in its chat (v1.7) or, given one, a child chat (v2.x)."""
+    agent = StubAgent(superior.number + 1 if number is None else number,
+                      context or superior.context)
+    agent.data["_superior"] = superior
+    if context is not None:
+        context.agent0 = agent
+    return agent
+
+
+class ChatsTestCase(unittest.TestCase):
+    def setUp(self):
+        stub = stub_agent_zero()
+        self.host = stub.__enter__()
+        self.addCleanup(stub.__exit__, None, None, None)
+        self.chats = Chats()
+        sys.modules["agent"] = types.SimpleNamespace(AgentContext=self.chats)
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+        from usr.plugins.honcho.honcho_hub import hub
+
+        self.addCleanup(hub.shutdown)
+        self.bridge = host
+        self.root = self.chats.chat("RootChat")
+
+    def load(self, rel):
+        module = import_by_path(os.path.join(self.host.plugin_dir, rel))
+        return next(v for k, v in vars(module).items() if k.startswith("Honcho"))
+
+    def child_chat(self, superior, id="ChildCht"):
+        context = self.chats.chat(id)
+        context.output_data["parent_context_id"] = superior.context.id
+        return subordinate_of(superior, context)
+
+
+class RootAgentTest(ChatsTestCase):
+    def test_agent_0_of_a_chat_is_its_own_root(self):
+        agent0 = self.root.agent0
+        self.assertIs(self.bridge.root_agent(agent0), agent0)
+        self.assertFalse(self.bridge.works_for_another_agent(agent0))
+
+    def test_a_v1_7_subordinate_in_the_chat_leads_to_agent_0(self):
+        second = subordinate_of(subordinate_of(self.root.agent0))
+        self.assertIs(self.bridge.root_agent(second), self.root.agent0)
+        self.assertTrue(self.bridge.works_for_another_agent(second))
+
+    def test_nested_v2x_child_chats_lead_to_the_root_chat(self):
+        first = self.child_chat(self.root.agent0, "ChildOne")
+        second = self.child_chat(first, "ChildTwo")
+        self.assertIs(self.bridge.chat_context(second), self.root)
+        self.assertEqual(self.bridge.chat_id(second), "RootChat")
+
+    def test_a_child_chat_whose_superior_link_is_gone_leads_by_its_parent_chat(self):
+        # `_superior` is not saved with the chat (a restart, a reset): the child chat's output data
+        # (saved) still names the parent chat.
+        sub = self.child_chat(self.root.agent0)
+        del sub.data["_superior"]
+        self.assertEqual(self.bridge.chat_id(sub), "RootChat")
+
+    def test_a_parallel_worker_leads_to_the_chat_it_works_for(self):
+        worker = self.chats.chat("WorkerCh", type=ContextType.BACKGROUND,
+                                 _parallel_parent_context_id="RootChat")
+        self.assertEqual(self.bridge.chat_id(worker.agent0), "RootChat")
+        self.assertTrue(self.bridge.works_for_another_agent(worker.agent0))
+        self.assertFalse(self.bridge.chat_facts(worker.agent0).background)
+
+    def test_a_worker_linked_to_nothing_or_to_a_gone_chat_is_a_background_chat_of_its_own(self):
+        for data in ({}, {"_parallel_parent_context_id": "GoneChat"}):
+            with self.subTest(data):
+                worker = self.chats.chat("WorkerCh", type=ContextType.BACKGROUND, **data)
+                self.assertEqual(self.bridge.chat_id(worker.agent0), "WorkerCh")
+                self.assertTrue(self.bridge.chat_facts(worker.agent0).background)
+
+    def test_a_cycle_of_superiors_ends(self):
+        first, second = StubAgent(1, self.root), StubAgent(2, self.root)
+        first.data["_superior"], second.data["_superior"] = second, first
+        self.assertIs(self.bridge.root_agent(first), second)
+
+    def test_a_chain_of_superiors_is_walked_only_so_far(self):
+        agent = self.root.agent0
+        for _ in range(self.bridge.MAX_CHAT_DEPTH + 5):
+            agent = subordinate_of(agent)
+        self.assertIsNot(self.bridge.root_agent(agent), self.root.agent0)
+
+    def test_the_root_chats_human_and_project_are_the_child_chats(self):
+        self.host.config["profile_peers"] = "agent0=carol"
+        self.root.agent0.config = types.SimpleNamespace(profile="agent0")
+        self.root.project = "Alpha"
+        sub = self.child_chat(self.root.agent0)
+        sub.config = types.SimpleNamespace(profile="developer")
+        self.assertEqual(self.bridge.project_name(sub), "Alpha")
+        self.assertEqual(self.bridge.chat_human(sub), "carol")
+
+
+class CaptureInChildChatsTest(ChatsTestCase):
+    def setUp(self):
+        super().setUp()
+        self.user_ext, self.sent_ext = self.load(USER_EXT), self.load(SENT_EXT)
+
+    def typed(self, agent, message, intervention=False):
+        data = {"args": (agent, message), "kwargs": {"intervention": True} if intervention else {},
+                "result": StubHistoryMessage(False, f"h-{message.message[:8]}"),
+                "exception": None}
+        self.user_ext(agent=agent).execute(data=data)
+
+    def sent(self, context, message):
+        """AgentContext.communicate's start, as the web UI's message passes it."""
+        self.sent_ext(agent=None).execute(data={"args": (context, message), "kwargs": {}})
+        return message
+
+    def test_what_the_human_types_into_a_child_chat_is_captured_in_the_root_chats_session(self):
+        sub = self.child_chat(self.root.agent0)
+        self.typed(sub, UserMessage("Find the harbour office hours."))  # the delegation
+        self.typed(sub, self.sent(sub.context, UserMessage("Also check Sundays.")))
+        self.typed(sub, UserMessage("and the fuel dock"), intervention=True)
+        self.assertEqual([(row[0], row[3]) for row in stub_host_events(self, self.host)],
+                         [("chat-RootChat", "Also check Sundays."),
+                          ("chat-RootChat", "and the fuel dock")])
+
+    def test_a_delegation_to_a_parallel_workers_agent_0_is_not_captured(self):
+        worker = self.chats.chat("WorkerCh", _parallel_parent_context_id="RootChat")
+        self.typed(worker.agent0, UserMessage("Summarise the logs."))
+        self.assertEqual(stub_host_events(self, self.host), [])
+
+    def test_only_the_root_chats_agent_0_gives_final_answers(self):
+        response_ext = self.load(RESPONSE_EXT)
+        worker = self.chats.chat("WorkerCh", _parallel_parent_context_id="RootChat")
+        for agent in (worker.agent0, self.root.agent0):
+            ai_id = f"ai-{agent.context.id}"
+            agent.history.current.messages.append(StubHistoryMessage(True, ai_id))
+            response_ext(agent=agent).execute(
+                response=types.SimpleNamespace(message=f"Done in {agent.context.id}."),
+                tool_name="response")
+        self.assertEqual([row[3] for row in stub_host_events(self, self.host)],
+                         ["Done in RootChat."])
+
+    def test_a_message_that_takes_no_mark_is_not_marked(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.capture import mark_sent
+
+        self.assertFalse(mark_sent({"args": (self.root, "plain text"), "kwargs": {}}))
+
+
+class ForgetOfferTest(ChatsTestCase):
+    def offer(self, context):
+        """AgentContext.remove's end, called by Agent Zero's chat-delete handler."""
+        from usr.plugins.honcho.extensions.honcho_bridge import operations
+
+        data = {"args": (context.id,), "kwargs": {}, "result": context, "exception": None}
+        return called_from(os.path.join(os.sep, "a0", "api", "chat_remove.py"), "RemoveChat",
+                           lambda: operations.offer_forget_after_chat_delete(data))
+
+    def test_a_deleted_child_chat_is_not_offered_its_root_chat_is(self):
+        sub = self.child_chat(self.root.agent0)
+        sub.context.agent0 = StubAgent(0, sub.context)  # chat_remove resets it first
+        self.assertFalse(self.offer(sub.context))
+        self.assertTrue(self.offer(self.root))
+
+
+if __name__ == "__main__":
+    unittest.main()
