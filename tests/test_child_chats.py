@@ -1,7 +1,8 @@
 """Which chat an agent works for (host.root_agent), with Agent Zero-shaped objects: v1.7's
 subordinates in the chat, v2.x's child chats and parallel workers; capture and the forget offer
-seen from them (issue 24, item 4)."""
+seen from them; and Agent Zero v2.x's tool policy (issue 24, items 4 and 5)."""
 
+import asyncio
 import os
 import sys
 import types
@@ -23,6 +24,7 @@ USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/
 RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response.py"
 SENT_EXT = ("extensions/python/_functions/agent/AgentContext/communicate/start/"
             "_40_honcho_sent_to_chat.py")
+TOOL_PROMPT_EXT = "extensions/python/system_prompt/_10_honcho_tool_prompt.py"
 
 
 class UserMessage:
@@ -204,6 +206,61 @@ class ForgetOfferTest(ChatsTestCase):
         sub.context.agent0 = StubAgent(0, sub.context)  # chat_remove resets it first
         self.assertFalse(self.offer(sub.context))
         self.assertTrue(self.offer(self.root))
+
+
+class ToolPolicyTest(ChatsTestCase):
+    def policy(self, resolve):
+        import helpers
+
+        module = types.ModuleType("helpers.tool_policy")
+        module.resolve_tool = resolve
+        sys.modules["helpers.tool_policy"] = module
+        helpers.tool_policy = module
+        self.addCleanup(lambda: (sys.modules.pop("helpers.tool_policy", None),
+                                 vars(helpers).pop("tool_policy", None)))
+
+    def test_without_a_tool_policy_the_tool_is_offered(self):
+        self.assertTrue(self.bridge.tool_allowed(self.root.agent0))
+        asyncio.run(self.prompt_kwargs_async(self.root.agent0, True))
+
+    async def prompt_kwargs_async(self, agent, offered):
+        await self.load(TOOL_PROMPT_EXT)(agent=agent).execute()
+        kwargs = agent.data["_tool_prompt_kwargs"]["agent.system.tool.honcho_memory.md"]
+        self.assertIs(kwargs["honcho_tool_offered"], offered)
+        self.assertIs(kwargs["honcho_recall_injected"], True)
+
+    def test_a_policy_that_hides_the_tool_leaves_its_section_out_recall_stays_injected(self):
+        asked = []
+
+        def resolve(agent, tool_name, *, canonical_id=""):
+            asked.append(tool_name)
+            return types.SimpleNamespace(allowed=False, tool_id=f"plugin:honcho:{tool_name}")
+        self.policy(resolve)
+        asyncio.run(self.prompt_kwargs_async(self.root.agent0, False))
+        self.assertEqual(asked, ["honcho_memory"])
+
+    def test_a_policy_that_cannot_be_read_leaves_the_tool_offered(self):
+        def resolve(agent, tool_name, *, canonical_id=""):
+            raise OSError("policy file unreadable")
+        self.policy(resolve)
+        with self.assertLogs("honcho_hub.adapters", "ERROR"):
+            asyncio.run(self.prompt_kwargs_async(self.root.agent0, True))
+
+    def test_a_policy_module_of_another_shape_is_left_to_agent_zero(self):
+        import helpers
+
+        module = types.ModuleType("helpers.tool_policy")
+        sys.modules["helpers.tool_policy"] = helpers.tool_policy = module
+        self.addCleanup(lambda: (sys.modules.pop("helpers.tool_policy", None),
+                                 vars(helpers).pop("tool_policy", None)))
+        self.assertTrue(self.bridge.tool_allowed(self.root.agent0))
+
+    def test_the_recall_block_holds_nothing_that_depends_on_the_tool(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.recall import template
+
+        block = template()
+        self.assertNotIn("tool", block.lower())
+        self.assertEqual(block.count("honcho_memory"), 2)  # the block's own tags only
 
 
 if __name__ == "__main__":

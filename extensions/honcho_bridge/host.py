@@ -49,6 +49,7 @@ API_MESSAGE_PATH = "/api/api_message"  # Agent Zero's external API (api/api_mess
 SUPERIOR_KEY = "_superior"
 PARENT_CHAT_KEYS = (("output_data", "parent_context_id"), ("data", "_parallel_parent_context_id"))
 MAX_CHAT_DEPTH = 32  # superiors and parent chats walked at most (subordinates nest a few deep)
+TOOL_NAME = "honcho_memory"
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing
 # YAML and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per
@@ -236,6 +237,20 @@ def works_for_another_agent(agent: Any) -> bool:
     """Whether an agent above it gives this agent its tasks: a subordinate (in the chat or a child
     chat), a parallel worker. Its user messages are delegations, its answers not the chat's."""
     return getattr(agent, "number", None) != 0 or root_agent(agent) is not agent
+
+
+def tool_allowed(agent: Any, tool_name: str = TOOL_NAME) -> bool:
+    """Whether Agent Zero's tool policy lets this agent see and call the tool: v2.9's
+    `helpers.tool_policy.resolve_tool(agent, name).allowed` (an admin hides or blocks a tool per
+    project and agent profile); True on a host without one (v1.x) or of a shape not known here
+    (Agent Zero then enforces its policy itself). It reads the policy's files: off the event
+    loop."""
+    try:
+        from helpers import tool_policy
+    except ImportError:
+        return True
+    resolve = getattr(tool_policy, "resolve_tool", None)
+    return resolve is None or bool(getattr(resolve(agent, tool_name), "allowed", True))
 
 
 def host_secrets(agent: Any) -> dict[str, str]:

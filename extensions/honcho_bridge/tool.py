@@ -1,11 +1,13 @@
 """The honcho_memory tool's Agent Zero side: the chat's context in, one bounded text out.
 
-Also whether the tools prompt offers the tool at all (recall_mode, a chat with no human).
+Also whether the tools prompt offers the tool at all (recall_mode, a chat with no human, Agent
+Zero's tool policy).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
@@ -27,6 +29,7 @@ from .remember import not_remembered_counts
 # section only when told.
 TOOL_KWARGS_KEY = "_tool_prompt_kwargs"
 TOOL_PROMPT = "agent.system.tool.honcho_memory.md"
+log = logging.getLogger("honcho_hub.adapters")
 
 
 UNMAPPED_REFUSAL = ("honcho_memory: this chat has no human to remember (unmapped_chats is"
@@ -82,13 +85,25 @@ def action_context(agent: Any) -> ActionContext:
                          forgotten=forgotten, remember=host.remember_of(agent))
 
 
-def offer_tool_in_prompt(agent: Any) -> bool:
+async def policy_allows_tool(agent: Any) -> bool:
+    """Whether Agent Zero's tool policy lets this agent see the tool (host.tool_allowed), read off
+    the event loop; True when it cannot be read (Agent Zero still enforces its policy on a call)."""
+    try:
+        return await asyncio.to_thread(host.tool_allowed, agent)
+    except Exception:
+        log.exception("honcho: the tool policy could not be read; the tool stays offered")
+        return True
+
+
+def offer_tool_in_prompt(agent: Any, policy_allows: bool = True) -> bool:
     """Before the tools prompt is built: whether the tool's section is in it (every recall_mode but
-    context, where memory is injected only, and not in a chat with no human), and whether it may say
-    memory is injected (not under tools). Reads cached settings: safe on the event loop."""
+    context, where memory is injected only, not in a chat with no human, and not where Agent
+    Zero's tool policy hides or blocks it: `policy_allows`), and whether it may say memory is
+    injected (not under tools). Reads cached settings: safe on the event loop."""
     settings = host.settings_for(agent)
     # no-capture: no human
-    offered = settings.offers_tool and host.chat_human(agent, settings) is not None
+    offered = (settings.offers_tool and policy_allows
+               and host.chat_human(agent, settings) is not None)
     # A chat the user took out of recall (Remember.OFF) is told nothing is injected.
     injected = settings.injects_recall and host.remember_of(agent) is not Remember.OFF
     kwargs = agent.data.setdefault(TOOL_KWARGS_KEY, {})
