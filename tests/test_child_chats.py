@@ -50,6 +50,9 @@ class Chats:
     def get(self, id):
         return self.by_id.get(id)
 
+    def all(self):
+        return list(self.by_id.values())
+
 
 def subordinate_of(superior, context=None, number=None):
     """A subordinate of `superior`: in its chat (v1.7) or, given one, a child chat (v2.x)."""
@@ -68,6 +71,7 @@ class ChatsTestCase(unittest.TestCase):
         self.addCleanup(stub.__exit__, None, None, None)
         self.chats = Chats()
         sys.modules["agent"] = types.SimpleNamespace(AgentContext=self.chats)
+        self.addCleanup(sys.modules.pop, "agent", None)
         from usr.plugins.honcho.extensions.honcho_bridge import host
         from usr.plugins.honcho.honcho_hub import hub
 

@@ -112,6 +112,10 @@ def _answer(chat_id: str, context: Any) -> dict:
 
 
 def _open_chat(chat_id: str) -> Any:
+    """The open chat whose state this chat's switch shows and sets: a v2.x child chat's memory is
+    its root chat's (host.chat_context), and so is its switch."""
     from agent import AgentContext
 
-    return AgentContext.get(chat_id)
+    context = AgentContext.get(chat_id)
+    agent0 = getattr(context, "agent0", None)
+    return host.chat_context(agent0) if agent0 is not None else context
