@@ -28,6 +28,10 @@ class CallArgumentTest(unittest.TestCase):
                 self.assertIsNone(self.argument(data, 1, "message"))
                 self.assertFalse(self.argument(data, 2, "intervention", False))
 
+    def test_an_argument_only_ever_passed_by_name_is_never_read_by_position(self):
+        self.assertIsNone(self.argument({"args": ("self", "text", "an id")}, None, "llm_result"))
+        self.assertEqual(self.argument({"kwargs": {"llm_result": "r"}}, None, "llm_result"), "r")
+
     def test_an_argument_passed_as_none_stays_none(self):
         self.assertIsNone(self.argument({"args": ("self", None)}, 1, "message", "default"))
         self.assertIsNone(self.argument({"kwargs": {"message": None}}, 1, "message", "default"))

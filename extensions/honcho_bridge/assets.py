@@ -14,7 +14,7 @@ import re
 import threading
 from typing import Any
 
-from .host import PLUGIN_DIR, PLUGIN_NAME
+from .host import PLUGIN_DIR, PLUGIN_NAME, call_argument
 
 WEB_FOLDERS = ("webui", os.path.join("extensions", "webui"))  # what Agent Zero serves of a plugin
 REWRITTEN = (".html", ".js", ".mjs", ".css")  # files that name other files of ours
@@ -33,9 +33,8 @@ def versioned_response(data: Any) -> str:
     the same file with versioned URLs of ours, an ETag of that content and `no-cache` (a request
     carrying that ETag gets 304); other plugins' files are left as Agent Zero serves them. Returns
     what it did."""
-    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
-    plugin = args[1] if len(args) > 1 else kwargs.get("plugin_name")
-    asset = args[2] if len(args) > 2 else kwargs.get("asset_path")
+    plugin = call_argument(data, 1, "plugin_name")
+    asset = call_argument(data, 2, "asset_path")
     response = data.get("result")
     if plugin != PLUGIN_NAME or not isinstance(asset, str) or getattr(response, "status_code",
                                                                        None) != 200:

@@ -33,8 +33,7 @@ def mark_sent(data: dict) -> bool:
     """At `AgentContext.communicate`'s start: mark the message as sent to the chat (the web UI, the
     API, an integration, the scheduler, a nudge); whether it was marked. A delegation reaches its
     subordinate through `hist_add_user_message` alone and is never marked. In memory only."""
-    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
-    message = args[1] if len(args) > 1 else kwargs.get("msg")
+    message = host.call_argument(data, 1, "msg")
     try:
         setattr(message, SENT_MARK, True)
     except (AttributeError, TypeError):  # a host whose message takes no attribute: not marked
@@ -46,9 +45,8 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     """After `Agent.hist_add_user_message`: queue the text if a person typed it."""
     if data.get("exception") is not None:
         return "host_failed"
-    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
-    message = args[1] if len(args) > 1 else kwargs.get("message")
-    intervention = bool(kwargs.get("intervention", args[2] if len(args) > 2 else False))
+    message = host.call_argument(data, 1, "message")
+    intervention = bool(host.call_argument(data, 2, "intervention", False))
     text = getattr(message, "message", None)
     settings = host.settings_for(agent)
     delegated = host.works_for_another_agent(agent)
@@ -79,9 +77,9 @@ def capture_plain_answer(agent: Any, data: dict) -> Outcome | str:
     history message and so the same event: the outbox keeps one."""
     if data.get("exception") is not None:
         return "host_failed"
-    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
-    text = args[1] if len(args) > 1 else kwargs.get("message")
-    result = kwargs.get("llm_result")  # v2.x's LLMResult; v1.7 passes none
+    text = host.call_argument(data, 1, "message")
+    # v2.x's LLMResult, passed by name; v1.7 passes none
+    result = host.call_argument(data, None, "llm_result")
     responses_mode = getattr(result, "mode", None) == "responses"
     function_calls = bool(getattr(result, "function_calls", None))
     plain = isinstance(text, str) and bool(text.strip())

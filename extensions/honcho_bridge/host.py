@@ -124,6 +124,19 @@ def note_chat_origin(context: Any, path: str) -> None:
         data[CHAT_ORIGIN] = "api" if path.rstrip("/") == API_MESSAGE_PATH else "ui"
 
 
+def call_argument(data: Any, position: int | None, name: str, default: Any = None) -> Any:
+    """An argument of the call an `@extensible` extension sees (Agent Zero passes it as
+    `data["args"]` and `data["kwargs"]`): by `name`, else at `position` (a method's `self` is 0;
+    None: an argument only ever passed by name), else `default`."""
+    if not isinstance(data, dict):
+        return default
+    kwargs = data.get("kwargs") or {}
+    if name in kwargs:
+        return kwargs[name]
+    args = tuple(data.get("args") or ())
+    return args[position] if position is not None and len(args) > position else default
+
+
 def global_settings() -> Settings:
     """Delivery settings are global: no agent, no project."""
     return project_settings(None)

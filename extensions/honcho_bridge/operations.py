@@ -175,8 +175,7 @@ def offer_forget_after_chat_delete(data: Any) -> bool:
     runs on the event loop."""
     if not isinstance(data, dict) or data.get("exception") is not None:
         return False
-    args, kwargs = tuple(data.get("args") or ()), dict(data.get("kwargs") or {})
-    chat_id = args[0] if args else kwargs.get("id")
+    chat_id = host.call_argument(data, 0, "id")
     if not isinstance(chat_id, str) or not chat_id or not _called_by_chat_delete():
         return False
     removed = getattr(data.get("result"), "agent0", None)

@@ -86,11 +86,9 @@ def after_toggle(data: Any) -> str:
 
 def _toggle_call(data: Any) -> dict[str, Any] | None:
     """toggle_plugin's arguments by name when it toggles this plugin; None otherwise."""
-    if not isinstance(data, dict):
-        return None
-    call = dict(zip(TOGGLE_PARAMETERS, tuple(data.get("args") or ()), strict=False))
-    call.update(dict(data.get("kwargs") or {}))
-    return call if call.get("plugin_name") == PLUGIN_NAME else None
+    call = {name: host.call_argument(data, position, name)
+            for position, name in enumerate(TOGGLE_PARAMETERS)}
+    return call if call["plugin_name"] == PLUGIN_NAME else None
 
 
 def _scoped(call: dict[str, Any]) -> bool:

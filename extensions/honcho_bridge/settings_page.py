@@ -10,7 +10,7 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.settings.files import save_problems
 
-from .host import PLUGIN_NAME
+from .host import PLUGIN_NAME, call_argument
 
 MAX_SHOWN_PROBLEMS = 8
 
@@ -42,7 +42,6 @@ def save_refusal(request: dict) -> str | None:
 def is_ours(data: Any) -> dict | None:
     """The request of an extensible `Plugins._get_config` / `_save_config` call (self, input) when
     it is for this plugin."""
-    args = data.get("args") if isinstance(data, dict) else None
-    request = args[1] if isinstance(args, tuple) and len(args) > 1 else None
+    request = call_argument(data, 1, "input")
     return (request if isinstance(request, dict) and request.get("plugin_name") == PLUGIN_NAME
             else None)

@@ -17,10 +17,11 @@ class HonchoChatOrigin(Extension):
         try:
             from flask import has_request_context, request
 
-            args = (data or {}).get("args") or ()
-            if args and has_request_context():
-                from usr.plugins.honcho.extensions.honcho_bridge.host import note_chat_origin
+            if has_request_context():
+                from usr.plugins.honcho.extensions.honcho_bridge import host
 
-                note_chat_origin(args[0], request.path)
+                context = host.call_argument(data, 0, "self")
+                if context is not None:
+                    host.note_chat_origin(context, request.path)
         except Exception:  # the message must reach the agent whatever happens here
             log.exception("honcho: chat origin not noted")
