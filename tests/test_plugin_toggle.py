@@ -3,6 +3,7 @@ Agent Zero loads them, against a stub host: switched off for everyone every thre
 stops and stays stopped; switched on, the worker and the capture writer start at once; a toggle for
 a project or an agent profile, or for another plugin, changes nothing of ours."""
 
+import math
 import os
 import unittest
 
@@ -14,6 +15,9 @@ from hub_testkit import (
     release_restart,
     stub_agent_zero,
 )
+from outbox_helpers import ManualClock
+
+from honcho_hub.delivery import lifecycle
 
 POINT = os.path.join("extensions", "python", "_functions", "helpers", "plugins", "toggle_plugin")
 SWITCH_OFF = os.path.join(POINT, "start", "_50_honcho_switch_off.py")
@@ -79,6 +83,20 @@ class ToggleExtensionsTest(unittest.TestCase):
         self.assertTrue(self.lifecycle.restart_held())
         self.assertEqual(self.names(), [])
 
+    def test_switched_on_during_an_update_nothing_starts_and_it_says_so(self):
+        for order in ("update, then off", "off, then update"):
+            with self.subTest(order):
+                release_restart()
+                if order.startswith("update"):
+                    self.lifecycle.hold_restart(self.lifecycle.UPDATE_HOLD_S, "pre_update")
+                self.run_point(self.off, toggle("honcho", False))
+                if order.startswith("off"):
+                    self.lifecycle.hold_restart(self.lifecycle.UPDATE_HOLD_S, "pre_update")
+                self.assertEqual(self.bridge.after_toggle(toggle("honcho", True)), "held")
+                self.runtime.join_background(10)
+                self.assertTrue(self.lifecycle.restart_held())
+                self.assertEqual(self.names(), [])
+
     def test_a_scoped_toggle_or_another_plugins_changes_nothing(self):
         calls = {"project": toggle("honcho", False, project="quiet"),
                  "profile": toggle("honcho", False, profile="researcher"),
@@ -98,19 +116,51 @@ class ToggleExtensionsTest(unittest.TestCase):
 
 
 class ReleaseHoldTest(unittest.TestCase):
+    """One hold a reason (switch-off, pre_update, uninstall), each with its own deadline: workers
+    stay stopped while any of them runs, and switching on lifts only the switch-off's."""
+
     def setUp(self):
+        self.clock = ManualClock(1000.0)
         self.addCleanup(release_restart)
 
-    def test_only_the_reason_that_placed_the_hold_lifts_it(self):
-        from honcho_hub.delivery import lifecycle
+    def held(self):
+        return lifecycle.restart_held(self.clock)
 
-        lifecycle.hold_restart(float("inf"), "uninstall")
+    def test_only_the_reason_that_placed_the_hold_lifts_it(self):
+        lifecycle.hold_restart(math.inf, "uninstall", self.clock)
         self.assertFalse(lifecycle.release_hold("switch-off"))
-        self.assertTrue(lifecycle.restart_held())
-        lifecycle.hold_restart(float("inf"), "switch-off")  # the newest reason is kept
+        self.assertTrue(self.held())
+        lifecycle.hold_restart(math.inf, "switch-off", self.clock)
         self.assertTrue(lifecycle.release_hold("switch-off"))
-        self.assertFalse(lifecycle.restart_held())
+        self.assertTrue(self.held(), "the uninstall's hold is still there")
         self.assertFalse(lifecycle.release_hold("switch-off"))
+        self.assertTrue(lifecycle.release_hold("uninstall"))
+        self.assertFalse(self.held())
+
+    def test_switched_on_during_an_update_the_update_still_holds_for_its_own_time(self):
+        lifecycle.hold_restart(lifecycle.UPDATE_HOLD_S, "pre_update", self.clock)
+        lifecycle.hold_restart(math.inf, "switch-off", self.clock)
+        self.assertTrue(lifecycle.release_hold("switch-off"))
+        self.assertTrue(self.held())
+        self.clock.advance(lifecycle.UPDATE_HOLD_S + 1)
+        self.assertFalse(self.held())
+
+    def test_an_update_while_off_ends_in_its_own_time_after_switching_on(self):
+        lifecycle.hold_restart(math.inf, "switch-off", self.clock)
+        lifecycle.hold_restart(lifecycle.UPDATE_HOLD_S, "pre_update", self.clock)
+        self.assertTrue(lifecycle.release_hold("switch-off"))
+        self.assertTrue(self.held())
+        self.clock.advance(lifecycle.UPDATE_HOLD_S + 1)
+        self.assertFalse(self.held(), "an update's hold is bounded, switched off or not")
+
+    def test_the_same_reason_again_keeps_the_later_deadline(self):
+        lifecycle.hold_restart(lifecycle.UPDATE_HOLD_S, "pre_update", self.clock)
+        self.clock.advance(100)
+        lifecycle.hold_restart(10, "pre_update", self.clock)
+        self.clock.advance(lifecycle.UPDATE_HOLD_S - 100 - 1)
+        self.assertTrue(self.held())
+        self.clock.advance(2)
+        self.assertFalse(self.held())
 
 
 if __name__ == "__main__":

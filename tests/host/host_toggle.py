@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import unittest
 
 import host_kit
@@ -54,6 +55,34 @@ def queue_directly(ctx, text: str, source_id: str) -> str:
     request = capture.CaptureRequest(chat_id=ctx.id, role=capture.Role.USER, source_id=source_id,
                                      text=text)
     return bridge.hub().capture(settings).capture(request, settings, {}).value
+
+
+class SwitchedOnDuringAnUpdateTest(unittest.TestCase):
+    """Switching on lifts only the switch-off's hold: an update begun before or during the
+    switch-off (pre_update) still holds the threads, for its own bounded time. Runs before
+    ToggleTest (alphabetical order) and leaves the plugin on and nothing held."""
+
+    def setUp(self) -> None:
+        self.addCleanup(host_kit.release_restart)
+
+    def test_the_update_still_holds_for_its_own_time_in_either_order(self) -> None:
+        lifecycle = module("honcho_hub.delivery.lifecycle")
+
+        def after_the_update() -> float:
+            return time.monotonic() + lifecycle.UPDATE_HOLD_S + 1
+
+        for order in ("update, then off", "off, then update"):
+            with self.subTest(order):
+                host_kit.release_restart()
+                steps = [lambda: world.host.hook("honcho", "pre_update"),
+                         lambda: world.host.toggle("honcho", False)]
+                for step in steps if order.startswith("update") else reversed(steps):
+                    step()
+                world.host.toggle("honcho", True)
+                self.assertTrue(lifecycle.restart_held(), "the update still holds")
+                self.assertEqual(host_kit.delivery_workers(), [])
+                self.assertFalse(lifecycle.restart_held(after_the_update),
+                                 "the update's hold ends in its own time")
 
 
 class ToggleTest(unittest.TestCase):
