@@ -33,11 +33,10 @@ class ApiCheck(TypedDict):
 
 
 class RestartHold(TypedDict):
-    """A hold on starting workers (delivery.lifecycle.hold_restart); only its generation honours
-    it."""
+    """The holds on starting workers (delivery.lifecycle.hold_restart): each reason's deadline
+    (monotonic seconds); only the generation that placed them honours them."""
     generation: object
-    until: float
-    reason: str
+    holds: dict[str, float]
 
 
 @dataclass(eq=False)

@@ -70,7 +70,8 @@ def before_toggle(data: Any) -> str:
 def after_toggle(data: Any) -> str:
     """At the end of `toggle_plugin` (v1.7 runs our extensions there only while the plugin is on
     for everyone): switched on, or a switch-off that failed, the threads start again now, off the
-    caller's thread, with no wait for a message or the job loop. Returns what it did."""
+    caller's thread, with no wait for a message or the job loop, unless an update or an uninstall
+    under way still holds them ("held"). Returns what it did."""
     call = _toggle_call(data)
     if call is None:
         return "another_plugin"
@@ -79,6 +80,8 @@ def after_toggle(data: Any) -> str:
     if not call.get("enabled") and data.get("exception") is None:
         return "off"  # switched off (a host that runs this then): the threads stay stopped
     lifecycle.release_hold(SWITCHED_OFF)
+    if lifecycle.restart_held():
+        return "held"
     the_hub = hub()
     in_background("switch-on", lambda: (the_hub.start_worker_now(), the_hub.ensure_writer()))
     return "started"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard
 
-from ..runtime import process_state
+from ..runtime import RestartHold, process_state
 
 log = logging.getLogger(__name__)
 
@@ -153,38 +153,49 @@ def plugin_workers() -> list[PluginThread]:
 def hold_restart(seconds: float, reason: str,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
     """Keep this module generation from starting workers for `seconds` (math.inf: while it is
-    loaded). A hold of the same generation is only ever lengthened (pre_update after uninstall keeps
-    it)."""
+    loaded), for `reason`. Each reason holds on its own (a switch-off, an update and an uninstall
+    may overlap, and each ends its own way); the same reason again only lengthens its hold."""
     state = process_state()
     with state.lock:
         until = monotonic() + max(0.0, seconds)
         known = state.restart_hold
-        if known is not None and known["generation"] is _GENERATION:
-            until = max(until, known["until"])
-        state.restart_hold = {"generation": _GENERATION, "until": until, "reason": reason}
+        holds = dict(known["holds"]) if _ours(known) else {}
+        holds[reason] = max(until, holds.get(reason, until))
+        state.restart_hold = {"generation": _GENERATION, "holds": holds}
     log.info("honcho: workers held after %s%s", reason,
              "" if math.isinf(seconds)
              else f" for at most {seconds:.0f} s or until the plugin reloads")
 
 
 def release_hold(reason: str) -> bool:
-    """Lift this module generation's hold if `reason` placed it (switching the plugin on ends the
-    hold of its switch-off, never one of an uninstall or an update); whether one was lifted."""
+    """Lift this module generation's hold for `reason` alone (switching the plugin on ends its
+    switch-off's hold, never an uninstall's or an update's: those still hold); whether there was
+    one."""
     state = process_state()
     with state.lock:
         hold = state.restart_hold
-        if hold is None or hold["generation"] is not _GENERATION or hold["reason"] != reason:
+        if not _ours(hold) or reason not in hold["holds"]:
             return False
-        state.restart_hold = None
+        holds = {other: until for other, until in hold["holds"].items() if other != reason}
+        state.restart_hold = {"generation": _GENERATION, "holds": holds}
     log.info("honcho: the hold after %s was lifted", reason)
     return True
 
 
 def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
-    """Whether a worker must not start now: a hold by this module generation that has not run out.
-    Hub.ensure_worker asks before starting one; cheap (no I/O)."""
+    """Whether a worker must not start now: a hold by this module generation, for any reason, that
+    has not run out. Hub.ensure_worker asks before starting one; cheap (no I/O)."""
     hold = process_state().restart_hold
-    return hold is not None and hold["generation"] is _GENERATION and monotonic() < hold["until"]
+    if not _ours(hold):
+        return False
+    now = monotonic()
+    return any(now < until for until in hold["holds"].values())
+
+
+def _ours(hold: RestartHold | None) -> TypeGuard[RestartHold]:
+    """Whether `hold` was placed by this module generation (an older one's may have another
+    shape: it is never read)."""
+    return hold is not None and hold["generation"] is _GENERATION
 
 
 def stop_workers(drain_s: float = 0.0, stop_s: float = 5.0,
