@@ -1,15 +1,18 @@
-"""The composition root: `Hub.stop` ends every thread the Hub started, once or fifty times over."""
+"""The composition root: `Hub.stop` ends every thread the Hub started, once or fifty times over;
+while a hold keeps the plugin's threads stopped, capture starts no writer."""
 
+import math
 import os
 import socket
 import threading
 import unittest
 
-from hub_testkit import hub_threads
+from hub_testkit import hub_threads, release_restart
 from loopback import ServerProcess
 from outbox_helpers import temp_outbox_path
 
 from honcho_hub.capture.service import CaptureRequest, Outcome, Role
+from honcho_hub.delivery import lifecycle
 from honcho_hub.hub import Hub
 from honcho_hub.settings.config import build_settings
 
@@ -121,6 +124,44 @@ class HubStopTest(unittest.TestCase):
             self.assertTrue(self.hub.stop())
         self.assertEqual([t.name for t in set(threading.enumerate()) - threads], [])
         self.assertEqual(len(os.listdir("/proc/self/fd")), descriptors)
+
+
+class WriterWhileHeldTest(unittest.TestCase):
+    """A capture racing a switch-off or an uninstall (both hold the plugin's threads) wakes the
+    writer: it is given, not started, and the journal keeps what was typed until the hold is lifted
+    and the next ensure_writer starts it."""
+
+    def setUp(self):
+        self.settings = build_settings({"outbox_path": temp_outbox_path(self)}, {}, {})
+        self.baseline = set(hub_threads())
+        self.hub = Hub(lambda: self.settings)
+        self.addCleanup(self.hub.stop)
+        self.addCleanup(self.hub.flush_capture)  # the journal is the process's: leave it empty
+        self.addCleanup(release_restart)
+
+    def test_while_held_the_writer_is_not_started_and_the_journal_keeps_the_message(self):
+        lifecycle.hold_restart(math.inf, "switch-off")
+        service = self.hub.capture(self.settings)
+        typed = CaptureRequest(CHAT, Role.USER, "h-held", "typed as the plugin is switched off")
+        self.assertEqual(service.accept(typed, self.settings), Outcome.ACCEPTED)
+        writer = self.hub.ensure_writer()
+        writer.wake()
+        self.assertFalse(writer.is_alive())
+        self.assertIs(self.hub.ensure_writer(), writer)
+        self.assertEqual(service.backlog(), 1)
+        self.assertEqual(set(hub_threads()) - self.baseline, set())
+
+    def test_once_the_hold_is_lifted_the_same_writer_starts(self):
+        lifecycle.hold_restart(math.inf, "uninstall")
+        writer = self.hub.ensure_writer()
+        lifecycle.release_hold("uninstall")
+        self.assertIs(self.hub.ensure_writer(), writer)
+        self.assertTrue(writer.is_alive())
+
+    def test_a_writer_never_started_stops_cleanly(self):
+        lifecycle.hold_restart(math.inf, "switch-off")
+        self.hub.ensure_writer()
+        self.assertTrue(self.hub.stop())
 
 
 if __name__ == "__main__":

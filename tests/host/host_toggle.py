@@ -5,10 +5,13 @@ while off Agent Zero runs none of the plugin's extensions, so a turn is not capt
 event already in the outbox (queued, as another Agent Zero process sharing the outbox would,
 through the plugin's capture service) waits. Switched on again, the worker starts at once, with no
 turn and no job-loop tick to start it, delivers that event, and new turns are captured again.
+A capture already under way when the plugin is switched off or uninstalled (made real by the test
+plugin tests/host/racing_stop) starts no thread again: what it captured waits for the switch-on.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -17,6 +20,8 @@ import unittest
 import host_kit
 
 PLUGIN = "usr.plugins.honcho"
+RACING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "racing_stop")
+RACING_ARM = "_racing_stop"  # tests/host/racing_stop's switch in a chat's context data
 STOP_WAIT_S = 5.0  # "at once": far below the job loop's 60 s and the worker's idle poll
 
 world: host_kit.HostWorld
@@ -24,7 +29,7 @@ world: host_kit.HostWorld
 
 def setUpModule() -> None:
     global world
-    world = host_kit.HostWorld()
+    world = host_kit.HostWorld(plugins=(RACING,))
 
 
 def module(name: str):
@@ -55,6 +60,41 @@ def queue_directly(ctx, text: str, source_id: str) -> str:
     request = capture.CaptureRequest(chat_id=ctx.id, role=capture.Role.USER, source_id=source_id,
                                      text=text)
     return bridge.hub().capture(settings).capture(request, settings, {}).value
+
+
+class CaptureRacingTheStopTest(unittest.TestCase):
+    """A capture under way when the plugin is switched off or uninstalled (the test plugin stops it
+    between Agent Zero listing the call's extensions and running ours) starts no thread again; what
+    it captured waits in the journal and is delivered once the plugin runs again. Runs first
+    (alphabetical order) and leaves the plugin on and nothing held."""
+
+    def setUp(self) -> None:
+        self.addCleanup(host_kit.release_restart)
+
+    def captured_while_stopping(self, stop: str, text: str):
+        """A new chat whose message `text` is typed as `stop` happens (ours captures it after the
+        stop); the chat."""
+        ctx = world.host.new_chat()
+        ctx.data[RACING_ARM] = stop
+        host_kit.user_typed(ctx, text)
+        return ctx
+
+    def test_a_capture_racing_the_switch_off_starts_no_thread_and_waits_for_switch_on(self) -> None:
+        ctx = self.captured_while_stopping("switch-off", "Typed as the plugin is switched off.")
+        self.assertNotIn("honcho", world.host.enabled_plugins())
+        self.assertEqual(hub_threads(), [])
+        world.host.toggle("honcho", True)
+        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 1), 20,
+                          "the message captured while switching off delivered after switching on")
+        self.assertEqual(world.chat_texts(ctx), ["Typed as the plugin is switched off."])
+
+    def test_a_capture_racing_the_uninstall_starts_no_thread(self) -> None:
+        ctx = self.captured_while_stopping("uninstall", "Typed as the plugin is uninstalled.")
+        self.assertEqual(hub_threads(), [])
+        host_kit.release_restart()  # installed again
+        module("extensions.honcho_bridge.process_hub").hub().start()
+        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 1), 20,
+                          "the message captured while uninstalling delivered after a reinstall")
 
 
 class SwitchedOnDuringAnUpdateTest(unittest.TestCase):
