@@ -166,17 +166,21 @@ class Hub:
 
     def ensure_writer(self) -> CaptureWriter:
         """The process's capture writer, started on first use; one of an older module generation is
-        replaced (both share the journal's write lock, so their passes never overlap)."""
+        replaced (both share the journal's write lock, so their passes never overlap). While a hold
+        keeps the plugin's threads stopped (a switch-off, an uninstall, an update) it is given
+        unstarted: the journal keeps what a capture racing the stop accepted, and the first call
+        after the hold starts it."""
         state = process_state()
         with state.lock:
             writer = kept.WRITER.of(state)
-            if writer is not None and writer.is_alive() and type(writer) is CaptureWriter:
-                return writer
-            if writer is not None:
-                writer.stop(0)
-            writer = CaptureWriter(lambda: self.capture(self.settings()), lambda: self.settings())
-            kept.WRITER.put(state, writer)
-            writer.start()
+            if writer is None or type(writer) is not CaptureWriter or writer.ended():
+                if writer is not None:
+                    writer.stop(0)
+                writer = CaptureWriter(lambda: self.capture(self.settings()),
+                                       lambda: self.settings())
+                kept.WRITER.put(state, writer)
+            if not writer.started() and not lifecycle.restart_held():
+                writer.start()
             return writer
 
     # -- delivery --------------------------------------------------------------------------------

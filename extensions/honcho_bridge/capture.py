@@ -18,6 +18,7 @@ from usr.plugins.honcho.honcho_hub.capture.rules import (
     skip_reason_for_user_message,
 )
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role
+from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
@@ -130,7 +131,11 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
 def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
                      secrets: dict[str, str]) -> None:
     """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks:
-    the first time, the recall modules load on a background thread that then starts it."""
+    the first time, the recall modules load on a background thread that then starts it. Not while
+    a hold keeps the plugin's threads stopped: a capture racing a switch-off or an uninstall starts
+    none (the recall hook, if it runs, loads then)."""
+    if lifecycle.restart_held():
+        return
     scope = resolve_scope(settings, project)
     chat = host.chat_id(agent)
 

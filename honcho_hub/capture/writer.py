@@ -43,7 +43,16 @@ class CaptureWriter(threading.Thread):
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stop_event.set()
         self._wake.set()
-        self.join(timeout_s)
+        if self.started():  # one given while a hold kept it from starting has nothing to join
+            self.join(timeout_s)
+
+    def started(self) -> bool:
+        """Whether the thread was started (it may have ended since)."""
+        return self.ident is not None
+
+    def ended(self) -> bool:
+        """Whether the thread was started and has ended: a new writer must replace it."""
+        return self.started() and not self.is_alive()
 
     def run(self) -> None:
         woken = True
