@@ -4,8 +4,9 @@ v2.x's web UI registers a service worker that caches same-origin JS, CSS and HTM
 so the caching itself cannot be reproduced here. What the plugin controls is tested instead: every
 URL our HTML and JS use for our own files carries the version of our web files (a digest of their
 content), so an update is fetched under new URLs, and each of our files is served with
-`Cache-Control: no-cache` and an ETag that a conditional request answers with 304. Other plugins'
-files are served as Agent Zero serves them.
+`Cache-Control: no-cache` and an ETag that a conditional request answers with 304; a file whose
+URLs were rewritten carries no `Last-Modified` (its body changes when another file does). Other
+plugins' files are served as Agent Zero serves them.
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ class AssetsTest(unittest.TestCase):
                 self.assertIn("no-cache", response.headers.get("Cache-Control", ""))
                 self.assertTrue(response.headers.get("ETag"))
 
+    def test_a_rewritten_file_is_revalidated_by_its_etag_alone(self) -> None:
+        # Its body depends on the other files' versions too: its own file's date would lie.
+        for name, response in self.responses.items():
+            with self.subTest(file=name):
+                self.assertNotIn("Last-Modified", response.headers)
+
     def test_a_conditional_request_with_the_etag_gets_304(self) -> None:
         for name, url in SERVED.items():
             with self.subTest(file=name):
@@ -105,6 +112,12 @@ class UpdateTest(unittest.TestCase):
         changed = web.get(SERVED["toast"], headers={"If-None-Match": toast.headers["ETag"]})
         self.assertEqual(changed.status_code, 200)
         self.assertTrue(changed.get_data(as_text=True).endswith("// changed by an update\n"))
+        # The sidebar's file did not change, its body did (the URLs it names): a client that
+        # revalidates by date alone must get the new body, not 304.
+        by_date = web.get(SERVED["sidebar"], headers={
+            "If-Modified-Since": sidebar.headers.get("Last-Modified") or sidebar.headers["Date"]})
+        self.assertEqual(by_date.status_code, 200)
+        self.assertEqual(versions_in(by_date.get_data(as_text=True)), after)
 
 
 if __name__ == "__main__":
