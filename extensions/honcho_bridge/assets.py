@@ -3,7 +3,8 @@
 v2.x's web UI runs a service worker that caches same-origin JS, CSS and HTML, so after an update the
 browser could run old files, or old and new ones mixed. Every URL our HTML and JS use for our own
 files is served carrying the version of our web files (a digest of their content: any change gives
-every URL a new one), and each of our files is served with `Cache-Control: no-cache` and an ETag.
+every URL a new one), and each of our files is served with `Cache-Control: no-cache` and an ETag
+(a rewritten one without `Last-Modified`: its body changes when another file does).
 """
 
 from __future__ import annotations
@@ -30,14 +31,16 @@ _known: tuple[tuple, str] | None = None  # (the web files' stat signature, their
 
 def versioned_response(data: Any) -> str:
     """At the end of Agent Zero's `_serve_plugin_asset`: for one of our HTML, JS or CSS files,
-    the same file with versioned URLs of ours, an ETag of that content and `no-cache` (a request
-    carrying that ETag gets 304); other plugins' files are left as Agent Zero serves them. Returns
-    what it did."""
+    the same file with versioned URLs of ours, an ETag of that content, `no-cache` and no
+    Last-Modified (a request carrying that ETag gets 304); other plugins' files are left as Agent
+    Zero serves them. Returns what it did."""
     plugin = call_argument(data, 1, "plugin_name")
     asset = call_argument(data, 2, "asset_path")
     response = data.get("result")
+    # 304: Agent Zero's send_file answered an If-Modified-Since by the file's own date, which says
+    # nothing of a rewritten body (it names the other files' versions): rewritten and asked again.
     if plugin != PLUGIN_NAME or not isinstance(asset, str) or getattr(response, "status_code",
-                                                                       None) != 200:
+                                                                       None) not in (200, 304):
         return "not_ours"
     response.cache_control.no_cache = True
     if not asset.endswith(REWRITTEN):
@@ -79,8 +82,9 @@ def _rewritten(original: Any, path: str) -> Any:
     response = Response(body, status=200, headers={"Content-Type": original.content_type})
     original.close()  # the file Agent Zero opened for it
     response.cache_control.no_cache = True
+    # No Last-Modified: the body also carries the other files' versions, so the file's own date
+    # would answer an If-Modified-Since with 304 after another file changed. The ETag revalidates.
     response.set_etag(hashlib.blake2b(body, digest_size=16).hexdigest())
-    response.last_modified = original.last_modified
     return response.make_conditional(request)
 
 
