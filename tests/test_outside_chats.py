@@ -3,9 +3,13 @@ external API caller, gets a peer of its own unless `sender_peers` maps it; `outs
 owner's way or captures nothing; nothing the owner's chats loaded reaches a sender's chat. Through a
 real Agent Zero: tests/host/host_outside_chats.py."""
 
+import asyncio
 import unittest
 
+from fake_honcho import FakeHoncho
 from hub_testkit import StubAgent, StubContext, stub_agent_zero
+from loopback import serve
+from test_memory_tool import ToolBench
 from test_recall import SESSION, RecallBench
 
 from honcho_hub.chats.rules import (
@@ -14,12 +18,15 @@ from honcho_hub.chats.rules import (
     Sender,
     chat_kind,
     chat_view,
+    confined_chat,
     human_peer,
     sender_peer_id,
     skip_reason_for_chat,
 )
+from honcho_hub.gateway.scopes import resolve_scope
 from honcho_hub.names import ID_MAX, ID_RE
 from honcho_hub.settings.config import build_settings
+from honcho_hub.tool.actions import run_action
 
 TELEGRAM = Sender("telegram", "12345")
 GROUP = Sender("whatsapp", "120363000000000001@g.us", group=True)
@@ -105,6 +112,93 @@ class SenderSessionTest(unittest.TestCase):
                 self.assertEqual((view.user_peer_id, view.session_strategy), ("user", strategy))
 
 
+class ConfinedChatTest(unittest.TestCase):
+    """A chat from outside the web UI whose human is not the owner reads only its own peer's
+    memory and its own session: no scope, no self-model of the agent, no workspace search."""
+
+    def test_a_chat_is_confined_when_a_sender_names_someone_other_than_the_owner(self):
+        cases = {
+            "web ui": (facts(), settings(), False),
+            "an unmapped sender": (facts(TELEGRAM), settings(), True),
+            "an api chat": (facts(Sender("api", "Ab3dE6gH")), settings(), True),
+            "a group under outside_chats owner": (facts(GROUP), settings(outside_chats="owner"),
+                                                  True),
+            "a sender mapped to another peer": (
+                facts(EMAIL), settings(sender_peers="email:bob@example.org=bob"), True),
+            "a sender mapped to the owner": (
+                facts(TELEGRAM), settings(sender_peers="telegram:12345=user"), False),
+            "a sender under outside_chats owner": (facts(TELEGRAM),
+                                                   settings(outside_chats="owner"), False),
+            "a sender mapped to the project's human": (
+                facts(TELEGRAM), settings(human_peer_id="alice",
+                                          sender_peers="telegram:12345=alice"), False),
+        }
+        for name, (chat_facts, given, expected) in cases.items():
+            with self.subTest(name):
+                self.assertIs(confined_chat(chat_facts, given), expected)
+
+    def test_a_confined_chat_is_seen_with_no_scope_no_self_model_and_a_session_of_its_own(self):
+        given = settings(scope_strategy="project", include_agent_representation=True,
+                         session_strategy="global")
+        view = chat_view(given, facts(TELEGRAM), "Alpha", given)
+        self.assertEqual((view.user_peer_id, view.session_strategy), ("telegram-12345", "per-chat"))
+        self.assertIsNone(resolve_scope(view, "Alpha"))
+        self.assertFalse(view.include_agent_representation)
+        mapped = settings(scope_strategy="project", include_agent_representation=True,
+                          sender_peers="telegram:12345=user")
+        owners = chat_view(mapped, facts(TELEGRAM), "Alpha", mapped)
+        self.assertEqual(resolve_scope(owners, "Alpha"), "a0-alpha")
+        self.assertTrue(owners.include_agent_representation)
+
+
+class ConfinedToolTest(unittest.TestCase):
+    """The memory tool in a confined chat: the workspace and any scope are refused in one line
+    with no request; the chat's own peer and session are read as anywhere."""
+
+    def setUp(self):
+        self.bench = ToolBench(self, user_peer_id="telegram-12345")
+        self.bench.ctx.confined = True
+
+    def run_verb(self, action, **args):
+        return run_action(action, args, self.bench.ctx)
+
+    def test_a_workspace_search_is_refused_in_one_line_and_nothing_is_sent(self):
+        for args in ({"target": "workspace"}, {"target": " Workspace ", "scope": "a0-alpha"}):
+            with self.subTest(args=args):
+                result = self.run_verb("search", query="kayak", **args)
+                self.assertFalse(result.ok)
+                self.assertIn("workspace", result.text)
+                self.assertEqual(len(result.text.splitlines()), 1)
+        self.assertEqual(self.bench.fake.requests, [])
+
+    def test_a_scope_is_refused_for_every_verb_and_nothing_is_sent(self):
+        for action in ("recall", "ask", "search"):
+            with self.subTest(action):
+                result = self.run_verb(action, query="kayak", scope="a0-alpha")
+                self.assertFalse(result.ok)
+                self.assertIn("scope", result.text)
+                self.assertEqual(len(result.text.splitlines()), 1)
+        self.assertEqual((self.bench.fake.requests, self.bench.recalls), ([], []))
+
+    def test_the_chats_own_peer_and_session_are_read_as_anywhere(self):
+        self.bench.fake.cards[("agent-zero", "telegram-12345")] = ["Rows a red canoe"]
+        self.assertIn("red canoe", self.run_verb("profile").text)
+        self.assertTrue(self.run_verb("search", target="conclusions", query="canoe").ok)
+        self.assertTrue(self.run_verb("search", target="session", query="canoe").ok)
+        self.assertTrue(self.run_verb("ask", query="What does the user row?").ok)
+        asked = self.bench.fake.chat_requests[-1]
+        self.assertEqual((asked["target"], asked["session_id"]),
+                         ("telegram-12345", "chat-T0000001"))
+        self.assertTrue(self.run_verb("recall", query="canoe").ok)
+        self.assertEqual(self.bench.recalls, [("canoe", None)])
+
+    def test_an_ask_without_the_chats_session_is_refused(self):
+        self.bench.ctx.session_id = None
+        result = self.run_verb("ask", query="What does the user row?")
+        self.assertFalse(result.ok)
+        self.assertEqual(self.bench.fake.chat_requests, [])
+
+
 class SenderMapSettingTest(unittest.TestCase):
     def test_sender_peers_is_kept_without_spaces_and_read_as_a_map(self):
         given = settings(sender_peers=" telegram:12345 = user , whatsapp:346000=ana ")
@@ -144,7 +238,7 @@ class ChatSenderFactsTest(unittest.TestCase):
 
     def setUp(self):
         stub = stub_agent_zero()
-        stub.__enter__()
+        self.host_stub = stub.__enter__()
         self.addCleanup(stub.__exit__, None, None, None)
         from usr.plugins.honcho.extensions.honcho_bridge import host
 
@@ -212,6 +306,27 @@ class ChatSenderFactsTest(unittest.TestCase):
                                                     "whatsapp_group": 1},
                                            "kind": "telegram", "sender": "telegram:1",
                                            "not_remembered": {"no-capture": 0, "off": 0}})
+
+    def test_in_a_telegram_chat_the_tool_finds_none_of_the_owners_words(self):
+        fake = FakeHoncho(api_key="hch-outside-key-13579")
+        fake.messages.append({"id": "m1", "content": "My kayak is moored at Bergen",
+                              "peer_id": "user", "session_id": "chat-OwnerChat",
+                              "workspace_id": "agent-zero", "metadata": {},
+                              "created_at": "2026-01-01T00:00:00Z", "token_count": 6})
+        server = serve(fake)
+        self.addCleanup(server.close)
+        from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
+
+        self.host_stub.config.update(api_url=server.url)
+        self.host_stub.secrets = {"HONCHO_API_KEY": "hch-outside-key-13579"}
+        agent = StubAgent(0, StubContext(id="Tg000001", project="Alpha"))
+        agent.context.data = {"telegram_user_id": 12345, "telegram_chat_id": 12345}
+        agent.context.agent0 = agent
+        answer = asyncio.run(run_tool(agent, {"action": "search", "target": "workspace",
+                                              "query": "kayak"}))
+        self.assertNotIn("kayak", answer)
+        self.assertEqual(len(answer.splitlines()), 1)
+        self.assertEqual([path for _, path in fake.requests if path.endswith("/search")], [])
 
     def test_a_chat_of_a_sender_is_seen_through_its_peer(self):
         agent = StubAgent(0, StubContext(id="Ab3dE6gH"))

@@ -6,7 +6,9 @@ external API: a Telegram chat (private and group), a WhatsApp chat (private, and
 write in), an e-mail and an `api_message` call. None of them is captured under `user` (the real
 Honcho's session messages and peers) or receives the card; a group is one peer, whoever wrote. A
 Telegram sender mapped to the owner (`sender_peers: telegram:<id>=user`) is the owner, and a web-UI
-chat still is: both are captured under `user` and recall the card.
+chat still is: both are captured under `user` and recall the card. The memory tool run in the
+Telegram chat finds none of the owner's words: a workspace search is refused, and the chat's own
+reads (its session, the card, recall) hold only the sender's memory.
 
 What the test bypasses, because it needs the network: the integrations' poll loops (Telegram's bot,
 the WhatsApp bridge's poll, IMAP), whose handlers it calls directly, and the function each
@@ -37,6 +39,7 @@ TG_SENDER, TG_MAPPED, TG_MEMBER, TG_GROUP = 4242001, 4242003, 4242002, -10012345
 WA_SENDER, WA_MEMBER_A, WA_MEMBER_B = "34600000001", "34600000002", "34600000003"
 WA_GROUP = "120363000000000001@g.us"
 EMAIL_SENDER = "Bob Example <bob@example.org>"
+OWNER_WORDS = "my locker code is heron"  # typed only in the owner's web-UI chat
 TURN_S = 60
 
 world: host_kit.HostWorld
@@ -175,7 +178,7 @@ class OutsideChatsTest(unittest.TestCase):
             whatsapp_message(WA_MEMBER_B, WA_GROUP, "And on Sundays?", True)])
         cls.email = email_chat("Where do I paddle on Sundays?")
         cls.api = api_chat("Where do I paddle on Sundays? (api)")
-        cls.ui = ui_chat("Where do I paddle on Sundays? (ui)")
+        cls.ui = ui_chat(f"Where do I paddle on Sundays? (ui) By the way, {OWNER_WORDS}.")
         cls.outsiders = {"telegram": cls.telegram, "telegram group": cls.telegram_group,
                          "whatsapp": cls.whatsapp, "whatsapp group": cls.whatsapp_group,
                          "email": cls.email, "api": cls.api}
@@ -242,6 +245,32 @@ class OutsideChatsTest(unittest.TestCase):
             {"telegram": 2, "telegram_group": 1, "whatsapp": 1, "whatsapp_group": 1, "email": 1,
              "api": 1})
         self.assertGreaterEqual(chats["seen"].get("web_ui", 0), 1)
+
+    def tool(self, ctx, **args) -> str:
+        """The honcho_memory result as Agent Zero added it to the chat's history."""
+        final, result = world.host.run_tool(ctx, "honcho_memory", **args)
+        self.assertIsNone(final)
+        self.assertIsInstance(result, str)
+        return result
+
+    def test_the_tool_in_a_telegram_chat_cannot_find_the_owners_words(self) -> None:
+        # In the owner's own chat the search finds them: the refusal below is not an empty search.
+        self.assertIn(OWNER_WORDS, self.tool(self.ui, action="search", target="workspace",
+                                             query=OWNER_WORDS).lower())
+        refused = self.tool(self.telegram, action="search", target="workspace",
+                            query=OWNER_WORDS)
+        self.assertNotIn(OWNER_WORDS, refused.lower())
+        self.assertIn("workspace", refused)
+        self.assertEqual(len(refused.splitlines()), 1)
+        own_reads = {"session search": dict(action="search", target="session", query=OWNER_WORDS),
+                     "profile": dict(action="profile"),
+                     "recall": dict(action="recall", query="Where do I paddle on Sundays?")}
+        for name, args in own_reads.items():
+            with self.subTest(name):
+                text = self.tool(self.telegram, **args).lower()
+                self.assertNotIn(OWNER_WORDS, text)
+                for word in CARD_WORDS:
+                    self.assertNotIn(word.lower(), text)
 
     def test_requests_tag_their_chats_origin(self) -> None:
         self.assertEqual(self.api.data.get("honcho_chat_origin"), "api")
