@@ -21,6 +21,7 @@ from usr.plugins.honcho.honcho_hub.chats.rules import (
     Sender,
     chat_kind,
     chat_view,
+    confined_chat,
     human_peer,
     remember_state,
 )
@@ -94,6 +95,12 @@ def chat_human(agent: Any, settings: Settings | None = None) -> str | None:
     no-capture (nothing of the chat is captured or recalled). `settings`: the chat's, when the
     caller has them."""
     return human_peer(human_facts(agent), settings or settings_for(agent))
+
+
+def is_confined(agent: Any) -> bool:
+    """Whether the agent's chat is confined to its own peer's memory and its own session
+    (rules.confined_chat): a chat from outside the web UI that is not the owner's."""
+    return confined_chat(human_facts(agent), project_settings(project_name(agent)))
 
 
 def human_facts(agent: Any) -> HumanFacts:

@@ -82,7 +82,8 @@ def action_context(agent: Any) -> ActionContext:
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall,
                          status=status, supports_scopes=gateway.supports_scopes,
                          scope_id=chat_scope, record=record, chat_id=host.chat_id(agent),
-                         forgotten=forgotten, remember=host.remember_of(agent))
+                         forgotten=forgotten, remember=host.remember_of(agent),
+                         confined=host.is_confined(agent))
 
 
 async def policy_allows_tool(agent: Any) -> bool:

@@ -105,6 +105,16 @@ def human_peer(facts: HumanFacts, settings: Settings) -> str | None:
     return sender_peer_id(facts.sender)
 
 
+def confined_chat(facts: HumanFacts, settings: Settings) -> bool:
+    """Whether the chat reads only its own peer's memory and its own session: a chat from outside
+    the web UI (a chat integration's sender or group, an external API caller) whose human is not
+    the owner's peer (`owner_peer`): an unmapped sender's or group's own peer, an API chat's, a
+    sender `sender_peers` maps to someone else. The workspace, a scope and the agent's model of
+    itself hold the owner's chats too, so none of them is read there. `settings`: the chat's
+    project's, not its view."""
+    return facts.sender is not None and human_peer(facts, settings) != owner_peer(facts, settings)
+
+
 def offers_this_is_me(facts: HumanFacts, settings: Settings) -> bool:
     """Whether the owner may name the chat's sender as themselves ("This is me": its key mapped to
     the owner in `sender_peers`): a sender `sender_peers` does not map yet, and never a group —
@@ -158,11 +168,16 @@ def chat_view(settings: Settings, facts: HumanFacts, project: str | None,
     recall, the tool, status and the dialectic all name the same peer. Under a strategy that shares
     a session (global, per-project), a chat whose human is not that session's gets `per-chat`: a
     session's recent messages and summary reach every pack read through it, so no session holds
-    two humans. A chat no one is named for (`unmapped_chats: no-capture`) is returned as it is: its
-    adapters skip it."""
+    two humans. A confined chat (`confined_chat`) also gets no scope and no self-model. A chat no
+    one is named for (`unmapped_chats: no-capture`) is returned as it is: its adapters skip it."""
     human = human_peer(facts, settings)
     if human is None:
         return settings
+    if confined_chat(facts, settings):
+        # A session of its own, no scope (a scoped dialectic searches every session of the scope)
+        # and no self-model of the agent (derived from the owner's chats too).
+        return replace(settings, user_peer_id=human, session_strategy="per-chat",
+                       scope_strategy="off", include_agent_representation=False)
     owner = _shared_session_owner(settings, project, global_settings)
     strategy = "per-chat" if owner is not None and human != owner else settings.session_strategy
     if (human, strategy) == (settings.user_peer_id, settings.session_strategy):

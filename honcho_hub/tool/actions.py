@@ -59,6 +59,8 @@ REFUSED_IN_CONTEXT_MODE = ("honcho_memory: memory is injected automatically in t
 # memory: only the verbs about the chat itself run (status; forget_chat, which removes what it
 # left before).
 OFF_ALLOWED = ("status", "forget_chat")
+# Verbs that take a `scope`; in a confined chat (chats/rules.confined_chat) none does.
+SCOPED_ACTIONS = ("recall", "ask", "search")
 _ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _SCOPE = re.compile(rf"^[A-Za-z0-9_-]{{1,{MAX_SCOPE_ID}}}$")
 log = logging.getLogger(__name__)
@@ -82,6 +84,8 @@ class ActionContext:
     record: Callable[[MemoryWrite], None] | None = None
     chat_id: str | None = None  # the Agent Zero chat the tool runs in: what forget_chat forgets
     remember: Remember = Remember.YES  # that chat's "Don't remember this chat"
+    # That chat reads only its own peer's memory and its own session (chats/rules.confined_chat).
+    confined: bool = False
     # (chat id, its new generation) after forget_chat moved it: the process's chat sessions name the
     # new session at once
     forgotten: Callable[[str, int], None] | None = None
@@ -112,7 +116,24 @@ def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Acti
     if refusal is not None:
         log.debug("honcho_memory: refused in a chat not remembered (%s)", ctx.remember.value)
         return ActionResult(False, refusal)
+    refusal = refusal_beyond_chat(action, args) if ctx.confined else None
+    if refusal is not None:
+        log.debug("honcho_memory: refused beyond a confined chat")
+        return ActionResult(False, refusal)
     return run_verb(action, args, ctx)
+
+
+def refusal_beyond_chat(action: Any, args: Mapping[str, Any]) -> str | None:
+    """In a confined chat, the one line refusing a verb that would read beyond the chat's own peer
+    and session (a workspace search, any `scope`), or None when it may run. Nothing is sent for a
+    refused verb."""
+    if action == "search" and str(args.get("target") or "").strip().lower() == "workspace":
+        return ("honcho_memory: this chat is not the owner's, so memory here is only this chat's"
+                " and its sender's; a workspace search was refused and nothing was read.")
+    if action in SCOPED_ACTIONS and args.get("scope") not in (None, ""):
+        return (f"honcho_memory: this chat is not the owner's, so memory here is only this chat's"
+                f" and its sender's; {action} with a scope was refused and nothing was read.")
+    return None
 
 
 def refusal_in_chat(action: Any, args: Mapping[str, Any], remember: Remember) -> str | None:
@@ -203,6 +224,9 @@ def _search(args: Mapping[str, Any], ctx: ActionContext) -> str:
 
 def _ask(args: Mapping[str, Any], ctx: ActionContext) -> str:
     query, s = _text(args, "query", ctx, MAX_ASK_QUERY), ctx.settings
+    if ctx.confined and not ctx.session_id:
+        # A question that names no session is answered from every session the agent is in.
+        raise BadInput("there is no current chat session to ask about.")
     level = args.get("reasoning_level")
     level = _choice(level, REASONING_LEVELS, "reasoning_level") if level not in (None, "") else None
     answer = queries.ask(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query,
