@@ -8,11 +8,13 @@
   cached for the project is dropped, the project's memory stays in Honcho.
 - The config hooks take v2.x's `hook_context` keyword: through `call_plugin_hook` (v1.7 drops an
   undeclared keyword) and called directly, as a caller that passes every keyword would; a save the
-  agent asks for is refused.
+  agent asks for is refused, and v2.x's `save_plugin_config` (v1.7's steps with `hook_context`)
+  then leaves config.json as it was.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import unittest
@@ -163,7 +165,48 @@ class HookContextTest(unittest.TestCase):
         self.assertIsNone(plugins.call_plugin_hook(PLUGIN, "save_plugin_config", default=settings,
                                                    settings=settings, project_name="",
                                                    hook_context={"caller": "agent"}))
+        path = plugins.determine_plugin_asset_path(PLUGIN, "", "", plugins.CONFIG_FILE_NAME)
+        before = saved_file(path)
+        self.addCleanup(restore_file, path, before)
+        v2x_save_plugin_config(PLUGIN, "", "", settings, hook_context={"caller": "agent"})
+        self.assertEqual(saved_file(path), before, "the agent's save wrote config.json")
+        # The same call from the settings page saves: what was refused was the agent.
+        v2x_save_plugin_config(PLUGIN, "", "", settings, hook_context={"caller": "ui"})
+        self.assertIn(b"elsewhere.example", saved_file(path) or b"")
 
+
+def v2x_save_plugin_config(plugin_name: str, project_name: str, agent_profile: str,
+                           settings: dict, hook_context: dict) -> None:
+    """Agent Zero v2.x's `plugins.save_plugin_config`: v1.7's steps, with Agent Zero's own
+    functions, and the `hook_context` v2.x adds to the hook's call (v1.7's takes none)."""
+    from helpers import files, plugins
+
+    path = plugins.determine_plugin_asset_path(plugin_name, project_name, agent_profile,
+                                               plugins.CONFIG_FILE_NAME)
+    new_settings = plugins.call_plugin_hook(plugin_name, "save_plugin_config", default=settings,
+                                            project_name=project_name,
+                                            agent_profile=agent_profile, settings=settings,
+                                            hook_context=hook_context)
+    if new_settings is not None and path:
+        files.write_file(path, json.dumps(new_settings))
+
+
+def saved_file(path: str) -> bytes | None:
+    """The file's bytes; None when there is none."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def restore_file(path: str, content: bytes | None) -> None:
+    if content is None:
+        if os.path.exists(path):
+            os.remove(path)
+        return
+    with open(path, "wb") as handle:
+        handle.write(content)
 
 if __name__ == "__main__":
     unittest.main()
