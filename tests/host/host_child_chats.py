@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import unittest
 
 import host_kit
+from host_kit import remembered_id
 
 CHILDREN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "v2x_children")
 PLUGIN = "honcho"
@@ -136,13 +136,6 @@ def kept(conclusion_id: str) -> tuple[str, str]:
                             (conclusion_id,)).fetchone()
     finally:
         conn.close()
-
-
-def remembered_id(text: str) -> str:
-    found_id = re.fullmatch(r"Remembered as conclusion ([A-Za-z0-9_-]+)\.", text.strip())
-    if not found_id:
-        raise AssertionError(f"not a remember result: {text!r}")
-    return found_id.group(1)
 
 
 class WhatTheHumanTypesInAChildChatTest(unittest.TestCase):

@@ -13,6 +13,7 @@ Each process uses its own Honcho workspace and its own outbox in a temporary fol
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -120,6 +121,22 @@ class ProxiedHostCase(unittest.TestCase):
         # pre_update and uninstall keep the plugin's threads stopped in this process; in Agent Zero
         # the update or removal follows, here the next test reuses the plugin as a reinstall would.
         self.addCleanup(release_restart)
+
+
+def plugin_module(name: str) -> Any:
+    """The plugin's module `name` (dotted, under the plugin) as Agent Zero imported it: its current
+    generation."""
+    full = f"usr.plugins.{PLUGIN}.{name}"
+    __import__(full)
+    return sys.modules[full]
+
+
+def remembered_id(text: str) -> str:
+    """The conclusion id in the memory tool's answer to `remember`."""
+    found = re.fullmatch(r"Remembered as conclusion ([A-Za-z0-9_-]+)\.", text.strip())
+    if not found:
+        raise AssertionError(f"not a remember result: {text!r}")
+    return found.group(1)
 
 
 def release_restart() -> None:

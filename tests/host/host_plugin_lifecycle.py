@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import unittest
 
 import host_kit
@@ -31,12 +30,6 @@ world: host_kit.HostWorld
 def setUpModule() -> None:
     global world
     world = host_kit.HostWorld()
-
-
-def module(name: str):
-    """The plugin module Agent Zero imported (its current generation)."""
-    __import__(f"usr.plugins.honcho.{name}")
-    return sys.modules[f"usr.plugins.honcho.{name}"]
 
 
 def hooks_module():
@@ -56,7 +49,7 @@ class ScopedToggleTest(unittest.TestCase):
         host.turn(before, "Typed before the project's switch-off.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{before.id}", 2), 30,
                           "the first chat delivered")
-        cls.worker = module("extensions.honcho_bridge.process_hub").hub().worker()
+        cls.worker = host_kit.plugin_module("extensions.honcho_bridge.process_hub").hub().worker()
 
         host.toggle(PLUGIN, False, project=QUIET)
         cls.quiet = host.new_chat(project=QUIET)

@@ -12,14 +12,12 @@ plugin tests/host/racing_stop) starts no thread again: what it captured waits fo
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 import unittest
 
 import host_kit
 
-PLUGIN = "usr.plugins.honcho"
 RACING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "racing_stop")
 RACING_ARM = "_racing_stop"  # tests/host/racing_stop's switch in a chat's context data
 STOP_WAIT_S = 5.0  # "at once": far below the job loop's 60 s and the worker's idle poll
@@ -30,12 +28,6 @@ world: host_kit.HostWorld
 def setUpModule() -> None:
     global world
     world = host_kit.HostWorld(plugins=(RACING,))
-
-
-def module(name: str):
-    """The plugin module Agent Zero imported (its current generation)."""
-    __import__(f"{PLUGIN}.{name}")
-    return sys.modules[f"{PLUGIN}.{name}"]
 
 
 def hub_threads() -> list[str]:
@@ -54,8 +46,8 @@ def settles(predicate, timeout_s: float) -> bool:
 
 def queue_directly(ctx, text: str, source_id: str) -> str:
     """Queue one event through the plugin's capture service, as a second process would."""
-    bridge, capture = (module("extensions.honcho_bridge.process_hub"),
-                       module("honcho_hub.capture.service"))
+    bridge, capture = (host_kit.plugin_module("extensions.honcho_bridge.process_hub"),
+                       host_kit.plugin_module("honcho_hub.capture.service"))
     settings = bridge.global_settings()
     request = capture.CaptureRequest(chat_id=ctx.id, role=capture.Role.USER, source_id=source_id,
                                      text=text)
@@ -92,7 +84,7 @@ class CaptureRacingTheStopTest(unittest.TestCase):
         ctx = self.captured_while_stopping("uninstall", "Typed as the plugin is uninstalled.")
         self.assertEqual(hub_threads(), [])
         host_kit.release_restart()  # installed again
-        module("extensions.honcho_bridge.process_hub").hub().start()
+        host_kit.plugin_module("extensions.honcho_bridge.process_hub").hub().start()
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 1), 20,
                           "the message captured while uninstalling delivered after a reinstall")
 
@@ -106,7 +98,7 @@ class SwitchedOnDuringAnUpdateTest(unittest.TestCase):
         self.addCleanup(host_kit.release_restart)
 
     def test_the_update_still_holds_for_its_own_time_in_either_order(self) -> None:
-        lifecycle = module("honcho_hub.delivery.lifecycle")
+        lifecycle = host_kit.plugin_module("honcho_hub.delivery.lifecycle")
 
         def after_the_update() -> float:
             return time.monotonic() + lifecycle.UPDATE_HOLD_S + 1
@@ -135,7 +127,7 @@ class ToggleTest(unittest.TestCase):
         host.turn(ctx, "Typed before the switch-off.")
         host_kit.wait_for(lambda: host_kit.delivered(world, cls.session_id, 2), 30,
                           "the first turn delivered")
-        cls.worker = module("extensions.honcho_bridge.process_hub").hub().worker()
+        cls.worker = host_kit.plugin_module("extensions.honcho_bridge.process_hub").hub().worker()
         cls.threads_before_off = hub_threads()
 
         host.toggle("honcho", False)

@@ -8,11 +8,11 @@ as Agent Zero added it to the history, and check the real Honcho where the actio
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import unittest
 
 import host_kit
+from host_kit import remembered_id
 
 SECRET_NAME, SECRET_VALUE = "MOORING_CODE", "kelp-harbour-5521-buoy"
 TYPED = "I moor my sailboat at Pier Nine in Tarragona."
@@ -40,13 +40,6 @@ def tool(**args) -> str:
         raise AssertionError(f"honcho_memory ended the turn or added no result: {final!r} "
                              f"{result!r}")
     return result
-
-
-def remembered_id(text: str) -> str:
-    found = re.fullmatch(r"Remembered as conclusion ([A-Za-z0-9_-]+)\.", text.strip())
-    if not found:
-        raise AssertionError(f"not a remember result: {text!r}")
-    return found.group(1)
 
 
 class RememberSearchForgetTest(unittest.TestCase):
