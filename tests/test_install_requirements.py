@@ -140,5 +140,26 @@ class InstallersTest(unittest.TestCase):
         self.assertEqual(done, lifecycle.Installed("no_installer"))
 
 
+class WithoutUvTest(unittest.TestCase):
+    """Inside Agent Zero's own Python (README, "Verify inside Agent Zero") uv, a test-only
+    requirement, may be missing: the tests that need it are skipped, saying why."""
+
+    def test_without_uv_the_tests_that_need_it_are_skipped_saying_why(self) -> None:
+        folder = tempfile.mkdtemp(prefix="honcho-no-uv-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        python = interpreter(os.path.join(folder, "env"))
+        venv.EnvBuilder(with_pip=False).create(os.path.dirname(os.path.dirname(python)))
+        nothing = os.path.join(folder, "empty-path")  # no uv on PATH, none beside `python`
+        os.mkdir(nothing)
+        tests = os.path.dirname(os.path.abspath(__file__))
+        env = {**os.environ, "PATH": nothing, "PYTHONPATH": tests}
+        installers = f"{os.path.splitext(os.path.basename(__file__))[0]}.InstallersTest"
+        done = subprocess.run([python, "-m", "unittest", "-v", installers],
+                              cwd=os.path.dirname(tests), env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        self.assertIn("skipped 'uv is missing", done.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,12 +1,24 @@
 """Install and discovery in a real Agent Zero v1.7: the install hook as the installer calls it, and
 Agent Zero's own loaders finding the plugin's extensions, tool, API handlers and prompt — with no
 file of ours named like one of Agent Zero's (its loaders merge by file name: first wins).
+
+The install hook with an interpreter that has no pip (v2.x's image venv may lack it): Agent Zero's
+interpreter here has pip, so a pip-less copy of its environment is made (a venv without pip that
+holds Agent Zero's packages, pip left out) and the harness calls the hook in it, as the installer
+does, with uv on PATH (from requirements-test.txt). Every requirement is already there, so uv checks
+them and installs nothing; uv installing a package for real is tests/test_install_requirements.py's.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
 import unittest
+import venv
 
 import host_kit
 
@@ -62,6 +74,53 @@ class InstallHookTest(unittest.TestCase):
         self.assertTrue(os.path.exists(world.outbox_path))
         self.assertEqual(world.host.hook("honcho", "install"),
                          {"requirements": "ok", "installer": "pip", "outbox": "migrated"})
+
+
+class InstallWithoutPipTest(unittest.TestCase):
+    def test_install_by_the_installer_with_no_pip_runs_uv(self) -> None:
+        folder = tempfile.mkdtemp(prefix="honcho-no-pip-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        python = pipless_copy_of_this_environment(folder)
+        self.assertNotEqual(subprocess.run([python, "-m", "pip", "--version"], capture_output=True,
+                                           check=False, timeout=60).returncode, 0)
+        uv = find_uv()
+        env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(uv), os.environ["PATH"]]),
+               # No index is asked: every requirement is in the environment already.
+               "UV_OFFLINE": "1", "UV_CACHE_DIR": os.path.join(folder, "uv-cache")}
+        harness = os.path.join(host_kit.required_env("A0_HARNESS"), "a0host.py")
+        done = subprocess.run([python, harness, "hook", world.tree, "honcho", "install"],
+                              capture_output=True, text=True, env=env, check=False, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+        self.assertEqual(answer, {"requirements": "ok", "installer": "uv", "outbox": "migrated"})
+
+
+def pipless_copy_of_this_environment(folder: str) -> str:
+    """A venv without pip holding this interpreter's packages (linked; their metadata copied, as
+    uv does not read linked metadata), pip left out; its interpreter."""
+    env_dir = os.path.join(folder, "venv")
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    ours = sysconfig.get_paths()["purelib"]
+    theirs = sysconfig.get_paths(vars={"base": env_dir, "platbase": env_dir})["purelib"]
+    for entry in sorted(os.listdir(ours)):
+        if entry == "pip" or entry.startswith("pip-"):
+            continue
+        source, target = os.path.join(ours, entry), os.path.join(theirs, entry)
+        if entry.endswith(".dist-info"):
+            shutil.copytree(source, target)
+        else:
+            os.symlink(source, target)
+    return os.path.join(env_dir, "bin", "python")
+
+
+def find_uv() -> str:
+    """uv from requirements-test.txt: on PATH, or in this checkout's .venv (as CI makes it)."""
+    beside = os.path.join(host_kit.ROOT, ".venv", "bin", "uv")
+    found = shutil.which("uv") or (beside if os.path.isfile(beside) else None)
+    if found is None:
+        raise AssertionError("uv is not installed: put it on PATH (pip install -r"
+                             " requirements-test.txt)")
+    return found
 
 
 class DiscoveryTest(unittest.TestCase):
