@@ -7,7 +7,9 @@ import os
 import sys
 import types
 import unittest
+from datetime import UTC, datetime
 
+from fake_honcho import FakeHoncho
 from hub_testkit import (
     ContextType,
     StubAgent,
@@ -16,6 +18,8 @@ from hub_testkit import (
     import_by_path,
     stub_agent_zero,
 )
+from idle import wait_idle
+from loopback import serve
 from outbox_helpers import stub_host_events
 from test_forget_chat import called_from
 
@@ -25,6 +29,8 @@ RESPONSE_EXT = "extensions/python/tool_execute_after/_50_honcho_capture_response
 SENT_EXT = ("extensions/python/_functions/agent/AgentContext/communicate/start/"
             "_40_honcho_sent_to_chat.py")
 TOOL_PROMPT_EXT = "extensions/python/system_prompt/_10_honcho_tool_prompt.py"
+INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
+KEY = "hch-child-chats-key-97531"
 
 
 class UserMessage:
@@ -210,6 +216,40 @@ class ForgetOfferTest(ChatsTestCase):
         sub.context.agent0 = StubAgent(0, sub.context)  # chat_remove resets it first
         self.assertFalse(self.offer(sub.context))
         self.assertTrue(self.offer(self.root))
+
+
+class ChatStartTest(ChatsTestCase):
+    """What a chat's start warms, prewarms and registers (recall.register_chat at agent_init),
+    seen from a v2.x parallel worker: a throwaway chat made for each tool call, linked to the
+    root chat before its agent 0 exists."""
+
+    def setUp(self):
+        super().setUp()
+        self.fake = FakeHoncho(api_key=KEY)
+        self.fake.dialectic_answer = "Prewarmed note."
+        server = serve(self.fake)
+        self.addCleanup(server.close)
+        self.host.config.update(api_url=server.url, dialectic_enabled=True)
+        self.host.secrets = {"HONCHO_API_KEY": KEY}
+        self.root.project = "Alpha"  # a scope to register
+        self.worker = self.chats.chat("WorkerCh", type=ContextType.BACKGROUND,
+                                      _parallel_parent_context_id="RootChat")
+        self.worker.created_at = datetime.now(UTC)
+
+    def test_a_parallel_workers_start_warms_prewarms_and_registers_nothing(self):
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
+        from usr.plugins.honcho.extensions.honcho_bridge.recall import register_chat
+        from usr.plugins.honcho.honcho_hub import runtime
+
+        self.load(INIT_EXT)(agent=self.worker.agent0).execute()
+        self.assertTrue(runtime.join_background(10))
+        self.assertTrue(wait_idle(30, hub().recaller(), hub().chats()))
+        self.maxDiff = None
+        self.assertEqual((self.fake.requests, self.fake.chat_requests), ([], []))
+        self.assertFalse(register_chat(self.worker.agent0))
+
+    def test_a_parallel_workers_agent_0_starts_no_new_chat(self):
+        self.assertFalse(self.bridge.is_new_user_chat(self.worker.agent0))
 
 
 class ToolPolicyTest(ChatsTestCase):
