@@ -328,10 +328,11 @@ def chat_remember(context: Any) -> Remember:
 def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:
     """Whether this agent 0 starts a chat a person just opened: not a chat loaded from disk at
     startup (Agent Zero gives it its saved creation time), not a reset (its log is emptied but the
-    creation time stays), not a background or scheduler chat, not a subordinate."""
+    creation time stays), not a background or scheduler chat, not an agent working for another (a
+    subordinate, a v2.x child chat's or worker's agent 0: its chat's facts are its root chat's)."""
     context = agent.context
     created = getattr(context, "created_at", None)
-    if (getattr(agent, "number", None) != 0 or not isinstance(created, datetime)
+    if (works_for_another_agent(agent) or not isinstance(created, datetime)
             or created.tzinfo is None):
         return False  # a chat saved without a creation time is loaded with a naive 1970 one
     facts = chat_facts(agent)

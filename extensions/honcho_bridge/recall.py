@@ -87,7 +87,10 @@ def template() -> str:
 
 def register_chat(agent: Any) -> bool:
     """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and
-    queue the chat's scope registration (background threads do the requests)."""
+    queue the chat's scope registration (background threads do the requests). A v2.x child chat's
+    or worker's agent 0 works for another chat, whose own start did all of it."""
+    if host.works_for_another_agent(agent):
+        return False
     if host.chat_facts(agent).background:
         # Nothing of it is captured or recalled; v2.x's parallel makes one for each tool call.
         return False
