@@ -4,6 +4,7 @@ fake."""
 import asyncio
 import os
 import sqlite3
+import threading
 import types
 import unittest
 from datetime import UTC, datetime, timedelta
@@ -124,6 +125,19 @@ class RecallAdapterTest(unittest.TestCase):
         asyncio.run(self.load(TOOL_PROMPT_EXT)(agent=agent).execute(system_prompt=[]))
         self.assertEqual(agent.data["_tool_prompt_kwargs"]["agent.system.tool.text_editor.md"],
                          {"default_line_count": 100})
+
+    def test_the_turns_recall_reads_no_prompt_on_the_event_loop(self):
+        reads = []  # (prompt, thread) of each read
+
+        class Agent(StubAgent):
+            def read_prompt(self, name, **kwargs):
+                reads.append((name, threading.get_ident()))
+                return NUDGE_TEXT
+
+        # asyncio.run runs the loop on this thread
+        self.run_recall(Agent(0), loop_data("Which tea should I buy?"))
+        self.assertEqual([name for name, _ in reads], ["fw.msg_nudge.md"])  # still told apart
+        self.assertNotIn(threading.get_ident(), [thread for _, thread in reads])
 
     def test_a_new_chat_is_told_from_a_loaded_one_a_reset_a_subordinate_and_a_background_chat(self):
         from usr.plugins.honcho.extensions.honcho_bridge import host
