@@ -39,14 +39,15 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     text = typed_text(getattr(loop_data, "user_message", None))
-    # A turn nobody typed (a nudge, v1.7's or v2.x's empty one; an integration's empty message)
-    # gets what recall holds: no query to search with, no load.
-    typed = bool(text.strip()) and not host.is_nudge(agent, text)
     chat = host.chat_id(agent)
 
-    # off the loop: the first import, masking and redaction of the query, the bounded wait
+    # off the loop: the first import, the nudge's prompt, masking and redaction of the query, the
+    # bounded wait
     def recall():
         deadline = time.monotonic() + settings.recall_wait_s
+        # A turn nobody typed (a nudge, v1.7's or v2.x's empty one; an integration's empty message)
+        # gets what recall holds: no query to search with, no load.
+        typed = bool(text.strip()) and not host.is_nudge(agent, text)
         try:
             recaller = hub().recaller()
         except ImportError:
