@@ -405,6 +405,22 @@ class V2xTurnsTest(AdapterTestCase):
         self.answered(StubAgent(1), "A subordinate's answer.", responses(), ai_id="ai-7")
         self.assertEqual(self.stored(), [])
 
+    def test_a_reply_outside_responses_mode_is_turned_away_before_settings_or_chat_facts(self):
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+        from usr.plugins.honcho.extensions.honcho_bridge.capture import capture_plain_answer
+
+        # Every v1.7 reply passes here: a project file that cannot be read would fail a settings
+        # build, and reading the chat's facts marks it as seen.
+        path = self.host.project_meta("Broken", "plugins", "honcho", "config.json")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("{")
+        agent = StubAgent(0, StubContext(id="V17Reply", project="Broken"))
+        data = {"args": (agent, "A v1.7 reply."), "kwargs": {"id": "ai-1"},
+                "result": StubHistoryMessage(True, "ai-1"), "exception": None}
+        self.assertEqual(capture_plain_answer(agent, data), "not_a_plain_answer")
+        self.assertEqual(host.chats_seen(), {})
+
     def test_where_v2xs_tool_request_readers_are_missing_v1_7s_parser_decides(self):
         self.extract_tools(V17_EXTRACT_TOOLS)
         agent = StubAgent(0)
