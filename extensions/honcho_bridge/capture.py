@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture.rules import (
+    NOT_A_PLAIN_ANSWER,
     AiMessageFacts,
     UserMessageFacts,
     prefetches_recall,
@@ -78,18 +79,18 @@ def capture_plain_answer(agent: Any, data: dict) -> Outcome | str:
     history message and so the same event: the outbox keeps one."""
     if data.get("exception") is not None:
         return "host_failed"
-    text = host.call_argument(data, 1, "message")
     # v2.x's LLMResult, passed by name; v1.7 passes none
     result = host.call_argument(data, None, "llm_result")
-    responses_mode = getattr(result, "mode", None) == "responses"
+    if getattr(result, "mode", None) != "responses":
+        return NOT_A_PLAIN_ANSWER  # every v1.7 reply: turned away before anything is built
+    text = host.call_argument(data, 1, "message")
     function_calls = bool(getattr(result, "function_calls", None))
     plain = isinstance(text, str) and bool(text.strip())
     settings = host.settings_for(agent)
     facts = AiMessageFacts(
-        agent_number=agent.number, responses_mode=responses_mode, function_calls=function_calls,
-        # parsed only when it decides: the text of every v1.7 reply passes here
-        holds_tool_request=(responses_mode and not function_calls and plain
-                            and host.holds_tool_request(text)),
+        agent_number=agent.number, responses_mode=True, function_calls=function_calls,
+        # parsed only when it decides
+        holds_tool_request=not function_calls and plain and host.holds_tool_request(text),
         empty=not plain, chat=host.chat_facts(agent),
         delegated=host.works_for_another_agent(agent))
     skip = skip_reason_for_ai_message(facts, settings)

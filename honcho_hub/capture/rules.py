@@ -12,6 +12,9 @@ from dataclasses import dataclass, replace
 from ..chats.rules import ChatFacts, Remember, skip_reason_for_chat, skip_reason_for_recall
 from ..settings.config import Settings
 
+# The skip reason of an AI message outside Responses mode (every v1.7 reply): no final plain answer.
+NOT_A_PLAIN_ANSWER = "not_a_plain_answer"
+
 
 @dataclass(frozen=True)
 class UserMessageFacts:
@@ -77,7 +80,7 @@ def skip_reason_for_ai_message(facts: AiMessageFacts, settings: Settings) -> str
     if facts.agent_number != 0 or facts.delegated:
         return "subordinate_response"
     if not facts.responses_mode:
-        return "not_a_plain_answer"
+        return NOT_A_PLAIN_ANSWER
     if facts.function_calls or facts.holds_tool_request:
         return "tool_call"
     if facts.empty:
