@@ -4,6 +4,8 @@ owner's way or captures nothing; nothing the owner's chats loaded reaches a send
 real Agent Zero: tests/host/host_outside_chats.py."""
 
 import asyncio
+import sys
+import types
 import unittest
 
 from fake_honcho import FakeHoncho
@@ -306,6 +308,21 @@ class ChatSenderFactsTest(unittest.TestCase):
                                                     "whatsapp_group": 1},
                                            "kind": "telegram", "sender": "telegram:1",
                                            "not_remembered": {"no-capture": 0, "off": 0}})
+
+    def test_opening_status_on_a_chat_does_not_count_it_as_seen(self):
+        from usr.plugins.honcho.extensions.honcho_bridge import operations
+
+        agent = StubAgent(0, StubContext(id="Tg000002"))
+        agent.context.data = {"telegram_user_id": 7, "telegram_chat_id": 7}
+        agent.context.agent0 = agent
+        sys.modules["agent"] = types.SimpleNamespace(
+            AgentContext=types.SimpleNamespace(get={"Tg000002": agent.context}.get,
+                                               all=lambda: [agent.context]))
+        self.addCleanup(sys.modules.pop, "agent", None)
+        for _ in range(2):
+            status = operations.status_document({"context": "Tg000002", "light": True})["status"]
+            self.assertEqual((status["chats"]["kind"], status["chats"]["seen"]), ("telegram", {}))
+        self.assertEqual(self.host.chats_seen(), {})
 
     def test_in_a_telegram_chat_the_tool_finds_none_of_the_owners_words(self):
         fake = FakeHoncho(api_key="hch-outside-key-13579")
