@@ -292,16 +292,18 @@ def mask(agent: Any, text: str) -> str:
     return manager.mask_values(text) if manager is not None else text
 
 
-def chat_facts(agent: Any) -> ChatFacts:
+def chat_facts(agent: Any, *, count_seen: bool = True) -> ChatFacts:
     """Whether the chat is a background (MCP/A2A) chat or one run by a scheduled task, and whose it
-    is."""
+    is. Counted among the chats seen (`chats_seen`) unless `count_seen` is False (status's own
+    look at a chat)."""
     context = chat_context(agent)
     kind = getattr(context, "type", None)
     facts = ChatFacts(background=str(getattr(kind, "value", kind)).lower() == "background",
                       scheduler_run=_scheduler_owns(context.id), human=human_facts(agent),
                       remember=remember_of(agent))
-    with _seen_lock:
-        _seen_chats.put(str(context.id), chat_kind(facts))
+    if count_seen:
+        with _seen_lock:
+            _seen_chats.put(str(context.id), chat_kind(facts))
     return facts
 
 

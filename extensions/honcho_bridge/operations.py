@@ -49,7 +49,7 @@ def status_document(body: Any) -> dict:
     parts.chats_seen = host.chats_seen()
     agent = _chat_agent(body) if isinstance(body, dict) else None
     if agent is not None:
-        facts = host.chat_facts(agent)
+        facts = host.chat_facts(agent, count_seen=False)  # seen by capture and recall only
         parts.chat_kind = chat_kind(facts)
         parts.chat_sender = facts.human.sender.key if facts.human.sender is not None else None
     parts.not_remembered = not_remembered_counts()
