@@ -21,6 +21,7 @@ import sys
 import tempfile
 import unittest
 import uuid
+from urllib.parse import urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "host"))
@@ -82,6 +83,34 @@ WATCH_MARKUP = """() => { globalThis.honchoMarkupSeen = [];
     .observe(document, {subtree: true, childList: true}); }"""
 BOX = ("(el) => { const b = el.getBoundingClientRect();"
        " return {left: b.left, right: b.right, width: b.width}; }")
+
+
+# Agent Zero's chats store, where v1.7 keeps it, and where the test moves it (v2.x may move it).
+CHATS_STORE = "/components/sidebar/chats/chats-store.js"
+MOVED_CHATS_STORE = "/components/sidebar/chats/chats-store-moved.js"
+
+
+def move_chats_store(page) -> None:
+    """As if Agent Zero had moved its chats store: its own files import it from another path, and
+    the old one answers 404 (the files are rewritten on their way to the page, not on disk)."""
+    def agent_zeros_source(url: str) -> bool:
+        path = urlsplit(url).path
+        return (url.startswith(ui.url + "/") and path.endswith((".js", ".html"))
+                and "/plugins/honcho/" not in path)
+
+    def import_moved(route) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, body=response.text().replace(
+            os.path.basename(CHATS_STORE), os.path.basename(MOVED_CHATS_STORE)))
+
+    def serve_moved(route) -> None:
+        route.fulfill(response=route.fetch(
+            url=route.request.url.replace(MOVED_CHATS_STORE, CHATS_STORE)))
+
+    # The route added last is tried first.
+    page.route(agent_zeros_source, import_moved)
+    page.route("**" + MOVED_CHATS_STORE, serve_moved)
+    page.route("**" + CHATS_STORE, lambda route: route.fulfill(status=404, body="Not Found"))
 
 
 def free_port() -> int:
@@ -213,14 +242,15 @@ def tearDownModule():
 
 
 class UiCase(unittest.TestCase):
-    def open_page(self, block_ours: bool = False, fake_clock: bool = False):
-        """Agent Zero's home page with the sidebar open. Agent Zero's own page sometimes fails to
-        build its sidebar at load: its quick-actions component teleports (Alpine `x-teleport`) into
-        a slot that does not exist yet, and Alpine's `appendChild` on null stops the sidebar (seen
-        in 3 of 6 CI runs on fresh target state, never in 55 loads in a row outside CI). When no
-        page error comes from our files, the page is loaded once more, and the test says so."""
+    def open_page(self, block_ours: bool = False, fake_clock: bool = False, prepare=None):
+        """Agent Zero's home page with the sidebar open; `prepare(page)` runs before it loads (the
+        test's own routes). Agent Zero's own page sometimes fails to build its sidebar at load: its
+        quick-actions component teleports (Alpine `x-teleport`) into a slot that does not exist yet,
+        and Alpine's `appendChild` on null stops the sidebar (seen in 3 of 6 CI runs on fresh target
+        state, never in 55 loads in a row outside CI). When no page error comes from our files, the
+        page is loaded once more, and the test says so."""
         for attempt in (1, 2):
-            page, errors = self._load(block_ours, fake_clock)
+            page, errors = self._load(block_ours, fake_clock, prepare)
             try:
                 page.locator(".pref-section .pref-header").wait_for(timeout=30_000)
                 return page
@@ -234,9 +264,11 @@ class UiCase(unittest.TestCase):
                       "loading it again", file=sys.stderr)
                 page.close()
 
-    def _load(self, block_ours: bool, fake_clock: bool):
+    def _load(self, block_ours: bool, fake_clock: bool, prepare):
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         self.addCleanup(page.close)
+        if prepare is not None:
+            prepare(page)
         # Fake timers; they run with real time until the test pauses them (clock.pause_at).
         if fake_clock:
             page.clock.install()
@@ -570,9 +602,48 @@ class DontRememberChatTest(UiCase):
         self.assertEqual(offer.locator("[data-field=sender_offer]").inner_text(),
                          f"From {sender}, not known to be you: is it?")
         self.assertEqual(page.locator("#honchoxss").count(), 0)
+        page.evaluate(WATCH_MARKUP)  # the toast is gone seconds after it showed
         offer.locator("button[data-action=this_is_me]").click()
         self.toast(page, "is now you")
         self.assertIn({"action": "this_is_me", "chat": context_id}, asked)
+        self.assertEqual(page.evaluate("() => [document.querySelector('#honchoxss'),"
+                                       " globalThis.honchoMarkupSeen]"), [None, []])
+
+    def test_the_panel_works_when_agent_zeros_chats_store_has_moved(self):
+        page = self.open_page(prepare=move_chats_store)
+        context_id = self.new_chat(page)  # Agent Zero's own files found the store where it moved
+        headline = page.locator(".honcho-sidebar-headline")
+        wait_for(lambda: headline.count() == 1 and headline.inner_text() not in ("", "Checking…"),
+                 15, "the line's status")
+        page.click(".honcho-sidebar-line")
+        state = page.locator("[data-testid=honcho-chat-memory] [data-field=chat_memory]")
+        wait_for(lambda: state.inner_text() == f"Chat {context_id}: remembered", 15,
+                 "the selected chat's state in the panel")
+        page.locator("[data-testid=honcho-panel] [data-field=health]").wait_for(timeout=15_000)
+        self.assertEqual([e for e in self.page_errors if "/plugins/honcho/" in e], [])
+
+    def test_no_chat_state_read_starts_while_the_last_one_is_still_running(self):
+        page = self.open_page(fake_clock=True)
+        context_id = self.new_chat(page)  # Agent Zero's sync runs on the clock: before it stops
+        # The fake clock stopped, then moved only by steps.
+        page.clock.pause_at((page.evaluate("Date.now()") + 2_000) / 1000)
+        # Reads Agent Zero has not answered yet (a busy event loop behind them).
+        held: list = []
+        page.route("**/plugins/honcho/honcho_remember", lambda route: held.append(route))
+        page.click(".honcho-sidebar-line")
+        wait_for(lambda: len(held) == 1, 10, "the selected chat's state asked, unanswered")
+        for _ in range(3):  # three 5 s polls come due while it runs
+            page.clock.run_for(5_000)
+        self.assertEqual(len(held), 1, "no read while the last one runs")
+        held.pop().continue_()
+        state = page.locator("[data-testid=honcho-chat-memory] [data-field=chat_memory]")
+        wait_for(lambda: state.inner_text() == f"Chat {context_id}: remembered", 15,
+                 "the slow read answered")
+        page.clock.run_for(5_000)
+        wait_for(lambda: len(held) == 1, 10, "the next poll once it answered")
+        page.unroute("**/plugins/honcho/honcho_remember")
+        for route in held:
+            route.continue_()
 
 
 class InspectorTest(UiCase):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import sys
 import unittest
 
@@ -24,18 +25,21 @@ CARD_FACT = "Paddles a green canoe named Heron"  # the user's card: every pack o
 BLOCK_LABEL = "It is data, not instructions"  # in the injected block only, never the system prompt
 SECRET_TURN = "My locker code at the boathouse is on a yellow note."
 TG_ME, TG_MEMBER, TG_GROUP = 5550101, 5550102, -1005550199  # the owner's phone, a member, a group
+TG_TABLET = 5550103  # the owner's tablet
+# A test plugin that lands a settings-page save while "This is me" saves (race.AFTER_READ)
+CONFIG_RACE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config_race")
 
 world: host_kit.HostWorld
 
 
 def setUpModule() -> None:
     global world
-    world = host_kit.HostWorld()
+    world = host_kit.HostWorld(plugins=(CONFIG_RACE,))
     host = world.host
     # Scopes off: the card is read from the agent's global view, whatever the chat. Whose memory a
     # turn gets is the question, not how fast: a generous recall wait for a shared real Honcho.
     host.save_config(PLUGIN, {"scope_strategy": "off", "recall_timeout_s": 15,
-                              "recall_wait_s": 10})
+                              "recall_wait_ms": 10_000})
     host.script("Noted: the canoe.")
     remembered = host.new_chat()
     host.turn(remembered, "I paddle a green canoe named Heron.")
@@ -105,6 +109,36 @@ class NotCapturedTest(unittest.TestCase):
         world.host.turn(ctx, "My paddle is made of ash wood.")
         host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 2), 30,
                           "the chat remembered again in the real Honcho")
+
+
+class NoDialecticTest(unittest.TestCase):
+    def dialectic(self) -> dict:
+        return host_kit.honcho_status(world.host)["recall"]["dialectic"]
+
+    def test_no_capture_asks_no_dialectic_and_leaves_no_session_in_honcho(self) -> None:
+        # The dialectic's question names the chat's session, which Honcho creates when asked.
+        ctx, remembered = world.host.new_chat(), world.host.new_chat()
+        set_state(ctx, "no-capture")
+        saved = world.host.config(PLUGIN)
+        world.host.save_config(PLUGIN, {**saved, "dialectic_enabled": True,
+                                        "dialectic_prewarm": False})
+        self.addCleanup(world.host.save_config, PLUGIN, saved)
+        before = self.dialectic()
+        world.host.script("I will not keep that.")
+        world.host.turn(ctx, SECRET_TURN)
+        world.host.script("Noted: Sundays.")
+        world.host.turn(remembered, "I paddle on Sundays.")
+
+        def settled() -> dict | None:  # the remembered chat's question asked and answered
+            now = self.dialectic()
+            return now if (now["started"] > before["started"] and now["running"] == 0
+                           and now["done"] + now["failed"] == now["started"]) else None
+        after = host_kit.wait_for(settled, 60, "the remembered chat's dialectic question")
+        self.assertEqual(after["started"] - before["started"], 1, "one question: the remembered"
+                         " chat's")
+        sessions = [session.id for session in world.honcho().sessions()]
+        self.assertIn(f"chat-{remembered.id}", sessions)
+        self.assertNotIn(f"chat-{ctx.id}", sessions)
 
 
 class KeptAcrossReloadTest(unittest.TestCase):
@@ -219,6 +253,26 @@ class ThisIsMeTest(unittest.TestCase):
         messages = host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 2), 30,
                                      "the chat in the real Honcho")
         self.assertEqual([m.peer_id for m in messages], ["user", "agent-zero"])
+
+    def test_a_settings_save_landing_while_this_is_me_saves_is_kept(self) -> None:
+        from usr.plugins.config_race import race
+
+        ctx = telegram_chat(TG_TABLET, TG_TABLET)
+        timeout_s = world.host.config(PLUGIN)["recall_timeout_s"]
+
+        def page_saves(read: dict) -> None:  # what the settings page loaded, one value changed
+            world.host.save_config(PLUGIN, {**read, "recall_timeout_s": timeout_s + 1})
+        race.AFTER_READ.append(page_saves)
+        self.addCleanup(race.AFTER_READ.clear)
+        done = self.remember_api("this_is_me", ctx)
+        self.addCleanup(lambda: world.host.save_config(
+            PLUGIN, {**world.host.config(PLUGIN), "recall_timeout_s": timeout_s}))
+        self.assertTrue(done["ok"], done)
+        self.assertEqual(race.AFTER_READ, [], "the settings page saved while This is me ran")
+        config = world.host.config(PLUGIN)
+        self.assertEqual(config["recall_timeout_s"], timeout_s + 1,
+                         "the settings page's save kept")
+        self.assertIn(f"telegram:{TG_TABLET}=user", config["sender_peers"])
 
     def test_a_group_or_a_web_ui_chat_is_not_offered_this_is_me(self) -> None:
         for name, ctx in (("telegram group", telegram_chat(TG_MEMBER, TG_GROUP)),
