@@ -4,11 +4,10 @@
 // card (a request to Honcho) when it opens and at most once a minute while it stays open. No poll starts while
 // the last one is still running. The open panel also opens the memory inspector
 // (webui/honcho-inspector.html) in Agent Zero's modal, and shows and switches "Don't remember this chat" for
-// the chat selected in Agent Zero (its chats store's `selected`).
+// the chat selected in Agent Zero (its chats store's `selected`, read at run time: see selectedChat).
 import { createStore } from "/js/AlpineStore.js";
 import { callJsonApi } from "/js/api.js";
 import { openModal } from "/js/modals.js";
-import { store as chatsStore } from "/components/sidebar/chats/chats-store.js";
 import {
   toastError,
   toastSuccess,
@@ -24,6 +23,19 @@ const INSPECTOR = "/plugins/honcho/webui/honcho-inspector.html";
 const OPEN_REFRESH_MS = 5000;
 const COLLAPSED_REFRESH_MS = 30000;
 const CARD_REFRESH_MS = 60000;
+
+// The chat Agent Zero shows, from its Alpine store "chats" (null without one). Read through Alpine, not
+// imported from the store's module: a version of Agent Zero that moves that file would otherwise stop
+// this whole module from loading, line and panel with it.
+function selectedChat() {
+  const chats = globalThis.Alpine ? globalThis.Alpine.store("chats") : null;
+  return (chats && chats.selected) || null;
+}
+
+// The selected chat's state read on its way, and whether a read was asked for meanwhile. Kept out of the
+// store: the panel's x-effect calls refreshChatMemory, and a store field it read there would make the
+// effect run again each time a read ends.
+const chatMemoryRead = { running: false, again: false };
 
 export const ACTIONS = [
   { id: "check", label: "Test API + MCP" },
@@ -187,40 +199,44 @@ export const store = createStore("honchoHub", {
   },
 
   // The selected chat's "Don't remember this chat", read while the panel is open (local to Agent Zero's
-  // process: no request to Honcho). The panel calls it again when another chat is selected.
-  async refreshChatMemory() {
-    const chat = chatsStore.selected;
+  // process: no request to Honcho). The panel calls it again when another chat is selected. One read at a
+  // time, as for status: a poll due meanwhile is skipped, a read asked for (`asked`) follows the answer.
+  async refreshChatMemory(asked = true) {
+    const chat = selectedChat();
     if (!this.open || !chat) {
       this.chatMemory = null;
       this.chatMemoryError = null;
       return;
     }
+    if (chatMemoryRead.running) {
+      chatMemoryRead.again = chatMemoryRead.again || asked;
+      return;
+    }
+    chatMemoryRead.running = true;
     try {
       const answer = await callJsonApi(REMEMBER_API, { action: "get", chat });
-      if (chat !== chatsStore.selected) return; // another chat was selected meanwhile
+      if (chat !== selectedChat()) return; // another chat was selected meanwhile: read again below
       this.chatMemory = answer.ok ? this._chatMemoryOf(answer) : null;
       this.chatMemoryError = answer.ok ? null : answer.error || "Unavailable";
     } catch (e) {
       this.chatMemory = null;
       this.chatMemoryError = "Unavailable";
+    } finally {
+      chatMemoryRead.running = false;
+      if (chatMemoryRead.again) {
+        chatMemoryRead.again = false;
+        this.refreshChatMemory();
+      }
     }
   },
 
   async setChatMemory(state) {
     const chat = this.chatMemory && this.chatMemory.chat;
-    if (!chat || this.settingMemory) return;
-    this.settingMemory = true;
-    try {
-      const answer = await callJsonApi(REMEMBER_API, { action: "set", chat, state });
+    if (!chat) return;
+    await this._changeChatMemory({ action: "set", chat, state }, (answer) => {
       if (answer.ok) this.chatMemory = this._chatMemoryOf(answer);
       else toastError(answer.error || "The chat's memory setting failed", "Honcho");
-    } catch (e) {
-      toastError("The action could not reach Agent Zero", "Honcho");
-    } finally {
-      this.settingMemory = false;
-      await this.refreshChatMemory();
-      await this.refresh();
-    }
+    });
   },
 
   // "This is me": the chat's sender (say telegram:12345) named as the owner in sender_peers, after a confirm.
@@ -229,11 +245,19 @@ export const store = createStore("honchoHub", {
     if (!memory || !memory.thisIsMe || this.settingMemory) return;
     if (!globalThis.confirm(`Are you ${memory.sender}? Its chats are then remembered as yours and get your ` +
         "memory (sender_peers in the plugin's settings).")) return;
-    this.settingMemory = true;
-    try {
-      const answer = await callJsonApi(REMEMBER_API, { action: "this_is_me", chat: memory.chat });
+    await this._changeChatMemory({ action: "this_is_me", chat: memory.chat }, (answer) => {
       if (answer.ok) toastSuccess(`${memory.sender} is now you`, "Honcho");
       else toastError(answer.error || "Naming the sender failed", "Honcho");
+    });
+  },
+
+  // One change of the shown chat's memory (`body` for REMEMBER_API) at a time; `answered(answer)` says how
+  // it went. Then the chat's state and status are read again: the change shows in both.
+  async _changeChatMemory(body, answered) {
+    if (this.settingMemory) return;
+    this.settingMemory = true;
+    try {
+      answered(await callJsonApi(REMEMBER_API, body));
     } catch (e) {
       toastError("The action could not reach Agent Zero", "Honcho");
     } finally {
@@ -261,7 +285,7 @@ export const store = createStore("honchoHub", {
       this.refresh(false);
       this.refreshCard();
       this.refreshOffers();
-      this.refreshChatMemory();
+      this.refreshChatMemory(false);
     }, this.open ? OPEN_REFRESH_MS : COLLAPSED_REFRESH_MS);
   },
 
