@@ -24,10 +24,11 @@ from usr.plugins.honcho.honcho_hub.storage import memory_log
 from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, card_view
 
 from . import host
+from .api_actions import checked_action
 from .chat_sessions import CHAT_READ_WAIT_S, chat_session, session_of
 from .process_hub import global_settings, hub, plugin_enabled
 from .recall import template
-from .remember import not_remembered_counts
+from .remember import remember_state_counts
 from .tool import action_context
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
@@ -52,7 +53,7 @@ def status_document(body: Any) -> dict:
         facts = host.chat_facts(agent, count_seen=False)  # seen by capture and recall only
         parts.chat_kind = chat_kind(facts)
         parts.chat_sender = facts.human.sender.key if facts.human.sender is not None else None
-    parts.not_remembered = not_remembered_counts()
+    parts.not_remembered = remember_state_counts()
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 
@@ -66,9 +67,10 @@ def card_document(body: Any) -> dict:
 
 def run_operation(body: Any) -> dict:
     """One of ACTIONS; a structured error for anything else."""
-    action = body.get("action") if isinstance(body, dict) else None
-    if action not in ACTIONS:
-        return {"ok": False, "error": f"unknown action; use one of: {', '.join(ACTIONS)}"}
+    body, refused = checked_action(body, ACTIONS)
+    if refused:
+        return refused
+    action = body["action"]
     the_hub = hub()  # the operator verbs act on its worker, capture journal and recaller
     settings = global_settings()
     log_level.follow(settings)
@@ -91,10 +93,10 @@ def inspector_document(body: Any) -> dict:
     session and scope), else from the global settings: `view` (`page`), `search` (`query`),
     `forget` (`id`, and `confirmed: true` from the UI's confirm step), `undo` (`id` of a forgotten
     conclusion), `edit_card` (`facts`: the whole new card). A structured error for anything else."""
-    body = body if isinstance(body, dict) else {}
-    action = body.get("action")
-    if action not in INSPECTOR_ACTIONS:
-        return {"ok": False, "error": f"unknown action; use one of: {', '.join(INSPECTOR_ACTIONS)}"}
+    body, refused = checked_action(body, INSPECTOR_ACTIONS)
+    if refused:
+        return refused
+    action = body["action"]
     the_hub = hub()
     agent = _chat_agent(body)
     # A chat with no human (unmapped_chats: no-capture) or whose project or profile has the plugin
@@ -205,10 +207,10 @@ def forget_document(body: Any) -> dict:
     first), `forget_chat` (`chat`, and `confirmed: true` from the UI's confirm step: the chat's
     queued messages and its Honcho session deleted, see chats/forget.py), `dismiss` (`chat`: drop
     its offer). A structured error for anything else."""
-    body = body if isinstance(body, dict) else {}
-    action = body.get("action")
-    if action not in FORGET_ACTIONS:
-        return {"ok": False, "error": f"unknown action; use one of: {', '.join(FORGET_ACTIONS)}"}
+    body, refused = checked_action(body, FORGET_ACTIONS)
+    if refused:
+        return refused
+    action = body["action"]
     if action == "offers":
         return {"ok": True, "offers": forget.OFFERS.pending()}
     try:

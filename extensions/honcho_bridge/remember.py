@@ -7,7 +7,9 @@ file; the capture, recall and tool adapters read it there (host.remember_of).
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.chats import forget
@@ -16,9 +18,15 @@ from usr.plugins.honcho.honcho_hub.errors import ForgetRefused, InvalidValue
 from usr.plugins.honcho.honcho_hub.settings.values import with_sender_peer
 
 from . import host
+from .api_actions import checked_action
 
 ACTIONS = ("get", "set", "this_is_me")
 STATES = tuple(state.value for state in Remember)
+# "This is me" changes the saved settings from a request thread: one change at a time here.
+_SAVING = threading.Lock()
+# Reads of the saved settings one change may take: each read that finds a save landed since the last
+# (the settings page's) builds the change again on it.
+SAVE_READS = 3
 
 
 def remember_document(body: Any) -> dict:
@@ -27,10 +35,10 @@ def remember_document(body: Any) -> dict:
     Agent Zero's own persist_chat, as Agent Zero does after changing a chat's data, or
     `this_is_me`: map the chat's sender to the owner (see this_is_me). A structured error for
     anything else; never raises on bad input."""
-    body = body if isinstance(body, dict) else {}
-    action = body.get("action")
-    if action not in ACTIONS:
-        return {"ok": False, "error": f"unknown action; use one of: {', '.join(ACTIONS)}"}
+    body, refused = checked_action(body, ACTIONS)
+    if refused:
+        return refused
+    action = body["action"]
     try:
         chat_id = forget.checked_chat_id(body.get("chat"))
     except ForgetRefused as exc:
@@ -55,7 +63,8 @@ def remember_document(body: Any) -> dict:
 def this_is_me(context: Any) -> str | None:
     """Map the chat's sender to the owner (`user_peer_id`) in the global `sender_peers`, saved
     through Agent Zero's own plugin config save, as the settings page's Save does (every other
-    setting kept); what went wrong, or None. Only where rules.offers_this_is_me offers it."""
+    setting kept, a save that landed meanwhile too: see _with_sender); what went wrong, or None.
+    Only where rules.offers_this_is_me offers it."""
     from helpers import plugins
 
     agent = getattr(context, "agent0", None)
@@ -64,26 +73,44 @@ def this_is_me(context: Any) -> str | None:
             or not offers_this_is_me(facts, host.settings_for(agent))):
         return ("this chat has no sender to name as you: it is not from a chat integration or the"
                 " API, its sender is named in sender_peers already, or it is a group")
-    saved = plugins.get_plugin_config(host.PLUGIN_NAME) or {}
-    try:
-        pairs = with_sender_peer(saved.get("sender_peers", ""), facts.sender.key,
-                                 host.global_settings().user_peer_id)
-    except InvalidValue:
-        return ("this sender cannot be written in sender_peers, or sender_peers holds a value the"
-                " plugin cannot read: set it in the plugin's settings")
-    plugins.save_plugin_config(host.PLUGIN_NAME, "", "", {**saved, "sender_peers": pairs})
+    owner = host.global_settings().user_peer_id
+    with _SAVING:
+        try:
+            changed = _with_sender(lambda: plugins.get_plugin_config(host.PLUGIN_NAME) or {},
+                                   facts.sender.key, owner)
+        except InvalidValue:
+            return ("this sender cannot be written in sender_peers, or sender_peers holds a value"
+                    " the plugin cannot read: set it in the plugin's settings")
+        if changed is None:
+            return "the plugin's settings kept changing while they were saved: try again"
+        plugins.save_plugin_config(host.PLUGIN_NAME, "", "", changed)
     return None
 
 
-def not_remembered_counts() -> dict[str, int]:
-    """The open chats of this process that are not remembered, by state; memory only. Empty on a
-    host that cannot list its chats: status goes without the count."""
+def _with_sender(read: Callable[[], dict], sender: str, owner: str) -> dict | None:
+    """The saved settings (`read()`) with `sender` mapped to `owner` in sender_peers, read again
+    just before they are returned: when another save (the settings page's) landed since, the change
+    is made again on it, so it is not undone. None when the settings still changed after SAVE_READS
+    reads. Raises InvalidValue (settings.values.with_sender_peer)."""
+    saved = read()
+    for _ in range(SAVE_READS):
+        changed = {**saved, "sender_peers": with_sender_peer(saved.get("sender_peers", ""),
+                                                             sender, owner)}
+        latest = read()
+        if latest == saved:
+            return changed
+        saved = latest
+    return None
+
+
+def remember_state_counts() -> Counter[str]:
+    """The open chats of this process by "Don't remember" state (a Remember value); memory only.
+    Empty on a host that cannot list its chats: status counts none."""
     try:
         from agent import AgentContext
     except ImportError:
-        return {}
-    counts = Counter(host.chat_remember(context) for context in AgentContext.all())
-    return {state.value: counts[state] for state in (Remember.NO_CAPTURE, Remember.OFF)}
+        return Counter()
+    return Counter(host.chat_remember(context).value for context in AgentContext.all())
 
 
 def _apply(context: Any, state: Remember) -> str | None:

@@ -22,7 +22,7 @@ from . import host
 from .chat_sessions import CHAT_READ_WAIT_S, chat_session
 from .process_hub import hub
 from .recall import template
-from .remember import not_remembered_counts
+from .remember import remember_state_counts
 
 # Agent Zero renders every `agent.system.tool.*.md` with the kwargs an extension leaves under this
 # key of the agent's data (its tools prompt runs at _11, after ours); our prompt file keeps its
@@ -65,7 +65,7 @@ def action_context(agent: Any) -> ActionContext:
 
     def status() -> str:
         parts = the_hub.status_parts(settings, session, chat_scope, backfill=True)
-        parts.not_remembered = not_remembered_counts()
+        parts.not_remembered = remember_state_counts()
         return status_text(build_status(settings, parts, time.time()))
 
     def record(write: memory_log.MemoryWrite) -> None:

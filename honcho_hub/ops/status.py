@@ -68,8 +68,8 @@ class StatusParts:
     chats_seen: dict[str, int] = field(default_factory=dict)
     chat_kind: str | None = None
     chat_sender: str | None = None
-    # The host's open chats the user asked us not to remember, by state (Remember's values), from
-    # the adapter.
+    # The host's open chats by "Don't remember this chat" state (Remember's values), from the
+    # adapter; status shows the states that are not remembered.
     not_remembered: dict[str, int] = field(default_factory=dict)
 
 
