@@ -21,6 +21,7 @@ from honcho_hub.chats.rules import (
     HumanFacts,
     Remember,
     Sender,
+    asks_dialectic,
     offers_this_is_me,
     remember_state,
     skip_reason_for_chat,
@@ -90,6 +91,12 @@ class SkipRulesTest(unittest.TestCase):
                 facts = UserMessageFacts(agent_number=number, intervention=intervention,
                                          is_nudge=nudge, chat=chat(state))
                 self.assertIs(prefetches_recall(facts, s), expected)
+
+    def test_only_a_remembered_chat_asks_the_dialectic(self):
+        self.assertTrue(asks_dialectic(chat()))
+        for state in (Remember.NO_CAPTURE, Remember.OFF):
+            with self.subTest(state=state):
+                self.assertFalse(asks_dialectic(chat(state)))
 
     def test_a_backfill_reads_the_state_from_the_chat_file(self):
         for data, expected in (({"honcho_remember": "off"}, Remember.OFF),

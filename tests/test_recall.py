@@ -377,6 +377,27 @@ class ScopedCallTest(unittest.TestCase):
         off = build_settings({"recall_enabled": False}, {}, {})
         self.assertEqual(bench.recall(settings=off).source, "disabled")
 
+    def test_a_prefetch_told_not_to_ask_the_dialectic_loads_recall_only(self):
+        bench = RecallBench(self, dialectic_enabled=True, dialectic_prewarm=False)
+        bench.remember()
+        recaller = Recaller(bench.gateway, monotonic=bench.mono, ask_gateway_factory=bench.gateway)
+        self.addCleanup(recaller.close)
+
+        def asked() -> int:
+            return sum(1 for _, path in bench.fake.requests if path.endswith("/chat"))
+        recaller.prefetch(bench.settings, SESSION, "what do I drink?", ask_dialectic=False)
+        self.assertTrue(wait_idle(10, recaller))
+        self.assertEqual(bench.fake.count(SESSION_CONTEXT), 1)  # recall's own load
+        self.assertEqual((asked(), recaller.dialectic_counters()["started"]), (0, 0))
+
+        def sessions() -> set[str]:  # the dialectic's question creates the session it names
+            return {session for _, session in bench.fake.sessions}
+        self.assertNotIn(SESSION, sessions())
+        recaller.prefetch(bench.settings, SESSION, "what do I eat?")
+        self.assertTrue(wait_idle(10, recaller))
+        self.assertEqual(asked(), 1)  # the same turn of a chat that may: its note asked
+        self.assertIn(SESSION, sessions())
+
     def test_short_text_is_not_used_as_a_query(self):
         bench = RecallBench(self, recall_min_query_chars=5)
         bench.recall("ok")

@@ -19,6 +19,7 @@ from usr.plugins.honcho.honcho_hub.capture.rules import (
     skip_reason_for_user_message,
 )
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role
+from usr.plugins.honcho.honcho_hub.chats.rules import asks_dialectic
 from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
@@ -66,7 +67,8 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     project, secrets = host.project_name(agent), host.host_secrets(agent)
     if prefetch:
         # First: every microsecond here is one the turn may wait.
-        _prefetch_recall(agent, settings, str(text), project, secrets)
+        _prefetch_recall(agent, settings, str(text), project, secrets,
+                         asks_dialectic(facts.chat))
     if skip:
         return skip  # a chat not captured by the user's choice still recalls
     source_id = getattr(data.get("result"), "id", "") or getattr(message, "id", "") or ""
@@ -130,11 +132,12 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
 
 
 def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
-                     secrets: dict[str, str]) -> None:
-    """Start the coming turn's query-aware recall now; the recall hook picks it up. Never blocks:
-    the first time, the recall modules load on a background thread that then starts it. Not while
-    a hold keeps the plugin's threads stopped: a capture racing a switch-off or an uninstall starts
-    none (the recall hook, if it runs, loads then)."""
+                     secrets: dict[str, str], ask_dialectic: bool) -> None:
+    """Start the coming turn's query-aware recall now (with the dialectic's turn when
+    `ask_dialectic`); the recall hook picks it up. Never blocks: the first time, the recall modules
+    load on a background thread that then starts it. Not while a hold keeps the plugin's threads
+    stopped: a capture racing a switch-off or an uninstall starts none (the recall hook, if it runs,
+    loads then)."""
     if lifecycle.restart_held():
         return
     scope = resolve_scope(settings, project)
@@ -146,7 +149,8 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
         # elsewhere read first.
         session = session_of(chat, settings, project, wait_s)
         recaller.prefetch(settings, session, text, scope,
-                          mask=lambda value: host.mask(agent, value), secrets=secrets)
+                          mask=lambda value: host.mask(agent, value), secrets=secrets,
+                          ask_dialectic=ask_dialectic)
     recaller = hub().ready_recaller(lambda built: prefetch(built, settings.recall_wait_s))
     if recaller is not None:
         prefetch(recaller, 0.0)

@@ -11,7 +11,11 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from usr.plugins.honcho.honcho_hub.chats.rules import Remember, skip_reason_for_recall
+from usr.plugins.honcho.honcho_hub.chats.rules import (
+    Remember,
+    asks_dialectic,
+    skip_reason_for_recall,
+)
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
@@ -92,19 +96,21 @@ def register_chat(agent: Any) -> bool:
     or worker's agent 0 works for another chat, whose own start did all of it."""
     if host.works_for_another_agent(agent):
         return False
-    if host.chat_facts(agent).background:
+    facts = host.chat_facts(agent)
+    if facts.background:
         # Nothing of it is captured or recalled; v2.x's parallel makes one for each tool call.
         return False
     settings = host.settings_for(agent)
-    remember = host.remember_of(agent)
-    if host.chat_human(agent, settings) is None or remember is Remember.OFF:
+    if host.chat_human(agent, settings) is None or facts.remember is Remember.OFF:
         return False  # no one named, or outside memory: nothing to warm, prewarm or register
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
     chat = host.chat_id(agent)
-    new_chat = settings.dialectic_enabled and host.is_new_user_chat(agent)
-    # A chat left out of capture reads memory but writes nothing: no session of its own created.
-    register = bool(scope) and remember is Remember.YES
+    # A chat left out of capture reads memory but writes nothing: no session of its own created
+    # (neither by a registration nor by the dialectic's question).
+    new_chat = (settings.dialectic_enabled and asks_dialectic(facts)
+                and host.is_new_user_chat(agent))
+    register = bool(scope) and facts.remember is Remember.YES
 
     def start() -> None:  # off the loop: the first call imports the SDK
         the_hub = hub()

@@ -226,3 +226,11 @@ def skip_reason_for_recall(chat: ChatFacts, settings: Settings) -> str | None:
     if human_peer(chat.human, settings) is None:
         return UNMAPPED_CHAT  # no-capture: nobody's memory belongs in a chat no one is named for
     return None
+
+
+def asks_dialectic(chat: ChatFacts) -> bool:
+    """Whether the dialectic may be asked about this chat (its turns' note, a new chat's prewarm):
+    only in a remembered one. Its question names the chat's session, which Honcho creates when
+    asked, and carries the typed text to Honcho's model: a chat the user asked us not to remember
+    leaves neither (its recall still searches with the typed text, added to no session)."""
+    return chat.remember is Remember.YES

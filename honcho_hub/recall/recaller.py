@@ -81,14 +81,16 @@ class Recaller:
 
     def prefetch(self, settings: Settings, session_id: str, user_text: str,
                  scope_id: str | None = None, mask: Callable[[str], str] | None = None,
-                 secrets: Mapping[str, str] | None = None) -> bool:
+                 secrets: Mapping[str, str] | None = None, ask_dialectic: bool = True) -> bool:
         """Start this message's query-aware load, and keep the base pack warm; returns at once (safe
-        on the event loop: masking, redaction and the request all run on the pool)."""
+        on the event loop: masking, redaction and the request all run on the pool). With the
+        dialectic on, the turn counts toward its note unless `ask_dialectic` is false
+        (chats.rules.asks_dialectic)."""
         if not settings.recall_enabled:
             return False
         load = self._cadence.count_turn(settings, session_key(settings, session_id))
         return self._loads.submit(self._prefetch, settings, session_id, user_text, scope_id, mask,
-                                  secrets, load)
+                                  secrets, load, ask_dialectic)
 
     def warm(self, settings: Settings, scope_id: str | None = None) -> bool:
         """Load the base pack for (peers, scope) in the background unless it is fresh or loading."""
@@ -230,7 +232,7 @@ class Recaller:
 
     def _prefetch(self, settings: Settings, session_id: str, user_text: str, scope_id: str | None,
                   mask: Callable[[str], str] | None, secrets: Mapping[str, str] | None,
-                  load: bool) -> None:
+                  load: bool, ask_dialectic: bool) -> None:
         gateway, cache = self._parts(settings)
         self._marker.follow(settings)
         own = session_key(settings, session_id)
@@ -239,7 +241,7 @@ class Recaller:
             cache.start(cache_key(settings, session_id, query, scope_id), own,
                         lambda: self._load(gateway, settings, session_id, query, scope_id))
         self.warm(settings, scope_id)
-        if settings.dialectic_enabled:
+        if settings.dialectic_enabled and ask_dialectic:
             self._dialectic.on_user_turn(settings, session_id, scope_id, query,
                                          self._bases.summary(settings, session_id),
                                          self._user_known(settings, own, scope_id, cache),
