@@ -209,6 +209,14 @@ class SenderMapSettingTest(unittest.TestCase):
                                                  "whatsapp:346000": "ana"})
         self.assertEqual(given.warnings, ())
 
+    def test_an_email_key_is_read_in_lower_case_as_the_senders_address_is(self):
+        given = settings(sender_peers="email:Bob@Example.org=user,telegram:AbC=ana,api:Ab3dE6gH=x")
+        self.assertEqual(given.sender_peer_map, {"email:bob@example.org": "user",
+                                                 "telegram:AbC": "ana", "api:Ab3dE6gH": "x"})
+        self.assertEqual(human_peer(facts(EMAIL), given), "user")
+        twice = settings(sender_peers="email:Bob@Example.org=user,email:bob@example.org=bob")
+        self.assertEqual((twice.sender_peers, len(twice.warnings)), ("", 1))
+
 
 class OwnerLoadsStayTheOwnersTest(unittest.TestCase):
     """What a chat's start warmed for the owner (the base pack, the recall of the same session)
