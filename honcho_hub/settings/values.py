@@ -128,8 +128,18 @@ def with_sender_peer(sender_peers: Any, key: str, peer: str) -> str:
 
 def _sender_map(field: Field, raw: Any) -> str:
     """`channel:id=peer` pairs, kept as `sender_peers` reads them; a sender named twice is
-    refused."""
-    return _pairs(field, raw, SENDER_KEY_RE)
+    refused. An e-mail address is kept in lower case, as a chat's sender address is read (its case
+    names no other mailbox); other channels' ids keep theirs."""
+    if not isinstance(raw, str):
+        raise InvalidValue(f"expected {field.bounds_text()}")
+    return _pairs(field, ",".join(_email_folded(pair) for pair in raw.split(",")), SENDER_KEY_RE)
+
+
+def _email_folded(pair: str) -> str:
+    """One `channel:id=peer` pair with an `email:` id in lower case."""
+    key, equals, peer = pair.partition("=")
+    channel, colon, sender = key.strip().partition(":")
+    return f"{channel}:{sender.lower()}{equals}{peer}" if channel == "email" and colon else pair
 
 
 def _pairs(field: Field, raw: Any, key_re: re.Pattern[str]) -> str:
