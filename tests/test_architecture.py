@@ -87,6 +87,11 @@ class FloorsTest(unittest.TestCase):
         self.assertEqual(sorted(upward - KNOWN_UPWARD), [], "imports pointing up a floor")
         self.assertEqual(sorted(KNOWN_UPWARD - upward), [], "fixed: remove them from KNOWN_UPWARD")
 
+    def test_the_bridge_and_the_command_line_import_nothing_of_each_other(self):
+        # Adapters side by side: what both need (how a chat's data names its sender) lies below.
+        across = {(a, b) for a, b in self.edges if {unit(a), unit(b)} == {"honcho_bridge", "cli"}}
+        self.assertEqual(sorted(across), [])
+
     def test_no_modules_and_no_units_import_each_other_in_a_cycle(self):
         listed = KNOWN_UPWARD | KNOWN_CYCLE_EDGES
         self.assertEqual(sorted(KNOWN_CYCLE_EDGES - self.edges), [],

@@ -201,6 +201,21 @@ class ConfinedToolTest(unittest.TestCase):
         self.assertEqual(self.bench.fake.chat_requests, [])
 
 
+class ChatDataTest(unittest.TestCase):
+    """What a chat's own data says of it (chats/chat_data.py), read alike off a live chat by the
+    bridge and off a saved one by the backfill."""
+
+    def test_a_chats_data_names_its_sender_and_its_remember_state(self):
+        from honcho_hub.chats.chat_data import chat_remember, sender_of
+        from honcho_hub.chats.rules import Remember
+
+        data = {"email_sender": "Bob <Bob@Example.org>", "honcho_remember": "no-capture"}
+        self.assertEqual(sender_of(data, "Ab3dE6gH"), Sender("email", "bob@example.org"))
+        self.assertIs(chat_remember(data), Remember.NO_CAPTURE)
+        self.assertIs(chat_remember({}), Remember.YES)
+        self.assertIs(chat_remember(None), Remember.YES)  # no data: nothing asked
+
+
 class SenderMapSettingTest(unittest.TestCase):
     def test_sender_peers_is_kept_without_spaces_and_read_as_a_map(self):
         given = settings(sender_peers=" telegram:12345 = user , whatsapp:346000=ana ")
