@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.bounded import BoundedMap
+from usr.plugins.honcho.honcho_hub.chats import chat_data
 from usr.plugins.honcho.honcho_hub.chats.rules import (
-    REMEMBER_KEY,
     ChatFacts,
     HumanFacts,
     Remember,
@@ -23,9 +23,7 @@ from usr.plugins.honcho.honcho_hub.chats.rules import (
     chat_view,
     confined_chat,
     human_peer,
-    remember_state,
 )
-from usr.plugins.honcho.honcho_hub.cli.agent_zero_files import CHAT_ORIGIN, sender_of
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
@@ -118,17 +116,18 @@ def human_facts(agent: Any) -> HumanFacts:
 def chat_sender(context: Any) -> Sender | None:
     """Who writes in this chat, when a chat integration or the external API started it; None for
     a web-UI chat. Read off what Agent Zero keeps on the chat, as backfill reads its saved copy
-    (agent_zero_files.sender_of)."""
+    (chat_data.sender_of)."""
     data = getattr(context, "data", None)
-    return sender_of(data, str(getattr(context, "id", ""))) if isinstance(data, dict) else None
+    return (chat_data.sender_of(data, str(getattr(context, "id", ""))) if isinstance(data, dict)
+            else None)
 
 
 def note_chat_origin(context: Any, path: str) -> None:
     """Tag a chat with the request that sent its first message (first wins): "api" for Agent
     Zero's external API, "ui" for any other (the web UI's message, queue and plugin requests)."""
     data = getattr(context, "data", None)
-    if isinstance(data, dict) and CHAT_ORIGIN not in data:
-        data[CHAT_ORIGIN] = "api" if path.rstrip("/") == API_MESSAGE_PATH else "ui"
+    if isinstance(data, dict) and chat_data.CHAT_ORIGIN not in data:
+        data[chat_data.CHAT_ORIGIN] = "api" if path.rstrip("/") == API_MESSAGE_PATH else "ui"
 
 
 def call_argument(data: Any, position: int | None, name: str, default: Any = None) -> Any:
@@ -323,8 +322,7 @@ def remember_of(agent: Any) -> Remember:
 def chat_remember(context: Any) -> Remember:
     """A chat's "Don't remember this chat" (rules.Remember), read from its data: memory only,
     safe on the event loop."""
-    data = getattr(context, "data", None)
-    return remember_state(data.get(REMEMBER_KEY) if isinstance(data, dict) else None)
+    return chat_data.chat_remember(getattr(context, "data", None))
 
 
 def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:

@@ -1,6 +1,6 @@
 """Agent Zero v1.7's saved files as the backfill reads them: chat folders and their chat.json,
-the scheduler's tasks.json, settings.json and where a project keeps plugin settings; and who a
-chat's data names as its sender, which the bridge reads off live chats the same way.
+the scheduler's tasks.json, settings.json and where a project keeps plugin settings (what a
+chat's data says of it is chats/chat_data.py's, which the bridge reads off live chats too).
 In cli/, at the edge: only the adapters know Agent Zero's formats, so no floor below depends on
 them (inside Agent Zero, the bridge reads its live objects instead).
 """
@@ -15,7 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..chats.rules import REMEMBER_KEY, ChatFacts, HumanFacts, Sender, remember_state
+from ..chats.chat_data import chat_remember, sender_of
+from ..chats.rules import ChatFacts, HumanFacts
 from ..errors import BackfillError
 from ..settings.files import read_regular_file
 
@@ -29,9 +30,6 @@ CHAT_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 # Agent.read_prompt returns it (code fences removed). A profile that overrides the prompt is not
 # known here.
 NUDGE_TEXT = '{\n  "system_message": "Nudged - continue",\n}\n'
-# Set on a chat by the plugin's `communicate` start extension from the request that sent its first
-# message (persisted with the chat): "api" for Agent Zero's external API, "ui" for any other.
-CHAT_ORIGIN = "honcho_chat_origin"
 
 
 # -- the files beside the chats folder -------------------------------------------------------------
@@ -163,41 +161,7 @@ def chat_facts(chat: Mapping[str, Any], chat_id: str, scheduled: frozenset[str],
                      scheduler_run=kind == "task" or chat_id in scheduled,
                      human=HumanFacts(profile=profile, sender=sender_of(data, chat_id)
                                       if isinstance(data, dict) else None),
-                     remember=remember_state(data.get(REMEMBER_KEY) if isinstance(data, dict)
-                                             else None))
-
-
-def sender_of(data: Mapping[str, Any], chat_id: str) -> Sender | None:
-    """Who writes in a chat that Agent Zero v1.7's bundled chat integrations or its external API
-    started, from what they keep on the chat (its context data); None for a web-UI chat.
-
-    The integrations set their keys after the chat exists (so `agent_init` does not see them) and
-    before its first message. Telegram keeps a chat per (bot, user, chat): a group's chat id is not
-    the user's. WhatsApp keeps one chat per JID, and `wa_sender_number` is only its first sender's:
-    a group is its JID, whoever writes. The external API names no sender: the chat stands for its
-    caller. A chat saved before `honcho_chat_origin` existed has none: the owner's, as before."""
-    if data.get("telegram_user_id") is not None:
-        user, chat = str(data["telegram_user_id"]), str(data.get("telegram_chat_id", ""))
-        group = bool(chat) and chat != user
-        return Sender("telegram", chat if group else user, group)
-    if data.get("wa_chat_id"):
-        group = bool(data.get("wa_is_group"))
-        number = str(data.get("wa_sender_number") or "")
-        return Sender("whatsapp", str(data["wa_chat_id"]) if group or not number else number,
-                      group)
-    if data.get("email_sender"):
-        return Sender("email", _address(str(data["email_sender"])))
-    if data.get(CHAT_ORIGIN) == "api":
-        return Sender("api", chat_id)
-    return None
-
-
-def _address(sender: str) -> str:
-    """The address of an e-mail `From` (`Bob <bob@example.org>` or `bob@example.org`), lower
-    case."""
-    start = sender.rfind("<")
-    end = sender.find(">", start)
-    return (sender[start + 1:end] if 0 <= start < end else sender).strip().lower()
+                     remember=chat_remember(data))
 
 
 def log_times(chat: Mapping[str, Any]) -> dict[tuple[str, str], float]:
