@@ -1,7 +1,8 @@
 """Mark a message sent to a chat (`AgentContext.communicate`), so that capture can tell what the
 human typed into a subordinate's child chat (Agent Zero v2.x) from a superior's delegation.
 
-A sync point of Agent Zero, on a request thread: in memory only; it never raises.
+A sync point of Agent Zero, on a request thread or an event loop (whichever calls `communicate`):
+in memory only; it never raises.
 """
 
 import logging

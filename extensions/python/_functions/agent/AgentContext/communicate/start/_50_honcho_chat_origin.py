@@ -2,7 +2,7 @@
 
 Agent Zero's external API (`api_message`) marks nothing on the chats it makes; a request-less
 message (an integration's poll, the scheduler) leaves the chat as it is. A sync point of Agent Zero,
-on a request thread or the event loop: memory only, and it never raises.
+on a request thread or an event loop (whichever calls `communicate`): memory only; it never raises.
 """
 
 import logging
