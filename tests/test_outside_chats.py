@@ -194,11 +194,14 @@ class ConfinedToolTest(unittest.TestCase):
         self.assertTrue(self.run_verb("recall", query="canoe").ok)
         self.assertEqual(self.bench.recalls, [("canoe", None)])
 
-    def test_an_ask_without_the_chats_session_is_refused(self):
+    def test_an_ask_or_a_dream_without_the_chats_session_is_refused(self):
+        # Honcho answers a question or runs a dream that names no session from every session the
+        # agent is in.
         self.bench.ctx.session_id = None
-        result = self.run_verb("ask", query="What does the user row?")
-        self.assertFalse(result.ok)
-        self.assertEqual(self.bench.fake.chat_requests, [])
+        for action, args in (("ask", {"query": "What does the user row?"}), ("dream", {})):
+            with self.subTest(action):
+                self.assertFalse(self.run_verb(action, **args).ok)
+        self.assertEqual((self.bench.fake.chat_requests, self.bench.fake.dreams), ([], []))
 
 
 class ChatDataTest(unittest.TestCase):
