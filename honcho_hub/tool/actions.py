@@ -224,9 +224,7 @@ def _search(args: Mapping[str, Any], ctx: ActionContext) -> str:
 
 def _ask(args: Mapping[str, Any], ctx: ActionContext) -> str:
     query, s = _text(args, "query", ctx, MAX_ASK_QUERY), ctx.settings
-    if ctx.confined and not ctx.session_id:
-        # A question that names no session is answered from every session the agent is in.
-        raise BadInput("there is no current chat session to ask about.")
+    _own_session(ctx, "ask")
     level = args.get("reasoning_level")
     level = _choice(level, REASONING_LEVELS, "reasoning_level") if level not in (None, "") else None
     answer = queries.ask(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query,
@@ -384,8 +382,16 @@ def _status(args: Mapping[str, Any], ctx: ActionContext) -> str:
 
 def _dream(args: Mapping[str, Any], ctx: ActionContext) -> str:
     s = ctx.settings
+    _own_session(ctx, "dream")
     queries.schedule_dream(ctx.honcho(), s.agent_peer_id, s.user_peer_id, ctx.session_id)
     return "Consolidation (a dream) was requested; Honcho runs it in the background."
+
+
+def _own_session(ctx: ActionContext, action: str) -> None:
+    """In a confined chat, raise BadInput unless the verb names the chat's session: Honcho answers a
+    question, or runs a dream, that names none from every session the agent is in."""
+    if ctx.confined and not ctx.session_id:
+        raise BadInput(f"{action} needs this chat's session here, and there is none.")
 
 
 _HANDLERS = {"recall": _recall, "search": _search, "ask": _ask, "remember": _remember,
