@@ -173,7 +173,7 @@ class ConfinedToolTest(unittest.TestCase):
                 self.assertEqual(len(result.text.splitlines()), 1)
         self.assertEqual(self.bench.fake.requests, [])
 
-    def test_a_scope_is_refused_for_every_verb_and_nothing_is_sent(self):
+    def test_a_scope_is_refused_for_recall_ask_and_search_and_nothing_is_sent(self):
         for action in ("recall", "ask", "search"):
             with self.subTest(action):
                 result = self.run_verb(action, query="kayak", scope="a0-alpha")
@@ -350,7 +350,7 @@ class ChatSenderFactsTest(unittest.TestCase):
             self.assertEqual((status["chats"]["kind"], status["chats"]["seen"]), ("telegram", {}))
         self.assertEqual(self.host.chats_seen(), {})
 
-    def test_in_a_telegram_chat_the_tool_finds_none_of_the_owners_words(self):
+    def test_in_a_telegram_chat_a_workspace_search_finds_none_of_the_owners_words(self):
         fake = FakeHoncho(api_key="hch-outside-key-13579")
         fake.messages.append({"id": "m1", "content": "My kayak is moored at Bergen",
                               "peer_id": "user", "session_id": "chat-OwnerChat",
