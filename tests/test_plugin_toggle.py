@@ -62,6 +62,21 @@ class ToggleExtensionsTest(unittest.TestCase):
         self.assertIsNone(self.bridge.ensure_worker())  # a capture or job-loop tick starts none
         self.assertEqual(self.names(), [])
 
+    def test_the_job_loop_lifts_a_switch_off_whose_switch_on_ran_no_extension(self):
+        # A toggle file changed by hand turns the plugin on without toggle_plugin: Agent Zero runs
+        # the job loop only while the plugin is on, so its tick ends the switch-off's hold.
+        self.run_point(self.off, toggle("honcho", False))
+        job_loop = classes_in(import_by_path(os.path.join(
+            self.host.plugin_dir, "extensions", "python", "job_loop", "_50_honcho_worker.py")),
+            StubExtension)[0]
+        self.host.enabled_plugins = []  # still off: a tick (were one run) lifts nothing
+        job_loop(agent=None).execute()
+        self.assertTrue(self.lifecycle.restart_held())
+        self.host.enabled_plugins = ["honcho"]  # on again, by hand
+        job_loop(agent=None).execute()
+        self.assertFalse(self.lifecycle.restart_held())
+        self.assertIn("honcho-hub-delivery", self.names())
+
     def test_switched_on_the_worker_and_the_writer_start_at_once(self):
         self.run_point(self.off, toggle("honcho", False))
         self.run_point(self.on, toggle("honcho", True))
