@@ -37,6 +37,16 @@ def ensure_worker():
     return hub().ensure_worker()
 
 
+def keep_worker():
+    """The job loop's tick, which Agent Zero runs only while the plugin is on for everyone: a
+    switch-off's hold whose switch-on ran no extension of ours (a toggle file changed by hand) ends
+    here, then the worker is brought back. Asked again, not assumed: a tick under way when the
+    plugin was switched off must not lift the new hold."""
+    if lifecycle.restart_held() and plugin_enabled():
+        lifecycle.release_hold(SWITCHED_OFF)
+    return ensure_worker()
+
+
 def global_settings() -> Settings:
     """Delivery settings are global: no agent, no project (cached: see host.settings_for)."""
     return host.global_settings()

@@ -1,4 +1,5 @@
-"""About every 60 s: bring the delivery worker back after a stop or a plugin reload.
+"""About every 60 s: bring the delivery worker back after a stop, a plugin reload or a switch-on
+that ran no extension of ours.
 
 Never raises.
 """
@@ -13,8 +14,8 @@ log = logging.getLogger("honcho_hub.adapters")
 class HonchoKeepWorker(Extension):
     def execute(self, **kwargs):
         try:
-            from usr.plugins.honcho.extensions.honcho_bridge.process_hub import ensure_worker
+            from usr.plugins.honcho.extensions.honcho_bridge.process_hub import keep_worker
 
-            ensure_worker()
+            keep_worker()
         except Exception:
             log.exception("honcho: delivery worker not restarted")
