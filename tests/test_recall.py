@@ -451,3 +451,32 @@ class CacheMarkerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TurnEchoTest(unittest.TestCase):
+    def message(self, bench, peer, content, number):
+        bench.fake.messages.append({"id": f"m{number}", "content": content, "peer_id": peer,
+                                    "session_id": SESSION,
+                                    "workspace_id": bench.settings.workspace_id, "metadata": {},
+                                    "created_at": "2026-01-01T00:00:00Z", "token_count": 9})
+
+    def test_the_turns_own_message_delivered_before_the_load_is_not_quoted_back(self):
+        # The worker may deliver the typed message before recall's load: the session then holds
+        # it, and quoting it among the recent messages would put it in the prompt twice.
+        bench = RecallBench(self)
+        bench.remember()
+        self.message(bench, "user", "I keep bees near Vigo.", 1)
+        self.message(bench, "agent-zero", "Noted: bees.", 2)
+        self.message(bench, "user", "What colour should I  paint\nmy hives?", 3)
+        block = bench.recall("What colour should I paint my hives?").block
+        self.assertIn("I keep bees near Vigo.", block)
+        self.assertIn("Noted: bees.", block)
+        self.assertNotIn("paint", block)
+
+    def test_an_earlier_message_with_the_same_words_is_kept(self):
+        bench = RecallBench(self)
+        bench.remember()
+        self.message(bench, "user", "Which hive is strongest?", 1)
+        self.message(bench, "agent-zero", "The east hive.", 2)
+        block = bench.recall("Which hive is strongest?").block
+        self.assertIn("Which hive is strongest?", block)  # said before, answered: not this turn's
