@@ -1,12 +1,13 @@
 """The memory pack: what Honcho returned, trimmed to a token budget and rendered as untrusted data.
-Sections come in priority order, the agent's self-model and the dialectic's note with budgets of
-their own; empty sections are left out. Recalled text is neutralized before it enters the block
-(safety/untrusted.py). The sections and their order: docs/architecture.md ("Recall").
+Sections come in priority order, the dialectic's note first and within the budget, the agent's
+self-model with a share of its own; empty sections are left out. Recalled text is neutralized
+before it enters the block (safety/untrusted.py). The sections and their order:
+docs/architecture.md ("Recall").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..safety.untrusted import neutralize
 
@@ -44,6 +45,19 @@ def estimate_tokens(text: str) -> int:
 
 NOTE_TITLE = "What matters now (Honcho's synthesis)"
 AGENT_TITLE = "What the agent knows about itself"
+
+
+def without_turn(data: ContextData, query: str, user_peer: str) -> ContextData:
+    """`data` without the turn's own message: when the worker delivered the typed message before
+    recall loaded, the session's newest message is that message, which the prompt already holds.
+    Told by its words (`query`, the turn's one-line search query) and its peer; an earlier message
+    with the same words, answered since, is not the newest and stays."""
+    if not query or not data.messages:
+        return data
+    peer, content = data.messages[-1]
+    if peer != user_peer or " ".join(content.split()) != query:
+        return data
+    return replace(data, messages=list(data.messages[:-1]))
 
 
 def build_pack(data: ContextData, budget_tokens: int, include_messages: bool = True,

@@ -27,7 +27,7 @@ from .cadence import Cadence
 from .dialectic import Dialectic
 from .freshness import Freshness
 from .loads import RECALL_THREADS, Loads, load_deadline
-from .pack import ContextData, MemoryPack, build_pack, render_block
+from .pack import ContextData, MemoryPack, build_pack, render_block, without_turn
 
 MAX_GATEWAYS = 8  # recall's clients held at once (destinations × humans)
 QUERY_CHARS = 2000
@@ -122,6 +122,8 @@ class Recaller:
                 cache_key(settings, session_id, query, scope_id), own,
                 lambda: self._load(gateway, settings, session_id, query, scope_id),
                 wait, self._loads.submit)
+            if data is not None:
+                data = without_turn(data, query, settings.user_peer_id)
         if load:
             self._freshness.follow(settings, scope_id)
         pack = self._pack(settings, session_id, data, scope_id) if data is not None else None
