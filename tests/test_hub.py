@@ -14,6 +14,7 @@ from outbox_helpers import temp_outbox_path
 from honcho_hub.capture.service import CaptureRequest, Outcome, Role
 from honcho_hub.delivery import lifecycle
 from honcho_hub.hub import Hub
+from honcho_hub.runtime import join_background
 from honcho_hub.settings.config import build_settings
 
 KEY = "hch-hub-key-2468024680"
@@ -162,6 +163,41 @@ class WriterWhileHeldTest(unittest.TestCase):
         lifecycle.hold_restart(math.inf, "switch-off")
         self.hub.ensure_writer()
         self.assertTrue(self.hub.stop())
+
+
+class RecallWhileHeldTest(unittest.TestCase):
+    """A recall hook, a tool call or a chat start racing a switch-off or an uninstall (both hold the
+    plugin's threads) asks the Hub for its recall parts: they do their work from memory and start no
+    thread (no recall pool, no chats' reader, no background build of the Recaller)."""
+
+    def setUp(self):
+        self.settings = build_settings({"outbox_path": temp_outbox_path(self)}, {}, {})
+        self.baseline = set(hub_threads())
+        self.hub = Hub(lambda: self.settings)
+        self.addCleanup(self.hub.stop)
+        self.addCleanup(release_restart)
+        lifecycle.hold_restart(math.inf, "switch-off")
+
+    def started(self) -> set[str]:
+        return {thread.name for thread in set(hub_threads()) - self.baseline}
+
+    def test_ready_recaller_builds_nothing_in_the_background(self):
+        built = []
+        self.assertIsNone(self.hub.ready_recaller(built.append))
+        join_background(5.0)
+        self.assertEqual((built, self.started()), ([], set()))
+
+    def test_a_prefetch_and_a_recall_start_no_recall_thread(self):
+        recaller = self.hub.recaller()
+        self.assertFalse(recaller.prefetch(self.settings, f"chat-{CHAT}", "typed while off"))
+        recaller.recall(self.settings, f"chat-{CHAT}", "asked while off", "{memory}", wait_s=0.1,
+                        deliberate=True)
+        self.assertFalse(recaller.warm(self.settings))
+        self.assertEqual(self.started(), set())
+
+    def test_a_chat_session_is_named_without_a_read_thread(self):
+        self.assertEqual(self.hub.chats().session(self.settings, CHAT, wait_s=0.1), f"chat-{CHAT}")
+        self.assertEqual(self.started(), set())
 
 
 if __name__ == "__main__":
