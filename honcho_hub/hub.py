@@ -179,7 +179,7 @@ class Hub:
                 writer = CaptureWriter(lambda: self.capture(self.settings()),
                                        lambda: self.settings())
                 kept.WRITER.put(state, writer)
-            if not writer.started() and not lifecycle.restart_held():
+            if not writer.started() and self.may_start():
                 writer.start()
             return writer
 
@@ -195,6 +195,8 @@ class Hub:
         current = self._worker
         if current is not None and current.is_alive() and not current.stopping:
             return current
+        if not self.may_start():
+            return None  # not even the background import: nothing of ours starts while held
         if not _delivery_loaded.is_set():
             in_background("worker-start", self._start_worker)
             return None
@@ -233,7 +235,7 @@ class Hub:
         if not self.load_delivery():
             return None
         from .delivery.worker import DeliveryWorker
-        if lifecycle.restart_held():
+        if not self.may_start():
             return None  # stopped for an update or an uninstall: not restarted by the next message
 
         current = self._worker
@@ -287,6 +289,12 @@ class Hub:
         if worker is not None:
             worker.wake()
 
+    def may_start(self) -> bool:
+        """Whether a thread of the plugin may start now: not while a hold keeps them stopped (a
+        switch-off, an uninstall, an update: lifecycle.hold_restart). The one check of every part
+        the Hub gives out; cheap (no I/O)."""
+        return not lifecycle.restart_held()
+
     def worker(self) -> DeliveryWorker | None:
         """The running worker of this process, if any."""
         worker = self._worker
@@ -296,28 +304,32 @@ class Hub:
 
     def recaller(self) -> Recaller:
         """The Recaller (its cache starts over when Agent Zero re-imports the plugin). Its first
-        call imports the SDK: call it off the event loop (see `ready_recaller`)."""
+        call imports the SDK: call it off the event loop (see `ready_recaller`). While held
+        (`may_start`) its loads start no thread: a turn gets what is cached, a prefetch is not
+        started."""
         from .recall.recaller import Recaller  # imported here: capture must work without the SDK
 
         with self._parts_lock:
             if self._recaller is None:
-                self._recaller = Recaller(marker=self._marker)
+                self._recaller = Recaller(marker=self._marker, may_start=self.may_start)
             return self._recaller
 
     def chats(self) -> ChatSessions:
         """Which Honcho session each chat names now (chats/sessions.py). Cheap and safe on the event
-        loop: it needs no SDK, and its reads run on a thread of its own."""
+        loop: it needs no SDK, and its reads run on a thread of its own, not started while held
+        (`may_start`: a chat is then named with the generation last known)."""
         with self._parts_lock:
             if self._chats is None:
-                self._chats = ChatSessions(self._marker)
+                self._chats = ChatSessions(self._marker, may_start=self.may_start)
             return self._chats
 
     def ready_recaller(self, then: Callable[[Recaller], object] | None = None) -> Recaller | None:
         """The Recaller if it exists (cheap, safe on the event loop); else None, and with `then`,
-        builds it on a background thread and calls `then(recaller)` there."""
+        builds it on a background thread and calls `then(recaller)` there (not while held:
+        `may_start`)."""
         if self._recaller is not None:
             return self._recaller
-        if then is not None:
+        if then is not None and self.may_start():
             def build_then() -> None:
                 try:
                     made = self.recaller()
@@ -336,7 +348,7 @@ class Hub:
 
         with self._parts_lock:
             if ((self._registrar is None or not self._registrar.is_alive())
-                    and not lifecycle.restart_held()):
+                    and self.may_start()):
                 self._registrar = ScopeRegistrar(HonchoGateway.for_settings)
                 self._registrar.start()
             return self._registrar

@@ -20,7 +20,6 @@ from usr.plugins.honcho.honcho_hub.capture.rules import (
 )
 from usr.plugins.honcho.honcho_hub.capture.service import CaptureRequest, Outcome, Role
 from usr.plugins.honcho.honcho_hub.chats.rules import asks_dialectic
-from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 
 from . import host
@@ -135,11 +134,7 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
                      secrets: dict[str, str], ask_dialectic: bool) -> None:
     """Start the coming turn's query-aware recall now (with the dialectic's turn when
     `ask_dialectic`); the recall hook picks it up. Never blocks: the first time, the recall modules
-    load on a background thread that then starts it. Not while a hold keeps the plugin's threads
-    stopped: a capture racing a switch-off or an uninstall starts none (the recall hook, if it runs,
-    loads then)."""
-    if lifecycle.restart_held():
-        return
+    load on a background thread that then starts it (none while the Hub holds its threads)."""
     scope = resolve_scope(settings, project)
     chat = host.chat_id(agent)
 

@@ -7,6 +7,7 @@ moved (storage/marker.py)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_until_done
 
@@ -31,8 +32,11 @@ class ChatSessions:
     read lands, a chat is named with the generation last known (the first, for a chat not read
     yet). The threads that serve a turn, the tool and status wait a bounded time for the read."""
 
-    def __init__(self, marker: MarkerWatch | None = None) -> None:
+    def __init__(self, marker: MarkerWatch | None = None,
+                 may_start: Callable[[], bool] = lambda: True) -> None:
         self._marker = marker or MarkerWatch()
+        # False while no thread may start (the Hub's hold): a chat is named with what is known.
+        self._may_start = may_start
         self._lock = threading.Lock()
         # (outbox, destination, chat) -> (how often the chat was forgotten, the marker when that
         # was learned)
@@ -86,7 +90,9 @@ class ChatSessions:
 
     def _read(self, settings: Settings, key: ChatKey) -> Future | None:
         """The read of the chat's generation on the reader thread, started unless one is under way;
-        None when none could start (too many waiting, or the reader was shut down)."""
+        None when none could start (too many waiting, held, or the reader was shut down)."""
+        if not self._may_start():
+            return None
         with self._lock:
             reading = self._reads.get(key)
             if reading is not None or len(self._reads) >= MAX_READS:

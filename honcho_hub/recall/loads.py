@@ -19,18 +19,23 @@ MAX_QUEUED_LOADS = 32
 
 
 class Loads:
-    """The pool: `submit` runs work on it unless too many loads wait already."""
+    """The pool: `submit` runs work on it unless too many loads wait already, or `may_start` says
+    no thread may start now (the Hub's: not while the plugin's threads are held)."""
 
-    def __init__(self, threads: int = RECALL_THREADS, max_queued: int = MAX_QUEUED_LOADS) -> None:
+    def __init__(self, threads: int = RECALL_THREADS, max_queued: int = MAX_QUEUED_LOADS,
+                 may_start: Callable[[], bool] = lambda: True) -> None:
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="honcho-hub-recall")
+        self._may_start = may_start
         self._max_queued = max_queued
         self._lock = threading.Lock()
         self._queued = 0  # submitted, not started
         self._unfinished: set[Future] = set()
 
     def submit(self, work: Callable[..., Any], *args: Any) -> bool:
-        """Run `work(*args)` on the pool; False when it was not started (too many waiting, or
-        closed)."""
+        """Run `work(*args)` on the pool; False when it was not started (too many waiting, closed,
+        or held)."""
+        if not self._may_start():
+            return False
         with self._lock:
             if self._queued >= self._max_queued:
                 return False

@@ -51,7 +51,8 @@ class Recaller:
     def __init__(self, gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  monotonic: Callable[[], float] = time.monotonic, threads: int = RECALL_THREADS,
                  ask_gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
-                 marker: MarkerWatch | None = None) -> None:
+                 marker: MarkerWatch | None = None,
+                 may_start: Callable[[], bool] = lambda: True) -> None:
         self._monotonic = monotonic
         # One per destination and human (chats of several humans take turns), up to MAX_GATEWAYS;
         # past that the settings changed, and the gateways of former values are closed.
@@ -66,7 +67,7 @@ class Recaller:
         self._cache: Keyed[Settings, RecallCache] = Keyed(
             fields("cache_ttl_s", "cache_max_entries"),
             lambda s: RecallCache(s.cache_ttl_s, s.cache_max_entries, self._monotonic))
-        self._loads = Loads(threads)
+        self._loads = Loads(threads, may_start=may_start)  # held: no load starts
         self._dialectic = Dialectic(self._ask_gateway.get, monotonic)
         self._bases = BasePacks(self._gateway.get, self._loads.submit, self._scope_refused,
                                 monotonic)
