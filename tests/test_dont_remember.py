@@ -1,12 +1,15 @@
 """"Don't remember this chat" (issue 24, item 9) on plain facts: the state a chat's data holds, what
-it skips in capture and recall, which memory-tool verbs it refuses, status's count, and the "This
-is me" offered beside it in a chat from an unmapped sender.
+it skips in capture and recall, which memory-tool verbs it refuses (and, over the fake Honcho, how
+`ask` runs there), status's count, and the "This is me" offered beside it in a chat from an unmapped
+sender.
 
 The host side (the sidebar's API, Agent Zero's chat file, real turns) is tests/host/
 host_dont_remember.py.
 """
 
 import unittest
+
+from test_memory_tool import ToolBench
 
 from honcho_hub.capture.rules import (
     UserMessageFacts,
@@ -138,6 +141,36 @@ class ToolRefusalTest(unittest.TestCase):
                                                        remember=Remember.OFF))
         self.assertIn("action", result.text)
         self.assertNotIn("not remembered", result.text)
+
+
+class AskInAChatNotCapturedTest(unittest.TestCase):
+    """`ask` in a chat left out of capture, through the real SDK over the fake Honcho: the dialectic
+    is asked about the user across memory, naming no session, so the chat's session is not created;
+    in a chat that is not the owner's (it may read only its own session) it is refused."""
+
+    def setUp(self):
+        self.bench = ToolBench(self)
+        self.bench.ctx.remember = Remember.NO_CAPTURE
+
+    def session_requests(self):
+        return [path for _, path in self.bench.fake.requests if "/sessions" in path]
+
+    def test_ask_names_no_session_and_none_is_created(self):
+        result = self.bench.run("ask", query="What does the user row?")
+        self.assertTrue(result.ok, result.text)
+        asked = self.bench.fake.chat_requests
+        self.assertEqual([(a["target"], a.get("session_id")) for a in asked], [("user", None)])
+        self.assertEqual(self.session_requests(), [])
+        self.assertEqual(self.bench.fake.sessions, {})
+
+    def test_in_a_chat_not_the_owners_ask_is_refused_in_one_line_and_nothing_is_sent(self):
+        bench = ToolBench(self, user_peer_id="telegram-12345")
+        bench.ctx.remember, bench.ctx.confined = Remember.NO_CAPTURE, True
+        result = bench.run("ask", query="What does the user row?")
+        self.assertFalse(result.ok)
+        self.assertIn("not remembered", result.text)
+        self.assertEqual(len(result.text.splitlines()), 1)
+        self.assertEqual((bench.fake.requests, bench.fake.chat_requests), ([], []))
 
 
 class ThisIsMeTest(unittest.TestCase):
