@@ -55,7 +55,10 @@ REFUSED_IN_CONTEXT_MODE = ("honcho_memory: memory is injected automatically in t
 # In a chat the user asked us not to remember (chats/rules.Remember): under NO_CAPTURE nothing of
 # the chat goes into memory, so the verbs that write into it are refused (remember, profile with
 # `facts`, dream: a consolidation is Honcho rewriting memory, asked for from this chat); reads go
-# on, and so do forget and forget_chat, which only take memory out. Under OFF the chat is outside
+# on, and so do forget and forget_chat, which only take memory out. `ask` goes on naming no session
+# (a question naming the chat's would make Honcho create it): about the user across memory, as in a
+# chat with no session; in a confined chat, which may read only its own session, it is refused.
+# Under OFF the chat is outside
 # memory: only the verbs about the chat itself run (status; forget_chat, which removes what it
 # left before).
 OFF_ALLOWED = ("status", "forget_chat")
@@ -112,7 +115,7 @@ def run_action(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Acti
     if not ctx.settings.offers_tool:
         log.debug("honcho_memory: refused under recall_mode context")
         return ActionResult(False, REFUSED_IN_CONTEXT_MODE)
-    refusal = refusal_in_chat(action, args, ctx.remember)
+    refusal = refusal_in_chat(action, args, ctx.remember, ctx.confined)
     if refusal is not None:
         log.debug("honcho_memory: refused in a chat not remembered (%s)", ctx.remember.value)
         return ActionResult(False, refusal)
@@ -136,9 +139,11 @@ def refusal_beyond_chat(action: Any, args: Mapping[str, Any]) -> str | None:
     return None
 
 
-def refusal_in_chat(action: Any, args: Mapping[str, Any], remember: Remember) -> str | None:
-    """The one line refusing `action` in a chat that is not remembered (see OFF_ALLOWED), or None
-    when it may run. Nothing is sent for a refused verb."""
+def refusal_in_chat(action: Any, args: Mapping[str, Any], remember: Remember,
+                    confined: bool = False) -> str | None:
+    """The one line refusing `action` in a chat that is not remembered (see OFF_ALLOWED and the
+    comment above it; `confined`: chats/rules.confined_chat), or None when it may run. Nothing is
+    sent for a refused verb."""
     if remember is Remember.YES or action not in ACTIONS:
         return None  # an unknown verb gets run_verb's own error
     if remember is Remember.OFF and action not in OFF_ALLOWED:
@@ -149,6 +154,10 @@ def refusal_in_chat(action: Any, args: Mapping[str, Any], remember: Remember) ->
     if writes:
         return (f"honcho_memory: this chat is not remembered (the user's choice), so nothing of"
                 f" it goes into memory; {action} was refused and nothing was sent.")
+    if action == "ask" and confined:
+        return ("honcho_memory: this chat is not remembered (the user's choice) and not the"
+                " owner's, so the dialectic may be asked only about its own session, which is not"
+                " created here; ask was refused and nothing was sent.")
     return None
 
 
@@ -227,8 +236,10 @@ def _ask(args: Mapping[str, Any], ctx: ActionContext) -> str:
     _own_session(ctx, "ask")
     level = args.get("reasoning_level")
     level = _choice(level, REASONING_LEVELS, "reasoning_level") if level not in (None, "") else None
+    # A chat not remembered names no session: Honcho would create the chat's (refusal_in_chat).
+    session = ctx.session_id if ctx.remember is Remember.YES else None
     answer = queries.ask(ctx.honcho(), s.agent_peer_id, s.user_peer_id, query,
-                         session_id=ctx.session_id, scope=_scope(args, ctx),
+                         session_id=session, scope=_scope(args, ctx),
                          reasoning_level=level, timeout_s=s.ask_timeout_s)
     return (untrusted(_item(answer, MAX_OUTPUT - 200)) if answer
             else "Honcho has no answer to that yet.")
