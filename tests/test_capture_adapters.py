@@ -9,7 +9,6 @@ import types
 import unittest
 
 from hub_testkit import (
-    NUDGE_TEXT,
     ContextType,
     StubAgent,
     StubContext,
@@ -29,7 +28,6 @@ RECALL_EXT = "extensions/python/message_loop_prompts_after/_55_honcho_recall.py"
 INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
 ANSWER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_ai_response/end/"
               "_50_honcho_capture_answer.py")
-PLACEHOLDER_PROMPT = "fw.initial_user_message.md"
 
 
 class UserMessage:
@@ -85,10 +83,6 @@ class WhoTypedItTest(AdapterTestCase):
 
     def test_a_superiors_message_to_a_subordinate_is_not_captured(self):
         self.typed(StubAgent(1), "Research the weather in Oslo")
-        self.assertEqual(self.stored(), [])
-
-    def test_a_framework_nudge_is_not_captured(self):
-        self.typed(StubAgent(0), NUDGE_TEXT)
         self.assertEqual(self.stored(), [])
 
     def test_a_scheduled_tasks_prompt_is_not_captured_unless_the_setting_says_so(self):
@@ -198,18 +192,6 @@ class EventLoopTest(AdapterTestCase):
         self.assertEqual(builds[-1].workspace_id, "elsewhere")
         self.assertEqual(self.stored()[-1][0:2], ("chat-Ab3dE6gH", "user"))
 
-    def test_the_nudge_prompt_is_read_once_not_for_every_message(self):
-        agent = StubAgent(0)
-        reads = []
-        prompt = agent.read_prompt  # the stub host's
-        agent.read_prompt = lambda name, **kw: reads.append(name) or prompt(name, **kw)
-        for n in range(3):
-            self.typed(agent, f"message {n}", history_id=f"h-{n}")
-        self.typed(agent, NUDGE_TEXT, history_id="h-nudge")
-        # a file read and template render on the event loop: once a minute
-        self.assertEqual(len(reads), 1)
-        self.assertEqual([row[3] for row in self.stored()], ["message 0", "message 1", "message 2"])
-
     def test_without_the_delivery_packages_messages_are_kept_and_one_warning_says_why(self):
         from usr.plugins.honcho.honcho_hub import runtime
 
@@ -287,21 +269,12 @@ class EventLoopTest(AdapterTestCase):
 
 
 class V2xAgent(StubAgent):
-    """Agent 0 of a chat in Agent Zero v2.x: its log (empty until something is logged) and the
-    placeholder turn's prompt; `placeholder` None reads as v1.7, which has no such prompt."""
+    """Agent 0 of a chat in Agent Zero v2.x while its `agent_init` runs: its log empty until
+    something is logged, not yet marked started by the plugin's `agent_init` extension."""
 
-    def __init__(self, placeholder="Hello!\n"):
+    def __init__(self):
         super().__init__(0)
         self.context.log = types.SimpleNamespace(logs=[])
-        self.placeholder, self.reads = placeholder, []
-
-    def read_prompt(self, name, **kwargs):
-        self.reads.append(name)
-        if name != PLACEHOLDER_PROMPT:
-            return super().read_prompt(name, **kwargs)
-        if self.placeholder is None:
-            raise FileNotFoundError(name)  # v1.7's files.find_file_in_dirs
-        return self.placeholder
 
 
 def _tool_request(text):
@@ -363,13 +336,6 @@ class V2xTurnsTest(AdapterTestCase):
         self.typed(agent, "Hello!", history_id="h-typed")  # the human may say it too
         self.assertEqual(self.recall_loads(), 1)
         self.assertEqual([row[3] for row in self.stored()], ["Hello!"])
-
-    def test_without_the_placeholder_prompt_v1_7_captures_as_before_reading_it_once(self):
-        agent = V2xAgent(placeholder=None)
-        self.typed(agent, "Hello!", history_id="h-1")
-        self.typed(agent, "Hello!", history_id="h-2")
-        self.assertEqual([row[3] for row in self.stored()], ["Hello!", "Hello!"])
-        self.assertEqual(agent.reads.count(PLACEHOLDER_PROMPT), 1)  # a failed read is kept too
 
     def test_an_empty_message_is_neither_captured_nor_loads(self):
         agent = V2xAgent()

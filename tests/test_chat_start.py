@@ -59,7 +59,7 @@ class ChatStartTest(unittest.TestCase):
         """AgentContext.communicate(message)'s start extensions, each as Agent Zero loads it."""
         data = {"args": (context, UserMessage(text)), "kwargs": {}}
         for rel in (SENT_EXT, CHAT_START_EXT):
-            self.load(rel)().execute(data=data)
+            self.load(rel)(agent=None).execute(data=data)
 
     def settled(self, stop_registrar=False):
         """The requests the chat start began, once its threads are done (the registrar's too

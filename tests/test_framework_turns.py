@@ -41,6 +41,7 @@ class NoPromptAgent(StubAgent):
     def __init__(self):
         super().__init__(0)
         self.context.log = types.SimpleNamespace(logs=[])
+        self.context.data = {}
         self.reads = []
 
     def read_prompt(self, name, **kwargs):
@@ -76,16 +77,16 @@ class FrameworkTurnsTest(unittest.TestCase):
 
     def communicated(self, context, message):
         """AgentContext.communicate(message)'s start extensions."""
-        self.load(SENT_EXT)().execute(data={"args": (context, message), "kwargs": {}})
+        self.load(SENT_EXT)(agent=None).execute(data={"args": (context, message), "kwargs": {}})
 
     def nudged(self, agent):
         """v1.7's AgentContext.nudge(): its start extensions, then `communicate` with the prompt
         as the user's text (the prompt is Agent Zero's read, not ours), then its end ones."""
         data = {"args": (agent.context,), "kwargs": {}}
-        self.load(NUDGE_START_EXT)().execute(data=data)
+        self.load(NUDGE_START_EXT)(agent=None).execute(data=data)
         message = UserMessage(NUDGE_TEXT)
         self.communicated(agent.context, message)
-        self.load(NUDGE_END_EXT)().execute(data=data)
+        self.load(NUDGE_END_EXT)(agent=None).execute(data=data)
         return self.added(agent, message, "h-nudge")
 
     def recall_loads(self):

@@ -4,7 +4,6 @@ fake."""
 import asyncio
 import os
 import sqlite3
-import threading
 import types
 import unittest
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,8 @@ INIT_EXT = "extensions/python/agent_init/_50_honcho_worker.py"
 USER_EXT = ("extensions/python/_functions/agent/Agent/hist_add_user_message/end/"
             "_50_honcho_capture_user.py")
 TOOL_PROMPT_EXT = "extensions/python/system_prompt/_10_honcho_tool_prompt.py"
+CHAT_START_EXT = ("extensions/python/_functions/agent/AgentContext/communicate/start/"
+                  "_60_honcho_chat_start.py")
 KEY = "hch-adapter-key-0987654321"
 
 
@@ -86,8 +87,10 @@ class RecallAdapterTest(unittest.TestCase):
                                        user_message=types.SimpleNamespace(
                                            content={"system_message": ["Nudged - continue"]}))
         self.assertEqual(self.run_recall(agent, nudged), typed)
-        # v1.7's nudge: its prompt as the user's text
-        self.assertEqual(self.run_recall(agent, loop_data(NUDGE_TEXT)), typed)
+        # v1.7's nudge: its prompt as the user's text, marked by capture as Agent Zero's turn
+        nudge = loop_data(NUDGE_TEXT)
+        nudge.user_message._honcho_framework_turn = True
+        self.assertEqual(self.run_recall(agent, nudge), typed)
         self.assertEqual(len(self.fake.context_queries), queries)
 
     def test_each_recall_mode_injects_and_offers_the_tool_as_documented(self):
@@ -126,18 +129,16 @@ class RecallAdapterTest(unittest.TestCase):
         self.assertEqual(agent.data["_tool_prompt_kwargs"]["agent.system.tool.text_editor.md"],
                          {"default_line_count": 100})
 
-    def test_the_turns_recall_reads_no_prompt_on_the_event_loop(self):
-        reads = []  # (prompt, thread) of each read
+    def test_the_turns_recall_reads_no_prompt(self):
+        reads = []
 
         class Agent(StubAgent):
             def read_prompt(self, name, **kwargs):
-                reads.append((name, threading.get_ident()))
+                reads.append(name)
                 return NUDGE_TEXT
 
-        # asyncio.run runs the loop on this thread
         self.run_recall(Agent(0), loop_data("Which tea should I buy?"))
-        self.assertEqual([name for name, _ in reads], ["fw.msg_nudge.md"])  # still told apart
-        self.assertNotIn(threading.get_ident(), [thread for _, thread in reads])
+        self.assertEqual(reads, [])
 
     def test_a_new_chat_is_told_from_a_loaded_one_a_reset_a_subordinate_and_a_background_chat(self):
         from usr.plugins.honcho.extensions.honcho_bridge import host
@@ -165,7 +166,12 @@ class RecallAdapterTest(unittest.TestCase):
                 before = len(self.fake.chat_requests)
                 created = datetime.now(UTC) - timedelta(seconds=age)
                 agent = StubAgent(0, StubContext(id=f"New{age}{dialectic}", created_at=created))
+                agent.context.data, agent.context.agent0 = {}, agent
                 self.load(INIT_EXT)(agent=agent).execute()
+                # a new chat starts at its first message
+                self.load(CHAT_START_EXT)(agent=None).execute(
+                    data={"args": (agent.context, types.SimpleNamespace(message="hi")),
+                          "kwargs": {}})
                 from usr.plugins.honcho.extensions.honcho_bridge.process_hub import hub
                 from usr.plugins.honcho.honcho_hub import runtime
 

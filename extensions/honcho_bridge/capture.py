@@ -7,6 +7,7 @@ journal and wake the threads that do the rest.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub.capture.rules import (
@@ -27,20 +28,63 @@ from .chat_sessions import session_of
 from .process_hub import hub
 
 log = logging.getLogger("honcho_hub.adapters")
+# The user turns Agent Zero makes itself are told by marks set where it sends them, never by
+# reading its prompts (a file read and a template render, on the event loop).
 # Set on a UserMessage that passed `AgentContext.communicate`: someone sent it to the chat.
 SENT_MARK = "_honcho_sent_to_chat"
+# Set on the UserMessage `AgentContext.nudge` sends (v1.7: its prompt as the user's text).
+NUDGE_MARK = "_honcho_nudge"
+# In a chat's data while `AgentContext.nudge` runs: the id of the thread running it.
+NUDGING_KEY = "_honcho_nudging"
+# Set on an agent once `agent_init` reached our extension: Agent Zero built it. What agent 0 gets
+# before (v2.x's placeholder turn, added by `agent_init/_10_initial_message.py`) no one typed. An
+# attribute, not agent data: a chat loaded from disk replaces its agents' data after building them.
+STARTED_MARK = "_honcho_started"
+# Set on the history message of a turn Agent Zero made itself, for the recall hook.
+FRAMEWORK_TURN_MARK = "_honcho_framework_turn"
 
 
 def mark_sent(data: dict) -> bool:
     """At `AgentContext.communicate`'s start: mark the message as sent to the chat (the web UI, the
-    API, an integration, the scheduler, a nudge); whether it was marked. A delegation reaches its
-    subordinate through `hist_add_user_message` alone and is never marked. In memory only."""
+    API, an integration, the scheduler, a nudge), and as the nudge when the chat's nudge sends it
+    from this thread; whether it was marked. A delegation reaches its subordinate through
+    `hist_add_user_message` alone and is never marked. In memory only."""
     message = host.call_argument(data, 1, "msg")
+    data_of_chat = getattr(host.call_argument(data, 0, "self"), "data", None)
+    nudging = (isinstance(data_of_chat, dict)
+               and data_of_chat.get(NUDGING_KEY) == threading.get_ident())
     try:
         setattr(message, SENT_MARK, True)
+        if nudging:
+            setattr(message, NUDGE_MARK, True)
     except (AttributeError, TypeError):  # a host whose message takes no attribute: not marked
         return False
     return True
+
+
+def start_nudge(data: dict) -> None:
+    """At `AgentContext.nudge`'s start: what its `communicate` sends from this thread until its end
+    is the nudge. Per thread: a message another thread sends meanwhile is not."""
+    data_of_chat = getattr(host.call_argument(data, 0, "self"), "data", None)
+    if isinstance(data_of_chat, dict):
+        data_of_chat[NUDGING_KEY] = threading.get_ident()
+
+
+def end_nudge(data: dict) -> None:
+    """At `AgentContext.nudge`'s end, whether it sent a message or failed."""
+    data_of_chat = getattr(host.call_argument(data, 0, "self"), "data", None)
+    if isinstance(data_of_chat, dict):
+        data_of_chat.pop(NUDGING_KEY, None)
+
+
+def mark_started(agent: Any) -> None:
+    """At `agent_init`: Agent Zero built the agent (see STARTED_MARK)."""
+    setattr(agent, STARTED_MARK, True)
+
+
+def framework_turn(history_message: Any) -> bool:
+    """Whether capture found this user turn made by Agent Zero itself (a nudge, a placeholder)."""
+    return getattr(history_message, FRAMEWORK_TURN_MARK, False) is True
 
 
 def capture_user_message(agent: Any, data: dict) -> Outcome | str:
@@ -52,13 +96,19 @@ def capture_user_message(agent: Any, data: dict) -> Outcome | str:
     text = getattr(message, "message", None)
     settings = host.settings_for(agent)
     delegated = host.works_for_another_agent(agent)
+    nudge = getattr(message, NUDGE_MARK, False) is True
     facts = UserMessageFacts(agent_number=agent.number, intervention=intervention,
-                             is_nudge=not intervention and host.is_nudge(agent, text),
+                             is_nudge=not intervention and nudge,
                              chat=host.chat_facts(agent),
                              empty=isinstance(text, str) and not text.strip(),
-                             is_placeholder=not intervention and _is_placeholder(agent, text),
+                             is_placeholder=not intervention and _is_placeholder(agent, delegated),
                              delegated=delegated,
                              sent_to_chat=getattr(message, SENT_MARK, False) is True)
+    if facts.is_nudge or facts.is_placeholder:
+        try:
+            setattr(data.get("result"), FRAMEWORK_TURN_MARK, True)
+        except (AttributeError, TypeError):  # no history message: the recall hook finds none
+            pass
     skip = skip_reason_for_user_message(facts, settings)
     prefetch = isinstance(text, str) and prefetches_recall(facts, settings)
     if skip and not prefetch:
@@ -151,13 +201,13 @@ def _prefetch_recall(agent: Any, settings, text: str, project: str | None,
         prefetch(recaller, 0.0)
 
 
-def _is_placeholder(agent: Any, text: Any) -> bool:
-    # Agent Zero v2.x's agent_init adds it while the chat's log is still empty; the prompt is read
-    # only then (v1.7 has none).
-    if not isinstance(text, str) or not host.opens_chat(agent):
-        return False
-    placeholder = host.framework_prompt(agent, host.PLACEHOLDER_PROMPT).strip()
-    return bool(placeholder) and text.strip() == placeholder
+def _is_placeholder(agent: Any, delegated: bool) -> bool:
+    # Agent Zero v2.x's agent_init adds it to agent 0 while the chat's log is still empty, before
+    # our agent_init extension marks the agent started. Both: an agent 0 built while the plugin was
+    # off carries no mark, but a message typed to it finds the chat's log written (the web UI, the
+    # API and the integrations make the chat, log the message, then `communicate`).
+    return (agent.number == 0 and not delegated
+            and getattr(agent, STARTED_MARK, False) is not True and host.opens_chat(agent))
 
 
 def _last_ai_message_id(agent: Any) -> str:

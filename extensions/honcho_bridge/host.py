@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -36,10 +35,6 @@ DEFAULT_CONFIG = os.path.join(PLUGIN_DIR, "default_config.yaml")
 GLOBAL_CONFIG = os.path.join(PLUGIN_DIR, "config.json")
 SECRETS_FILE = "usr/secrets.env"
 NEW_CHAT_S = 30.0  # a chat whose agent 0 starts within this of its creation was just opened
-NUDGE_PROMPT = "fw.msg_nudge.md"  # AgentContext.nudge() sends it to agent 0
-# The placeholder user turn Agent Zero v2.x adds to a new or reset chat; v1.7 has no such prompt.
-PLACEHOLDER_PROMPT = "fw.initial_user_message.md"
-PROMPT_REREAD_S = 60.0
 API_MESSAGE_PATH = "/api/api_message"  # Agent Zero's external API (api/api_message.py)
 # How an agent names the chat it works for. v1.7 and v2.x: a subordinate's data holds its superior
 # agent (`Agent.DATA_NAME_SUPERIOR`, not saved with the chat). v2.x runs the subordinate in a child
@@ -338,32 +333,6 @@ def is_new_user_chat(agent: Any, now: datetime | None = None) -> bool:
     facts = chat_facts(agent)
     age_s = ((now or datetime.now(UTC)) - created).total_seconds()
     return not facts.background and not facts.scheduler_run and 0 <= age_s <= NEW_CHAT_S
-
-
-# (agent profile, prompt file) -> (read at, its text); profiles come and go: a small map
-_prompts: BoundedMap[tuple[str, str], tuple[float, str]] = BoundedMap(64)
-
-
-def framework_prompt(agent: Any, name: str) -> str:
-    """Agent Zero's prompt `name` as the agent reads it ('' when the host has none), read (a file
-    read and a template render) at most once a minute per profile: capture runs on Agent Zero's
-    event loop for every message."""
-    profile = str(getattr(getattr(agent, "config", None), "profile", "") or "")
-    known = _prompts.get((profile, name))
-    if known is None or time.monotonic() - known[0] > PROMPT_REREAD_S:
-        try:
-            text = agent.read_prompt(name)
-        except Exception:  # a prompt this version lacks (not found, not rendered)
-            text = ""
-        known = (time.monotonic(), text if isinstance(text, str) else "")
-        _prompts.put((profile, name), known)
-    return known[1]
-
-
-def is_nudge(agent: Any, text: Any) -> bool:
-    """Whether `text` is the framework's nudge as v1.7 sends it: its prompt as the user's text
-    (v2.x sends an empty message with the prompt as a system message)."""
-    return isinstance(text, str) and text == framework_prompt(agent, NUDGE_PROMPT)
 
 
 def opens_chat(agent: Any) -> bool:

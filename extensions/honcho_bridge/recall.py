@@ -20,6 +20,7 @@ from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 
 from . import host
+from .capture import framework_turn
 from .chat_sessions import CHAT_READ_WAIT_S, session_of
 from .process_hub import hub
 
@@ -42,16 +43,16 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
         return skip
     project = host.project_name(agent)
     scope = resolve_scope(settings, project)
-    text = typed_text(getattr(loop_data, "user_message", None))
+    user_message = getattr(loop_data, "user_message", None)
+    text = typed_text(user_message)
     chat = host.chat_id(agent)
+    # A turn nobody typed (a nudge, v1.7's or v2.x's empty one; an integration's empty message)
+    # gets what recall holds: no query to search with, no load.
+    typed = bool(text.strip()) and not framework_turn(user_message)
 
-    # off the loop: the first import, the nudge's prompt, masking and redaction of the query, the
-    # bounded wait
+    # off the loop: the first import, masking and redaction of the query, the bounded wait
     def recall():
         deadline = time.monotonic() + settings.recall_wait_s
-        # A turn nobody typed (a nudge, v1.7's or v2.x's empty one; an integration's empty message)
-        # gets what recall holds: no query to search with, no load.
-        typed = bool(text.strip()) and not host.is_nudge(agent, text)
         try:
             recaller = hub().recaller()
         except ImportError:
@@ -90,10 +91,38 @@ def template() -> str:
         return handle.read()
 
 
-def register_chat(agent: Any) -> bool:
+# In the data of a chat a person just opened, until its first message starts it (not saved).
+START_PENDING_KEY = "_honcho_chat_start_pending"
+
+
+def start_chat(agent: Any) -> bool:
+    """At agent 0's `agent_init`: start a chat loaded from disk or reset now (register_chat); defer
+    a chat a person just opened to its first message (start_chat_at_message): a chat integration
+    writes its sender after `AgentContext(...)` returns and the API's origin is known at
+    `communicate`, so now it would look like the owner's. Whether it started now."""
+    data = getattr(host.chat_context(agent), "data", None)
+    if isinstance(data, dict) and host.is_new_user_chat(agent):
+        data[START_PENDING_KEY] = True
+        return False
+    register_chat(agent)
+    return True
+
+
+def start_chat_at_message(context: Any) -> bool:
+    """At `AgentContext.communicate`'s start: start the chat whose start was deferred, once
+    (register_chat: memory only, threads do the rest). Whether it started."""
+    data = getattr(context, "data", None)
+    if not isinstance(data, dict) or data.pop(START_PENDING_KEY, None) is None:
+        return False
+    register_chat(context.agent0, new_chat=True)
+    return True
+
+
+def register_chat(agent: Any, new_chat: bool | None = None) -> bool:
     """At chat start: warm the base pack, prewarm a new chat's dialectic note (when it is on) and
-    queue the chat's scope registration (background threads do the requests). A v2.x child chat's
-    or worker's agent 0 works for another chat, whose own start did all of it."""
+    queue the chat's scope registration (background threads do the requests). `new_chat`: whether
+    a person just opened it (None: host.is_new_user_chat tells). A v2.x child chat's or worker's
+    agent 0 works for another chat, whose own start did all of it."""
     if host.works_for_another_agent(agent):
         return False
     facts = host.chat_facts(agent)
@@ -108,8 +137,8 @@ def register_chat(agent: Any) -> bool:
     chat = host.chat_id(agent)
     # A chat left out of capture reads memory but writes nothing: no session of its own created
     # (neither by a registration nor by the dialectic's question).
-    new_chat = (settings.dialectic_enabled and asks_dialectic(facts)
-                and host.is_new_user_chat(agent))
+    prewarm = (settings.dialectic_enabled and asks_dialectic(facts)
+               and (host.is_new_user_chat(agent) if new_chat is None else new_chat))
     register = bool(scope) and facts.remember is Remember.YES
 
     def start() -> None:  # off the loop: the first call imports the SDK
@@ -122,7 +151,7 @@ def register_chat(agent: Any) -> bool:
         # Read here, at chat start, the chat's forgets are known before its first turn (chats loaded
         # at startup).
         session = session_of(chat, settings, project, CHAT_READ_WAIT_S)
-        if new_chat:
+        if prewarm:
             recaller.prewarm(settings, session, scope)
         registrar = the_hub.registrar() if register else None
         if registrar is not None and registrar.is_alive():
