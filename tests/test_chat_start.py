@@ -50,9 +50,10 @@ class ChatStartTest(unittest.TestCase):
         """A chat's AgentContext as Agent Zero makes it: its agent 0 starts (agent_init) before
         the constructor returns, with the chat's data still empty."""
         context = StubContext(id=id, created_at=datetime.now(UTC) - timedelta(seconds=age_s))
-        context.data = {}
-        context.agent0 = StubAgent(0, context)
-        self.load(INIT_EXT)(agent=context.agent0).execute()
+        context.data, context.agent0 = {}, None
+        agent = StubAgent(0, context)
+        self.load(INIT_EXT)(agent=agent).execute()
+        context.agent0 = agent  # set once its agent 0 is built
         return context
 
     def communicated(self, context, text):
@@ -109,6 +110,15 @@ class ChatStartTest(unittest.TestCase):
         self.assertIn("user", session["peers"])
         self.assertEqual(self.scopes(context), {"a0-household"})
         self.assertEqual([request.get("target") for request in self.fake.chat_requests], ["user"])
+
+    def test_a_chat_reset_just_after_it_was_opened_is_started_when_its_new_agent_starts(self):
+        context = self.opened("ResetCh1")
+        self.settled()
+        self.assertEqual(self.scopes(context), set())
+        # AgentContext.reset: a new agent 0, built while the old one is still the chat's
+        self.load(INIT_EXT)(agent=StubAgent(0, context)).execute()
+        self.settled(stop_registrar=True)
+        self.assertEqual(self.scopes(context), {"a0-household"})
 
     def test_a_chat_loaded_from_disk_is_started_when_its_agent_starts(self):
         context = self.opened("OldChat1", age_s=3 * 86400.0)

@@ -166,8 +166,9 @@ class RecallAdapterTest(unittest.TestCase):
                 before = len(self.fake.chat_requests)
                 created = datetime.now(UTC) - timedelta(seconds=age)
                 agent = StubAgent(0, StubContext(id=f"New{age}{dialectic}", created_at=created))
-                agent.context.data, agent.context.agent0 = {}, agent
+                agent.context.data, agent.context.agent0 = {}, None  # being made
                 self.load(INIT_EXT)(agent=agent).execute()
+                agent.context.agent0 = agent
                 # a new chat starts at its first message
                 self.load(CHAT_START_EXT)(agent=None).execute(
                     data={"args": (agent.context, types.SimpleNamespace(message="hi")),
