@@ -97,11 +97,15 @@ START_PENDING_KEY = "_honcho_chat_start_pending"
 
 def start_chat(agent: Any) -> bool:
     """At agent 0's `agent_init`: start a chat loaded from disk or reset now (register_chat); defer
-    a chat a person just opened to its first message (start_chat_at_message): a chat integration
+    a chat a person is opening to its first message (start_chat_at_message): a chat integration
     writes its sender after `AgentContext(...)` returns and the API's origin is known at
     `communicate`, so now it would look like the owner's. Whether it started now."""
-    data = getattr(host.chat_context(agent), "data", None)
-    if isinstance(data, dict) and host.is_new_user_chat(agent):
+    context = host.chat_context(agent)
+    data = getattr(context, "data", None)
+    # `AgentContext.__init__` builds its agent 0 last and sets `agent0` after: a chat without one
+    # is being made (a reset builds a new agent 0 while the old one is still the chat's).
+    being_made = getattr(context, "agent0", None) is None
+    if isinstance(data, dict) and being_made and host.is_new_user_chat(agent):
         data[START_PENDING_KEY] = True
         return False
     register_chat(agent)
