@@ -130,7 +130,7 @@ class PurgeTest(unittest.TestCase):
         conn.execute("CREATE TABLE t (x)")
         conn.commit()
         conn.close()
-        settings = build_settings({"outbox_path": other}, self.world.env, {})
+        settings = build_settings({"outbox_path": other}, {"HOME": self.world.home}, {})
         report = purge.purge(settings, force=True)
         self.assertEqual(report["state"], purge.REFUSED)
         self.assertTrue(os.path.exists(other))
@@ -138,7 +138,7 @@ class PurgeTest(unittest.TestCase):
     def test_a_symbolic_link_at_the_outbox_path_is_not_followed(self) -> None:
         link = os.path.join(self.world.home, "link.sqlite3")
         os.symlink(self.world.path, link)
-        settings = build_settings({"outbox_path": link}, self.world.env, {})
+        settings = build_settings({"outbox_path": link}, {"HOME": self.world.home}, {})
         report = purge.purge(settings, force=True)
         self.assertEqual(report["state"], purge.REFUSED)
         self.assertTrue(os.path.exists(self.world.path))

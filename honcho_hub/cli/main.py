@@ -19,6 +19,7 @@ from .. import hub
 from ..chats import forget
 from ..errors import BackfillError, ConfigFileError, ForgetRefused, InvalidValue, OutboxError
 from ..ops import operator as operations
+from ..ops import purge
 from ..ops.status import build_status, status_text
 from ..settings import log_level
 from ..settings.config import Settings
@@ -149,8 +150,35 @@ def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> i
     return EXIT_OK if report["state"] == forget.DONE else EXIT_DEGRADED
 
 
+def _purge(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    """Remove the outbox, its journal folder and marker (ops/purge.py) after a confirmation: --yes,
+    or "yes" typed on a terminal. 0 done, 1 not an outbox of ours, 2 not confirmed, 3 refused while
+    rows wait or another process lives (--force goes ahead)."""
+    if not args.yes and not _confirmed(settings.outbox_path):
+        return _failed("purge", "this deletes the outbox and the messages it still holds for good;"
+                       " add --yes to go ahead", EXIT_USAGE)
+    report = purge.purge(settings, force=args.force)
+    _print(out, report, args.json, purge.report_text)
+    if report["state"] == purge.PURGED:
+        return EXIT_OK
+    if report["pending"] or report["sending"] or report["live_processes"]:
+        return _failed("purge", f"{report['reason']}; nothing removed (let them finish, or add"
+                       " --force)", EXIT_DEGRADED)
+    return _failed("purge", f"{report['reason']}; nothing removed", EXIT_FAILED)
+
+
+def _confirmed(path: str) -> bool:
+    """Asked on a terminal only: without one (a script, a pipe) nothing is confirmed."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    sys.stderr.write(f"Delete the outbox {path}, its journal folder and marker? Type yes: ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() == "yes"
+
+
 COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _retry_dead,
-            "dead": _dead, "clear-cache": _clear_cache, "demo": _demo, "forget-chat": _forget_chat}
+            "dead": _dead, "clear-cache": _clear_cache, "demo": _demo, "forget-chat": _forget_chat,
+            "purge": _purge}
 
 
 # The memory-control verbs: what each passes from its arguments to knobs.py.
@@ -241,7 +269,18 @@ def _parser() -> argparse.ArgumentParser:
     _knob_parsers(sub)
     _backfill_parser(sub)
     _forget_chat_parser(sub)
+    _purge_parser(sub)
     return parser
+
+
+def _purge_parser(sub: Subcommands) -> None:
+    command = sub.add_parser("purge",
+                             help="before uninstalling: delete the outbox, its journal folder and"
+                                  " marker (uninstall keeps them)")
+    command.add_argument("--yes", action="store_true", help="go ahead without asking")
+    command.add_argument("--force", action="store_true",
+                         help="even with rows pending or sending, or another live process")
+    command.add_argument("--json", action="store_true")
 
 
 def _forget_chat_parser(sub: Subcommands) -> None:

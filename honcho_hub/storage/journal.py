@@ -321,7 +321,7 @@ def journal_folders(outbox_path: str, fallback_folder: str) -> tuple[str, ...]:
     once it has opened that outbox as its own), and the per-user state folder. Nothing here creates
     a folder: beside another program's file at `outbox_path` there is never one of ours."""
     beside = os.path.join(os.path.dirname(outbox_path), FOLDER)
-    return (beside, fallback_folder) if _is_ours(beside) else (fallback_folder,)
+    return (beside, fallback_folder) if is_our_folder(beside) else (fallback_folder,)
 
 
 def make_folder_beside(outbox_path: str) -> None:
@@ -339,7 +339,7 @@ def make_folder_beside(outbox_path: str) -> None:
         pass  # the folder cannot take it: journals stay in the state folder
 
 
-def _is_ours(folder: str) -> bool:
+def is_our_folder(folder: str) -> bool:
     """A real folder of this user that no one else can enter, with the mark `make_folder_beside`
     leaves."""
     try:
