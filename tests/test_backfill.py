@@ -538,6 +538,15 @@ class HumanPeerTest(BackfillCase):
             with open(os.path.join(self.usr, "settings.json"), "w") as handle:
                 json.dump({"agent_profile": agent_profile, "chat_model_name": "x"}, handle)
 
+    def run_as_the_command_line(self, **values) -> dict:
+        """The backfill as `python -m honcho_hub backfill` runs it: the global layer `values`, each
+        project's own settings over it, Agent Zero's agent profile from its settings file."""
+        layer = {"outbox_path": self.path, **values}
+        return backfill.Backfill(
+            self.make_settings(**values), backfill.project_settings(layer, {}, self.chats),
+            clock=self.clock, profile=agent_zero_files.agent_profile(self.chats)).run(
+            agent_zero_files.saved_chats(self.chats))
+
     def test_under_a_shared_session_a_chat_of_another_human_keeps_a_session_of_its_own(self):
         # As live capture (host.chat_settings): no Honcho session holds two humans.
         self.write_settings(None)
@@ -546,11 +555,7 @@ class HumanPeerTest(BackfillCase):
         with open(os.path.join(folder, "config.json"), "w") as handle:
             json.dump({"human_peer_id": "alice"}, handle)
         conversation(project="boats")[0].write(self.chats)
-        layer = {"outbox_path": self.path, "session_strategy": "global"}
-        backfill.Backfill(self.make_settings(session_strategy="global"),
-                          backfill.project_settings(layer, {}, self.chats), clock=self.clock,
-                          profile=agent_zero_files.agent_profile(self.chats)).run(
-            agent_zero_files.saved_chats(self.chats))
+        self.run_as_the_command_line(session_strategy="global")
         self.assertEqual({(r[2], r[3]) for r in self.rows() if r[1] == "user"},
                          {("chat-Ab3dE6gH", "alice")})
 
@@ -579,11 +584,7 @@ class HumanPeerTest(BackfillCase):
                 with open(os.path.join(folder, "config.json"), "w") as handle:
                     json.dump(own, handle)
                 conversation(project="boats")[0].write(self.chats)
-                layer = {"outbox_path": self.path, **values}
-                report = backfill.Backfill(
-                    self.make_settings(**values), backfill.project_settings(layer, {}, self.chats),
-                    clock=self.clock, profile=agent_zero_files.agent_profile(self.chats)).run(
-                    agent_zero_files.saved_chats(self.chats))
+                report = self.run_as_the_command_line(**values)
                 if expected == "unmapped_chat":
                     self.assertEqual(report["chats"]["skipped"], {"unmapped_chat": 1})
                     self.assertFalse(self.rows())
@@ -601,11 +602,7 @@ class HumanPeerTest(BackfillCase):
         document["data"] = {"telegram_user_id": 12345, "telegram_chat_id": 12345}
         with open(path, "w", encoding="utf-8") as handle:
             json.dump(document, handle)
-        layer = {"outbox_path": self.path, "session_strategy": "global"}
-        backfill.Backfill(self.make_settings(session_strategy="global"),
-                          backfill.project_settings(layer, {}, self.chats), clock=self.clock,
-                          profile=agent_zero_files.agent_profile(self.chats)).run(
-            agent_zero_files.saved_chats(self.chats))
+        self.run_as_the_command_line(session_strategy="global")
         self.assertEqual({(r[2], r[3]) for r in self.rows() if r[1] == "user"},
                          {("chat-Ab3dE6gH", "telegram-12345")})
 
