@@ -12,8 +12,6 @@ calls Telegram's context creation (`_get_or_create_context_from_user`) and sends
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 import unittest
 import uuid
 
@@ -33,17 +31,7 @@ def setUpModule() -> None:
     global world
     world = host_kit.HostWorld()
     world.host.save_config(PLUGIN, {"scope_strategy": "custom", "scope_custom": "household"})
-    if importlib.util.find_spec("aiogram") is None:
-        import stubs
-
-        sys.meta_path.append(stubs._StubFinder(["aiogram"]))
-    from plugins._telegram_integration.helpers import handler as telegram
-
-    async def send_reply(context, response_text, *args, **kwargs):
-        sent.append((context.id, response_text))
-        return None  # sent, no error
-
-    telegram.send_telegram_reply = send_reply
+    host_kit.integration_handlers(sent)
 
 
 def scope_sessions() -> set[str]:

@@ -12,9 +12,7 @@ beside it, which maps the sender to the owner through Agent Zero's own config sa
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
-import sys
 import unittest
 
 import host_kit
@@ -223,12 +221,7 @@ class StatusAndErrorsTest(unittest.TestCase):
 def telegram_chat(user_id: int, chat_id: int):
     """The chat Agent Zero's Telegram integration makes for a message from `user_id` in `chat_id`
     (its own handler tags the chat's data), before any message reaches it."""
-    if importlib.util.find_spec("aiogram") is None:
-        import stubs
-
-        sys.meta_path.append(stubs._StubFinder(["aiogram"]))
-    from plugins._telegram_integration.helpers import handler
-
+    handler = host_kit.integration_handlers().telegram
     return asyncio.run(handler._get_or_create_context_from_user(
         "testbot", {"name": "testbot"}, user_id, f"user{user_id}", chat_id))
 

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import unittest
 import uuid
 from collections.abc import Callable
@@ -129,6 +130,32 @@ def plugin_module(name: str) -> Any:
     full = f"usr.plugins.{PLUGIN}.{name}"
     __import__(full)
     return sys.modules[full]
+
+
+def integration_handlers(sent: list[tuple[str, str]] | None = None) -> Any:
+    """Agent Zero's bundled Telegram, WhatsApp and e-mail handler modules (`.telegram`,
+    `.whatsapp`, `.email`). aiogram is not installed in the host: the harness's stub finder makes it
+    importable (the handlers' code these tests run never calls it). With `sent`, the three reply
+    senders append (chat id, reply) there instead of reaching the network."""
+    import importlib.util
+
+    if importlib.util.find_spec("aiogram") is None:
+        import stubs
+
+        sys.meta_path.append(stubs._StubFinder(["aiogram"]))
+    from plugins._email_integration.helpers import handler as email
+    from plugins._telegram_integration.helpers import handler as telegram
+    from plugins._whatsapp_integration.helpers import handler as whatsapp
+
+    if sent is not None:
+        async def send_reply(context, response_text, *args, **kwargs):
+            sent.append((context.id, response_text))
+            return None  # sent, no error
+
+        telegram.send_telegram_reply = send_reply
+        whatsapp.send_wa_reply = send_reply
+        email.send_email_reply = send_reply
+    return types.SimpleNamespace(telegram=telegram, whatsapp=whatsapp, email=email)
 
 
 def remembered_id(text: str) -> str:

@@ -24,8 +24,6 @@ it raises), and the code run never calls it.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 import unittest
 import uuid
 
@@ -54,19 +52,7 @@ def setUpModule() -> None:
     honcho.peer("agent-zero").set_card([CARD_FACT], target="user")
     world.host.save_config(PLUGIN, {"recall_timeout_s": 15,
                                     "sender_peers": f"telegram:{TG_MAPPED}=user"})
-    if importlib.util.find_spec("aiogram") is None:
-        import stubs
-
-        sys.meta_path.append(stubs._StubFinder(["aiogram"]))
-    from plugins._email_integration.helpers import handler as email
-    from plugins._telegram_integration.helpers import handler as telegram
-    from plugins._whatsapp_integration.helpers import handler as whatsapp
-
-    async def send_reply(context, response_text, *args, **kwargs):
-        sent.append((context.id, response_text))
-        return None  # sent, no error
-
-    telegram.send_telegram_reply = whatsapp.send_wa_reply = email.send_email_reply = send_reply
+    host_kit.integration_handlers(sent)
 
 
 def finished(ctx, replies: int = 1):
