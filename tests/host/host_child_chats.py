@@ -127,15 +127,11 @@ def all_texts() -> list[str]:
         conn.close()
 
 
-def kept(conclusion_id: str) -> tuple[str, str]:
+def kept(conclusion_id: str) -> tuple[str | None, str] | None:
     """(session, observed peer) of the local record of a remember."""
-    conn = sqlite3.connect(f"file:{world.outbox_path}?mode=ro", uri=True, timeout=5)
-    try:
-        return conn.execute("SELECT session_id, observed_id FROM memory_writes"
-                            " WHERE conclusion_id = ? AND kind = 'remember'",
-                            (conclusion_id,)).fetchone()
-    finally:
-        conn.close()
+    return next(((session, observed) for kind, session, observed, _ in
+                 host_kit.memory_writes(world.outbox_path, conclusion_id) if kind == "remember"),
+                None)
 
 
 class WhatTheHumanTypesInAChildChatTest(unittest.TestCase):

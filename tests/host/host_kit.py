@@ -403,6 +403,13 @@ def outbox_due(path: str, session_id: str | None = None) -> bool:
     return latest is None or latest <= time.time()
 
 
+def memory_writes(path: str, conclusion_id: str) -> list[tuple[str, str | None, str, str]]:
+    """The memory tool's local record of one conclusion, oldest first: (kind, session, observed
+    peer, content) per write."""
+    return _outbox_read(path, "SELECT kind, session_id, observed_id, content FROM memory_writes"
+                              " WHERE conclusion_id = ? ORDER BY seq", (conclusion_id,))
+
+
 def _outbox_read(path: str, sql: str, params: tuple) -> list[tuple]:
     import sqlite3
 

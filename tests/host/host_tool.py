@@ -195,13 +195,8 @@ class LocalRecordOfWritesTest(unittest.TestCase):
     only."""
 
     def kept(self, conclusion_id: str) -> list[tuple]:
-        conn = sqlite3.connect(f"file:{world.outbox_path}?mode=ro", uri=True, timeout=5)
-        try:
-            return conn.execute("SELECT kind, session_id, content FROM memory_writes"
-                                " WHERE conclusion_id = ? ORDER BY seq",
-                                (conclusion_id,)).fetchall()
-        finally:
-            conn.close()
+        return [(kind, session, content) for kind, session, _, content in
+                host_kit.memory_writes(world.outbox_path, conclusion_id)]
 
     def test_remember_and_forget_kept_with_their_text_status_shows_only_ids_and_times(self) -> None:
         fact = "The user's dinghy is called Little Auk."
