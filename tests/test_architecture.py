@@ -1,6 +1,7 @@
 """The layout promises: every import points down the floors of docs/architecture.md (lazy imports
-included) and no modules or packages import each other in a cycle; the README's architecture section
-names every module of the core package, and only those; the package has one exception tree."""
+included) and no modules or packages import each other in a cycle; the Modules table of
+docs/architecture.md names every module of the core package, and only those; the package has one
+exception tree."""
 
 import importlib
 import inspect
@@ -45,10 +46,10 @@ def package_modules() -> set[str]:
 
 
 def architecture_table() -> list[str]:
-    """The modules the README's Architecture table names, in its order."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
-        readme = handle.read()
-    section = readme.split("\n## Architecture\n", 1)[1].split("\n## ", 1)[0]
+    """The modules the Modules table of docs/architecture.md names, in its order."""
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as handle:
+        page = handle.read()
+    section = page.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\| `([\w/]+\.py)` \|", section, re.MULTILINE)
 
 
@@ -57,9 +58,9 @@ class ArchitectureSectionTest(unittest.TestCase):
         named = architecture_table()
         self.assertEqual(sorted(set(named)), sorted(named), "a module named twice")
         self.assertEqual(set(named) - package_modules(), set(),
-                         "named in the README but not in the package")
+                         "named in docs/architecture.md but not in the package")
         self.assertEqual(package_modules() - set(named), set(),
-                         "in the package but not in the README")
+                         "in the package but not in docs/architecture.md")
 
 
 def unit(module: str) -> str:

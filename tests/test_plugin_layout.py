@@ -19,6 +19,7 @@ from hub_testkit import (
     stub_agent_zero,
 )
 
+import honcho_hub
 from honcho_hub.settings.spec import FIELDS, PROJECT_GROUPS, defaults
 
 CORE_NAMES = json.loads(checkout_text("tests", "fixtures", "agent_zero_v1_7_names.json"))
@@ -29,10 +30,10 @@ def read(*parts):
         return handle.read()
 
 
-def readme_table(heading):
-    """The rows (lists of cells, header excluded) of the table that follows the README line
-    `heading`."""
-    lines = read("README.md").splitlines()
+def reference_table(heading):
+    """The rows (lists of cells, header excluded) of the table that follows the line `heading` of
+    the reference, `docs/reference.md`."""
+    lines = read("docs", "reference.md").splitlines()
     rows = []
     for line in lines[lines.index(heading) + 1:]:
         if line.startswith("|"):
@@ -43,8 +44,8 @@ def readme_table(heading):
     return rows[2:]  # past the header and its separator
 
 
-def readme_value(cell):
-    """A default as the README's settings table writes it, as a value to compare with the spec's."""
+def reference_value(cell):
+    """A default as the reference's settings table writes it, as a value to compare with the spec's."""
     text = cell.strip("`")
     if text in ("true", "false"):
         return text == "true"
@@ -73,7 +74,7 @@ class ManifestTest(unittest.TestCase):
         self.assertEqual(meta["name"], "honcho")
         self.assertRegex(meta["name"], r"^[a-z0-9_]+$")
         self.assertEqual(meta["title"], "Honcho Memory Hub")
-        self.assertEqual(meta["version"], "2.0.0-beta.2")
+        self.assertEqual(meta["version"], honcho_hub.__version__)
         self.assertEqual(meta["settings_sections"], ["agent"])
         self.assertIs(meta["per_project_config"], True)
         self.assertTrue(meta["description"].strip())
@@ -102,12 +103,57 @@ class ManifestTest(unittest.TestCase):
         self.assertIn("pytest", read("requirements-test.txt"))
 
 
+def markdown_files():
+    """The README, the changelog and every page under docs/."""
+    pages = ["README.md", "CHANGELOG.md"] + [os.path.join("docs", name)
+                                             for name in sorted(os.listdir(os.path.join(ROOT, "docs")))
+                                             if name.endswith(".md")]
+    assert len(pages) > 3, "no page under docs/: every link check would pass"
+    return pages
+
+
+def heading_anchor(heading):
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors_of(page):
+    return {heading_anchor(line.lstrip("#")) for line in read(page).splitlines()
+            if re.match(r"#{1,6} ", line)}
+
+
+class ReleaseTest(unittest.TestCase):
+    def test_the_version_is_the_changelogs_newest_release(self):
+        releases = re.findall(r"^## \[([^\]]+)\]", read("CHANGELOG.md"), re.MULTILINE)
+        self.assertTrue(releases, "the changelog names no release")
+        self.assertEqual(releases[0], honcho_hub.__version__)
+        self.assertEqual(yaml.safe_load(read("plugin.yaml"))["version"], honcho_hub.__version__)
+        self.assertRegex(honcho_hub.__version__, r"^\d+\.\d+\.\d+$")  # a release, not a pre-release
+
+    def test_the_readme_is_read_in_five_minutes(self):
+        self.assertLessEqual(len(read("README.md").splitlines()), 250)
+
+    def test_every_link_between_our_pages_resolves(self):
+        for page in markdown_files():
+            links = re.findall(r"\]\(([^)\s]+)\)", read(page))
+            for link in links:
+                if re.match(r"[a-z]+:", link):
+                    continue  # another site's
+                with self.subTest(page=page, link=link):
+                    target, _, anchor = link.partition("#")
+                    target_page = (os.path.normpath(os.path.join(os.path.dirname(page), target))
+                                   if target else page)
+                    self.assertTrue(os.path.exists(os.path.join(ROOT, target_page)))
+                    if anchor and target_page.endswith(".md"):
+                        self.assertIn(anchor, anchors_of(target_page))
+
+
 class SettingsSurfacesTest(unittest.TestCase):
     def test_default_config_is_exactly_the_spec_defaults(self):
         self.assertEqual(yaml.safe_load(read("default_config.yaml")), defaults())
 
-    def test_readme_documents_every_setting_with_default_and_bounds(self):
-        rows = readme_table("### Settings")
+    def test_the_reference_documents_every_setting_with_default_and_bounds(self):
+        rows = reference_table("### Settings")
         named = [cells[0].strip("`") for cells in rows]
         self.assertEqual(sorted(named), sorted(spec.name for spec in FIELDS), "each setting, once")
         row_of = dict(zip(named, rows, strict=True))
@@ -118,14 +164,14 @@ class SettingsSurfacesTest(unittest.TestCase):
                                                       else ""))
                 expected = (float(spec.default) if type(spec.default) in (int, float)
                             else spec.default)
-                self.assertEqual(readme_value(default), expected)
+                self.assertEqual(reference_value(default), expected)
                 self.assertEqual(accepted, spec.bounds_text())
                 self.assertEqual(variables, ", ".join(f"`{var}`" for var in spec.env) or "—")
                 for former in spec.formerly:  # a user's saved config may still use it
                     self.assertIn(f"`{former}`", " | ".join(row_of[spec.name]))
 
-    def test_readme_documents_every_variable(self):
-        rows = readme_table("### Environment variables")
+    def test_the_reference_documents_every_variable(self):
+        rows = reference_table("### Environment variables")
         named = {cells[0].strip("`"): cells[1] for cells in rows}
         expected = {"HONCHO_API_KEY": "—",
                     **{var: f"`{spec.name}`" for spec in FIELDS for var in spec.env}}
