@@ -94,7 +94,7 @@ def uninstall():
 def project_deleted(project_name=None):
     """v2.x, after Agent Zero deleted a project (its folder with the plugin's settings for it):
     drop what this process cached for the project. Its memory stays in Honcho: the project's chats'
-    sessions and its scope are the user's (README, Projects)."""
+    sessions and its scope are the user's (docs/reference.md, Lifecycle and persistence)."""
     report = {"project": project_name, "dropped": 0, "memory": "kept"}
     if not isinstance(project_name, str) or not project_name:
         return report

@@ -3,4 +3,4 @@
 Its packages stand as floors: each imports only from its own floor or below (docs/architecture.md).
 """
 
-__version__ = "2.0.0-beta.2"
+__version__ = "2.0.0"

@@ -54,7 +54,7 @@ def find_uv() -> str | None:
 
 
 UV = find_uv()
-# Agent Zero's own Python (README, "Verify inside Agent Zero") has no uv; CI installs it.
+# Agent Zero's own Python (docs/reference.md, "Verify inside Agent Zero") has no uv; CI installs it.
 needs_uv = unittest.skipIf(UV is None, "uv is missing: it is a test-only requirement"
                                        " (pip install -r requirements-test.txt)")
 
@@ -148,8 +148,8 @@ class InstallersTest(unittest.TestCase):
 
 
 class WithoutUvTest(unittest.TestCase):
-    """Inside Agent Zero's own Python (README, "Verify inside Agent Zero") uv, a test-only
-    requirement, may be missing: the tests that need it are skipped, saying why."""
+    """Inside Agent Zero's own Python (docs/reference.md, "Verify inside Agent Zero") uv, a
+    test-only requirement, may be missing: the tests that need it are skipped, saying why."""
 
     def test_without_uv_the_tests_that_need_it_are_skipped_saying_why(self) -> None:
         folder = tempfile.mkdtemp(prefix="honcho-no-uv-")

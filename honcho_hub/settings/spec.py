@@ -1,7 +1,7 @@
 """Every plugin setting in one table: default, bounds, group and environment variables.
 
-`default_config.yaml`, the README's settings table, `config.Settings` and the settings page are all
-checked against this table by the tests, so a setting is added here first.
+`default_config.yaml`, the settings table of `docs/reference.md`, `config.Settings` and the settings
+page are all checked against this table by the tests, so a setting is added here first.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Field:
     formerly: tuple[str, ...] = ()  # names it had: a saved config that uses one still sets it
 
     def bounds_text(self) -> str:
-        """The accepted values in words, for warnings and the README."""
+        """The accepted values in words, for warnings and the reference."""
         if self.kind in ("int", "float"):
             return f"{_num(self.lo)}–{_num(self.hi)}"
         if self.kind == "enum":
