@@ -45,7 +45,8 @@ def reference_table(heading):
 
 
 def reference_value(cell):
-    """A default as the reference's settings table writes it, as a value to compare with the spec's."""
+    """A default as the reference's settings table writes it, as a value to compare with the
+    spec's."""
     text = cell.strip("`")
     if text in ("true", "false"):
         return text == "true"
@@ -105,8 +106,8 @@ class ManifestTest(unittest.TestCase):
 
 def markdown_files():
     """The README, the changelog and every page under docs/."""
-    pages = ["README.md", "CHANGELOG.md"] + [os.path.join("docs", name)
-                                             for name in sorted(os.listdir(os.path.join(ROOT, "docs")))
+    docs = sorted(os.listdir(os.path.join(ROOT, "docs")))
+    pages = ["README.md", "CHANGELOG.md"] + [os.path.join("docs", name) for name in docs
                                              if name.endswith(".md")]
     assert len(pages) > 3, "no page under docs/: every link check would pass"
     return pages
