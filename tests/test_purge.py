@@ -144,6 +144,41 @@ class PurgeTest(unittest.TestCase):
         self.assertTrue(os.path.exists(self.world.path))
         self.assertTrue(os.path.islink(link))
 
+    def test_this_processs_own_locked_journal_is_not_another_live_process(self) -> None:
+        own = journal.Journal(self.world.journal_folder, max_entries=10, max_bytes=1 << 20)
+        own.open()
+        self.addCleanup(own.close)
+        report = purge.survey(self.world.settings, own_journal=own.path)
+        self.assertEqual(report["live_processes"], 0)
+        self.assertEqual(report["journal_files"], 2)
+
+    def test_messages_still_in_this_processs_journal_refuse_the_purge(self) -> None:
+        report = purge.purge(self.world.settings, in_journal=3)
+        self.assertEqual(report["state"], purge.REFUSED)
+        self.assertIn("3 in the journal", report["reason"])
+        self.assertTrue(os.path.exists(self.world.path))
+
+    def test_this_processs_journal_outside_the_outbox_folder_is_removed_with_the_rest(self) -> None:
+        elsewhere = os.path.join(self.world.home, "state-journal")
+        os.makedirs(elsewhere)
+        own = journal.Journal(elsewhere, max_entries=10, max_bytes=1 << 20)
+        own.open()
+        own.close()
+        report = purge.purge(self.world.settings, own_journal=own.path)
+        self.assertEqual(report["state"], purge.PURGED)
+        self.assertEqual(os.listdir(elsewhere), [])
+        self.assertIn(own.path, report["removed"])
+
+    def test_the_page_report_holds_counts_and_no_path(self) -> None:
+        self.world.queue(1).close()
+        report = purge.purge(self.world.settings, force=True)
+        shown = purge.page_report(report)
+        self.assertEqual((shown["state"], shown["pending"], shown["outbox"]),
+                         (purge.PURGED, 1, True))
+        self.assertEqual(shown["removed"], len(report["removed"]))
+        self.assertNotIn(self.world.folder, repr(shown))
+        self.assertNotIn("message 0", repr(shown))
+
     def test_nothing_to_purge_says_so(self) -> None:
         purge.purge(self.world.settings)
         report = purge.purge(self.world.settings)
