@@ -20,6 +20,7 @@ from .capture.writer import CaptureWriter
 from .chats.sessions import ChatSessions
 from .delivery import lifecycle
 from .keyed import Keyed, KeyedMany, fields
+from .ops import purge as purge_files
 from .runtime import in_background, join_background, process_state, warn_once
 from .settings import log_level
 from .settings.config import Settings
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RESTART_WAIT_S = 60.0
+PURGE = "purge"  # the hold's reason while the sidebar's purge keeps the plugin stopped
 STOP_S = 10.0  # Hub.stop waits this long in all for its threads to end
 # one per destination and timeout; settings changed that often drop the old clients
 MAX_TOOL_GATEWAYS = 8
@@ -295,6 +297,11 @@ class Hub:
         the Hub gives out; cheap (no I/O)."""
         return not lifecycle.restart_held()
 
+    def purged(self) -> bool:
+        """Whether the sidebar's purge holds the plugin in this process (see `purge`): capture
+        queues nothing and the memory tool keeps no record until `resume`. Cheap (no I/O)."""
+        return lifecycle.held_for(PURGE)
+
     def worker(self) -> DeliveryWorker | None:
         """The running worker of this process, if any."""
         worker = self._worker
@@ -374,11 +381,14 @@ class Hub:
         backfill_of = (lambda scope: honcho().scope_status(scope)) if backfill else None
         peers_of = ((lambda sid, peers: honcho().session_peer_flags(sid, peers))
                     if backfill else None)
-        return gather_parts(settings, process_state(), session_id=session_id, scope_id=scope_id,
-                            outbox_problem=service.unavailable if service else None,
-                            worker=self.worker(), recaller=recaller, scope_backfill=backfill_of,
-                            session_peers=peers_of,
-                            deadline_s=settings.check_timeout_s if backfill else None)
+        parts = gather_parts(settings, process_state(), session_id=session_id,
+                             scope_id=scope_id,
+                             outbox_problem=service.unavailable if service else None,
+                             worker=self.worker(), recaller=recaller, scope_backfill=backfill_of,
+                             session_peers=peers_of,
+                             deadline_s=settings.check_timeout_s if backfill else None)
+        parts.purged = self.purged()
+        return parts
 
 
 def _build_gateway(settings: Settings) -> HonchoGateway:
@@ -438,6 +448,68 @@ def halt(reason: str, timeout_s: float) -> dict[str, Any]:
     report = lifecycle.stop_workers(drain_s=0.0, stop_s=timeout_s, hold_s=math.inf, reason=reason)
     shutdown(max(0.0, timeout_s - (time.monotonic() - started)))
     return report
+
+
+def purge_survey(settings: Settings) -> dict[str, Any]:
+    """What the sidebar's purge would remove, and why it would refuse unforced (ops/purge.py's
+    survey, this process's journal left out of the live processes)."""
+    path, waiting = _own_journal()
+    return purge_files.survey(settings, own_journal=path, in_journal=waiting)
+
+
+def purge(settings: Settings, *, force: bool, timeout_s: float) -> dict[str, Any]:
+    """The sidebar's purge, in the process that runs the plugin: refused as the command line's is
+    (messages waiting, in the outbox or this process's journal, or another live process) unless
+    `force`, and then nothing stops. Else the plugin's threads are halted as uninstall halts them
+    and held stopped, this process's journal is closed, and the files go (ops/purge.py). Capture
+    stays paused (`Hub.purged`), so nothing re-creates them, until `resume` or the plugin's
+    modules load again (a restart, an update); a purge refused after the halt resumes at once."""
+    before = purge_survey(settings)
+    if purge_files.refuses(before, force):
+        return {**before, "state": purge_files.REFUSED}
+    halt(PURGE, timeout_s)
+    path, waiting = _own_journal()
+    if force or not waiting:
+        _close_journal()
+    report = purge_files.purge(settings, force=force, own_journal=path, in_journal=waiting)
+    if report["state"] != purge_files.PURGED:
+        resume()
+    return report
+
+
+def resume() -> bool:
+    """End the purge's hold in this process and start the plugin's threads again unless another
+    hold (a switch-off, an update, an uninstall) still stands; whether they were started."""
+    lifecycle.release_hold(PURGE)
+    if lifecycle.restart_held():
+        return False
+    hub = current()
+    hub.start_worker_now()
+    hub.ensure_writer()
+    return True
+
+
+def _own_journal() -> tuple[str, int]:
+    """This process's journal file ('' when none is open) and the messages it holds that are not
+    in the outbox yet."""
+    state = process_state()
+    with state.lock:
+        journal = kept.JOURNAL.of(state)
+    if journal is None or not journal.is_open:
+        return "", 0
+    return journal.path, len(journal)
+
+
+def _close_journal() -> None:
+    """Close this process's journal and forget it (its file is then removed with the others); the
+    next capture after `resume` opens a new one."""
+    state = process_state()
+    with state.lock:
+        journal = kept.JOURNAL.of(state)
+        kept.JOURNAL.put(state, None)
+    if journal is not None:
+        with journal.writing:  # no writer pass half-way (the halt stopped the writer)
+            journal.close()
 
 
 def shutdown(timeout_s: float = STOP_S) -> bool:

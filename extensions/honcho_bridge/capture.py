@@ -42,6 +42,8 @@ NUDGING_KEY = "_honcho_nudging"
 STARTED_MARK = "_honcho_started"
 # Set on the history message of a turn Agent Zero made itself, for the recall hook.
 FRAMEWORK_TURN_MARK = "_honcho_framework_turn"
+# What a capture returns while the sidebar's purge holds the plugin in this process: nothing queued.
+PURGED = "purged"
 
 
 def mark_sent(data: dict) -> bool:
@@ -165,12 +167,14 @@ def capture_final_response(agent: Any, tool_name: str, response: Any) -> Outcome
 
 
 def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, project: str | None,
-             secrets: dict[str, str]) -> Outcome:
+             secrets: dict[str, str]) -> Outcome | str:
     # The scope is stored on the event for the worker; the project finds its secrets if this process
     # dies.
+    the_hub = hub()
+    if the_hub.purged():
+        return PURGED  # the journal and outbox would be made again
     request = CaptureRequest(chat_id=host.chat_id(agent), role=role, source_id=source_id,
                              text=text, scope_id=resolve_scope(settings, project), project=project)
-    the_hub = hub()
     outcome = the_hub.capture(settings).accept(request, settings, secrets,
                                                        mask=lambda value: host.mask(agent, value))
     log.debug("honcho capture: %s %s", role.value, outcome.value)

@@ -11,12 +11,14 @@ import sys
 import time
 from typing import Any
 
+from usr.plugins.honcho.honcho_hub import hub as hub_module
 from usr.plugins.honcho.honcho_hub.chats import forget
 from usr.plugins.honcho.honcho_hub.chats.rules import chat_kind
 from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import inspector
 from usr.plugins.honcho.honcho_hub.ops import operator as operations
+from usr.plugins.honcho.honcho_hub.ops import purge as purge_files
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
@@ -34,6 +36,16 @@ from .tool import action_context
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card")
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss")
+PURGE_ACTIONS = ("survey", "purge", "resume")
+# The purge's wait for the plugin's threads, in all, as uninstall's (hooks.UNINSTALL_WAIT_S).
+PURGE_WAIT_S = 5.0
+# What the page says once purged; the sidebar shows it as text.
+PURGED_TEXT = ("Purged: the outbox, the capture journal and the marker are gone. Memory in Honcho"
+               " is kept. Nothing is captured or sent in this Agent Zero now: uninstall the plugin,"
+               " or resume memory (a restart of Agent Zero resumes it too).")
+# Actions that would open (and so create) the outbox again: refused while purged.
+PURGED_REFUSES = ("wake", "drain", "retry_dead")
+PURGED_ERROR = "memory is purged in this Agent Zero; resume it first (Purge panel)"
 # the sidebar's request waits at most this for sends on the wire; forgetting again finishes
 FORGET_WAIT_S = 30.0
 
@@ -72,6 +84,8 @@ def run_operation(body: Any) -> dict:
         return refused
     action = body["action"]
     the_hub = hub()  # the operator verbs act on its worker, capture journal and recaller
+    if action in PURGED_REFUSES and the_hub.purged():
+        return {"ok": False, "action": action, "error": PURGED_ERROR}
     settings = global_settings()
     log_level.follow(settings)
     result = {
@@ -137,7 +151,8 @@ def _global_actions() -> ActionContext:
 
     def record(write: memory_log.MemoryWrite) -> None:
         the_hub.recaller().memory_changed(settings)  # the next turn's pack shows the change
-        memory_log.keep(settings, write)
+        if not the_hub.purged():  # a record would create the purged outbox again
+            memory_log.keep(settings, write)
 
     return ActionContext(settings=settings, secrets=host.host_secrets(None),
                          mask=lambda text: host.mask(None, text), gateway=gateway,
@@ -222,6 +237,8 @@ def forget_document(body: Any) -> dict:
     if body.get("confirmed") is not True:
         return {"ok": False,
                 "error": "forgetting a chat deletes its Honcho session for good; confirm first"}
+    if hub().purged():
+        return {"ok": False, "error": PURGED_ERROR}
     settings = global_settings()
     log_level.follow(settings)
     report = forget.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
@@ -230,3 +247,33 @@ def forget_document(body: Any) -> dict:
         hub().chats().forgotten(settings, chat_id, report["generation"])
     return {"ok": report.get("state") == forget.DONE, "result": report,
             "text": forget.report_text(report)}
+
+
+# -- purging before an uninstall -------------------------------------------------------------------
+
+def purge_document(body: Any) -> dict:
+    """One of PURGE_ACTIONS: `survey` (what a purge would remove: counts only, and whether this
+    process is purged), `purge` (`confirmed: true` from the page's confirm step, `force: true` to
+    remove messages not yet sent too; hub.purge), `resume` (hub.resume). Never a path or queued
+    text: the page shows counts. A structured error for anything else."""
+    body, refused = checked_action(body, PURGE_ACTIONS)
+    if refused:
+        return refused
+    action = body["action"]
+    the_hub = hub()  # configured: the purge halts and resumes this Hub
+    settings = global_settings()
+    log_level.follow(settings)
+    if action == "survey":
+        return {"ok": True, "purged": the_hub.purged(),
+                "survey": purge_files.page_report(hub_module.purge_survey(settings))}
+    if action == "resume":
+        return {"ok": True, "started": hub_module.resume(), "purged": the_hub.purged()}
+    if body.get("confirmed") is not True:
+        return {"ok": False, "error": "a purge deletes the outbox and the capture journal for good;"
+                                      " confirm first"}
+    report = hub_module.purge(settings, force=body.get("force") is True, timeout_s=PURGE_WAIT_S)
+    shown = purge_files.page_report(report)
+    if report["state"] == purge_files.PURGED:
+        return {"ok": True, "result": shown, "text": PURGED_TEXT}
+    return {"ok": False, "result": shown,
+            "text": f"Not purged: {report['reason']}. Nothing was removed; memory goes on."}

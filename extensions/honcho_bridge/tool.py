@@ -71,7 +71,8 @@ def action_context(agent: Any) -> ActionContext:
     def record(write: memory_log.MemoryWrite) -> None:
         # The write is done in Honcho: the next turn's pack shows it, not the one cached before it.
         the_hub.recaller().memory_changed(settings, chat_scope)
-        memory_log.keep(settings, write)
+        if not the_hub.purged():  # a record would create the purged outbox again
+            memory_log.keep(settings, write)
 
     def forgotten(chat_id: str, generation: int) -> None:
         # The chat's next turn (its capture-time load on the event loop too) names the new session

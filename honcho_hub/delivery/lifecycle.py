@@ -192,6 +192,12 @@ def restart_held(monotonic: Callable[[], float] = time.monotonic) -> bool:
     return any(now < until for until in hold["holds"].values())
 
 
+def held_for(reason: str) -> bool:
+    """Whether this module generation holds the workers for `reason` now (cheap: no I/O)."""
+    hold = process_state().restart_hold
+    return _ours(hold) and time.monotonic() < hold["holds"].get(reason, -math.inf)
+
+
 def _ours(hold: RestartHold | None) -> TypeGuard[RestartHold]:
     """Whether `hold` was placed by this module generation (an older one's may have another
     shape: it is never read)."""

@@ -18,49 +18,88 @@ from typing import Any
 
 from ..errors import OutboxError
 from ..settings.config import Settings
-from ..storage import journal, processes
+from ..storage import journal, memory_log, processes
 from ..storage.db import EXISTING_WAIT_S
 from ..storage.marker import marker_path
 from ..storage.outbox import EventState, Outbox
 
 PURGED, REFUSED = "purged", "refused"
 SIDE_FILES = ("-wal", "-shm")  # SQLite's, beside the outbox file; removed before it
+# What the page may show of a report: counts and path-free words, never a path or queued text.
+PAGE_FIELDS = ("state", "reason", "outbox", "pending", "sending", "dead", "delivered",
+               "memory_records", "in_journal", "journal_files", "marker", "live_processes", "notes")
 
 
-def purge(settings: Settings, *, force: bool = False) -> dict[str, Any]:
-    """Remove the outbox `settings` name and what beside it is ours; a report of what was removed
-    and what was kept (paths: the command's own answer, never status). Never raises OSError."""
+def survey(settings: Settings, *, own_journal: str = "", in_journal: int = 0) -> dict[str, Any]:
+    """What a purge would remove and whether it is refused unforced (`reason`), removing nothing.
+    `own_journal` is this process's journal file (its lock is no other live process's);
+    `in_journal` the messages it holds not yet in the outbox (they wait, like pending rows)."""
     path = settings.outbox_path
-    report: dict[str, Any] = {"state": REFUSED, "reason": None, "pending": 0, "sending": 0,
-                              "dead": 0, "live_processes": 0, "removed": [], "kept": [],
-                              "notes": []}
+    report: dict[str, Any] = {"state": None, "reason": None, "outbox": False, "pending": 0,
+                              "sending": 0, "dead": 0, "delivered": 0, "memory_records": 0,
+                              "in_journal": in_journal, "journal_files": 0,
+                              "marker": os.path.isfile(marker_path(settings)),
+                              "live_processes": 0, "removed": [], "kept": [], "notes": []}
     if os.path.islink(path) or os.path.lexists(path) and not os.path.isfile(path):
+        report["state"] = REFUSED
         report["reason"] = "the outbox setting names a symbolic link or not a file; not followed"
         return report
     if os.path.isfile(path):
         try:
             _read_outbox(settings, report)
         except OutboxError as exc:
+            report["state"] = REFUSED
             report["reason"] = f"the file is not an outbox the plugin can open ({exc.code}); kept"
             return report
     folder = os.path.join(os.path.dirname(path), journal.FOLDER)
-    ours = journal.is_our_folder(folder)
-    if ours:
-        report["live_processes"] += _locked_journals(folder)
-    waiting = report["pending"] + report["sending"]
-    if not force and (waiting or report["live_processes"]):
+    if journal.is_our_folder(folder):
+        names = [name for name in _names(folder) if _is_journal_file(name)]
+        report["journal_files"] = len(names)
+        report["live_processes"] += _locked_journals(folder, names, own_journal)
+    if own_journal and os.path.dirname(own_journal) != folder and os.path.isfile(own_journal):
+        report["journal_files"] += 1
+    waiting = report["pending"] + report["sending"] + in_journal
+    if waiting or report["live_processes"]:
         report["reason"] = (f"{report['pending']} pending and {report['sending']} sending rows,"
+                            f" {in_journal} in the journal,"
                             f" {report['live_processes']} other live processes")
+    return report
+
+
+def purge(settings: Settings, *, force: bool = False, own_journal: str = "",
+          in_journal: int = 0) -> dict[str, Any]:
+    """Remove the outbox `settings` name and what beside it is ours (and `own_journal`, this
+    process's closed journal file, wherever it is); a report of what was removed and what was kept
+    (paths: the command's own answer, never status nor the page). Never raises OSError."""
+    report = survey(settings, own_journal=own_journal, in_journal=in_journal)
+    if refuses(report, force):
+        report["state"] = REFUSED
         return report
-    report["state"] = PURGED
-    if ours:
+    report["state"], report["reason"] = PURGED, None
+    folder = os.path.join(os.path.dirname(settings.outbox_path), journal.FOLDER)
+    if journal.is_our_folder(folder):
         _remove_journal_folder(folder, report)
     elif os.path.lexists(folder):
         report["kept"].append(folder)
         report["notes"].append("a journal folder without the plugin's mark is not ours: kept")
+    if own_journal and os.path.dirname(own_journal) != folder:
+        _remove_file(own_journal, report)
+    path = settings.outbox_path
     for file in (marker_path(settings), *(path + side for side in SIDE_FILES), path):
         _remove_file(file, report)
     return report
+
+
+def refuses(report: dict[str, Any], force: bool) -> bool:
+    """Whether a survey refuses the purge: a file not ours always; messages waiting or another live
+    process unless `force`."""
+    return report["state"] == REFUSED or bool(report["reason"]) and not force
+
+
+def page_report(report: dict[str, Any]) -> dict[str, Any]:
+    """A report as the sidebar shows it: its counts, and how many files were removed and kept."""
+    return {**{name: report[name] for name in PAGE_FIELDS},
+            "removed": len(report["removed"]), "kept": len(report["kept"])}
 
 
 def _read_outbox(settings: Settings, report: dict[str, Any]) -> None:
@@ -69,11 +108,15 @@ def _read_outbox(settings: Settings, report: dict[str, Any]) -> None:
     try:
         counts = box.stats()["counts"]
         rows = processes.listed(box.db)
+        writes = memory_log.summary(box.db, latest=0)
     finally:
         box.close()
+    report["outbox"] = True
     report["pending"] = counts[EventState.PENDING.value]
     report["sending"] = counts[EventState.LEASED.value]
     report["dead"] = counts[EventState.DEAD.value]
+    report["delivered"] = counts[EventState.DELIVERED.value]
+    report["memory_records"] = writes["remembered"] + writes["forgotten"]
     # As status sees them: a row not stale is a process beating now; this one is not "another".
     now, here = time.time(), (os.getpid(), processes.host_name())
     report["live_processes"] = sum(
@@ -86,11 +129,12 @@ def _is_journal_file(name: str) -> bool:
             and name.endswith(journal.SUFFIX))
 
 
-def _locked_journals(folder: str) -> int:
-    """Journal files whose lock a live process holds (each process locks its own)."""
+def _locked_journals(folder: str, names: list[str], own_journal: str) -> int:
+    """Journal files whose lock a live process holds (each process locks its own); this process's
+    own is left out (a lock of another open file of it would conflict with ours)."""
     live = 0
-    for name in _names(folder):
-        if not _is_journal_file(name):
+    for name in names:
+        if os.path.join(folder, name) == own_journal:
             continue
         try:
             fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NOFOLLOW)

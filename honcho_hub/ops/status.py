@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..runtime import ProcessState
 
 STALE_QUEUE_S = 600.0  # a pending event older than this makes health amber
+PURGED_REASON = "purged: uninstall the plugin now, or resume memory"
 MAX_LISTED_PROCESSES = 8  # worker processes status_text names; the document lists every shown one
 
 
@@ -71,6 +72,8 @@ class StatusParts:
     # The host's open chats by "Don't remember this chat" state (Remember's values), from the
     # adapter; status shows the states that are not remembered.
     not_remembered: dict[str, int] = field(default_factory=dict)
+    # The sidebar's purge holds the plugin in this process (Hub.purged): nothing is captured.
+    purged: bool = False
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
@@ -169,7 +172,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                      "observation": _observation(settings, parts.session_peers,
                                                  parts.honcho_timed_out),
                      "api_key_configured": settings.has_api_key},
-        "capture": {"enabled": settings.capture_enabled,
+        "capture": {"enabled": settings.capture_enabled, "purged": parts.purged,
                     "scheduler_chats": settings.capture_scheduler_chats,
                     "outbox_problem": parts.outbox_problem,
                     # Too large to redact on the hook: not on disk until the writer redacted and
@@ -414,6 +417,8 @@ def _reach(now: float, metrics: dict[str, Any], check: dict[str, Any]) -> dict[s
 
 def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     red, amber = [], []
+    if s["capture"]["purged"]:
+        amber.append(PURGED_REASON)
     reach = s["endpoints"]["api_reach"]
     if settings.api_url_problem:
         red.append(f"{settings.api_url_problem};"
@@ -449,7 +454,9 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     if s["scope"]["problem"]:
         amber.append(s["scope"]["problem"])
     if red or amber:
-        return ("red" if red else "amber"), red + amber
+        # The purge's reason first (the line shows the first): what the user did last, and what
+        # to do next.
+        return ("red" if red else "amber"), sorted(red + amber, key=lambda r: r != PURGED_REASON)
     if reach["state"] == "not_yet":
         return "neutral", ["Honcho not yet reached"]
     return "green", []
