@@ -1,5 +1,5 @@
-// Honcho Memory Hub sidebar store: a live health line, the status panel, the user's card and the five
-// operator actions. Collapsed, the line polls a light status (local state only: no request to Honcho) every
+// Honcho Memory Hub sidebar store: a live health line, the status panel, the user's card, the five
+// operator actions and Purge (before an uninstall: a confirmation in the panel, counts only). Collapsed, the line polls a light status (local state only: no request to Honcho) every
 // 30 s; open, the panel polls the full status (with the shown chat's scope progress) every 5 s, and the
 // card (a request to Honcho) when it opens and at most once a minute while it stays open. No poll starts while
 // the last one is still running. The open panel also opens the memory inspector
@@ -19,6 +19,7 @@ const ACTION_API = "/plugins/honcho/honcho_action";
 const CARD_API = "/plugins/honcho/honcho_card";
 const FORGET_API = "/plugins/honcho/honcho_forget";
 const REMEMBER_API = "/plugins/honcho/honcho_remember";
+const PURGE_API = "/plugins/honcho/honcho_purge";
 const INSPECTOR = "/plugins/honcho/webui/honcho-inspector.html";
 const OPEN_REFRESH_MS = 5000;
 const COLLAPSED_REFRESH_MS = 30000;
@@ -74,6 +75,33 @@ function describe(action, result) {
   }
 }
 
+// What a purge would remove, from its survey's counts (numbers only: no path, no queued text).
+export function purgeSummary(survey) {
+  if (!survey.outbox && !survey.journal_files && !survey.marker) return "Nothing to purge on this machine.";
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+  const parts = [];
+  if (survey.outbox) {
+    parts.push(`the outbox (${survey.delivered} delivered, ${survey.pending} pending, ${survey.sending} sending, ` +
+      `${survey.dead} dead, ${plural(survey.memory_records, "memory-tool record", "memory-tool records")})`);
+  }
+  if (survey.journal_files) parts.push(plural(survey.journal_files, "capture journal file", "capture journal files"));
+  if (survey.marker) parts.push("the recall marker");
+  return `Purge removes from this machine: ${parts.join(", ")}. Memory in Honcho is kept. Capture and delivery ` +
+    "then stop in this Agent Zero until you resume memory or restart it.";
+}
+
+// Why a purge must be forced, from the survey's counts; null when it need not be.
+export function purgeWarning(survey) {
+  const waiting = survey.pending + survey.sending + survey.in_journal;
+  const notes = [];
+  if (waiting) {
+    notes.push(`${waiting} ${waiting === 1 ? "message has" : "messages have"} not reached Honcho yet: a purge ` +
+      `deletes ${waiting === 1 ? "it" : "them"}.`);
+  }
+  if (survey.live_processes) notes.push(`${survey.live_processes} other processes use the outbox now.`);
+  return notes.length ? notes.join(" ") : null;
+}
+
 export const store = createStore("honchoHub", {
   status: null,
   error: null,
@@ -89,6 +117,9 @@ export const store = createStore("honchoHub", {
   chatMemory: null,
   chatMemoryError: null,
   settingMemory: false,
+  // The open purge confirmation: { survey (counts), force, running, refusal (the server's text) }; null when closed.
+  purge: null,
+  resuming: false,
   _cardAt: null, // when the card was last asked for (Date.now())
   _cardLoading: false,
   _statusLoading: false, // a status request is on its way: no other starts until it has answered
@@ -98,6 +129,20 @@ export const store = createStore("honchoHub", {
   get health() {
     if (this.status) return this.status.health;
     return this.error ? "red" : "unknown";
+  },
+
+  // The open confirmation's words, from its survey's counts.
+  get purgeText() {
+    return this.purge ? purgeSummary(this.purge.survey) : "";
+  },
+
+  get purgeForceText() {
+    return this.purge ? purgeWarning(this.purge.survey) : null;
+  },
+
+  // Purged in this Agent Zero (status says so): capture paused until Resume.
+  get purged() {
+    return !!(this.status && this.status.capture && this.status.capture.purged);
   },
 
   get headline() {
@@ -291,6 +336,59 @@ export const store = createStore("honchoHub", {
 
   openInspector() {
     openModal(INSPECTOR);
+  },
+
+  // Purge: read what it would remove, then the panel asks (counts only). A purge with messages not yet sent is
+  // refused by Agent Zero unless the user ticks the forced purge; the refusal is shown in the panel as text.
+  async startPurge() {
+    if (this.purge) return;
+    try {
+      const answer = await callJsonApi(PURGE_API, { action: "survey" });
+      if (answer.ok) this.purge = { survey: answer.survey, force: false, running: false, refusal: null };
+      else toastError(answer.error || "Purge unavailable", "Honcho");
+    } catch (e) {
+      toastError("The action could not reach Agent Zero", "Honcho");
+    }
+  },
+
+  cancelPurge() {
+    if (this.purge && !this.purge.running) this.purge = null;
+  },
+
+  async confirmPurge() {
+    const purge = this.purge;
+    if (!purge || purge.running) return;
+    purge.running = true;
+    try {
+      const answer = await callJsonApi(PURGE_API, { action: "purge", confirmed: true, force: purge.force });
+      if (answer.ok) {
+        this.purge = null;
+        toastSuccess(answer.text, "Honcho");
+      } else {
+        purge.refusal = answer.text || answer.error || "Not purged";
+        if (answer.result) purge.survey = answer.result;
+      }
+    } catch (e) {
+      purge.refusal = "The purge could not reach Agent Zero";
+    } finally {
+      purge.running = false;
+      await this.refresh();
+    }
+  },
+
+  async resume() {
+    if (this.resuming) return;
+    this.resuming = true;
+    try {
+      const answer = await callJsonApi(PURGE_API, { action: "resume" });
+      if (answer.ok) toastSuccess(answer.started ? "Memory resumed" : "Resumed; another hold still stops the worker", "Honcho");
+      else toastError(answer.error || "Resume failed", "Honcho");
+    } catch (e) {
+      toastError("The action could not reach Agent Zero", "Honcho");
+    } finally {
+      this.resuming = false;
+      await this.refresh();
+    }
   },
 
   async run(action) {

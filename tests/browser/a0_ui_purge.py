@@ -111,6 +111,9 @@ class PurgeTest(kit.UiCase):
         self.assertIn("Memory in Honcho is kept", shown)
         self.assertNotIn(self.outbox(), shown)
         self.assertNotIn("a message not yet sent", shown)
+        confirm_button = confirm.locator("button[data-action=purge_confirm]")
+        wait_for(lambda: confirm_button.evaluate(kit.SEEN), 10,
+                 "the confirmation scrolled into the panel's view")
         page.screenshot(path=os.path.join(kit.shots, "purge-confirm.png"))
 
         confirm.locator("button[data-action=purge_confirm]").click()
@@ -124,6 +127,8 @@ class PurgeTest(kit.UiCase):
         confirm.locator("button[data-action=purge_confirm]").click()
         banner = panel.locator("[data-testid=honcho-purged]")
         banner.wait_for(timeout=30_000)
+        resume = banner.locator("button[data-action=resume]")
+        wait_for(lambda: resume.evaluate(kit.SEEN), 10, "the purged note in the panel's view")
         self.assertIn("uninstall the plugin, or resume memory", banner.inner_text())
         self.assertEqual(self.ours(), dict.fromkeys(on_disk, False))
         wait_for(lambda: page.locator(".honcho-sidebar-headline").inner_text() == PURGED_LINE,
@@ -138,7 +143,7 @@ class PurgeTest(kit.UiCase):
         self.assertEqual(self.ours(), dict.fromkeys(on_disk, False))
         self.assertEqual([m.content for m in kit.ui.honcho_messages(session)][-1], FIRST)
 
-        banner.locator("button[data-action=resume]").click()
+        resume.click()
         wait_for(lambda: not banner.count() or not banner.is_visible(), 20, "the banner gone")
         self.say(page, "remembered again", THIRD)
         wait_for(lambda: [m.content for m in kit.ui.honcho_messages(session)][-2:]
