@@ -61,9 +61,14 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str,
 class HostWorld:
     """One Agent Zero tree with this plugin copied in, its environment, and a started host."""
 
-    def __init__(self, env: dict[str, str] | None = None, plugins: tuple[str, ...] = ()) -> None:
+    def __init__(self, env: dict[str, str] | None = None, plugins: tuple[str, ...] = (),
+                 unset: tuple[str, ...] = (),
+                 prepare: Callable[[HostWorld], None] | None = None) -> None:
         """`plugins`: folders of test plugins to copy into the tree beside this one (each folder
-        named as its plugin.yaml names the plugin), before Agent Zero starts."""
+        named as its plugin.yaml names the plugin), before Agent Zero starts. `unset`: variables
+        removed from the environment after it is set up (e.g. HONCHO_WORKSPACE_ID, when the test's
+        files name the workspace); `prepare`: called with the world once the tree is there, before
+        Agent Zero starts."""
         self.tmp = tempfile.mkdtemp(prefix="honcho-host-")
         self.honcho_url = required_env("HONCHO_REAL_URL")
         self.workspace_id = "host-" + uuid.uuid4().hex[:12]
@@ -71,11 +76,15 @@ class HostWorld:
         os.environ.update({"HONCHO_API_URL": self.honcho_url,
                            "HONCHO_WORKSPACE_ID": self.workspace_id,
                            "HONCHO_OUTBOX_PATH": self.outbox_path, **(env or {})})
+        for name in unset:
+            os.environ.pop(name, None)
         self.tree = new_tree(self.tmp)
         self.plugin_dir = os.path.join(self.tree, "usr", "plugins", PLUGIN)
         for folder in plugins:
             shutil.copytree(folder, os.path.join(self.tree, "usr", "plugins",
                                                  os.path.basename(folder)), ignore=_SKIP)
+        if prepare is not None:
+            prepare(self)
         sys.path.insert(0, required_env("A0_HARNESS"))
         import a0host
 
