@@ -54,19 +54,33 @@ def save_plugin_config(settings=None, project_name=None, hook_context=None):
 
 
 def install():
-    """Install requirements with Agent Zero's interpreter and create or migrate the outbox."""
+    """Install requirements with Agent Zero's interpreter, upgrade what the Hub's honcho 1.x left,
+    and create or migrate the outbox."""
     try:
         from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 
         installed = lifecycle.install_requirements(os.path.join(PLUGIN_DIR, "requirements.txt"))
+        upgraded = _upgrade_1x()
         outbox = lifecycle.migrate_outbox(_global_settings().outbox_path)
-        log.info("honcho install finished: requirements %s (%s), outbox %s", installed.outcome,
-                 installed.installer or "no installer ran", outbox)
+        log.info("honcho install finished: requirements %s (%s), outbox %s, %s",
+                 installed.outcome, installed.installer or "no installer ran", outbox, upgraded)
         return {"requirements": installed.outcome, "installer": installed.installer,
-                "outbox": outbox}
+                "outbox": outbox, "upgrade_1x": upgraded}
     except Exception:
         log.exception("honcho install: incomplete; the plugin stays installed and runs degraded")
         return {"requirements": "error"}
+
+
+def _upgrade_1x():
+    """The Hub's honcho 1.x config files rewritten under our names (once; docs/upgrading-from-1x.md)
+    as one line."""
+    try:
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+
+        return "; ".join(host.upgrade_1x_configs()) or "nothing to upgrade"
+    except Exception:
+        log.exception("honcho install: the 1.x settings not upgraded (they are still read)")
+        return "error"
 
 
 def pre_update():

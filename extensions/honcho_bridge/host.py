@@ -5,6 +5,8 @@ It knows nothing of the Hub: the settings it builds are cached per project and p
 
 from __future__ import annotations
 
+import glob
+import logging
 import os
 import threading
 from collections import Counter
@@ -27,6 +29,7 @@ from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 from usr.plugins.honcho.honcho_hub.settings.files import SettingsCache
+from usr.plugins.honcho.honcho_hub.settings.upgrade import upgrade_config
 
 PLUGIN_NAME = "honcho"
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,6 +53,7 @@ TOOL_NAME = "honcho_memory"
 # project, then reused until one of the files or a HONCHO_* variable changes. A hit costs a few
 # `stat` calls.
 _settings_cache = SettingsCache()
+log = logging.getLogger("honcho_hub.adapters")
 
 
 _last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is caught mid-save
@@ -174,6 +178,28 @@ def plugin_on_for(agent: Any) -> bool:
     from helpers import plugins
 
     return PLUGIN_NAME in plugins.get_enabled_plugins(agent)
+
+
+def upgrade_1x_configs() -> list[str]:
+    """Rewrite the config files the Hub's `honcho` 1.x left (the global one, then each project's)
+    under our names, once (settings/upgrade.py); a line for each file upgraded. Reads, writes and
+    waits on each file's lock: never on Agent Zero's event loop."""
+    from helpers import projects
+
+    pattern = projects.get_project_meta("*", "plugins", PLUGIN_NAME, "config.json")
+    files = [(GLOBAL_CONFIG, "config.json", False)]
+    files += [(path, f"project {os.path.relpath(path, os.path.dirname(pattern)).split(os.sep)[0]}",
+               True) for path in sorted(glob.glob(pattern))]
+    done = []
+    for path, label, is_project in files:
+        try:
+            upgrade = upgrade_config(path, is_project=is_project)
+        except ConfigFileError as exc:
+            log.warning("honcho: %s not upgraded from 1.x: %s", label, exc)
+            continue
+        if upgrade is not None:
+            done.append(f"{label} {upgrade.text()}")
+    return done
 
 
 def _config_files(project: str | None) -> tuple[str, ...]:

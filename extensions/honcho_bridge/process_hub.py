@@ -6,6 +6,7 @@ The other bridge modules ask this one for the Hub; it configures it from `host` 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from usr.plugins.honcho.honcho_hub import hub as hub_module
@@ -23,6 +24,7 @@ SWITCHED_OFF = "switch-off"  # the reason of the hold that keeps the threads sto
 SWITCH_OFF_WAIT_S = 2.0
 # plugins.toggle_plugin's parameters, in order (Agent Zero v1.7 and v2.x)
 TOGGLE_PARAMETERS = ("plugin_name", "enabled", "project_name", "agent_profile", "clear_overrides")
+_upgrade_started = threading.Event()  # set by this module generation's first ensure_worker
 
 
 def hub() -> Hub:
@@ -33,7 +35,12 @@ def hub() -> Hub:
 
 
 def ensure_worker():
-    """Idempotent and cheap: called by agent_init, job_loop and the capture adapters."""
+    """Idempotent and cheap: called by agent_init, job_loop and the capture adapters. The first
+    call of this module generation also upgrades what the Hub's honcho 1.x left, off the caller's
+    thread: after its folder's git remote was switched to this plugin, no install hook runs."""
+    if not _upgrade_started.is_set():
+        _upgrade_started.set()
+        in_background("upgrade-1x", host.upgrade_1x_configs)
     return hub().ensure_worker()
 
 

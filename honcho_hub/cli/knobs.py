@@ -22,6 +22,7 @@ from ..settings.files import (
     write_config_file,
 )
 from ..settings.spec import FIELDS_BY_NAME, PROJECT_GROUPS
+from ..settings.upgrade import upgrade_config_locked
 from ..settings.values import coerce
 from ..storage import chats as chat_rows
 from ..storage.db import with_existing
@@ -157,6 +158,7 @@ class GlobalSettings:
         and the read back run under the file's lock, so writers at once (the command line run twice)
         each keep the others' changes. Agent Zero's own settings page saves without it."""
         with config_write_lock(self.path):
+            upgrade_config_locked(self.path)  # 1.x's unknown keys set aside, not dropped
             written, dropped = self._merge(changes)
             return Saved(written, dropped, self.snapshot())
 

@@ -25,6 +25,7 @@ from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
+from ..settings.upgrade import last_upgrade
 from . import agent_zero_files, backfill, knobs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
@@ -67,6 +68,7 @@ def load_settings(config_path: str | None, environ: Mapping[str, str]) -> Settin
 
 def _status(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     parts = hub.current().status_parts(settings)
+    parts.upgrade = last_upgrade(knobs.default_plugin_dir())
     parts.worker = {"state": "not_in_this_process", "metrics": {}, "circuits": {}}
     status = build_status(settings, parts, time.time())
     _print(out, status, args.json, status_text)

@@ -74,6 +74,9 @@ class StatusParts:
     not_remembered: dict[str, int] = field(default_factory=dict)
     # The sidebar's purge holds the plugin in this process (Hub.purged): nothing is captured.
     purged: bool = False
+    # The newest upgrade from the Hub's honcho 1.x (settings.upgrade.last_upgrade), from the
+    # adapter, which knows where the plugin's config.json is.
+    upgrade: dict[str, Any] | None = None
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
@@ -230,6 +233,7 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                      "redaction_failed": parts.capture_counters.get("redaction_failed", 0),
                      "journal_unavailable": parts.capture_counters.get("journal_unavailable", 0),
                      "handed_off": parts.capture_counters.get("handed_off", 0)},
+        "upgrade": _upgrade(parts.upgrade, now),
     }
     status["health"], status["health_reasons"] = _health(settings, status)
     return status
@@ -258,11 +262,31 @@ def status_text(status: dict[str, Any]) -> str:
         + (f"; last error {w['last_error_code']}" if w["last_error_code"] else ""),
         *_processes_lines(status["processes"]),
         *_not_remembered_lines(status["chats"]["not_remembered"]),
+        *_upgrade_lines(status["upgrade"]),
         f"Memory tool: {m['remembered']} remembered, {m['forgotten']} forgotten"
         + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']}"
            f" {m['latest'][0]['age_s']:.0f} s ago" if m["latest"] else ""),
     ]
     return "\n".join(lines)
+
+
+def _upgrade(upgrade: dict[str, Any] | None, now: float) -> dict[str, Any] | None:
+    if upgrade is None:
+        return None
+    return {"moved": list(upgrade["moved"]), "set_aside": list(upgrade["set_aside"]),
+            "set_aside_count": upgrade["set_aside_count"], "record": upgrade["record"],
+            "age_s": _age(now, upgrade["at"])}
+
+
+def _upgrade_lines(upgrade: dict[str, Any] | None) -> list[str]:
+    if upgrade is None:
+        return []
+    aside = upgrade["set_aside"]
+    more = upgrade["set_aside_count"] - len(aside)
+    return [f"Upgraded from honcho 1.x {upgrade['age_s']:.0f} s ago: moved"
+            f" {', '.join(upgrade['moved']) or 'nothing'}"
+            + (f"; set aside {', '.join(aside)}{f' and {more} more' if more > 0 else ''}"
+               f" (kept in {upgrade['record']})" if aside else "")]
 
 
 def _not_remembered_lines(counts: dict[str, int]) -> list[str]:

@@ -42,6 +42,11 @@ def load_config_file(path: str) -> dict[str, Any]:
     An empty file holds no settings; a setting saved under a former name is read under its name.
     Read by `read_regular_file`: a regular file only, bounded.
     """
+    return with_current_names(load_saved_names(path))
+
+
+def load_saved_names(path: str) -> dict[str, Any]:
+    """`load_config_file` with every key as saved (a former name kept as it is)."""
     try:
         raw = read_regular_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
@@ -59,7 +64,7 @@ def load_config_file(path: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, Mapping):
         raise ConfigFileError("not a mapping of settings")
-    return with_current_names(data)
+    return dict(data)
 
 
 def read_regular_file(path: str, max_bytes: int, within: str | None = None) -> bytes:
@@ -205,7 +210,12 @@ def write_config_file(path: str, settings: Mapping[str, Any], is_project: bool =
     and renamed over it: a reader sees the old file or the new one, never half of one. The file
     keeps its permissions; a new one gets the usual ones (the umask applies).
     """
-    content = config_to_save(settings, is_project)
+    write_json_file(path, config_to_save(settings, is_project))
+
+
+def write_json_file(path: str, content: Any) -> None:
+    """Replace the file at `path` (through a link, its target) with `content` as JSON, whole or
+    not at all (`write_config_file`); raises ConfigFileError."""
     target = os.path.realpath(path)
     # a name no other writer (or crashed one) has taken
     temp = f"{target}.{os.urandom(6).hex()}.tmp"

@@ -269,8 +269,19 @@ FIELDS: tuple[Field, ...] = (
 )
 
 FIELDS_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
-# former name -> name
-RENAMED: dict[str, str] = {old: f.name for f in FIELDS for old in f.formerly}
+# The settings the Plugin Hub's `honcho` 1.x saved in the same config.json (its default_config.yaml,
+# 1.1.0 and 1.2.0 alike), by the name each has here. settings/upgrade.py rewrites such a file once;
+# until it has, they are read under these names, so a 1.x file never sends memory elsewhere.
+V1_NAMES: dict[str, str] = {
+    "honcho_workspace_id": "workspace_id",
+    "honcho_user_id": "user_peer_id",
+    "honcho_agent_peer_id": "agent_peer_id",
+    "honcho_cache_ttl": "cache_ttl_s",
+    "honcho_max_context_tokens": "max_context_tokens",
+    "honcho_debug": "debug",
+}
+# former name (ours, or 1.x's) -> name
+RENAMED: dict[str, str] = {**V1_NAMES, **{old: f.name for f in FIELDS for old in f.formerly}}
 
 
 def with_current_names(layer: Mapping[str, Any]) -> dict[str, Any]:
