@@ -288,7 +288,7 @@ class StatusTest(CliCase):
         self.assertEqual(sorted(status), ["capture", "chats", "endpoints", "health",
                                           "health_reasons", "identity", "memory_writes",
                                           "processes", "queue", "recall", "refusals", "scope",
-                                          "worker"])
+                                          "upgrade", "worker"])
         self.queue(1)
         box = Outbox(self.path)
         settle(box, "t", Settlement(dead=[(e.id, "http_422") for e in lease(box, "t", 1)]))

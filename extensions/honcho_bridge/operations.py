@@ -22,6 +22,7 @@ from usr.plugins.honcho.honcho_hub.ops import purge as purge_files
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
+from usr.plugins.honcho.honcho_hub.settings.upgrade import last_upgrade
 from usr.plugins.honcho.honcho_hub.storage import memory_log
 from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, card_view
 
@@ -66,6 +67,7 @@ def status_document(body: Any) -> dict:
         parts.chat_kind = chat_kind(facts)
         parts.chat_sender = facts.human.sender.key if facts.human.sender is not None else None
     parts.not_remembered = remember_state_counts()
+    parts.upgrade = last_upgrade(host.PLUGIN_DIR)
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 

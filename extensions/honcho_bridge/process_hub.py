@@ -37,11 +37,13 @@ def hub() -> Hub:
 def ensure_worker():
     """Idempotent and cheap: called by agent_init, job_loop and the capture adapters. The first
     call of this module generation also upgrades what the Hub's honcho 1.x left, off the caller's
-    thread: after its folder's git remote was switched to this plugin, no install hook runs."""
-    if not _upgrade_started.is_set():
+    thread: after its folder's git remote was switched to this plugin, no install hook runs. Not
+    while a hold keeps the plugin's threads stopped (a switch-off, an update, an uninstall)."""
+    the_hub = hub()
+    if not _upgrade_started.is_set() and the_hub.may_start():
         _upgrade_started.set()
         in_background("upgrade-1x", host.upgrade_1x_configs)
-    return hub().ensure_worker()
+    return the_hub.ensure_worker()
 
 
 def keep_worker():

@@ -1,7 +1,8 @@
 """The upgrade from the Plugin Hub's `honcho` 1.x: its config.json rewritten once under our names.
 
-1.x (1.1.0 and 1.2.0) saves six settings (spec.V1_NAMES) in the same `usr/plugins/honcho/config.json`
-and, with a project, in the project's `.a0proj/plugins/honcho/config.json`. Those files are read
+1.x (1.1.0 and 1.2.0) saves six settings (spec.V1_NAMES) in the same
+`usr/plugins/honcho/config.json` and, with a project, in the project's
+`.a0proj/plugins/honcho/config.json`. Those files are read
 under our names before this ran (spec.with_current_names); this rewrites each once, so our settings
 page and the command line see and save them as ours. What we cannot use (an unknown key, a value a
 setting refuses, in a project a setting that is global here) is set aside with its value in
