@@ -153,3 +153,10 @@ class FileRefused(HubError, ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class MemoryFileError(HubError, ValueError):
+    """A memory file that cannot be imported (ops/memory_file.py): nothing was sent; the message
+    names the problem and where (`conclusions[3].text`), never the file's content."""
+
+    code = "bad_memory_file"

@@ -402,8 +402,8 @@ class FakeHoncho:
         return 200, {"content": self.dialectic_answer}
 
     def _conclusion_json(self, c: dict) -> dict:
-        # A test may store a derived conclusion: its level and the conclusions it cites.
-        return {"level": c.get("level", "explicit"), "source_ids": c.get("source_ids"),
+        # A test may store a derived conclusion's level; like Honcho at ddbb90e, no source_ids.
+        return {"level": c.get("level", "explicit"),
                 **{k: c[k] for k in ("id", "content", "observer_id", "observed_id", "session_id",
                                      "created_at")}}
 

@@ -43,6 +43,17 @@ MARKUP = ("<img src=x onerror=alert(1)> [link](javascript:alert(1)) **bold** `co
           "\n## Forged section\n- forged item | cell | ![i](x) &amp; www.example.com")
 
 
+class SlowBody(httpx.SyncByteStream):
+    """An answer's body that takes `step_s` on the manual clock to arrive."""
+
+    def __init__(self, body, clock, step_s):
+        self.body, self.clock, self.step_s = body, clock, step_s
+
+    def __iter__(self):
+        self.clock.advance(self.step_s)
+        yield self.body
+
+
 class Bench:
     """An export/import as the inspector and the command line run it: the tool's context (settings
     with a real outbox file, the host's secrets and masker, a gateway over the fake Honcho), a
@@ -61,8 +72,9 @@ class Bench:
 
         def kept(request):
             self.sent.append((request.method, request.url.path, request.content))
-            self.clock.advance(self.step_s)
-            return answer.handle_request(request)
+            got = answer.handle_request(request)
+            return httpx.Response(got.status_code, headers=got.headers,
+                                  stream=SlowBody(got.read(), self.clock, self.step_s))
         gateway = HonchoGateway.for_settings(
             self.settings,
             http_client_factory=lambda: httpx.Client(transport=httpx.MockTransport(kept)))
@@ -77,15 +89,13 @@ class Bench:
         for peer in ("agent-zero", "user"):
             self.fake.ensure_peer(self.ws, peer)
 
-    def conclusion(self, content, session_id=None, level=None, source_ids=None,
-                   observer="agent-zero"):
+    def conclusion(self, content, session_id=None, level=None, observer="agent-zero"):
         cid = f"c{len(self.fake.conclusions) + 1:04d}"
         self.fake.conclusions[cid] = {
             "id": cid, "content": content, "observer_id": observer, "observed_id": "user",
             "session_id": session_id, "workspace_id": self.ws,
             "created_at": (CREATED + timedelta(seconds=len(self.fake.conclusions))).isoformat(),
-            **({"level": level} if level else {}),
-            **({"source_ids": source_ids} if source_ids else {})}
+            **({"level": level} if level else {})}
         return cid
 
     def captured(self, chat_id, session_id, content=QUEUED):
@@ -121,7 +131,7 @@ class ExportShapeTest(unittest.TestCase):
         b.peers_seen()
         b.fake.cards[("agent-zero", "user")] = ["IDENTITY: Ada", "ATTRIBUTE: Keeps two boats"]
         self.explicit = b.conclusion("The user keeps two boats", "chat-T1")
-        self.derived = b.conclusion("The user likes the sea", None, "deductive", [self.explicit])
+        self.derived = b.conclusion("The user likes the sea", None, "deductive")
         b.captured("T1", "chat-T1")
         b.keep(MemoryWrite("c0099", WriteKind.REMEMBER, "The user's boat is Wren",
                            b.settings.destination(), "agent-zero", "user", "chat-T1", None))
@@ -141,7 +151,7 @@ class ExportShapeTest(unittest.TestCase):
         self.assertEqual(doc["conclusions"], [
             {"id": self.derived, "text": "The user likes the sea", "level": "deductive",
              "session_id": None, "chats": [], "created_at": "2026-01-01T00:00:01+00:00",
-             "source_ids": [self.explicit]},
+             "source_ids": []},
             {"id": self.explicit, "text": "The user keeps two boats", "level": "explicit",
              "session_id": "chat-T1", "chats": ["T1"], "created_at": "2026-01-01T00:00:00+00:00",
              "source_ids": []}])

@@ -17,15 +17,23 @@ from typing import Any, TextIO
 
 from .. import hub
 from ..chats import forget
-from ..errors import BackfillError, ConfigFileError, ForgetRefused, InvalidValue, OutboxError
+from ..errors import (
+    BackfillError,
+    ConfigFileError,
+    ForgetRefused,
+    InvalidValue,
+    MemoryFileError,
+    OutboxError,
+)
+from ..ops import memory_file, purge
 from ..ops import operator as operations
-from ..ops import purge
 from ..ops.status import build_status, status_text
 from ..settings import log_level
 from ..settings.config import Settings
 from ..settings.effective import ConfigLayers, effective_settings
 from ..settings.files import load_config_file
 from ..settings.upgrade import last_upgrade
+from ..tool.actions import ActionContext
 from . import agent_zero_files, backfill, knobs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DEGRADED = 0, 1, 2, 3
@@ -178,9 +186,50 @@ def _confirmed(path: str) -> bool:
     return sys.stdin.readline().strip().lower() == "yes"
 
 
+def _export(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    """The memory file (ops/memory_file.py) on `out`, or in a new file of --output (readable by its
+    owner only, never overwritten): 0 complete, 1 not written, 3 incomplete (a part missing)."""
+    document = memory_file.export_memory(_memory_context(settings), time.time())
+    text = (memory_file.as_markdown(document) if args.format == "markdown"
+            else memory_file.as_json(document))
+    if args.output is None:
+        out.write(text)
+    else:
+        try:
+            descriptor = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            return _failed("export", f"--output: cannot be written ({exc.strerror}); nothing"
+                           " written", EXIT_FAILED)
+        out.write(memory_file.export_text(document) + "\n")
+    if not document["complete"]:
+        sys.stderr.write(f"python -m honcho_hub export: {memory_file.export_text(document)}\n")
+    return EXIT_OK if document["complete"] else EXIT_DEGRADED
+
+
+def _import(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    """A memory file into this workspace (ops/memory_file.py): 0 done (or a dry run), 1 nothing
+    created (Honcho refused or unreachable), 2 a bad file or session, 3 stopped part-way (running
+    it again finishes)."""
+    try:
+        report = memory_file.import_memory(_memory_context(settings),
+                                           memory_file.read(args.file), dry_run=args.dry_run,
+                                           session_id=args.session)
+    except MemoryFileError as exc:
+        return _failed("import", f"{exc}; nothing imported", EXIT_USAGE)
+    _print(out, report, args.json, memory_file.report_text)
+    return {"failed": EXIT_FAILED, "stopped": EXIT_DEGRADED}.get(report["state"], EXIT_OK)
+
+
+def _memory_context(settings: Settings) -> ActionContext:
+    """The memory tool's context outside any chat: the global peers, no host secrets."""
+    return ActionContext(settings=settings, gateway=hub.current().tool_gateway(settings))
+
+
 COMMANDS = {"status": _status, "check": _check, "drain": _drain, "retry-dead": _retry_dead,
             "dead": _dead, "clear-cache": _clear_cache, "demo": _demo, "forget-chat": _forget_chat,
-            "purge": _purge}
+            "purge": _purge, "export": _export, "import": _import}
 
 
 # The memory-control verbs: what each passes from its arguments to knobs.py.
@@ -272,7 +321,25 @@ def _parser() -> argparse.ArgumentParser:
     _backfill_parser(sub)
     _forget_chat_parser(sub)
     _purge_parser(sub)
+    _memory_file_parsers(sub)
     return parser
+
+
+def _memory_file_parsers(sub: Subcommands) -> None:
+    export = sub.add_parser("export", help="the agent's card and conclusions about the user, the"
+                            " local record of memory writes and the chat map, as JSON or Markdown")
+    export.add_argument("--format", choices=sorted(memory_file.FORMATS), default="json")
+    export.add_argument("--output", metavar="FILE",
+                        help="write to this new file (never overwritten) instead of stdout")
+    command = sub.add_parser("import", help="create in this workspace the conclusions and card"
+                             " facts of an export (JSON) that it does not hold yet")
+    command.add_argument("file", metavar="FILE", help="a JSON file `export` wrote")
+    command.add_argument("--dry-run", action="store_true",
+                         help="say what would be created; send nothing")
+    command.add_argument("--session", default=memory_file.IMPORT_SESSION, metavar="ID",
+                         help="the Honcho session the conclusions go to (made if missing;"
+                              f" default {memory_file.IMPORT_SESSION})")
+    command.add_argument("--json", action="store_true")
 
 
 def _purge_parser(sub: Subcommands) -> None:

@@ -31,6 +31,8 @@ class Conclusion:
     content: str
     session_id: str | None
     created_at: Any  # a datetime as the SDK gives it, or None
+    level: str = "explicit"  # explicit, deductive, inductive or contradiction
+    source_ids: tuple[str, ...] = ()  # the conclusions a derived one rests on
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,21 @@ def create_conclusion(gw: HonchoGateway, observer: str, target: str, content: st
     return gw.call(request)
 
 
+def create_conclusions(gw: HonchoGateway, observer: str, target: str, contents: list[str],
+                       session_id: str | None) -> list[Found]:
+    """Conclusions of `observer` about `target`, one request (1 to 100): Honcho stores each as
+    explicit, with its own time and no metadata, in `session_id`, which must exist (it is made
+    first, with the configured peers)."""
+    gw.ensure_known(session_id)
+
+    def request(client: Any) -> list[Found]:
+        items = [{"content": content, **({"session_id": session_id} if session_id else {})}
+                 for content in contents]
+        created = gw.reader_peer(observer).conclusions_of(target).create(items)
+        return [Found(c.id, c.content) for c in created]
+    return gw.call(request)
+
+
 def find_conclusion(gw: HonchoGateway, observer: str, target: str,
                     conclusion_id: str) -> Found | None:
     """The conclusion with this id if it is one of `observer`'s about `target` (Honcho's delete
@@ -112,7 +129,8 @@ def list_conclusions(gw: HonchoGateway, observer: str, target: str, page: int,
     order)."""
     listing = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target)
                       .list(page=page, size=size))
-    items = tuple(Conclusion(c.id, c.content, c.session_id, c.created_at)
+    items = tuple(Conclusion(c.id, c.content, c.session_id, c.created_at,
+                             c.level or "explicit", tuple(c.source_ids or ()))
                   for c in listing.items[:size])
     return ConclusionPage(items, listing.pages or 0, listing.total or 0)
 

@@ -135,14 +135,16 @@ def generation(db: Database, destination: str, chat_id: str) -> int:
     return found[0] if found else 0
 
 
-def known_sessions(db: Database, limit: int = 100) -> list[dict]:
-    """Known chat -> Honcho session mappings, most recently captured first: chat id, project,
-    session id, first and last capture times; never content."""
+def known_sessions(db: Database, limit: int = 100,
+                   destination: str | None = None) -> list[dict]:
+    """Known chat -> Honcho session mappings (of `destination` only, when given), most recently
+    captured first: chat id, project, session id, first and last capture times; never content."""
     with db.transaction(READ) as (conn, now):
         rows = conn.execute(
             "SELECT chat_id, project, session_id, first_captured_at, last_captured_at"
-            " FROM chat_sessions ORDER BY last_captured_at DESC, rowid DESC LIMIT ?",
-            (max(0, min(int(limit), MAX_CHAT_SESSIONS)),))
+            " FROM chat_sessions WHERE ? IS NULL OR destination = ?"
+            " ORDER BY last_captured_at DESC, rowid DESC LIMIT ?",
+            (destination, destination, max(0, min(int(limit), MAX_CHAT_SESSIONS))))
         return [{"chat_id": r[0], "project": r[1], "session_id": r[2], "first_captured_at": r[3],
                  "last_captured_at": r[4]} for r in rows]
 
