@@ -5,6 +5,7 @@ data; import creating only what is missing, a dry run sending no write, a second
 nothing; bad files refused whole with a clear reason; every request within its deadline; the
 command line's export and import."""
 
+import asyncio
 import contextlib
 import dataclasses
 import io
@@ -16,6 +17,7 @@ import unittest
 from datetime import UTC, datetime, timedelta
 
 import httpx
+from api_world import api_handler, api_world
 from fake_honcho import FakeHoncho
 from loopback import serve
 from outbox_helpers import ManualClock, event, temp_outbox_path
@@ -497,6 +499,57 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual((code, out), (2, ""))
         self.assertIn("not JSON", err)
         self.assertEqual([p for m, p in self.server.fake.requests if m != "GET"], [])
+
+
+class InspectorApiTest(unittest.TestCase):
+    """The inspector's export and import through its API handler as Agent Zero loads it (stub
+    host), the fake Honcho over loopback."""
+
+    def setUp(self):
+        self.fake, self.server, self.host = api_world(self, KEY)
+        self.handler = api_handler(self.host, "honcho_inspector")
+        for peer in ("agent-zero", "user"):
+            self.fake.ensure_peer(WS, peer)
+        self.fake.cards[("agent-zero", "user")] = ["IDENTITY: Ada"]
+        self.fake.conclusions["c0001"] = {"id": "c0001", "content": f"The user's token {LEAKED}",
+                                          "observer_id": "agent-zero", "observed_id": "user",
+                                          "session_id": None, "workspace_id": WS,
+                                          "created_at": CREATED.isoformat()}
+
+    def call(self, body):
+        return asyncio.run(self.handler().process(body, None))
+
+    def test_export_as_a_file_in_either_format_then_import_it_twice_elsewhere(self):
+        got = self.call({"action": "export", "format": "json"})
+        self.assertEqual((got["ok"], got["media_type"], got["complete"]),
+                         (True, "application/json", True))
+        self.assertRegex(got["filename"], r"^honcho-memory-agent-zero-\d{8}-\d{6}\.json$")
+        self.assertNotIn(LEAKED, json.dumps(got))
+        self.assertEqual(json.loads(got["content"])["conclusions"][0]["text"],
+                         "The user's token [REDACTED:github_token]")
+        markdown = self.call({"action": "export", "format": "markdown"})
+        self.assertTrue(markdown["filename"].endswith(".md"))
+        self.assertTrue(markdown["content"].startswith("# Honcho memory export"))
+        self.assertFalse(self.call({"action": "export", "format": "pdf"})["ok"])
+
+        self.host.config.update(workspace_id="other-ws")
+        dry = self.call({"action": "import", "file": got["content"], "dry_run": True})
+        self.assertEqual((dry["ok"], dry["state"], dry["to_create"]), (True, "dry_run", 1))
+        self.assertIn("Dry run: would create 1 conclusion", dry["message"])
+        done = self.call({"action": "import", "file": got["content"]})
+        self.assertEqual((done["state"], done["created"], done["card_added"]), ("done", 1, 1))
+        again = self.call({"action": "import", "file": got["content"]})
+        self.assertEqual((again["state"], again["created"], again["already"]), ("done", 0, 1))
+        self.assertEqual([c["content"] for c in self.fake.conclusions.values()
+                          if c["workspace_id"] == "other-ws"],
+                         ["The user's token [REDACTED:github_token]"])
+
+    def test_a_bad_file_is_refused_with_its_reason(self):
+        for text in ("{nope", 42, None):
+            with self.subTest(text=text):
+                answer = self.call({"action": "import", "file": text})
+                self.assertEqual((answer["ok"], answer["error"]), (False, "bad_memory_file"))
+                self.assertTrue(answer["message"].startswith("Not imported"), answer)
 
 
 if __name__ == "__main__":
