@@ -533,6 +533,7 @@ class InspectorApiTest(unittest.TestCase):
         self.assertFalse(self.call({"action": "export", "format": "pdf"})["ok"])
 
         self.host.config.update(workspace_id="other-ws")
+        self.fake.cards.clear()  # the fake keeps cards across workspaces: the new one has none
         dry = self.call({"action": "import", "file": got["content"], "dry_run": True})
         self.assertEqual((dry["ok"], dry["state"], dry["to_create"]), (True, "dry_run", 1))
         self.assertIn("Dry run: would create 1 conclusion", dry["message"])

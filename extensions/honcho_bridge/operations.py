@@ -16,7 +16,7 @@ from usr.plugins.honcho.honcho_hub.chats import forget
 from usr.plugins.honcho.honcho_hub.chats.rules import chat_kind
 from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.ops import inspector
+from usr.plugins.honcho.honcho_hub.ops import inspector, memory_file
 from usr.plugins.honcho.honcho_hub.ops import operator as operations
 from usr.plugins.honcho.honcho_hub.ops import purge as purge_files
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
@@ -35,7 +35,7 @@ from .remember import remember_state_counts
 from .tool import action_context
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
-INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card")
+INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import")
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss")
 PURGE_ACTIONS = ("survey", "purge", "resume")
 # The purge's wait for the plugin's threads, in all, as uninstall's (hooks.UNINSTALL_WAIT_S).
@@ -108,7 +108,9 @@ def inspector_document(body: Any) -> dict:
     """One of INSPECTOR_ACTIONS of the memory inspector, seen from the chat the UI shows (its human,
     session and scope), else from the global settings: `view` (`page`), `search` (`query`),
     `forget` (`id`, and `confirmed: true` from the UI's confirm step), `undo` (`id` of a forgotten
-    conclusion), `edit_card` (`facts`: the whole new card). A structured error for anything else."""
+    conclusion), `edit_card` (`facts`: the whole new card), `export` (`format`: json or markdown;
+    the file's text and name), `import` (`file`: an export's JSON text; `dry_run: true` sends
+    nothing). A structured error for anything else."""
     body, refused = checked_action(body, INSPECTOR_ACTIONS)
     if refused:
         return refused
@@ -127,7 +129,17 @@ def inspector_document(body: Any) -> dict:
         "forget": lambda: inspector.forget(ins, body.get("id"), body.get("confirmed")),
         "undo": lambda: inspector.undo(ins, body.get("id")),
         "edit_card": lambda: inspector.edit_card(ins, body.get("facts")),
+        "export": lambda: memory_file.download(actions, body.get("format"), time.time()),
+        "import": lambda: _imported(actions, body.get("file"), body.get("dry_run") is True),
     }[action]()
+
+
+def _imported(actions: ActionContext, text: Any, dry_run: bool) -> dict:
+    """An import of the file's text; the next turn's pack shows what it created."""
+    report = memory_file.upload(actions, text, dry_run)
+    if report.get("created") or report.get("card_added"):
+        hub().recaller().memory_changed(actions.settings)
+    return report
 
 
 def _chat_agent(body: dict) -> Any:

@@ -229,7 +229,7 @@ def upload(ctx: ActionContext, text: Any, dry_run: bool) -> dict[str, Any]:
     """An import of a file's text as the inspector sends it: the report with its message."""
     if not isinstance(text, str):
         return {"ok": False, "error": MemoryFileError.code,
-                "message": "`file` must be the text of a JSON memory export."}
+                "message": "Not imported: `file` must be the text of a JSON memory export."}
     try:
         report = import_memory(ctx, parse(text), dry_run=dry_run)
     except MemoryFileError as exc:
