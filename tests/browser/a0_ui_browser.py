@@ -242,15 +242,17 @@ def tearDownModule():
 
 
 class UiCase(unittest.TestCase):
-    def open_page(self, block_ours: bool = False, fake_clock: bool = False, prepare=None):
+    def open_page(self, block_ours: bool = False, fake_clock: bool = False, prepare=None,
+                  at: AgentZeroUi | None = None):
         """Agent Zero's home page with the sidebar open; `prepare(page)` runs before it loads (the
         test's own routes). Agent Zero's own page sometimes fails to build its sidebar at load: its
         quick-actions component teleports (Alpine `x-teleport`) into a slot that does not exist yet,
         and Alpine's `appendChild` on null stops the sidebar (seen in 3 of 6 CI runs on fresh target
         state, never in 55 loads in a row outside CI). When no page error comes from our files, the
-        page is loaded once more, and the test says so."""
+        page is loaded once more, and the test says so. `at`: another Agent Zero than the
+        module's."""
         for attempt in (1, 2):
-            page, errors = self._load(block_ours, fake_clock, prepare)
+            page, errors = self._load(block_ours, fake_clock, prepare, at or ui)
             try:
                 page.locator(".pref-section .pref-header").wait_for(timeout=30_000)
                 return page
@@ -264,7 +266,7 @@ class UiCase(unittest.TestCase):
                       "loading it again", file=sys.stderr)
                 page.close()
 
-    def _load(self, block_ours: bool, fake_clock: bool, prepare):
+    def _load(self, block_ours: bool, fake_clock: bool, prepare, at: AgentZeroUi):
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
         self.addCleanup(page.close)
         if prepare is not None:
@@ -276,7 +278,7 @@ class UiCase(unittest.TestCase):
             page.route(OUR_FILES, lambda route: route.abort())
         errors = self.page_errors = []
         page.on("pageerror", lambda error: errors.append(f"{error} @ {(error.stack or '')[:400]}"))
-        page.goto(ui.url, wait_until="networkidle")
+        page.goto(at.url, wait_until="networkidle")
         if page.locator("#left-panel.hidden").count():
             page.click("#toggle-sidebar")
         return page, errors
@@ -726,6 +728,91 @@ class InspectorTest(UiCase):
         wait_for(lambda: page.evaluate(
             "() => Alpine.store('honchoInspector').conclusions === null"), 10,
             "the inspector's store emptied when it closed")
+
+
+class ExportTest(UiCase):
+    """The memory file from the inspector: exported from the module's Agent Zero as a download, then
+    imported into a second Agent Zero with a fresh workspace, where a second run creates nothing."""
+
+    fresh: AgentZeroUi
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fresh = AgentZeroUi(mcp.url)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fresh.stop()
+
+    def open_inspector(self, at: AgentZeroUi):
+        page = self.open_page(at=at)
+        page.click(".honcho-sidebar-line")
+        page.locator("[data-testid=honcho-open-inspector]").click()
+        section = page.locator("[data-testid=honcho-inspector-file]")
+        section.wait_for(timeout=20_000)
+        return page, section
+
+    def test_an_export_downloads_and_imports_once_into_a_fresh_workspace(self):
+        ui.set_card(["IDENTITY: Ada", "ATTRIBUTE: <b>Keeps</b> bees"])
+        ui.conclude("The user keeps three <i>beehives</i>", "chat-export01")
+        ui.conclude(f"The user deploys with {InspectorTest.SECRET}", "chat-export01")
+        page, section = self.open_inspector(ui)
+        page.evaluate(WATCH_MARKUP)
+        with page.expect_download(timeout=60_000) as download:
+            section.locator("[data-action=export_json]").click()
+        path = os.path.join(tempfile.mkdtemp(prefix="honcho-export-"), "memory.json")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path), True)
+        download.value.save_as(path)
+        self.assertRegex(download.value.suggested_filename,
+                         rf"^honcho-memory-{ui.workspace_id}-\d{{8}}-\d{{6}}\.json$")
+        with open(path, encoding="utf-8") as handle:
+            exported = json.load(handle)
+        texts = {c["text"] for c in exported["conclusions"]}
+        self.assertLessEqual({"The user keeps three <i>beehives</i>",
+                              "The user deploys with [REDACTED:github_token]"}, texts)
+        self.assertNotIn(InspectorTest.SECRET, json.dumps(exported))
+        self.assertEqual(exported["card"], ["IDENTITY: Ada", "ATTRIBUTE: <b>Keeps</b> bees"])
+        self.toast(page, "Exported ")
+        with page.expect_download(timeout=60_000) as markdown:
+            section.locator("[data-action=export_markdown]").click()
+        self.assertTrue(markdown.value.suggested_filename.endswith(".md"))
+        section.scroll_into_view_if_needed()
+        page.screenshot(path=os.path.join(shots, "export-inspector.png"))
+
+        page, section = self.open_inspector(self.fresh)
+        page.evaluate(WATCH_MARKUP)
+        self.assertEqual(self.fresh.conclusions(), {})
+        section.locator("[data-field=import_file]").set_input_files(path)
+        report = section.locator("[data-field=import_report]")
+        wait_for(lambda: report.count() and report.inner_text().startswith("Dry run"), 30,
+                 "the dry run's report")
+        self.assertIn(f"Dry run: would create {len(texts)} conclusions and add 2 facts to the"
+                      " card", report.inner_text())
+        self.assertEqual(self.fresh.conclusions(), {})
+        section.scroll_into_view_if_needed()
+        page.screenshot(path=os.path.join(shots, "export-import-dry-run.png"))
+
+        section.locator("[data-action=run_import]").click()
+        wait_for(lambda: report.inner_text().startswith("Imported: created"), 60,
+                 "the import's report")
+        self.assertIn(f"created {len(texts)} conclusions and added 2 facts", report.inner_text())
+        created = self.fresh.conclusions()
+        self.assertEqual(set(created.values()), texts)
+        self.assertEqual(self.fresh.honcho().peer("agent-zero").get_card(target="user"),
+                         ["IDENTITY: Ada", "ATTRIBUTE: <b>Keeps</b> bees"])
+        item = page.locator("[data-testid=honcho-inspector-conclusion]", has_text="beehives")
+        item.wait_for(timeout=20_000)
+        self.assertEqual(item.locator(".honcho-inspector-text").inner_text(),
+                         "The user keeps three <i>beehives</i>")
+        self.assertIn("session memory-import", item.locator(".honcho-inspector-meta").inner_text())
+
+        section.locator("[data-action=run_import]").click()
+        wait_for(lambda: "created nothing" in report.inner_text(), 60,
+                 "the second import's report")
+        self.assertEqual(self.fresh.conclusions(), created)
+        self.assertEqual(page.evaluate("() => globalThis.honchoMarkupSeen"), [])
+        section.scroll_into_view_if_needed()
+        page.screenshot(path=os.path.join(shots, "export-import-second-run.png"))
 
 
 class SettingsPageTest(UiCase):
