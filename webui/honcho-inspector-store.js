@@ -1,6 +1,7 @@
 // Honcho Memory Hub's memory inspector: what Honcho holds about the user (the agent's card of them, its
 // conclusions, the local record of memory writes, the base pack a turn gets), with forget (after a confirm
-// step), undo of a recent forget and a card edit. Everything here is recalled data, already redacted by the
+// step), undo of a recent forget, a card edit, and the memory file: an export downloaded as a file, an
+// import of one (a dry run first). Everything here is recalled data, already redacted by the
 // plugin: it is shown as text only (x-text, and toasts through honcho-toast.js, which escapes them), held
 // only while the inspector is open (closing it empties this store), never written to browser storage, and
 // fetched with cache: "no-store" (the answer says no-store too).
@@ -12,6 +13,8 @@ import {
 } from "/plugins/honcho/webui/honcho-toast.js";
 
 const API = "/plugins/honcho/honcho_inspector";
+// The largest memory file sent for import (ops/memory_file.py MAX_FILE_BYTES; the plugin checks again).
+const MAX_FILE_BYTES = 16000000;
 
 function empty() {
   return {
@@ -32,6 +35,9 @@ function empty() {
     busy: null, // the action running: forget, undo, card
     editing: false,
     cardDraft: "",
+    fileText: null, // the chosen memory file's text, held until the inspector closes
+    fileName: "",
+    importReport: null, // the last import's (or dry run's) report, its message shown as text
   };
 }
 
@@ -147,6 +153,69 @@ export const store = createStore("honchoInspector", {
   async saveCard() {
     const facts = this.cardDraft.split("\n").map((line) => line.trim()).filter((line) => line);
     if (await this._write("card", { action: "edit_card", facts })) this.cancelEdit();
+  },
+
+  // The export offered as a file: its text goes from the answer into a Blob the browser saves; the
+  // name is set as a property, never as markup.
+  async exportFile(format) {
+    if (this.busy) return;
+    this.busy = "export";
+    try {
+      const answer = await ask({ action: "export", format });
+      if (!answer.ok) {
+        toastError(answer.message || answer.error || "Export failed", "Honcho memory");
+        return;
+      }
+      const url = URL.createObjectURL(new Blob([answer.content], { type: answer.media_type }));
+      const link = document.createElement("a");
+      link.href = url;
+      link.download = answer.filename;
+      link.hidden = true;
+      document.body.appendChild(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+      (answer.complete ? toastSuccess : toastError)(answer.message, "Honcho memory");
+    } catch (e) {
+      toastError(e.message, "Honcho memory");
+    } finally {
+      this.busy = null;
+    }
+  },
+
+  // A chosen file is read and checked by a dry run, which says what the import would create.
+  async chooseFile(event) {
+    const file = event.target.files && event.target.files[0];
+    event.target.value = ""; // the same file may be chosen again
+    this.fileText = null;
+    this.importReport = null;
+    if (!file) return;
+    if (file.size > MAX_FILE_BYTES) {
+      this.importReport = { message: `Not imported: the file is larger than ${MAX_FILE_BYTES} bytes.` };
+      return;
+    }
+    const text = await file.text();
+    if (!this.open) return;
+    this.fileText = text;
+    this.fileName = file.name;
+    await this.runImport(true);
+  },
+
+  async runImport(dryRun) {
+    if (this.busy || this.fileText === null) return;
+    this.busy = "import";
+    try {
+      const answer = await ask({ action: "import", file: this.fileText, dry_run: dryRun });
+      if (!this.open) return;
+      const message = answer.message || answer.error || "The import failed";
+      this.importReport = { ...answer, message };
+      if (!dryRun) (answer.ok ? toastSuccess : toastError)(message.split("\n")[0], "Honcho memory");
+    } catch (e) {
+      toastError(e.message, "Honcho memory");
+    } finally {
+      this.busy = null;
+    }
+    if (!dryRun && this.open) await this.load(this.page);
   },
 
   // A write, its toast, then the view read again; whether it was done.

@@ -802,8 +802,9 @@ class ExportTest(UiCase):
                          ["IDENTITY: Ada", "ATTRIBUTE: <b>Keeps</b> bees"])
         item = page.locator("[data-testid=honcho-inspector-conclusion]", has_text="beehives")
         item.wait_for(timeout=20_000)
+        # the inspector shows recalled text made inert
         self.assertEqual(item.locator(".honcho-inspector-text").inner_text(),
-                         "The user keeps three <i>beehives</i>")
+                         "The user keeps three \u2039i\u203abeehives\u2039/i\u203a")
         self.assertIn("session memory-import", item.locator(".honcho-inspector-meta").inner_text())
 
         section.locator("[data-action=run_import]").click()
