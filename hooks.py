@@ -55,7 +55,9 @@ def save_plugin_config(settings=None, project_name=None, hook_context=None):
 
 def install():
     """Install requirements with Agent Zero's interpreter, upgrade what the Hub's honcho 1.x left,
-    and create or migrate the outbox."""
+    and create or migrate the outbox; after an update's pull (Agent Zero runs this right after it),
+    delivery resumes with the code loaded."""
+    report = {"requirements": "error"}
     try:
         from usr.plugins.honcho.honcho_hub.delivery import lifecycle
 
@@ -64,11 +66,12 @@ def install():
         outbox = lifecycle.migrate_outbox(_global_settings().outbox_path)
         log.info("honcho install finished: requirements %s (%s), outbox %s, %s",
                  installed.outcome, installed.installer or "no installer ran", outbox, upgraded)
-        return {"requirements": installed.outcome, "installer": installed.installer,
-                "outbox": outbox, "upgrade_1x": upgraded}
+        report = {"requirements": installed.outcome, "installer": installed.installer,
+                  "outbox": outbox, "upgrade_1x": upgraded}
     except Exception:
         log.exception("honcho install: incomplete; the plugin stays installed and runs degraded")
-        return {"requirements": "error"}
+    report["delivery"] = _resume_after_update()
+    return report
 
 
 def _upgrade_1x():
@@ -85,10 +88,11 @@ def _upgrade_1x():
 
 def pre_update():
     """Before `git pull`: drain at most 5 s, then stop this plugin's workers; none starts again
-    until the updated modules load (or a bounded time passes: a failed pull reloads nothing)."""
-    from usr.plugins.honcho.honcho_hub.delivery.lifecycle import UPDATE_HOLD_S
+    until the install hook that follows the pull (or a reload of the plugin) ends the hold, or a
+    short time passes (a failed pull runs no install)."""
+    from usr.plugins.honcho.honcho_hub.delivery.lifecycle import UPDATE, UPDATE_HOLD_S
 
-    return _stop_workers(drain_s=5.0, hold_s=UPDATE_HOLD_S, reason="pre_update")
+    return _stop_workers(drain_s=5.0, hold_s=UPDATE_HOLD_S, reason=UPDATE)
 
 
 def uninstall():
@@ -131,6 +135,25 @@ def _stop_workers(drain_s, hold_s, reason):
     except Exception:
         log.exception("honcho: workers not stopped")
         return {"workers": 0, "drained": 0, "stopped": 0}
+
+
+def _resume_after_update():
+    """What install did for delivery: "resumed" after an update's pull, "held" when another hold
+    (a switch-off, an uninstall) still keeps the threads stopped, "no_update" on a first install.
+    Agent Zero reloads nothing on an update: the code loaded now (the old one, or the new one where
+    its file watcher reloaded the plugin) runs until Agent Zero restarts; status says when that is
+    needed."""
+    try:
+        from usr.plugins.honcho.honcho_hub.delivery import lifecycle
+
+        if not lifecycle.end_update_hold():
+            return "no_update"
+        from usr.plugins.honcho.extensions.honcho_bridge.process_hub import resume_threads
+
+        return resume_threads("update")
+    except Exception:
+        log.exception("honcho install: delivery not resumed; the job loop brings it back")
+        return "error"
 
 
 def _global_settings():

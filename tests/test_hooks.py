@@ -148,9 +148,11 @@ class InstallTest(unittest.TestCase):
                 first = self.hooks.install()
                 second = self.hooks.install()
         self.assertEqual(first, {"requirements": "failed", "installer": "pip",
-                                 "outbox": "created", "upgrade_1x": "nothing to upgrade"})
+                                 "outbox": "created", "upgrade_1x": "nothing to upgrade",
+                                 "delivery": "no_update"})
         self.assertEqual(second, {"requirements": "failed", "installer": "pip",
-                                  "outbox": "migrated", "upgrade_1x": "nothing to upgrade"})
+                                  "outbox": "migrated", "upgrade_1x": "nothing to upgrade",
+                                  "delivery": "no_update"})
         conn = sqlite3.connect(outbox)
         self.assertEqual(conn.execute("PRAGMA user_version").fetchone()[0], SCHEMA_VERSION)
         conn.close()

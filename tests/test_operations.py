@@ -285,7 +285,7 @@ class StatusTest(CliCase):
         code, out = self.cli("status", "--json")
         status = json.loads(out)
         self.assertEqual(code, 0)
-        self.assertEqual(sorted(status), ["capture", "chats", "endpoints", "health",
+        self.assertEqual(sorted(status), ["capture", "chats", "code", "endpoints", "health",
                                           "health_reasons", "identity", "memory_writes",
                                           "processes", "queue", "recall", "refusals", "scope",
                                           "upgrade", "worker"])

@@ -169,10 +169,10 @@ class ReleaseHoldTest(unittest.TestCase):
         self.assertFalse(self.held(), "an update's hold is bounded, switched off or not")
 
     def test_the_same_reason_again_keeps_the_later_deadline(self):
-        lifecycle.hold_restart(lifecycle.UPDATE_HOLD_S, "pre_update", self.clock)
+        lifecycle.hold_restart(120, "pre_update", self.clock)
         self.clock.advance(100)
         lifecycle.hold_restart(10, "pre_update", self.clock)
-        self.clock.advance(lifecycle.UPDATE_HOLD_S - 100 - 1)
+        self.clock.advance(120 - 100 - 1)
         self.assertTrue(self.held())
         self.clock.advance(2)
         self.assertFalse(self.held())

@@ -19,6 +19,7 @@ from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
 from usr.plugins.honcho.honcho_hub.ops import inspector, memory_file
 from usr.plugins.honcho.honcho_hub.ops import operator as operations
 from usr.plugins.honcho.honcho_hub.ops import purge as purge_files
+from usr.plugins.honcho.honcho_hub.ops.running_code import read_running_code
 from usr.plugins.honcho.honcho_hub.ops.status import build_status
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
@@ -68,6 +69,7 @@ def status_document(body: Any) -> dict:
         parts.chat_sender = facts.human.sender.key if facts.human.sender is not None else None
     parts.not_remembered = remember_state_counts()
     parts.upgrade = last_upgrade(host.PLUGIN_DIR)
+    parts.code = read_running_code()  # Agent Zero runs the code on disk, or needs a restart
     return {"ok": True, "status": build_status(settings, parts, time.time())}
 
 

@@ -99,11 +99,18 @@ def after_toggle(data: Any) -> str:
     if not call.get("enabled") and data.get("exception") is None:
         return "off"  # switched off (a host that runs this then): the threads stay stopped
     lifecycle.release_hold(SWITCHED_OFF)
+    return "started" if resume_threads("switch-on") == "resumed" else "held"
+
+
+def resume_threads(why: str) -> str:
+    """A hold has just ended (`why`: a switch-on, an update's install): the worker and the capture
+    writer start again now, off the caller's thread, with no wait for a message or the job loop;
+    "held" when another hold still keeps them stopped, else "resumed"."""
     if lifecycle.restart_held():
         return "held"
     the_hub = hub()
-    in_background("switch-on", lambda: (the_hub.start_worker_now(), the_hub.ensure_writer()))
-    return "started"
+    in_background(why, lambda: (the_hub.start_worker_now(), the_hub.ensure_writer()))
+    return "resumed"
 
 
 def _toggle_call(data: Any) -> dict[str, Any] | None:

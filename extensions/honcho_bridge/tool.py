@@ -13,6 +13,7 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub.chats.rules import Remember
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
+from usr.plugins.honcho.honcho_hub.ops.running_code import read_running_code
 from usr.plugins.honcho.honcho_hub.ops.status import build_status, status_text
 from usr.plugins.honcho.honcho_hub.settings import log_level
 from usr.plugins.honcho.honcho_hub.storage import memory_log
@@ -66,6 +67,7 @@ def action_context(agent: Any) -> ActionContext:
     def status() -> str:
         parts = the_hub.status_parts(settings, session, chat_scope, backfill=True)
         parts.not_remembered = remember_state_counts()
+        parts.code = read_running_code()
         return status_text(build_status(settings, parts, time.time()))
 
     def record(write: memory_log.MemoryWrite) -> None:

@@ -1,7 +1,8 @@
 """Install, update and uninstall steps behind `hooks.py`; none of them ever raises (Agent Zero
 deletes a plugin whose `install()` raises). Workers are found among the live threads by a marker
 attribute, and `stop_workers(hold_s=...)` keeps them stopped after uninstall or pre_update until the
-plugin's modules reload. Why, and how a hold ends: docs/architecture.md ("Delivery").
+plugin's modules reload or (pre_update) the install hook after the pull ends the hold. Why, and how
+a hold ends: docs/architecture.md ("Delivery"), docs/updating.md.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ WORKER_MARKER = "honcho_hub_worker"
 PIP_TIMEOUT_S = 600.0
 PIP_PROBE_TIMEOUT_S = 30.0  # `python -m pip --version`: whether the interpreter has pip
 MAX_DRAIN_S = 5.0
-# pre_update: no new worker until the updated modules load, or this long at most.
-UPDATE_HOLD_S = 120.0
+# pre_update's reason, and how long its hold lasts at most: the install hook that follows the pull
+# lifts it (end_update_hold); this bound only ends it when the pull failed and no install followed.
+UPDATE = "pre_update"
+UPDATE_HOLD_S = 30.0
 # This module generation, as a hold records it: a re-import of the plugin makes a new object.
 _GENERATION = object()
 
@@ -179,6 +182,23 @@ def release_hold(reason: str) -> bool:
         holds = {other: until for other, until in hold["holds"].items() if other != reason}
         state.restart_hold = {"generation": _GENERATION, "holds": holds}
     log.info("honcho: the hold after %s was lifted", reason)
+    return True
+
+
+def end_update_hold() -> bool:
+    """After an update's pull (the install hook): lift pre_update's hold, whichever module
+    generation placed it, as the hook may be the old hooks.py or the new one (Agent Zero caches it;
+    its file watcher may have reloaded it); whether there was one. A hold of another shape (an
+    older release's) is left to run out."""
+    state = process_state()
+    with state.lock:
+        hold = state.restart_hold
+        if not (isinstance(hold, dict) and isinstance(hold.get("holds"), dict)
+                and UPDATE in hold["holds"]):
+            return False
+        holds = {other: until for other, until in hold["holds"].items() if other != UPDATE}
+        state.restart_hold = {"generation": hold.get("generation"), "holds": holds}
+    log.info("honcho: the hold after pre_update was lifted: the update's install ran")
     return True
 
 

@@ -20,6 +20,7 @@ from ..settings.hosts import in_hosted_domain, url_host
 from ..storage import memory_log, processes
 from ..storage.outbox import Outbox, with_existing_outbox
 from ..storage.processes import SharedCircuit
+from .running_code import RunningCode, restart_sentence
 
 if TYPE_CHECKING:
     from ..runtime import ProcessState
@@ -77,6 +78,8 @@ class StatusParts:
     # The newest upgrade from the Hub's honcho 1.x (settings.upgrade.last_upgrade), from the
     # adapter, which knows where the plugin's config.json is.
     upgrade: dict[str, Any] | None = None
+    # Whether this process runs the plugin's code on disk (running_code); None when not read.
+    code: RunningCode | None = None
 
 
 def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | None = None,
@@ -234,6 +237,9 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                      "journal_unavailable": parts.capture_counters.get("journal_unavailable", 0),
                      "handed_off": parts.capture_counters.get("handed_off", 0)},
         "upgrade": _upgrade(parts.upgrade, now),
+        # The plugin's version running and on disk, and whether Agent Zero must restart to run
+        # what an update put on disk; with the sentence that tells the user so.
+        "code": _code(parts.code),
     }
     status["health"], status["health_reasons"] = _health(settings, status)
     return status
@@ -295,6 +301,14 @@ def _not_remembered_lines(counts: dict[str, int]) -> list[str]:
         return []
     return [f"Chats not remembered: {counts[Remember.NO_CAPTURE.value]} not captured,"
             f" {counts[Remember.OFF.value]} neither captured nor recalled"]
+
+
+def _code(code: RunningCode | None) -> dict[str, Any] | None:
+    if code is None:
+        return None
+    return {"running_version": code.running_version, "disk_version": code.disk_version,
+            "changed_files": code.changed_files, "restart_needed": code.restart_needed,
+            "restart": restart_sentence(code)}
 
 
 def _processes(parts: StatusParts, now: float) -> dict[str, Any]:
@@ -477,6 +491,8 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
         amber.append("messages were refused")
     if s["scope"]["problem"]:
         amber.append(s["scope"]["problem"])
+    if s["code"] and s["code"]["restart"]:
+        amber.append(s["code"]["restart"])
     if red or amber:
         # The purge's reason first (the line shows the first): what the user did last, and what
         # to do next.

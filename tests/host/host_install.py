@@ -66,7 +66,8 @@ class InstallHookTest(unittest.TestCase):
     def test_install_by_the_installer_reports_pip_ran_and_creates_the_outbox(self) -> None:
         # Agent Zero's interpreter here has pip (v1.7's image too): pip is used, not uv.
         self.assertEqual(first_install, {"requirements": "ok", "installer": "pip",
-                                         "outbox": "created", "upgrade_1x": "nothing to upgrade"})
+                                         "outbox": "created", "upgrade_1x": "nothing to upgrade",
+                                         "delivery": "no_update"})
 
     def test_install_again_after_capture_migrates_the_existing_outbox(self) -> None:
         world.host.script("Hello.")
@@ -74,7 +75,8 @@ class InstallHookTest(unittest.TestCase):
         self.assertTrue(os.path.exists(world.outbox_path))
         self.assertEqual(world.host.hook("honcho", "install"),
                          {"requirements": "ok", "installer": "pip", "outbox": "migrated",
-                          "upgrade_1x": "nothing to upgrade"})
+                          "upgrade_1x": "nothing to upgrade",
+                          "delivery": "no_update"})
 
 
 class InstallWithoutPipTest(unittest.TestCase):
@@ -94,7 +96,8 @@ class InstallWithoutPipTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         answer = json.loads(done.stdout.strip().splitlines()[-1])
         self.assertEqual(answer, {"requirements": "ok", "installer": "uv", "outbox": "migrated",
-                                  "upgrade_1x": "nothing to upgrade"})
+                                  "upgrade_1x": "nothing to upgrade",
+                                  "delivery": "no_update"})
 
 
 def pipless_copy_of_this_environment(folder: str) -> str:
