@@ -28,9 +28,10 @@ from .settings.spec import GATEWAY_FIELDS
 from .storage.marker import MarkerWatch
 
 if TYPE_CHECKING:
-    from .delivery.worker import DeliveryWorker
+    from .delivery.worker import DeliveryWorker, StepReport
     from .gateway.gateway import HonchoGateway
     from .gateway.registrar import ScopeRegistrar
+    from .ops.alerts import Notice
     from .ops.status import StatusParts
     from .recall.recaller import Recaller
 
@@ -63,8 +64,9 @@ class Hub:
 
     def __init__(self, settings: Callable[[], Settings] = _no_settings,
                  enabled: Callable[[], bool] = lambda: True,
-                 replay_secrets: Callable[[str | None], dict] | None = None) -> None:
-        self.settings, self.enabled = settings, enabled
+                 replay_secrets: Callable[[str | None], dict] | None = None,
+                 notify: Callable[[Notice], None] | None = None) -> None:
+        self.settings, self.enabled, self.notify = settings, enabled, notify
         if replay_secrets is not None:
             kept.REPLAY_SECRETS.put(process_state(), replay_secrets)
         self._capture: Keyed[Settings, CaptureService] = Keyed(CAPTURE_KEY, self._build_capture)
@@ -85,15 +87,18 @@ class Hub:
 
     def reconfigure(self, settings: Callable[[], Settings] | None = None,
                     enabled: Callable[[], bool] | None = None,
-                    replay_secrets: Callable[[str | None], dict] | None = None) -> Hub:
+                    replay_secrets: Callable[[str | None], dict] | None = None,
+                    notify: Callable[[Notice], None] | None = None) -> Hub:
         """Set where the global settings, the plugin's enabled state and a project's secrets (to
-        replay a dead process's journal) come from. Cheap: the host calls it before each use.
-        Services follow the new settings at their next use (each rebuilds what its key says
-        changed)."""
+        replay a dead process's journal) come from, and how the host shows a notice
+        (`watch_memory`). Cheap: the host calls it before each use. Services follow the new
+        settings at their next use (each rebuilds what its key says changed)."""
         if settings is not None:
             self.settings = settings
         if enabled is not None:
             self.enabled = enabled
+        if notify is not None:
+            self.notify = notify
         if replay_secrets is not None:
             kept.REPLAY_SECRETS.put(process_state(), replay_secrets)
         return self
@@ -258,7 +263,8 @@ class Hub:
             # Settings are reloaded at every step, their debug setting applied.
             self._worker = DeliveryWorker(log_level.following(lambda: self.settings()),
                                           enabled=lambda: self.enabled(),
-                                          on_delivered=self._delivered)
+                                          on_delivered=self._delivered,
+                                          on_step=self._after_step)
             self._worker.start()
             return self._worker
 
@@ -284,6 +290,10 @@ class Hub:
         recaller = self._recaller
         if recaller is not None:
             recaller.note_delivered(destination, session_id)
+
+    def _after_step(self, report: StepReport) -> None:
+        """After each step of the worker's thread: the memory watch, when it is due."""
+        self.watch_memory(time.monotonic())
 
     def wake_worker(self) -> None:
         """Nudge the worker after an enqueue (no-op when none runs)."""
@@ -389,6 +399,22 @@ class Hub:
                              deadline_s=settings.check_timeout_s if backfill else None)
         parts.purged = self.purged()
         return parts
+
+    def watch_memory(self, now: float) -> None:
+        """Whether memory stopped working or works again (ops/alerts.py), at most every
+        WATCH_EVERY_S of `now` (monotonic): each notice goes to `notify`. Reads local state only
+        (the outbox, the worker, recall's counters): call it off Agent Zero's event loop (the
+        worker's thread does)."""
+        from .ops import alerts
+        from .ops.status import build_status
+
+        notify, settings = self.notify, self.settings()
+        watch = alerts.WATCH.of(process_state())
+        if notify is None or not settings.notifications or not alerts.due(watch, now):
+            return
+        status = build_status(settings, self.status_parts(settings), time.time())
+        for notice in alerts.observe(watch, alerts.findings(status), now):
+            notify(notice)
 
 
 def _build_gateway(settings: Settings) -> HonchoGateway:

@@ -1,6 +1,6 @@
-"""Silent degradation ends: when memory stops working, one notice saying what and what to do, and one
-when it works again. The watch is a state machine over an injected monotonic clock: a condition is
-raised once it has held RAISE_AFTER_S (a single failed turn says nothing), recovered once it has
+"""Silent degradation ends: when memory stops working, one notice saying what and what to do, and
+one when it works again. The watch is a state machine over an injected monotonic clock: a condition
+is raised once it has held RAISE_AFTER_S (a single failed turn says nothing), recovered once it has
 not held for CLEAR_AFTER_S, and each condition has one notice id per phase, sent once."""
 
 import unittest
@@ -14,6 +14,8 @@ from honcho_hub.ops import alerts
 from honcho_hub.ops.alerts import Condition
 from honcho_hub.ops.status import StatusParts, build_status
 from honcho_hub.recall.cache import RECENT_LOADS, RecallCache
+from honcho_hub.recall.pack import ContextData
+from honcho_hub.runtime import process_state
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import Outbox, Settlement
 
@@ -49,7 +51,7 @@ class WatchTest(unittest.TestCase):
         self.observe(UNREACHABLE, 0.0)
         self.observe({}, raise_after / 2)
         self.assertEqual(self.observe(UNREACHABLE, raise_after), [])
-        self.assertEqual(self.observe(UNREACHABLE, raise_after * 1.5 + 1)[0].id,
+        self.assertEqual(self.observe(UNREACHABLE, raise_after * 2)[0].id,
                          "honcho-memory-unreachable")
 
     def test_a_lasting_outage_gives_one_notice_however_many_failures_follow(self):
@@ -83,7 +85,8 @@ class WatchTest(unittest.TestCase):
                 ids += [n.id for n in self.observe(UNREACHABLE, at)]
             for at in (start + 200.0, start + 300.0):
                 ids += [n.id for n in self.observe({}, at)]
-        self.assertEqual(ids, ["honcho-memory-unreachable", "honcho-memory-unreachable-recovered"] * 2)
+        self.assertEqual(ids, ["honcho-memory-unreachable",
+                               "honcho-memory-unreachable-recovered"] * 2)
 
     def test_each_condition_is_raised_and_recovered_on_its_own(self):
         both = {**UNREACHABLE, Condition.OUTBOX_UNUSABLE: {"code": "outbox_unavailable"}}
@@ -95,17 +98,20 @@ class WatchTest(unittest.TestCase):
                          ["honcho-memory-outbox_unusable-recovered"])
 
     def test_dead_letters_notify_at_once_when_they_appear_not_for_those_found_at_start(self):
-        self.assertEqual(self.observe({Condition.DEAD_LETTERS: {"count": 3, "codes": {}}}, 0.0),
-                         [], "dead letters before the watch began are not news")
-        appeared = self.observe({Condition.DEAD_LETTERS: {"count": 5, "codes": {"invalid": 2}}}, 5.0)
+        def dead(count, codes=None):
+            return {Condition.DEAD_LETTERS: {"count": count, "codes": codes or {}}}
+
+        self.assertEqual(self.observe(dead(3), 0.0), [],
+                         "dead letters before the watch began are not news")
+        appeared = self.observe(dead(5, {"invalid": 2}), 5.0)
         self.assertEqual([n.id for n in appeared], ["honcho-memory-dead_letters"])
         self.assertIn("2", appeared[0].message)
-        self.assertEqual(self.observe({Condition.DEAD_LETTERS: {"count": 9, "codes": {}}}, 10.0), [])
+        self.assertEqual(self.observe(dead(9), 10.0), [])
         # Retried: none left.
         self.observe({}, 20.0)
         self.assertEqual([n.id for n in self.observe({}, 20.0 + alerts.CLEAR_AFTER_S)],
                          ["honcho-memory-dead_letters-recovered"])
-        self.assertEqual(self.observe({Condition.DEAD_LETTERS: {"count": 1, "codes": {}}}, 100.0)[0].id,
+        self.assertEqual(self.observe(dead(1), 100.0)[0].id,
                          "honcho-memory-dead_letters", "after none, one new dead letter is news")
 
     def test_each_notice_says_what_and_what_to_do_without_a_path_or_key(self):
@@ -205,9 +211,9 @@ class RecentLoadsTest(unittest.TestCase):
             return True
 
         for n in range(RECENT_LOADS + 3):
-            cache.get(("k", n), "s", dict, 0.0, refuse)
-        cache.get(("k", "new"), "s", dict, 1.0, run_now)
-        cache.get(("k", "new"), "s", dict, 1.0, run_now)
+            cache.get(("k", n), "s", ContextData, 0.0, refuse)
+        cache.get(("k", "new"), "s", ContextData, 1.0, run_now)
+        cache.get(("k", "new"), "s", ContextData, 1.0, run_now)
         self.assertEqual(list(cache.recent),
                          ["timeout"] * (RECENT_LOADS - 2) + ["fresh", "hit"])
 
@@ -222,6 +228,8 @@ class HubWatchTest(unittest.TestCase):
         self.shown = []
         self.box = Outbox(self.path)
         self.addCleanup(self.box.close)
+        # The watch is the process's: each test starts with one that has seen nothing.
+        alerts.WATCH.put(process_state(), alerts.Watch())
 
     def hub(self, **env):
         made = Hub(settings=lambda: settings(**{**self.env, **env}), notify=self.shown.append)

@@ -50,6 +50,7 @@ VALID = {
     "observe_user_me": False, "observe_user_others": False, "observe_agent_me": True,
     "observe_agent_others": False, "session_strategy": "global", "scope_strategy": "custom",
     "scope_prefix": "team_", "scope_custom": "Research Notes", "debug": True,
+    "notifications": False,
 }
 
 # Malformed values of each kind; every one must fall back with a warning naming the key.
@@ -80,6 +81,7 @@ ENV_VARS = {  # variable -> (setting, valid text value, expected)
     "HONCHO_CACHE_TTL": ("cache_ttl_s", "30", 30.0),
     "HONCHO_MAX_CONTEXT_TOKENS": ("max_context_tokens", "800", 800),
     "HONCHO_DEBUG": ("debug", "true", True),
+    "HONCHO_NOTIFICATIONS": ("notifications", "off", False),
     "HONCHO_SCOPE_STRATEGY": ("scope_strategy", "OFF", "off"),
     "HONCHO_SCOPE_PREFIX": ("scope_prefix", "p_", "p_"),
     "HONCHO_SCOPE_CUSTOM": ("scope_custom", "Shared", "Shared"),

@@ -1,5 +1,5 @@
-"""The process's Hub as Agent Zero sees it: global settings, enabled state, project secrets, and
-what Agent Zero's toggle of the plugin does to the Hub's threads.
+"""The process's Hub as Agent Zero sees it: global settings, enabled state, project secrets, how a
+notice is shown, and what Agent Zero's toggle of the plugin does to the Hub's threads.
 
 The other bridge modules ask this one for the Hub; it configures it from `host` on every ask.
 """
@@ -15,7 +15,7 @@ from usr.plugins.honcho.honcho_hub.hub import Hub
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 
-from . import host
+from . import host, notices
 from .host import PLUGIN_NAME
 
 SWITCHED_OFF = "switch-off"  # the reason of the hold that keeps the threads stopped while off
@@ -31,7 +31,8 @@ def hub() -> Hub:
     """The Hub, told where Agent Zero keeps the global settings (cheap: every adapter asks for
     it)."""
     return hub_module.current().reconfigure(settings=global_settings, enabled=plugin_enabled,
-                                            replay_secrets=host.project_secrets)
+                                            replay_secrets=host.project_secrets,
+                                            notify=notices.show)
 
 
 def ensure_worker():

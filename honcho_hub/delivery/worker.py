@@ -75,13 +75,15 @@ class DeliveryWorker(threading.Thread):
                  rng: random.Random | None = None,
                  gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  busy_timeout_s: float = 5.0, settle_sleep: Callable[[float], Any] | None = None,
-                 on_delivered: Callable[[str, str], None] | None = None) -> None:
+                 on_delivered: Callable[[str, str], None] | None = None,
+                 on_step: Callable[[StepReport], None] | None = None) -> None:
         """`on_delivered(destination, session_id)` is called on this worker's thread once per batch
         of a session that Honcho took or was found to hold already: it must be quick, and what it
-        raises is logged at debug and otherwise ignored."""
+        raises is logged at debug and otherwise ignored. `on_step(report)` is called on the thread
+        after each of its steps (not a drain's from another thread); what it raises is logged."""
         super().__init__(name="honcho-hub-delivery", daemon=True)
         self._settings, self._enabled = settings, enabled
-        self._on_delivered = on_delivered
+        self._on_delivered, self._on_step = on_delivered, on_step
         self._clock, self._monotonic = clock, monotonic
         self._rng = rng or random.Random()
         self._gateway_factory = gateway_factory or _default_gateway
@@ -147,6 +149,7 @@ class DeliveryWorker(threading.Thread):
                 self._finished, self._last_report = self._began, report
                 _add(self._totals, report)
                 self._stepped.notify_all()
+            self._after_step(report)
             if report.leased == 0 or report.state != "running":
                 self._wake.wait(self._poll_s())
             self._wake.clear()
@@ -432,6 +435,14 @@ class DeliveryWorker(threading.Thread):
                       where)
             self._failure = code
         return self._report(StepReport(state="error", reason=code))
+
+    def _after_step(self, report: StepReport) -> None:
+        if self._on_step is None:
+            return
+        try:
+            self._on_step(report)
+        except Exception:  # the loop boundary: what runs after a step never stops delivery
+            log.exception("honcho worker: the step's follower failed")
 
     def _recovered(self) -> None:
         if self._failure is not None:

@@ -51,6 +51,8 @@ class StatusParts:
     cache_entries: int = 0
     cache_counters: dict[str, int] = field(default_factory=dict)
     dialectic_counters: dict[str, int] = field(default_factory=dict)
+    # How the latest loads a turn waited for ended (hit, fresh, timeout, error), oldest first.
+    recent_recalls: list[str] = field(default_factory=list)
     # Whether Honcho is still deriving from what was delivered for the session (recaller.freshness).
     memory: dict[str, Any] = field(default_factory=lambda: {"state": "fresh", "pending": 0})
     # ok_at, failed_at, code, auth of the last checks
@@ -125,6 +127,7 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
         parts.cache_entries, parts.scope_problem = recaller.cache_entries(), recaller.scope_problem
         parts.cache_counters = recaller.cache_counters()
         parts.dialectic_counters = recaller.dialectic_counters()
+        parts.recent_recalls = recaller.recent_loads()
         if session_id:
             parts.memory = recaller.freshness(settings, session_id)
     if deadline_s is None:
@@ -191,6 +194,8 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                    "cache": {name: parts.cache_counters.get(name, 0)
                              for name in ("hits", "loads", "reused", "stale_served", "timeouts",
                                           "errors")},
+                   "recent": {"loads": len(parts.recent_recalls),
+                              "timeouts": parts.recent_recalls.count("timeout")},
                    "cache_ttl_s": settings.cache_ttl_s,
                    "max_context_tokens": settings.max_context_tokens,
                    "agent_representation": settings.include_agent_representation,

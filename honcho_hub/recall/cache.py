@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -16,6 +17,8 @@ from ..bounded import BoundedMap
 from ..settings.config import Settings
 from .pack import ContextData
 
+# Outcomes of the latest waited loads kept (status: is recall timing out on most turns?).
+RECENT_LOADS = 10
 Submit = Callable[..., bool]  # submit(fn, *args) -> False when no thread could take it
 
 
@@ -39,6 +42,8 @@ class RecallCache:
         self._inflight: dict[Hashable, Future] = {}
         self.counters = {"hits": 0, "loads": 0, "stale_served": 0, "timeouts": 0, "errors": 0,
                          "reused": 0}
+        # hit, fresh, timeout or error: how each of the latest loads a turn waited for ended.
+        self.recent: deque[str] = deque(maxlen=RECENT_LOADS)
 
     def get(self, key: Hashable, session_key: Hashable, loader: Callable[[], ContextData],
             wait_s: float, submit: Submit) -> tuple[ContextData | None, str]:
@@ -46,16 +51,21 @@ class RecallCache:
         error."""
         future, owner = self._hit_or_flight(key)
         if isinstance(future, ContextData):
-            return future, "hit"
+            return self._noted(future, "hit")
         if owner and not submit(self._load, key, session_key, loader, future):
             self._abandon(key, future)
             return self._fallback(session_key, "timeout")
         try:
-            return future.result(timeout=max(0.0, wait_s)), "fresh"
+            return self._noted(future.result(timeout=max(0.0, wait_s)), "fresh")
         except FutureTimeout:
             return self._fallback(session_key, "timeout")
         except Exception as exc:
             return self._fallback(session_key, _kind(exc))
+
+    def _noted(self, data: ContextData, source: str) -> tuple[ContextData, str]:
+        with self._lock:
+            self.recent.append(source)
+        return data, source
 
     def start(self, key: Hashable, session_key: Hashable,
               loader: Callable[[], ContextData]) -> None:
@@ -130,6 +140,7 @@ class RecallCache:
     def _fallback(self, session_key: Hashable, source: str) -> tuple[ContextData | None, str]:
         with self._lock:
             self.counters[source + "s"] += 1
+            self.recent.append(source)
             stale = self._last.get(session_key)
             if stale is not None:
                 self.counters["stale_served"] += 1

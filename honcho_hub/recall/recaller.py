@@ -179,6 +179,12 @@ class Recaller:
         cache = self._cache.peek()
         return dict(cache.counters) if cache is not None else {}
 
+    def recent_loads(self) -> list[str]:
+        """How the latest loads a turn waited for ended (hit, fresh, timeout, error), oldest first,
+        for status."""
+        cache = self._cache.peek()
+        return list(cache.recent) if cache is not None else []
+
     def prewarm(self, settings: Settings, session_id: str, scope_id: str | None = None) -> bool:
         """A new chat: start its dialectic note before its first turn (when the dialectic and its
         prewarm are on; rate-limited). Which chats are new is the caller's to say. Returns at

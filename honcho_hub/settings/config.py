@@ -150,6 +150,7 @@ class Settings:
     scope_prefix: str
     scope_custom: str
     debug: bool
+    notifications: bool
     warnings: tuple[str, ...] = ()
     # "<variable or setting>: why" when the URL given there cannot be used; never the value itself.
     # The URL field then holds UNUSABLE_URL, and delivery pauses while `api_url_problem` is set.

@@ -266,6 +266,10 @@ FIELDS: tuple[Field, ...] = (
     # diagnostics
     _f("debug", "bool", False, "diagnostics", "Debug logging (never content or credentials).",
        env=("HONCHO_DEBUG",)),
+    _f("notifications", "bool", True, "diagnostics",
+       "Show an Agent Zero notification when memory stops working (Honcho unreachable, the key"
+       " refused, messages set aside, the outbox unusable, recall timing out) and when it works"
+       " again.", env=("HONCHO_NOTIFICATIONS",)),
 )
 
 FIELDS_BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

@@ -1,8 +1,8 @@
-"""Silent degradation ends, in the real Agent Zero against the real Honcho: with the API URL pointed
-at a closed port, 20 failing turns give exactly one outage notification in Agent Zero's notifications
-(read through Agent Zero's own notifications_history API, as its notification modal reads them),
-sent once; pointed back at the real Honcho, one more says memory recovered. The URL is a string
-from outside (the settings page): it arrives in the notification escaped, never as markup.
+"""Silent degradation ends, in the real Agent Zero against the real Honcho: with the API URL
+pointed at a closed port, 20 failing turns give exactly one outage notification in Agent Zero's
+notifications (read through Agent Zero's own notifications_history API, as its notification modal
+reads them), sent once; pointed back at the real Honcho, one more says memory recovered. The URL is
+a string from outside (the settings page): it arrives in the notification escaped, never as markup.
 
 The API URL is changed as a user changes it: saved on the settings page, with no HONCHO_API_URL in
 the environment (that would win over the setting).
@@ -61,7 +61,7 @@ class NotificationTest(unittest.TestCase):
         # (Agent Zero stamps a notification each time it is sent).
         self.assertEqual(self.with_id(OUTAGE), [outage])
         self.assertEqual(len(self.ours()), 1, self.ours())
-        self.assertEqual(outage["type"], "error")
+        self.assertEqual(outage["type"], "warning")
 
         text = " ".join((outage["title"], outage["message"], outage["detail"]))
         self.assertIn("http://127.0.0.1:9/&lt;img src=x onerror=alert(1)&gt;", text)
