@@ -181,6 +181,16 @@ class ExportShapeTest(unittest.TestCase):
         self.assertIn("The user deploys with [REDACTED:github_token] and [secret-ref:DB_PASS]",
                       [c["text"] for c in doc["conclusions"]])
 
+    def test_a_text_that_cannot_be_made_safe_is_left_out_and_said_so(self):
+        self.b.ctx.mask = lambda text: 1 / 0  # the host's masker failing: fail closed
+        doc = memory_file.export_memory(self.b.ctx, now=NOW)
+        self.assertEqual({c["text"] for c in doc["conclusions"]}, {None})
+        self.assertEqual((doc["card"], doc["complete"], doc["problems"]),
+                         ([], False, [{"part": "card", "error": "hidden", "count": 2},
+                                      {"part": "conclusions", "error": "hidden", "count": 2}]))
+        self.assertNotIn("boats", memory_file.as_json(doc) + memory_file.as_markdown(doc))
+        self.assertIn("(text hidden: not made safe)", memory_file.as_markdown(doc))
+
     def test_markdown_lists_each_part_and_shows_every_outside_string_as_text(self):
         b = self.b
         cid = b.conclusion(MARKUP, "chat-T1")

@@ -59,8 +59,9 @@ def export_memory(ctx: ActionContext, now: float, limit: int = MAX_CONCLUSIONS,
                   run_deadline_s: float = RUN_DEADLINE_S) -> dict[str, Any]:
     """The document of an export: the agent's card of the user, its conclusions (at most `limit`,
     newest first) with level, session, chats and time, the local record of memory writes and the
-    chat -> session map. Every text masked and redacted; a part that could not be read is named in
-    `problems` (`complete` is then false). Never a key, the outbox path or queued text."""
+    chat -> session map. Every text masked and redacted; a part that could not be read, or texts
+    that could not be made safe (left out), are named in `problems` (`complete` is then false).
+    Never a key, the outbox path or queued text."""
     s, problems = ctx.settings, list[dict[str, Any]]()
     with deadline.within(run_deadline_s, ctx.monotonic):
         card = _card(ctx, problems)
@@ -74,11 +75,15 @@ def export_memory(ctx: ActionContext, now: float, limit: int = MAX_CONCLUSIONS,
     chats: dict[str, list[str]] = {}
     for m in mappings:
         chats.setdefault(m["session_id"], []).append(m["chat_id"])
+    conclusions = [_conclusion(ctx, c, chats) for c in listed]
+    hidden = sum(1 for c in conclusions if c["text"] is None)
+    if hidden:
+        problems.append({"part": "conclusions", "error": "hidden", "count": hidden})
     return {"format": FORMAT, "version": VERSION, "exported_at": _iso(now),
             "workspace_id": s.workspace_id, "observer": s.agent_peer_id,
             "observed": s.user_peer_id, "complete": not problems, "problems": problems,
             "card": card,
-            "conclusions": [_conclusion(ctx, c, chats) for c in listed],
+            "conclusions": conclusions,
             "memory_writes": [_write(ctx, k) for k in writes],
             "chat_sessions": [{**m, "first_captured_at": _iso(m["first_captured_at"]),
                                "last_captured_at": _iso(m["last_captured_at"])}
@@ -291,7 +296,10 @@ def _card(ctx: ActionContext, problems: list[dict[str, Any]]) -> list[str]:
     except HonchoRequestError as exc:
         problems.append({"part": "card", "error": exc.code})
         return []
-    return [f for f in (_safe(ctx, fact) for fact in card) if f is not None]
+    shown = [f for f in (_safe(ctx, fact) for fact in card) if f is not None]
+    if len(shown) < len(card):
+        problems.append({"part": "card", "error": "hidden", "count": len(card) - len(shown)})
+    return shown
 
 
 def _walk(ctx: ActionContext, limit: int,
@@ -453,7 +461,8 @@ def _write_lines(w: dict[str, Any]) -> list[str]:
 
 def _problem(p: dict[str, Any]) -> str:
     return (f"{p['part']} ({p['error']}"
-            + (f": Honcho holds {p['total']:,}" if "total" in p else "") + ")")
+            + (f": Honcho holds {p['total']:,}" if "total" in p else "")
+            + (f": {p['count']:,} not made safe to show" if "count" in p else "") + ")")
 
 
 # -- small helpers ---------------------------------------------------------------------------------
