@@ -210,6 +210,17 @@ def save_secret(name: str, value: str) -> None:
     manager.save_secrets_with_merge(f"{manager.read_secrets_raw()}\n{name}={value}\n")
 
 
+def real_admin_key() -> str:
+    """The auth-on real Honcho's admin key: HONCHO_REAL_ADMIN_KEY, else the JWT
+    ../shared/real-honcho writes into its state folder."""
+    if os.environ.get("HONCHO_REAL_ADMIN_KEY"):
+        return os.environ["HONCHO_REAL_ADMIN_KEY"]
+    state = os.environ.get("REAL_HONCHO_STATE",
+                           os.path.join(os.environ.get("TMPDIR", "/tmp"), "real-honcho"))
+    with open(os.path.join(state, "admin_key"), encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
 def user_message(text: str) -> Any:
     """Agent Zero's UserMessage for `AgentContext.communicate` (a turn started without waiting)."""
     from agent import UserMessage

@@ -19,6 +19,8 @@ import host_kit
 MARKUP = "<img src=x onerror=alert(1)>"
 UNREACHABLE = f"http://127.0.0.1:9/{MARKUP}"
 OUTAGE, RECOVERED = "honcho-memory-unreachable", "honcho-memory-unreachable-recovered"
+REFUSED, ACCEPTED = "honcho-memory-key_refused", "honcho-memory-key_refused-recovered"
+WRONG_KEY = "not-the-key-5d1e"
 WAIT_S = 150.0  # the watch raises after 30 s held and recovers after 30 s clear, ticking every 5 s
 
 world: host_kit.HostWorld
@@ -50,6 +52,26 @@ class NotificationTest(unittest.TestCase):
             self.assertEqual(world.host.turn(ctx, f"Turn {n}: I keep two boats.", timeout=60),
                              f"Noted {n}.")
 
+    def test_a_refused_key_gives_one_error_notification_and_the_fixed_key_one_more(self):
+        self.point_at(host_kit.required_env("HONCHO_REAL_AUTH_URL"))
+        host_kit.save_secret("HONCHO_API_KEY", WRONG_KEY)
+        ctx = world.host.new_chat()
+        self.turns(ctx, 5, 100)
+        refused = host_kit.wait_for(lambda: self.with_id(REFUSED), WAIT_S,
+                                    "the refused key's notification")[0]
+        self.assertEqual(refused["type"], "error")
+        self.assertIn("HONCHO_API_KEY", refused["message"])
+        self.assertNotIn(WRONG_KEY, str(self.ours()), "a notification never shows the key")
+
+        # Fixed under Settings → Secrets; Retry dead probes at once, as the notification says.
+        host_kit.save_secret("HONCHO_API_KEY", host_kit.real_admin_key())
+        host_kit.honcho_action(world.host, "retry_dead")
+        host_kit.wait_for(lambda: world.chat_texts(ctx), 30, "delivery with the fixed key")
+        accepted = host_kit.wait_for(lambda: self.with_id(ACCEPTED), WAIT_S,
+                                     "the accepted key's notification")[0]
+        self.assertEqual(accepted["type"], "success")
+        self.assertEqual(self.with_id(REFUSED), [refused], "the refused key's was not resent")
+
     def test_twenty_failing_turns_give_one_outage_notification_and_recovery_one_more(self):
         self.point_at(UNREACHABLE)
         ctx = world.host.new_chat()
@@ -60,7 +82,7 @@ class NotificationTest(unittest.TestCase):
         # Ten more failures with the outage notified: still the one notification, not sent again
         # (Agent Zero stamps a notification each time it is sent).
         self.assertEqual(self.with_id(OUTAGE), [outage])
-        self.assertEqual(len(self.ours()), 1, self.ours())
+        self.assertEqual([n["id"] for n in self.ours() if "key_refused" not in n["id"]], [OUTAGE])
         self.assertEqual(outage["type"], "warning")
 
         text = " ".join((outage["title"], outage["message"], outage["detail"]))
@@ -72,7 +94,8 @@ class NotificationTest(unittest.TestCase):
         recovered = host_kit.wait_for(lambda: self.with_id(RECOVERED), WAIT_S,
                                       "the recovery notification")[0]
         self.assertEqual(recovered["type"], "success")
-        self.assertEqual(sorted(n["id"] for n in self.ours()), [OUTAGE, RECOVERED])
+        self.assertEqual(sorted(n["id"] for n in self.ours() if "unreachable" in n["id"]),
+                         [OUTAGE, RECOVERED])
         self.assertEqual(self.with_id(OUTAGE), [outage], "the outage notification was not resent")
 
 

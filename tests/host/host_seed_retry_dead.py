@@ -20,6 +20,7 @@ from host_kit import (  # noqa: E402
     honcho_status,
     outbox_counts,
     outbox_rows,
+    real_admin_key,
     required_env,
     user_typed,
     wait_for,
@@ -27,14 +28,6 @@ from host_kit import (  # noqa: E402
 
 PLUGIN = "honcho"
 DEAD_LETTERS = 105  # more than one retry_dead may requeue
-
-
-def read_admin_key() -> str:
-    """The real Honcho's admin JWT (../shared/real-honcho writes it into its state folder)."""
-    state = os.environ.get("REAL_HONCHO_STATE",
-                           os.path.join(os.environ.get("TMPDIR", "/tmp"), "real-honcho"))
-    with open(os.path.join(state, "admin_key"), encoding="utf-8") as handle:
-        return handle.read().strip()
 
 
 def set_global_secret(name: str, value: str) -> None:
@@ -51,7 +44,7 @@ class RetryDead(unittest.TestCase):
         cls.host = cls.world.host
         cls.real_url = cls.world.honcho_url
         cls.auth_url = required_env("HONCHO_REAL_AUTH_URL")
-        cls.admin_key = os.environ.get("HONCHO_REAL_ADMIN_KEY") or read_admin_key()
+        cls.admin_key = real_admin_key()
         # An hour between auth probes: only the reset by retry_dead can make the worker probe in
         # time.
         cls.host.save_config(PLUGIN, {"auth_probe_interval_s": 3600})
