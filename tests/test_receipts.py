@@ -1,5 +1,5 @@
-"""Receipts: what a turn's receipt says (labels and counts, nothing of the pack's text), how long the
-block behind it is held and what drops it, the inspector's `receipt` action, and the recall
+"""Receipts: what a turn's receipt says (labels and counts, nothing of the pack's text), how long
+the block behind it is held and what drops it, the inspector's `receipt` action, and the recall
 extension, loaded as Agent Zero loads it, logging one receipt per recalled turn (none with
 `recall_receipts` off)."""
 
@@ -16,9 +16,15 @@ from outbox_helpers import ManualClock, temp_outbox_path
 from test_inspector import HOST_SECRET, LEAKED, InspectorBench
 
 from honcho_hub.ops import inspector
-from honcho_hub.recall.pack import NOTE_TITLE, MemoryPack, render_block
-from honcho_hub.recall.receipts import LOG_ID_PREFIX, HeldBlocks, receipt_of
+from honcho_hub.recall.pack import (
+    NOTE_TITLE,
+    REMOVED_BLOCK,
+    MemoryPack,
+    render_block,
+    without_blocks,
+)
 from honcho_hub.recall.recaller import Recaller, RecallResult
+from honcho_hub.recall.receipts import LOG_ID_PREFIX, HeldBlocks, receipt_of
 from honcho_hub.settings.config import build_settings
 
 TEMPLATE = "<honcho_memory>\n{{sections}}\n</honcho_memory>"
@@ -84,6 +90,18 @@ class ReceiptContentTest(unittest.TestCase):
         pack = MemoryPack((("A title carrying recalled words", "teal"),))
         receipt = receipt_of("0123456789abcdef", "base", pack, render_block(pack, TEMPLATE))
         self.assertEqual([name for name, _ in receipt.sections], ["other"])
+
+
+class ForgottenBlocksTest(unittest.TestCase):
+    def test_every_block_in_a_saved_prompt_goes_and_the_tools_mention_of_the_tag_stays(self):
+        block = render_block(PACK, TEMPLATE)
+        prompt = (f"System: memory is added as the `<honcho_memory>` block.\nHuman: hi\n"
+                  f"[EXTRAS] {json.dumps({'honcho_memory': block})} and {block}")
+        cleaned, count = without_blocks(prompt)
+        self.assertEqual(count, 2)
+        self.assertTrue(cleaned.startswith("System: memory is added as the `<honcho_memory>`"))
+        self.assertEqual(cleaned.count(REMOVED_BLOCK), 2)
+        self.assertNotIn("beehive", cleaned)
 
 
 class HeldBlocksTest(unittest.TestCase):

@@ -26,6 +26,7 @@ from usr.plugins.honcho.honcho_hub.chats.rules import (
     human_peer,
 )
 from usr.plugins.honcho.honcho_hub.errors import ConfigFileError
+from usr.plugins.honcho.honcho_hub.recall.pack import without_blocks
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
 from usr.plugins.honcho.honcho_hub.settings.effective import effective_settings, read_layers
 from usr.plugins.honcho.honcho_hub.settings.files import SettingsCache
@@ -47,6 +48,7 @@ SUPERIOR_KEY = "_superior"
 PARENT_CHAT_KEYS = (("output_data", "parent_context_id"), ("data", "_parallel_parent_context_id"))
 MAX_CHAT_DEPTH = 32  # superiors and parent chats walked at most (subordinates nest a few deep)
 TOOL_NAME = "honcho_memory"
+RECALL_EXTRAS_KEY = "honcho_memory"  # where recall puts its block in a turn's extras
 
 # The capture and recall hooks run on Agent Zero's event loop, and building settings means parsing
 # YAML and JSON (Agent Zero's get_plugin_config re-reads them on every call): built once per
@@ -304,6 +306,42 @@ def project_secrets(project: str | None) -> dict[str, str]:
 
     return _load(get_project_secrets_manager(project, merge_with_global=True) if project
                  else get_default_secrets_manager())
+
+
+def log_item(agent: Any, kind: str, heading: str, kvps: dict[str, str | int], item_id: str) -> bool:
+    """Add an item to the chat's log (Agent Zero's `context.log`: memory only; saved with the chat,
+    shown in its page), one that leaves the progress line alone. Whether there was a log."""
+    log = getattr(getattr(agent, "context", None), "log", None)  # the chat that shows its turn
+    if log is None or not callable(getattr(log, "log", None)):
+        return False
+    log.log(type=kind, heading=heading, kvps=kvps, id=item_id, update_progress="none")
+    return True
+
+
+def forget_recalled(chat_id: str) -> int:
+    """A chat forgotten while Agent Zero holds it: the recall blocks its agents last saw leave the
+    context window Agent Zero keeps in each agent's data (saved in the chat's file) and the turn's
+    extras, and the chat is saved again. Off the event loop (a file write). Blocks removed."""
+    try:
+        from agent import Agent, AgentContext
+        from helpers import persist_chat
+    except ImportError:  # a host without them keeps no context window to clean
+        return 0
+    context = AgentContext.get(chat_id)
+    if context is None:
+        return 0
+    removed, agent = 0, getattr(context, "agent0", None)
+    while agent is not None:
+        window = agent.data.get(Agent.DATA_NAME_CTX_WINDOW)
+        if isinstance(window, dict) and isinstance(window.get("text"), str):
+            window["text"], count = without_blocks(window["text"])
+            removed += count
+        extras = getattr(getattr(agent, "loop_data", None), "extras_persistent", None)
+        if isinstance(extras, dict) and extras.pop(RECALL_EXTRAS_KEY, None) is not None:
+            removed += 1
+        agent = agent.data.get(Agent.DATA_NAME_SUBORDINATE)
+    persist_chat.save_tmp_chat(context)
+    return removed
 
 
 def mask(agent: Any, text: str) -> str:

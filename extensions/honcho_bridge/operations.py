@@ -36,7 +36,8 @@ from .remember import remember_state_counts
 from .tool import action_context
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
-INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import")
+INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import",
+                     "receipt")
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss")
 PURGE_ACTIONS = ("survey", "purge", "resume")
 # The purge's wait for the plugin's threads, in all, as uninstall's (hooks.UNINSTALL_WAIT_S).
@@ -112,7 +113,8 @@ def inspector_document(body: Any) -> dict:
     `forget` (`id`, and `confirmed: true` from the UI's confirm step), `undo` (`id` of a forgotten
     conclusion), `edit_card` (`facts`: the whole new card), `export` (`format`: json or markdown;
     the file's text and name), `import` (`file`: an export's JSON text; `dry_run: true` sends
-    nothing). A structured error for anything else."""
+    nothing), `receipt` (`receipt`: a receipt's id; the pack its turn got while recall holds it). A
+    structured error for anything else."""
     body, refused = checked_action(body, INSPECTOR_ACTIONS)
     if refused:
         return refused
@@ -133,6 +135,7 @@ def inspector_document(body: Any) -> dict:
         "edit_card": lambda: inspector.edit_card(ins, body.get("facts")),
         "export": lambda: memory_file.download(actions, body.get("format"), time.time()),
         "import": lambda: _imported(actions, body.get("file"), body.get("dry_run") is True),
+        "receipt": lambda: inspector.receipt(ins, body.get("receipt")),
     }[action]()
 
 
@@ -261,6 +264,7 @@ def forget_document(body: Any) -> dict:
     if "generation" in report:
         # its next turn names the new session
         hub().chats().forgotten(settings, chat_id, report["generation"])
+        host.forget_recalled(chat_id)  # the chat's saved file keeps no recalled text
     return {"ok": report.get("state") == forget.DONE, "result": report,
             "text": forget.report_text(report)}
 

@@ -9,7 +9,7 @@ import asyncio
 import os
 import time
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from usr.plugins.honcho.honcho_hub.chats.rules import (
     Remember,
@@ -24,7 +24,11 @@ from .capture import framework_turn
 from .chat_sessions import CHAT_READ_WAIT_S, session_of
 from .process_hub import hub
 
-EXTRAS_KEY = "honcho_memory"
+if TYPE_CHECKING:  # the recaller needs the plugin's requirements: never at this module's load
+    from usr.plugins.honcho.honcho_hub.recall.recaller import RecallResult
+    from usr.plugins.honcho.honcho_hub.recall.receipts import Receipt
+
+EXTRAS_KEY = host.RECALL_EXTRAS_KEY
 TEMPLATE = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
     "prompts", "honcho.recall_block.md")
@@ -51,7 +55,7 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
     typed = bool(text.strip()) and not framework_turn(user_message)
 
     # off the loop: the first import, masking and redaction of the query, the bounded wait
-    def recall():
+    def recall() -> tuple[RecallResult, Receipt | None] | None:
         deadline = time.monotonic() + settings.recall_wait_s
         try:
             recaller = hub().recaller()
@@ -61,14 +65,20 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
         # The chat's session after its forgets, read within the turn's own wait (a forget the
         # process has not read yet: another process's, or one from before this process started).
         session = session_of(chat, settings, project, settings.recall_wait_s)
-        return recaller.recall(settings, session, text, template(), scope,
-                               lambda value: host.mask(agent, value),
-                               wait_s=max(0.0, deadline - time.monotonic()),
-                               secrets=host.host_secrets(agent), load=typed)
-    result = await asyncio.to_thread(recall)
-    if result is None:
+        result = recaller.recall(settings, session, text, template(), scope,
+                                 lambda value: host.mask(agent, value),
+                                 wait_s=max(0.0, deadline - time.monotonic()),
+                                 secrets=host.host_secrets(agent), load=typed)
+        wants_receipt = settings.recall_receipts and result.source != "disabled"
+        return result, recaller.receipt(settings, result) if wants_receipt else None
+    recalled = await asyncio.to_thread(recall)
+    if recalled is None:
         loop_data.extras_persistent.pop(EXTRAS_KEY, None)
         return "requirements_missing"
+    result, receipt = recalled
+    if receipt is not None:
+        # Labels and counts only: the log item is saved in the chat's file, which outlives a forget.
+        host.log_item(agent, "info", receipt.heading(), receipt.kvps(), receipt.log_id)
     if result.block:
         loop_data.extras_persistent[EXTRAS_KEY] = result.block
     else:

@@ -80,6 +80,7 @@ def action_context(agent: Any) -> ActionContext:
         # The chat's next turn (its capture-time load on the event loop too) names the new session
         # at once.
         the_hub.chats().forgotten(settings, chat_id, generation)
+        host.forget_recalled(chat_id)  # the chat's saved file keeps no recalled text
 
     return ActionContext(settings=settings, session_id=session, secrets=host.host_secrets(agent),
                          mask=lambda text: host.mask(agent, text), gateway=gateway, recall=recall,

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ..errors import HonchoRequestError, OutboxError
 from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
+from ..recall.receipts import RECEIPT_ID
 from ..safety.redact import redact
 from ..safety.untrusted import UNTRUSTED, neutralize
 from ..settings.config import Settings
@@ -52,6 +53,8 @@ class BasePacks(Protocol):
                      template: str) -> str | None: ...
 
     def warm(self, settings: Settings, scope_id: str | None = None) -> bool: ...
+
+    def held_block(self, settings: Settings, receipt_id: str) -> str | None: ...
 
 
 @dataclass
@@ -254,6 +257,23 @@ def _base_pack(ins: Inspector) -> dict[str, Any]:
         return {"state": "loading", "text": ""}
     if not block:
         return {"state": "empty", "text": ""}
+    return _block_shown(ins, block)
+
+
+def receipt(ins: Inspector, receipt_id: Any) -> dict[str, Any]:
+    """The pack a turn got, by its receipt's id, while recall holds it: `ready` (its block, masked
+    and redacted), `empty` (the turn got nothing) or `expired` (no longer cached)."""
+    if not isinstance(receipt_id, str) or not RECEIPT_ID.fullmatch(receipt_id):
+        return {"ok": False, "error": "receipt: give the receipt's id (16 hex characters)"}
+    block = ins.recall.held_block(ins.actions.settings, receipt_id)
+    if block is None:
+        return {"ok": True, "state": "expired", "text": ""}
+    return {"ok": True, **_block_shown(ins, block)} if block else {"ok": True, "state": "empty",
+                                                                    "text": ""}
+
+
+def _block_shown(ins: Inspector, block: str) -> dict[str, str]:
+    """A recall block as the inspector shows it: `ready` with its text, or `hidden`."""
     # The block is made inert already; the host's own secrets are masked here.
     shown = _masked(ins, block)
     if shown is None:

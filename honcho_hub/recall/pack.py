@@ -7,12 +7,17 @@ docs/architecture.md ("Recall").
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from ..safety.untrusted import neutralize
 
 CHARS_PER_TOKEN = 4  # a conservative estimate for English text; Honcho counts with tiktoken
 _PLACEHOLDER = "{{sections}}"
+# A rendered block as a prompt holds it: from its opening tag (the last one before its end: the
+# system prompt names the tag too) to its closing one.
+_BLOCK = re.compile(r"<honcho_memory>(?:(?!<honcho_memory>).)*?</honcho_memory>", re.DOTALL)
+REMOVED_BLOCK = "<honcho_memory>[removed: this chat was forgotten]</honcho_memory>"
 
 
 @dataclass
@@ -111,6 +116,11 @@ def render_block(pack: MemoryPack, template: str) -> str:
         return ""
     body = "\n\n".join(f"## {title}\n{text}" for title, text in pack.sections)
     return template.replace(_PLACEHOLDER, body).strip()
+
+
+def without_blocks(text: str) -> tuple[str, int]:
+    """`text` with every rendered block in it replaced by a note that it was removed; how many."""
+    return _BLOCK.subn(REMOVED_BLOCK, text)
 
 
 def _clean(text: str) -> str:

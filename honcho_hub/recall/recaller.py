@@ -28,6 +28,7 @@ from .dialectic import Dialectic
 from .freshness import Freshness
 from .loads import RECALL_THREADS, Loads, load_deadline
 from .pack import ContextData, MemoryPack, build_pack, render_block, without_turn
+from .receipts import HeldBlocks, Receipt, receipt_of
 
 MAX_GATEWAYS = 8  # recall's clients held at once (destinations × humans)
 QUERY_CHARS = 2000
@@ -74,6 +75,8 @@ class Recaller:
         self._cadence = Cadence()
         self._freshness = Freshness(self._gateway.get, self._loads.submit, self.memory_changed,
                                     monotonic)
+        # What turns got, for their receipts; dropped with the cache.
+        self._held = HeldBlocks(monotonic)
         self._marker = marker or MarkerWatch()
         self._marker.listen(self._drop_held)
         self._scope_lock = threading.Lock()
@@ -137,6 +140,18 @@ class Recaller:
         if load:
             self.warm(settings, scope_id)
         return RecallResult(render_block(pack, template) if pack else "", source, pack)
+
+    def receipt(self, settings: Settings, result: RecallResult) -> Receipt:
+        """The receipt of a turn that got `result`: labels and counts, its block held (for the
+        cache's lifetime, until the cache is cleared) under the receipt's id."""
+        return receipt_of(self._held.hold(settings, result.block), result.source, result.pack,
+                          result.block)
+
+    def held_block(self, settings: Settings, receipt_id: str) -> str | None:
+        """The block the turn of that receipt got ('' for nothing) while it is held; None once it
+        is gone (expired, the cache cleared here or by another process sharing the outbox)."""
+        self._marker.follow(settings)
+        return self._held.get(settings, receipt_id)
 
     def base_preview(self, settings: Settings, session_id: str, scope_id: str | None,
                      template: str) -> str | None:
@@ -231,9 +246,11 @@ class Recaller:
         self._forget_loaded()
 
     def _forget_loaded(self) -> None:
-        """Drop what was loaded beside the cache: base packs, summaries, dialectic notes."""
+        """Drop what was loaded beside the cache: base packs, summaries, dialectic notes, the blocks
+        behind receipts."""
         self._dialectic.clear()
         self._bases.clear()
+        self._held.clear()
 
     def _scope_refused(self, problem: str | None) -> None:
         with self._scope_lock:

@@ -130,6 +130,7 @@ class Settings:
     recall_min_query_chars: int
     recall_include_messages: bool
     recall_limit_to_session: bool
+    recall_receipts: bool
     ask_timeout_s: float
     dialectic_enabled: bool
     dialectic_cadence: int

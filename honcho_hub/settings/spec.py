@@ -214,6 +214,9 @@ FIELDS: tuple[Field, ...] = (
     _f("recall_include_messages", "bool", True, "recall", "Include relevant messages in the pack."),
     _f("recall_limit_to_session", "bool", False, "recall",
        "Search only the current chat's messages."),
+    _f("recall_receipts", "bool", True, "recall",
+       "Log a receipt in the chat on each recalled turn: the pack's sections, tokens and freshness"
+       " (counts only); expanding it shows the pack while it is cached."),
     _f("ask_timeout_s", "float", 60.0, "recall",
        "Deadline of an explicit dialectic question (the tool's ask), all its requests, seconds.",
        lo=5, hi=300),

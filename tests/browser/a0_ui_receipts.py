@@ -1,5 +1,5 @@
-"""Receipts in the real Agent Zero v1.7 web UI, in headless Chromium, against the real Honcho: after a
-turn that got memory, the chat shows one receipt (a step of the turn, in counts); expanding it
+"""Receipts in the real Agent Zero v1.7 web UI, in headless Chromium, against the real Honcho: after
+a turn that got memory, the chat shows one receipt (a step of the turn, in counts); expanding it
 fetches the redacted pack from the inspector's API and shows it as text (the card's markup stays
 text); once the cache is cleared, expanding it again after a reload says the pack is no longer
 cached.
