@@ -27,6 +27,8 @@ SERVED = {  # how Agent Zero's front end asks for each of our files
     "inspector": "/plugins/honcho/webui/honcho-inspector.html",
     "inspector store": "/plugins/honcho/webui/honcho-inspector-store.js",
     "toast": "/plugins/honcho/webui/honcho-toast.js",
+    # Agent Zero's JS extension loader imports it by the path /api/load_webui_extensions names
+    "receipts": "/usr/plugins/honcho/extensions/webui/set_messages_after_loop/honcho-receipts.js",
 }
 OTHER_PLUGIN_FILE = "/plugins/_chat_compaction/webui/compact-store.js"
 
