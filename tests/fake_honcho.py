@@ -8,7 +8,10 @@ sessions; 1–100 messages per call; 25,000 characters per message; 401 for a wr
 against a real server by tests/real_honcho/contract_fake_parity.py: like Honcho, the dialectic
 (about its target, in its session) and conclusion creation answer 404 for a peer or session not seen
 yet; a scope reports backfill only for sessions that had messages when they joined; an empty
-listing has 0 pages; and `limit_to_session` drops the card.
+listing has 0 pages; and `limit_to_session` drops the card. Checked by
+contract_forget_completely.py: deleting a session deletes its conclusions, not those derived from
+them; conclusions list by session, and by the ids they cite (`source_ids` contains a list; never in
+an answer).
 """
 
 from __future__ import annotations
@@ -236,6 +239,11 @@ class FakeHoncho:
             return 404, {"detail": f"Session {sid} not found in workspace {ws}"}
         self.messages = [m for m in self.messages
                          if not (m["session_id"] == sid and m["workspace_id"] == ws)]
+        # its conclusions go with it; those a dream derived from them (under no session) stay
+        for cid in [cid for cid, c in self.conclusions.items()
+                    if c["session_id"] == sid and c["workspace_id"] == ws]:
+            del self.conclusions[cid]
+            self.deleted_conclusions.add(cid)
         for members in (v for (w, _), v in self.scopes.items() if w == ws):
             members.discard(sid)
         self.deleted_sessions.append(sid)
@@ -431,23 +439,17 @@ class FakeHoncho:
         return 201, made
 
     def _matching_conclusions(self, ws: str, filters: dict) -> list[dict]:
-        found = []
-        for c in self.conclusions.values():
-            if c["workspace_id"] != ws:
-                continue
-            if any(k in filters and c[k] != filters[k] for k in ("observer_id", "observed_id")):
-                continue
-            wanted = filters.get("id")
-            if isinstance(wanted, dict) and c["id"] not in wanted.get("in", []):
-                continue
-            found.append(self._conclusion_json(c))
-        return found
+        return [self._conclusion_json(c) for c in self.conclusions.values()
+                if c["workspace_id"] == ws and _conclusion_matches(c, filters)]
 
     def _list_conclusions(self, body: dict, query: dict, ws: str) -> tuple[int, Any]:
         filters = (body or {}).get("filters") or {}
         if "id" in filters and not self.id_filter_supported:
             return 422, {"detail": "unsupported filter"}
-        found = self._matching_conclusions(ws, filters)  # in creation order
+        try:
+            found = self._matching_conclusions(ws, filters)  # in creation order
+        except _FilterRefused as exc:
+            return 422, {"detail": str(exc)}
         # like Honcho: newest first, unless `reverse` asks for oldest first
         if query.get("reverse") != "true":
             found.reverse()
@@ -573,6 +575,34 @@ def _matches(message: dict, filters: dict) -> bool:
         if key == "metadata" and any(message["metadata"].get(k) != v for k, v in wanted.items()):
             return False
         if key not in ("AND", "OR", "metadata") and message.get(key) != wanted:
+            return False
+    return True
+
+
+class _FilterRefused(Exception):
+    """A conclusion filter Honcho answers 422 for."""
+
+
+def _conclusion_matches(c: dict, filters: dict) -> bool:
+    """The subset of Honcho's conclusion filters the plugin uses: OR, equality of the pair, session
+    and level, `id` in a list, and `source_ids` containing a LIST of ids (a derived conclusion's
+    premises; Honcho refuses a bare string with 422 and never returns `source_ids`)."""
+    for key, wanted in filters.items():
+        if key == "OR":
+            if not any(_conclusion_matches(c, f) for f in wanted):
+                return False
+        elif key == "id":
+            if isinstance(wanted, dict) and c["id"] not in wanted.get("in", []):
+                return False
+        elif key == "source_ids":
+            cited = wanted.get("contains") if isinstance(wanted, dict) else None
+            if not isinstance(cited, list):
+                raise _FilterRefused("a JSONB column takes an object, optionally under 'contains'")
+            if not set(cited) <= set(c.get("source_ids") or ()):
+                return False
+        elif key in ("observer_id", "observed_id", "session_id") and c[key] != wanted:
+            return False
+        elif key == "level" and c.get("level", "explicit") != wanted:
             return False
     return True
 
