@@ -38,7 +38,7 @@ from .tool import action_context
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import",
                      "receipt")
-FORGET_ACTIONS = ("offers", "forget_chat", "dismiss")
+FORGET_ACTIONS = ("offers", "forget_chat", "dismiss", "forget_leftovers")
 PURGE_ACTIONS = ("survey", "purge", "resume")
 # The purge's wait for the plugin's threads, in all, as uninstall's (hooks.UNINSTALL_WAIT_S).
 PURGE_WAIT_S = 5.0
@@ -239,8 +239,9 @@ def _called_by_chat_delete() -> bool:
 def forget_document(body: Any) -> dict:
     """One of FORGET_ACTIONS: `offers` (chats deleted in Agent Zero that may be forgotten, newest
     first), `forget_chat` (`chat`, and `confirmed: true` from the UI's confirm step: the chat's
-    queued messages and its Honcho session deleted, see chats/forget.py), `dismiss` (`chat`: drop
-    its offer). A structured error for anything else."""
+    queued messages and its Honcho session deleted, see chats/forget.py; the answer lists what
+    dreams derived from it and matching card facts), `forget_leftovers` (`chat`, `confirmed: true`:
+    those removed), `dismiss` (`chat`: drop its offer). A structured error for anything else."""
     body, refused = checked_action(body, FORGET_ACTIONS)
     if refused:
         return refused
@@ -255,11 +256,15 @@ def forget_document(body: Any) -> dict:
         return {"ok": True, "dismissed": forget.OFFERS.withdraw(chat_id)}
     if body.get("confirmed") is not True:
         return {"ok": False,
-                "error": "forgetting a chat deletes its Honcho session for good; confirm first"}
+                "error": "forgetting deletes from Honcho for good; confirm first"}
     if hub().purged():
         return {"ok": False, "error": PURGED_ERROR}
     settings = global_settings()
     log_level.follow(settings)
+    if action == "forget_leftovers":
+        removed = forget.forget_leftovers(settings, chat_id)
+        return {"ok": "error" not in removed and not removed["not_removed"], "result": removed,
+                "text": forget.leftovers_text(removed)}
     report = forget.forget_chat(settings, chat_id, wait_s=FORGET_WAIT_S)
     if "generation" in report:
         # its next turn names the new session

@@ -1,5 +1,6 @@
 """Forgetting a chat: its rows leave the outbox, its Honcho sessions are deleted, and its later
-messages start a new session. Run by the command line (`forget-chat CHAT_ID --yes`), the memory tool
+messages start a new session; what dreams derived from it and matching card facts are offered for
+removal (chats/leftovers.py). Run by the command line (`forget-chat CHAT_ID --yes`), the memory tool
 (`forget_chat` with `confirm: true`) and the sidebar's offer once a chat was deleted in Agent Zero.
 docs/architecture.md ("Chats") gives the order of the steps and why it matters.
 """
@@ -13,18 +14,21 @@ from typing import Any
 
 from ..bounded import BoundedMap
 from ..errors import ForgetRefused, HonchoRequestError, OutboxError
+from ..gateway import deadline
 from ..gateway.gateway import HonchoGateway
 from ..names import session_id_for
 from ..settings.config import Settings
 from ..storage import chats as chat_rows
 from ..storage.marker import move_marker
 from ..storage.outbox import Outbox
+from . import leftovers
 
 MAX_CHAT_ID = 256  # characters; Agent Zero's chat ids have 8
 POLL_S = 0.1  # how often the wait looks at the leases again
 BUSY_WAIT_S = 5.0  # the outbox's lock wait: this is no turn's path
 MAX_OFFERS = 32
 MAX_WAIT_S = 3_600.0  # the longest lease_s allows
+REMOVE_S_EACH = 1.0  # added to the removal's deadline for each conclusion or card it touches
 
 DONE, SENDING, HONCHO_FAILED = "done", "sending", "honcho_failed"
 
@@ -85,11 +89,11 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
             report["state"] = SENDING
             return report
         if gateway is not None:
-            report["honcho"] = _delete_sessions(gateway, outbox, destination, rows.sessions)
+            _forget_in_honcho(report, settings, gateway, outbox, destination, rows.sessions)
         else:
             built = (gateway_factory or HonchoGateway.for_settings)(settings)
             try:
-                report["honcho"] = _delete_sessions(built, outbox, destination, rows.sessions)
+                _forget_in_honcho(report, settings, built, outbox, destination, rows.sessions)
             finally:
                 built.close()
         failed = any(outcome not in ("accepted", "gone")
@@ -101,6 +105,59 @@ def forget_chat(settings: Settings, chat_id: Any, *, wait_s: float | None = None
         return {"chat_id": chat_id, "error": exc.code}
     finally:
         outbox.close()
+
+
+def _forget_in_honcho(report: dict[str, Any], settings: Settings, gateway: HonchoGateway,
+                      outbox: Outbox, destination: str, sessions: tuple[str, ...]) -> None:
+    """The chat's conclusions recorded, its sessions deleted, then what survives looked for and
+    held for the user's confirmation (each search within its own deadline)."""
+    recorded = _bounded(settings, lambda: leftovers.record(gateway, sessions))
+    report["honcho"] = _delete_sessions(gateway, outbox, destination, sessions)
+    found = recorded if isinstance(recorded, str) else _bounded(
+        settings, lambda: leftovers.find(gateway, recorded, sessions))
+    if isinstance(found, str):
+        report["leftovers"] = {"error": found}
+        return
+    report["leftovers"] = found.offer()
+    if found.conclusions or found.card_facts:
+        leftovers.HELD.put(report["chat_id"], found)
+
+
+def _bounded(settings: Settings, search: Callable[[], Any]) -> Any:
+    """What `search` found within the operation deadline, or the code of why not."""
+    try:
+        with deadline.within(settings.operation_deadline_s):
+            return search()
+    except HonchoRequestError as exc:
+        return exc.code
+
+
+def forget_leftovers(settings: Settings, chat_id: Any, *, gateway: HonchoGateway | None = None,
+                     gateway_factory: Callable[[Settings], HonchoGateway] | None = None
+                     ) -> dict[str, Any]:
+    """Remove what a forget of `chat_id` in this process offered (the user confirmed): a JSON-safe
+    report of what was removed and what could not be (held again, so a second call retries it).
+    Raises ForgetRefused for a chat id that cannot be one."""
+    chat_id = checked_chat_id(chat_id)
+    held = leftovers.HELD.take(chat_id)
+    if held is None:
+        return {"chat_id": chat_id, "error": "nothing_offered"}
+    built = gateway or (gateway_factory or HonchoGateway.for_settings)(settings)
+    try:
+        items = len(held.conclusions) + len({(f.observer, f.observed) for f in held.card_facts})
+        with deadline.within(settings.operation_deadline_s + REMOVE_S_EACH * items):
+            report = leftovers.remove(built, held)
+    finally:
+        if gateway is None:
+            built.close()
+    failed = report["not_removed"]
+    if failed:
+        leftovers.HELD.put(chat_id, leftovers.Leftovers(
+            held.recorded, tuple(c for c in held.conclusions
+                                 if any(f.get("conclusion") == c.id for f in failed)),
+            tuple(f for f in held.card_facts
+                  if any(x.get("card") == f"{f.observer} about {f.observed}" for x in failed))))
+    return {"chat_id": chat_id, **report}
 
 
 def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
@@ -118,8 +175,9 @@ def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
     return outcomes
 
 
-def report_text(report: dict[str, Any]) -> str:
-    """A forget's report as lines for the command line and the tool."""
+def report_text(report: dict[str, Any], item: Callable[[str], str] = str) -> str:
+    """A forget's report as lines for the command line and the tool (`item` shows Honcho's
+    text)."""
     if "error" in report:
         return (f"chat {report['chat_id']}: nothing forgotten, the outbox is unusable"
                 f" ({report['error']})")
@@ -138,6 +196,47 @@ def report_text(report: dict[str, Any]) -> str:
     for session_id in report["shared_sessions"]:
         lines.append(f"Honcho session {session_id} is shared with other chats: left alone")
     lines.append(f"later messages of the chat go to session {report['next_session']}")
+    return "\n".join(lines + offer_lines(report, item))
+
+
+def offer_lines(report: dict[str, Any], item: Callable[[str], str] = str) -> list[str]:
+    """What a forget left in Honcho, one line each (none when nothing was left)."""
+    found = report.get("leftovers")
+    if not found:
+        return []
+    if "error" in found:
+        return [f"what dreams derived from it could not be looked for ({found['error']});"
+                " its conclusions are gone, so they cannot be found later either"]
+    conclusions, facts = found["conclusions"], found["card_facts"]
+    if not conclusions and not facts:
+        return []
+    lines = [f"{len(conclusions)} conclusions derived from this chat and {len(facts)} card facts"
+             " matching it are still in Honcho" + (" (more may exist)" if found["more"] else "")
+             + ":"]
+    lines += [f"- [{c['id']}] {item(c['content'])} ({c['level']})" for c in conclusions]
+    lines += [f"- card of {f['observer']} about {f['observed']}: {item(f['fact'])}"
+              for f in facts]
+    return lines
+
+
+def leftovers_text(report: dict[str, Any], item: Callable[[str], str] = str) -> str:
+    """A forget's leftovers, or their removal, as lines for the command line and the tool."""
+    if "leftovers" in report:
+        return "\n".join(offer_lines(report, item))
+    if report.get("error") == "nothing_offered":
+        return (f"chat {report['chat_id']}: nothing is waiting to be removed (offers last until"
+                " Agent Zero restarts and are taken once)")
+    lines = [f"chat {report['chat_id']}: removed {report['conclusions_removed']} derived"
+             f" conclusions and {report['card_facts_removed']} card facts"]
+    if report["conclusions_gone"]:
+        lines.append(f"{report['conclusions_gone']} were already gone")
+    for failed in report["not_removed"]:
+        lines.append(f"NOT removed: conclusion {failed['conclusion']} ({failed['code']})"
+                     if "conclusion" in failed else
+                     f"NOT removed: {failed['facts']} facts of the card of {failed['card']}"
+                     f" ({failed['code']})")
+    if report["not_removed"]:
+        lines.append("removing again retries what was not removed")
     return "\n".join(lines)
 
 

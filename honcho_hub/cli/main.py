@@ -142,9 +142,9 @@ def _demo(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
-    """Forget one chat (chats/forget.py), only with --yes: 0 done, 1 the outbox unusable, 2 no --yes
-    or a bad chat id, 3 still sending or a Honcho session not deleted (forgetting again finishes
-    it)."""
+    """Forget one chat (chats/forget.py), only with --yes, and with --completely what it left: 0
+    done, 1 the outbox unusable, 2 no --yes or a bad chat id, 3 still sending, a Honcho session not
+    deleted (forgetting again finishes it) or a leftover not removed."""
     if not args.yes:
         return _failed("forget-chat", "this deletes the chat's queued messages and its Honcho"
                        " session for good; add --yes to go ahead", EXIT_USAGE)
@@ -154,10 +154,24 @@ def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> i
         report = forget.forget_chat(settings, args.chat_id, wait_s=args.wait)
     except ForgetRefused as exc:
         return _failed("forget-chat", str(exc), EXIT_USAGE)
-    _print(out, report, args.json, forget.report_text)
+    if args.completely and forget.offer_lines(report) and "error" not in report["leftovers"]:
+        report["removed"] = forget.forget_leftovers(settings, report["chat_id"])
+    _print(out, report, args.json, _forget_text)
     if "error" in report:
         return EXIT_FAILED
-    return EXIT_OK if report["state"] == forget.DONE else EXIT_DEGRADED
+    if report["state"] != forget.DONE or report.get("removed", {}).get("not_removed"):
+        return EXIT_DEGRADED
+    return EXIT_OK
+
+
+def _forget_text(report: dict[str, Any]) -> str:
+    text = forget.report_text(report)
+    if "removed" in report:
+        return text + "\n" + forget.leftovers_text(report["removed"])
+    if forget.offer_lines(report) and "error" not in report["leftovers"]:
+        text += ("\nthey were kept (--completely removes them with the chat); each can still be"
+                 " deleted in the memory inspector, a conclusion by its id, a fact in the card")
+    return text
 
 
 def _purge(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
@@ -363,6 +377,9 @@ def _forget_chat_parser(sub: Subcommands) -> None:
     command.add_argument("--wait", type=float, metavar="S",
                          help="wait at most S seconds for sends of the chat on the wire"
                               " (default: lease_s)")
+    command.add_argument("--completely", action="store_true",
+                         help="also remove the conclusions dreams derived from the chat and the"
+                              " card facts matching it (listed without it, and kept)")
     command.add_argument("--json", action="store_true")
 
 

@@ -36,6 +36,18 @@ class Conclusion:
 
 
 @dataclass(frozen=True)
+class PairConclusion:
+    """A conclusion of any observer and observed peer, as a workspace-wide listing gives it."""
+
+    id: str
+    content: str
+    observer: str
+    observed: str
+    level: str
+    session_id: str | None
+
+
+@dataclass(frozen=True)
 class ConclusionPage:
     items: tuple[Conclusion, ...]
     pages: int
@@ -133,6 +145,39 @@ def list_conclusions(gw: HonchoGateway, observer: str, target: str, page: int,
                              c.level or "explicit", tuple(c.source_ids or ()))
                   for c in listing.items[:size])
     return ConclusionPage(items, listing.pages or 0, listing.total or 0)
+
+
+def session_conclusions(gw: HonchoGateway, session_id: str,
+                        limit: int) -> tuple[list[PairConclusion], bool]:
+    """The conclusions Honcho holds in `session_id`, of every peer pair: at most `limit`, and
+    whether there are more."""
+    return _workspace_listing(gw, {"session_id": session_id}, limit)
+
+
+def citing_conclusions(gw: HonchoGateway, conclusion_ids: list[str],
+                       limit: int) -> tuple[list[PairConclusion], bool]:
+    """The conclusions, of every peer pair, that cite one of `conclusion_ids` as a premise (what
+    dreams derived from them): at most `limit`, and whether there are more. Honcho finds them by
+    `source_ids` containing a list; a bare id, as the SDK's `derived()` sends it, is refused with
+    422 at ddbb90e, and no answer carries `source_ids`."""
+    if not conclusion_ids:
+        return [], False
+    anyof = {"OR": [{"source_ids": {"contains": [cid]}} for cid in conclusion_ids]}
+    return _workspace_listing(gw, anyof, limit)
+
+
+def _workspace_listing(gw: HonchoGateway, filters: dict[str, Any],
+                       limit: int) -> tuple[list[PairConclusion], bool]:
+    """A bounded walk over a workspace-wide conclusion listing, newest first."""
+    page = gw.call(lambda client: client.conclusions.list(size=min(LISTING_PAGE, max(1, limit)),
+                                                          filters=filters))
+    found: list[PairConclusion] = []
+    while True:
+        found += [PairConclusion(c.id, c.content, c.observer_id, c.observed_id,
+                                 c.level or "explicit", c.session_id) for c in page.items]
+        if len(found) >= limit or not page.has_next_page():
+            return found[:limit], len(found) > limit or page.has_next_page()
+        page = gw.call(lambda client: page.get_next_page())  # noqa: B023  # gw.call runs it at once
 
 
 def query_conclusions(gw: HonchoGateway, observer: str, target: str, query: str,

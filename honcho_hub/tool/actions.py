@@ -189,14 +189,16 @@ def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Action
 
 def deadline_s(action: str, settings: Settings) -> float:
     """The one deadline of a verb's requests to Honcho: ask's is ask_timeout_s, status's
-    check_timeout_s (as the sidebar's), forget_chat's its wait for sends on the wire plus the usual;
-    every other verb's two SDK timeouts (recall's turn-bound wait is shorter still)."""
+    check_timeout_s (as the sidebar's), forget_chat's its wait for sends on the wire plus the usual
+    for each of its three steps in Honcho; every other verb's two SDK timeouts (recall's
+    turn-bound wait is shorter still)."""
     if action == "ask":
         return settings.ask_timeout_s
     if action == "status":
         return settings.check_timeout_s
     if action == "forget_chat":
-        return FORGET_CHAT_WAIT_S + settings.operation_deadline_s
+        # the wait, then the record, the delete and the search for what survives, one each
+        return FORGET_CHAT_WAIT_S + 3 * settings.operation_deadline_s
     return settings.operation_deadline_s
 
 
@@ -278,6 +280,8 @@ def _forget_chat(args: Mapping[str, Any], ctx: ActionContext) -> str:
     session (chats/forget.py); only with "confirm": true, after the user agreed."""
     if not ctx.chat_id:
         raise BadInput("forget_chat works inside a chat; this call has none.")
+    if args.get("leftovers") not in (None, ""):
+        return _forget_leftovers(args, ctx, ctx.chat_id)
     if not _confirmed(args):
         return ("Not forgotten. Ask the user to confirm forgetting this whole chat (its queued"
                 " messages and its Honcho session are deleted for good); only after they agree,"
@@ -290,7 +294,23 @@ def _forget_chat(args: Mapping[str, Any], ctx: ActionContext) -> str:
     # Moved, even if Honcho's deletion is still to be finished.
     if ctx.forgotten is not None and "generation" in report:
         ctx.forgotten(report["chat_id"], report["generation"])
-    return forget.report_text(report)
+    text = forget.report_text(report, _item)
+    if forget.offer_lines(report) and "error" not in report["leftovers"]:
+        text += ("\nThey were not removed. Tell the user what they are and ask; only after they"
+                 " agree, call forget_chat with \"leftovers\": \"remove\" and \"confirm\": true.")
+    return text
+
+
+def _forget_leftovers(args: Mapping[str, Any], ctx: ActionContext, chat_id: str) -> str:
+    """What the forget of this chat offered (derived conclusions, card facts) removed, only with
+    "confirm": true."""
+    _choice(args.get("leftovers"), ("remove",), "leftovers")
+    if not _confirmed(args):
+        return ("Not removed. Ask the user to confirm removing what this chat left in Honcho (the"
+                " conclusions derived from it and the card facts matching it); only after they"
+                " agree, call forget_chat with \"leftovers\": \"remove\" and \"confirm\": true.")
+    return forget.leftovers_text(forget.forget_leftovers(ctx.settings, chat_id,
+                                                         gateway=ctx.gateway))
 
 
 def _profile(args: Mapping[str, Any], ctx: ActionContext) -> str:
