@@ -3,6 +3,7 @@ one when it works again. The watch is a state machine over an injected monotonic
 is raised once it has held RAISE_AFTER_S (a single failed turn says nothing), recovered once it has
 not held for CLEAR_AFTER_S, and each condition has one notice id per phase, sent once."""
 
+import html
 import unittest
 import uuid
 
@@ -231,8 +232,9 @@ class HubWatchTest(unittest.TestCase):
         # The watch is the process's: each test starts with one that has seen nothing.
         alerts.WATCH.put(process_state(), alerts.Watch())
 
-    def hub(self, **env):
-        made = Hub(settings=lambda: settings(**{**self.env, **env}), notify=self.shown.append)
+    def hub(self, enabled=True, **env):
+        made = Hub(settings=lambda: settings(**{**self.env, **env}), enabled=lambda: enabled,
+                   notify=self.shown.append)
         self.addCleanup(made.stop, 5.0)
         return made
 
@@ -254,6 +256,29 @@ class HubWatchTest(unittest.TestCase):
         self.dead_letter(1)
         hub.watch_memory(alerts.WATCH_EVERY_S)
         self.assertEqual(self.shown, [])
+
+    def test_while_the_plugin_is_off_nothing_is_shown(self):
+        hub = self.hub(enabled=False)
+        hub.watch_memory(0.0)
+        self.dead_letter(1)
+        hub.watch_memory(alerts.WATCH_EVERY_S)
+        self.assertEqual(self.shown, [])
+
+
+class NoticeTextTest(unittest.TestCase):
+    def test_titles_hold_no_markup_characters(self):
+        """Agent Zero v1.7 shows a title as text and its message as HTML: the bridge escapes both,
+        which leaves a title without & < > " ' as it is, in either rendering."""
+        facts = {"code": "c", "api_url": URL, "count": 1, "codes": {}, "timeouts": 5, "loads": 5}
+        for condition in Condition:
+            watch = alerts.Watch()
+            alerts.observe(watch, {}, 0.0)
+            notices = [n for at, found in ((1.0, {condition: facts}), (100.0, {condition: facts}),
+                                           (200.0, {}), (300.0, {}))
+                       for n in alerts.observe(watch, found, at)]
+            for notice in notices:
+                with self.subTest(id=notice.id):
+                    self.assertEqual(html.escape(notice.title), notice.title)
 
 
 if __name__ == "__main__":
