@@ -402,15 +402,17 @@ class Hub:
 
     def watch_memory(self, now: float) -> None:
         """Whether memory stopped working or works again (ops/alerts.py), at most every
-        WATCH_EVERY_S of `now` (monotonic): each notice goes to `notify`. Reads local state only
-        (the outbox, the worker, recall's counters): call it off Agent Zero's event loop (the
-        worker's thread does)."""
+        WATCH_EVERY_S of `now` (monotonic), while the plugin and its `notifications` setting are
+        on (a toggle file changed by hand leaves the worker's thread running, paused): each notice
+        goes to `notify`. Reads local state only (the outbox, the worker, recall's counters): call
+        it off Agent Zero's event loop (the worker's thread does)."""
         from .ops import alerts
         from .ops.status import build_status
 
         notify, settings = self.notify, self.settings()
         watch = alerts.WATCH.of(process_state())
-        if notify is None or not settings.notifications or not alerts.due(watch, now):
+        if (notify is None or not settings.notifications or not self.enabled()
+                or not alerts.due(watch, now)):
             return
         status = build_status(settings, self.status_parts(settings), time.time())
         for notice in alerts.observe(watch, alerts.findings(status), now):
