@@ -69,6 +69,12 @@ class OutboxUnavailable(OutboxError):
     code = "outbox_unavailable"
 
 
+class OutboxFull(OutboxError):
+    """A table of the outbox holds as many rows as it may: the row was not added."""
+
+    code = "outbox_full"
+
+
 class OutboxCorrupt(OutboxError):
     """The file is not a usable outbox database (corrupt, foreign, or from a newer version)."""
 

@@ -38,6 +38,7 @@ VALID = {
     "dead_retention_days": 7, "batch_size": 100, "concurrency": 8, "max_attempts": 3,
     "retry_base_s": 0.5, "retry_max_s": 60, "retry_after_cap_s": 120, "circuit_base_s": 2,
     "circuit_max_s": 60, "auth_probe_interval_s": 30, "lease_s": 90, "poll_interval_s": 1,
+    "expiry_sweep_s": 120,
     "recall_enabled": False, "recall_mode": "tools", "context_cadence": 5,
     "include_agent_representation": True, "agent_representation_share": 0.5, "cache_ttl_s": 1,
     "cache_max_entries": 10, "max_context_tokens": 2000, "search_top_k": 3, "max_conclusions": 5,

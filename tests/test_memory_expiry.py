@@ -10,7 +10,7 @@ import httpx
 from delivery_helpers import Bench
 from fake_honcho import FakeHoncho
 from hub_testkit import checkout_text
-from outbox_helpers import ManualClock, temp_outbox_path
+from outbox_helpers import ManualClock, legacy_outbox, schema_version, temp_outbox_path
 
 from honcho_hub import hub
 from honcho_hub.delivery import expiry
@@ -21,7 +21,8 @@ from honcho_hub.ops.status import build_status, status_text
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage import expiries, memory_log
-from honcho_hub.storage.db import Database
+from honcho_hub.storage.db import SCHEMA_VERSION, Database
+from honcho_hub.storage.outbox import Outbox
 from honcho_hub.tool.actions import ActionContext, run_action
 
 KEY = "hch-expiry-key-97531"
@@ -80,6 +81,19 @@ class ExpiryBench:
 
     def deletes(self):
         return [path for method, path in self.fake.requests if method == "DELETE"]
+
+
+class ExpiryMigrationTest(unittest.TestCase):
+    def test_an_outbox_at_schema_7_upgrades_keeping_its_rows_and_then_keeps_lifetimes(self):
+        path = temp_outbox_path(self)
+        legacy_outbox(path, 7, {"queued-at-v7": ("pending", None)})
+        box = Outbox(path)
+        self.addCleanup(box.close)
+        self.assertEqual(schema_version(path), SCHEMA_VERSION)
+        self.assertEqual(box.stats()["counts"]["pending"], 1)
+        memory_log.record(box.db, memory_log.MemoryWrite(
+            "c1", memory_log.WriteKind.REMEMBER, "x", "d", "agent-zero", "user", None, None, 60))
+        self.assertEqual(expiries.counts(box.db, "d"), {"pending": 1, "deleted": 0, "failed": 0})
 
 
 class LifetimeTest(unittest.TestCase):
@@ -306,15 +320,15 @@ class WorkerSweepTest(unittest.TestCase):
 class StatusTest(unittest.TestCase):
     def test_status_counts_lifetimes_pending_deleted_and_failed_never_their_text(self):
         b = ExpiryBench(self)
-        b.remember("Password Hunter2-Very-Secret, in Lisbon", "1h")
-        b.remember("goes away", "1h")
-        b.remember("refused", "1h")
-        b.remember("later", "7d")
-        b.clock.advance(3_600)
+        b.remember("refused", "1m")
         b.fake.fail(r"/conclusions/", status=422, times=expiry.MAX_ATTEMPTS)
         for _ in range(expiry.MAX_ATTEMPTS):
-            b.sweep(limit=1)
             b.clock.advance(86_400)
+            b.sweep()
+        b.remember("Password Hunter2-Very-Secret, in Lisbon", "1h")
+        b.remember("goes away", "1h")
+        b.remember("later", "7d")
+        b.clock.advance(3_600)
         b.sweep()
         status = build_status(b.settings, hub.current().status_parts(b.settings), b.clock())
         self.assertEqual(status["memory_expiry"], {"pending": 1, "deleted": 2, "failed": 1})

@@ -286,7 +286,8 @@ class StatusTest(CliCase):
         status = json.loads(out)
         self.assertEqual(code, 0)
         self.assertEqual(sorted(status), ["capture", "chats", "code", "endpoints", "health",
-                                          "health_reasons", "identity", "memory_writes",
+                                          "health_reasons", "identity", "memory_expiry",
+                                          "memory_writes",
                                           "processes", "queue", "recall", "refusals", "scope",
                                           "upgrade", "worker"])
         self.queue(1)

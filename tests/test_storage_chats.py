@@ -117,7 +117,7 @@ class ForgetMigrationTest(unittest.TestCase):
         legacy_outbox(path, 6, {"queued-at-v6": ("pending", None)})
         box = Outbox(path)
         self.addCleanup(box.close)
-        self.assertEqual(schema_version(path), 7)
+        self.assertEqual(schema_version(path), SCHEMA_VERSION)
         self.assertEqual(box.stats()["counts"]["pending"], 1)
         # the legacy row's session is `s`, not a chat's
         self.assertEqual(box.begin_forget("d", "s").deleted, 0)

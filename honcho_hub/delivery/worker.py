@@ -28,6 +28,7 @@ from ..settings.spec import GATEWAY_FIELDS
 from ..storage import processes
 from ..storage.outbox import LeasedEvent, Outbox, Settlement
 from ..storage.processes import BEAT_EVERY_S, Beat
+from . import expiry
 from .batches import BatchResult, Boarding, send_batch
 from .retry import RetryPolicy
 from .state import WorkerState
@@ -115,6 +116,7 @@ class DeliveryWorker(threading.Thread):
                                          thread_name_prefix="honcho-hub-sender"),
             self._shut_down_pool)
         self._next_prune_mono = 0.0
+        self._next_sweep_mono = 0.0  # the first step sweeps expired memories
         self._adopted_for: str | None = None
         # How long the last batch took, to judge what a deadline allows.
         self._batch_s: float | None = None
@@ -218,6 +220,7 @@ class DeliveryWorker(threading.Thread):
             return self._report(report)
         self._maybe_prune(outbox, settings)
         gateway, pool = self._gateways.get(settings), self._pool.get(settings)
+        self._maybe_sweep(outbox, settings, gateway)
         budget = settings.concurrency * BATCHES_PER_STEP
         in_flight: dict[Future, list[LeasedEvent]] = {}
         # Whether each batch's messages have left (see _withdraw).
@@ -461,6 +464,18 @@ class DeliveryWorker(threading.Thread):
             self._next_prune_mono = self._monotonic() + PRUNE_EVERY_S
             outbox.prune(settings.delivered_retention_h * 3600)
             processes.expire(outbox.db)  # and what dead processes left
+
+    def _maybe_sweep(self, outbox: Outbox, settings: Settings, gateway: HonchoGateway) -> None:
+        """Delete the memories whose lifetime ended, every expiry_sweep_s (delivery/expiry.py); an
+        outbox that cannot be read now waits for the next sweep."""
+        if self._monotonic() < self._next_sweep_mono:
+            return
+        self._next_sweep_mono = self._monotonic() + settings.expiry_sweep_s
+        try:
+            expiry.sweep(outbox.db, gateway, settings, self.owner, monotonic=self._monotonic)
+        except OutboxError as exc:
+            log.info("honcho expiry: sweep skipped (%s); trying again in %.0f s", exc.code,
+                     settings.expiry_sweep_s)
 
     def _poll_s(self) -> float:
         try:

@@ -17,7 +17,8 @@ from ..chats.rules import Remember
 from ..errors import HonchoRequestError, OutboxError
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
-from ..storage import memory_log, processes
+from ..storage import expiries, memory_log, processes
+from ..storage.expiries import ExpiryState
 from ..storage.outbox import Outbox, with_existing_outbox
 from ..storage.processes import SharedCircuit
 from .running_code import RunningCode, restart_sentence
@@ -59,6 +60,8 @@ class StatusParts:
     api_check: dict[str, Any] = field(default_factory=dict)
     # memory_log.summary: counts, latest ids and times
     memory_writes: dict[str, Any] = field(default_factory=dict)
+    # expiries.counts: the destination's memory lifetimes by state
+    memory_expiry: dict[str, int] = field(default_factory=dict)
     # The server's configuration of the session's configured peers (gateway.session_peer_flags:
     # peer -> flags, None when it holds none, absent when unread); None when status did not ask.
     session_peers: dict[str, dict[str, bool | None] | None] | None = None
@@ -105,11 +108,12 @@ def gather_parts(settings: Settings, state: ProcessState, *, session_id: str | N
                         outbox_problem=outbox_problem)
     def read(box: Outbox) -> tuple:
         return (box.stats(), memory_log.summary(box.db), processes.listed(box.db),
-                processes.shared_circuit(box.db, settings.destination()))
+                processes.shared_circuit(box.db, settings.destination()),
+                expiries.counts(box.db, settings.destination()))
 
     try:
-        stats, parts.memory_writes, rows, parts.shared_circuit = with_existing_outbox(
-            settings, read, (None, {}, [], None))
+        (stats, parts.memory_writes, rows, parts.shared_circuit,
+         parts.memory_expiry) = with_existing_outbox(settings, read, (None, {}, [], None, {}))
     except OutboxError as exc:
         parts.outbox_problem = parts.outbox_problem or exc.code
         stats = None
@@ -236,6 +240,10 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
                           "latest": [{"id": w["id"], "kind": w["kind"],
                                       "age_s": _age(now, w["at"])}
                                      for w in parts.memory_writes.get("latest", [])]},
+        # Memories remembered for a while: lifetimes still running, ended in a delete, or whose
+        # delete Honcho kept refusing.
+        "memory_expiry": {state.value: parts.memory_expiry.get(state.value, 0)
+                          for state in ExpiryState},
         "refusals": {"queue_full": parts.capture_counters.get("refused_full", 0),
                      "journal_full": parts.capture_counters.get("refused_journal_full", 0),
                      "redaction_failed": parts.capture_counters.get("redaction_failed", 0),
@@ -277,6 +285,7 @@ def status_text(status: dict[str, Any]) -> str:
         f"Memory tool: {m['remembered']} remembered, {m['forgotten']} forgotten"
         + (f"; latest {m['latest'][0]['kind']} {m['latest'][0]['id']}"
            f" {m['latest'][0]['age_s']:.0f} s ago" if m["latest"] else ""),
+        *_expiry_lines(status["memory_expiry"]),
     ]
     return "\n".join(lines)
 
@@ -298,6 +307,14 @@ def _upgrade_lines(upgrade: dict[str, Any] | None) -> list[str]:
             f" {', '.join(upgrade['moved']) or 'nothing'}"
             + (f"; set aside {', '.join(aside)}{f' and {more} more' if more > 0 else ''}"
                f" (kept in {upgrade['record']})" if aside else "")]
+
+
+def _expiry_lines(counts: dict[str, int]) -> list[str]:
+    """One line once a memory was remembered for a while, none before."""
+    if not any(counts.values()):
+        return []
+    return [f"Expiring memories: {counts['pending']} pending, {counts['deleted']} expired and"
+            f" deleted, {counts['failed']} failed"]
 
 
 def _not_remembered_lines(counts: dict[str, int]) -> list[str]:

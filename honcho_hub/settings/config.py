@@ -115,6 +115,7 @@ class Settings:
     auth_probe_interval_s: float
     lease_s: float
     poll_interval_s: float
+    expiry_sweep_s: float
     recall_enabled: bool
     recall_mode: str
     context_cadence: int

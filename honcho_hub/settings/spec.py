@@ -178,6 +178,8 @@ FIELDS: tuple[Field, ...] = (
        "Lease of a batch being sent, seconds; at least 3 × sdk_timeout_s.", lo=10, hi=3_600),
     _f("poll_interval_s", "float", 5.0, "delivery", "Worker timer between wake-ups, seconds.",
        lo=0.5, hi=300),
+    _f("expiry_sweep_s", "float", 300.0, "delivery",
+       "How often the worker deletes memories whose lifetime ended, seconds.", lo=60, hi=3_600),
     # recall
     _f("recall_enabled", "bool", True, "recall",
        "Inject a memory pack before each user turn (false = recall_mode tools)."),

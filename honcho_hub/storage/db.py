@@ -178,6 +178,30 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (destination, session_id)
         )""",
     ),
+    (
+        # The lifetimes of conclusions the memory tool remembered for a while (expiries.py): Honcho
+        # keeps no metadata on a conclusion, so this is the only record of when one ends. The
+        # delivery worker deletes the expired ones (delivery/expiry.py), claiming each for one
+        # process at a time. Pending rows are bounded by expiries.MAX_PENDING, settled ones by
+        # expiries.MAX_SETTLED.
+        """CREATE TABLE memory_expiries (
+            destination     TEXT NOT NULL,     -- API URL + workspace, never the key
+            conclusion_id   TEXT NOT NULL,
+            observer_id     TEXT NOT NULL,
+            observed_id     TEXT NOT NULL,
+            expires_at      REAL NOT NULL,     -- wall epoch s
+            state           TEXT NOT NULL,     -- pending, deleted, failed
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at REAL NOT NULL,     -- the expiry, then later after a failed delete
+            claimed_by      TEXT,              -- the worker deleting it now (its lease owner)
+            claimed_until   REAL,
+            error_code      TEXT,
+            updated_at      REAL NOT NULL,
+            PRIMARY KEY (destination, conclusion_id)
+        )""",
+        """CREATE INDEX memory_expiries_due ON memory_expiries (destination, next_attempt_at)
+            WHERE state = 'pending'""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..settings.config import Settings
+from . import expiries
 from .db import READ, WRITE, Database
 
 MAX_RECORDS = 1_000
@@ -40,6 +41,8 @@ class MemoryWrite:
     observed_id: str
     session_id: str | None
     scope_id: str | None
+    # A remember's lifetime, seconds: kept beside the record (expiries.py), not in it.
+    lifetime_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ def keep(settings: Settings, write: MemoryWrite) -> None:
 
 
 def record(db: Database, write: MemoryWrite, limit: int = MAX_RECORDS) -> None:
-    """Add one record and drop what is older than the newest `limit`."""
+    """Add one record and drop what is older than the newest `limit`; a remember's lifetime is kept
+    in the same transaction (raises OutboxFull, keeping neither, when too many wait)."""
     with db.transaction(WRITE) as (conn, now):
         conn.execute("INSERT INTO memory_writes (conclusion_id, kind, made_at, destination,"
                      " observer_id, observed_id, session_id, scope_id, content)"
@@ -70,6 +74,9 @@ def record(db: Database, write: MemoryWrite, limit: int = MAX_RECORDS) -> None:
                      (write.conclusion_id, WriteKind(write.kind).value, now, write.destination,
                       write.observer_id, write.observed_id, write.session_id, write.scope_id,
                       write.content))
+        if write.lifetime_s is not None:
+            expiries.add(conn, now, write.destination, write.conclusion_id, write.observer_id,
+                         write.observed_id, write.lifetime_s)
         conn.execute("DELETE FROM memory_writes"
                      " WHERE seq <= (SELECT max(seq) FROM memory_writes) - ?", (limit,))
 

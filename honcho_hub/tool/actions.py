@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ..chats import forget
@@ -35,6 +36,7 @@ from ..safety.redact import redact
 from ..safety.untrusted import neutralize, untrusted
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
+from ..storage import expiries
 from ..storage.memory_log import CARD_ID, MemoryWrite, WriteKind
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile",
@@ -249,9 +251,32 @@ def _ask(args: Mapping[str, Any], ctx: ActionContext) -> str:
 
 def _remember(args: Mapping[str, Any], ctx: ActionContext) -> str:
     content, s = _text(args, "content", ctx, MAX_CONTENT), ctx.settings
+    lifetime = _lifetime(args, ctx)
     made = queries.create_conclusion(ctx.honcho(), s.agent_peer_id, s.user_peer_id, content,
                                      ctx.session_id)
-    return f"Remembered as conclusion {made.id}." + _kept(ctx, made.id, WriteKind.REMEMBER, content)
+    note = _kept(ctx, made.id, WriteKind.REMEMBER, content, lifetime)
+    if lifetime is None:
+        return f"Remembered as conclusion {made.id}." + note
+    if note:  # its lifetime was not kept: Honcho has the conclusion for good
+        return (f"Remembered as conclusion {made.id}, but it will not expire: forget it when it"
+                " should go." + note)
+    return (f"Remembered as conclusion {made.id}. It expires in {expiries.lifetime_text(lifetime)}"
+            f" (at {_utc(time.time() + lifetime)}) unless it is pinned in the memory inspector.")
+
+
+def _lifetime(args: Mapping[str, Any], ctx: ActionContext) -> float | None:
+    """`expires_in` in seconds, or None when absent; checked before anything is sent (Honcho keeps
+    no metadata on a conclusion: the lifetime lives only in the local record)."""
+    if args.get("expires_in") in (None, ""):
+        return None
+    seconds = expiries.lifetime_s(args["expires_in"])
+    if ctx.record is None:
+        raise BadInput("`expires_in` needs the local record, which this call has not; omit it.")
+    return seconds
+
+
+def _utc(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _forget(args: Mapping[str, Any], ctx: ActionContext) -> str:
@@ -382,15 +407,16 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _kept(ctx: ActionContext, conclusion_id: str, kind: WriteKind, content: str | None) -> str:
-    """Keep the write in the local record; '' when kept (or nowhere to keep it), else a note for the
-    answer. The write itself is done whatever happens here."""
+def _kept(ctx: ActionContext, conclusion_id: str, kind: WriteKind, content: str | None,
+          lifetime_s: float | None = None) -> str:
+    """Keep the write (and a remember's lifetime) in the local record; '' when kept (or nowhere to
+    keep it), else a note for the answer. The write itself is done whatever happens here."""
     if ctx.record is None:
         return ""
     s = ctx.settings
     try:
         ctx.record(MemoryWrite(conclusion_id, kind, content, s.destination(), s.agent_peer_id,
-                               s.user_peer_id, ctx.session_id, ctx.scope_id))
+                               s.user_peer_id, ctx.session_id, ctx.scope_id, lifetime_s))
     except OutboxError as exc:
         log.warning("honcho_memory %s: the local record of %s was not kept (%s)", kind.value,
                     conclusion_id, exc.code)
