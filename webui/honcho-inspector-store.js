@@ -38,6 +38,8 @@ function empty() {
     fileText: null, // the chosen memory file's text, held until the inspector closes
     fileName: "",
     importReport: null, // the last import's (or dry run's) report, its message shown as text
+    rememberText: "", // a fact to remember, and for how long ("" = for good; else "1h", "7d"…)
+    rememberFor: "",
   };
 }
 
@@ -138,6 +140,27 @@ export const store = createStore("honchoInspector", {
 
   async undo(id) {
     await this._write("undo", { action: "undo", id });
+  },
+
+  // A fact remembered from here, for good or for a while (the tool's remember: bounds, redaction).
+  async remember() {
+    const text = this.rememberText.trim();
+    if (!text) return;
+    const body = { action: "remember", text, expires_in: this.rememberFor || null };
+    if (await this._write("remember", body)) this.rememberText = "";
+  },
+
+  // Its lifetime removed: the conclusion stays until forgotten.
+  async pin(id) {
+    await this._write("pin", { action: "pin", id });
+  },
+
+  // The time left of an expiring conclusion when the view was read, in its largest units.
+  timeLeft(item) {
+    const s = Math.round(item.expires_in_s || 0);
+    if (s >= 86400) return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+    if (s >= 3600) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+    return s >= 60 ? `${Math.floor(s / 60)} min` : "less than a minute";
   },
 
   startEdit() {

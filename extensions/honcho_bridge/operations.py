@@ -37,7 +37,7 @@ from .tool import action_context
 
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import",
-                     "receipt")
+                     "receipt", "remember", "pin")
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss", "forget_leftovers")
 PURGE_ACTIONS = ("survey", "purge", "resume")
 # The purge's wait for the plugin's threads, in all, as uninstall's (hooks.UNINSTALL_WAIT_S).
@@ -113,7 +113,8 @@ def inspector_document(body: Any) -> dict:
     `forget` (`id`, and `confirmed: true` from the UI's confirm step), `undo` (`id` of a forgotten
     conclusion), `edit_card` (`facts`: the whole new card), `export` (`format`: json or markdown;
     the file's text and name), `import` (`file`: an export's JSON text; `dry_run: true` sends
-    nothing), `receipt` (`receipt`: a receipt's id; the pack its turn got while recall holds it). A
+    nothing), `receipt` (`receipt`: a receipt's id; the pack its turn got while recall holds it),
+    `remember` (`text`, and `expires_in` for a lifetime), `pin` (`id`: its lifetime removed). A
     structured error for anything else."""
     body, refused = checked_action(body, INSPECTOR_ACTIONS)
     if refused:
@@ -136,6 +137,8 @@ def inspector_document(body: Any) -> dict:
         "export": lambda: memory_file.download(actions, body.get("format"), time.time()),
         "import": lambda: _imported(actions, body.get("file"), body.get("dry_run") is True),
         "receipt": lambda: inspector.receipt(ins, body.get("receipt")),
+        "remember": lambda: inspector.remember(ins, body.get("text"), body.get("expires_in")),
+        "pin": lambda: inspector.pin(ins, body.get("id")),
     }[action]()
 
 

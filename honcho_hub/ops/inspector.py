@@ -1,7 +1,8 @@
 """The memory inspector: what Honcho holds about the user, and what the user may do about it.
 
 It shows the card, the conclusions, the newest local writes and the base pack, every text made safe
-first; it forgets a conclusion, replaces the card, undoes a recent forget. See docs/architecture.md.
+first; it forgets a conclusion, replaces the card, undoes a recent forget, remembers for a while and
+pins. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..safety.redact import redact
 from ..safety.untrusted import UNTRUSTED, neutralize
 from ..settings.config import Settings
 from ..storage import chats as chat_rows
-from ..storage import memory_log
+from ..storage import expiries, memory_log
 from ..storage.db import with_existing
 from ..storage.memory_log import KeptWrite, MemoryWrite, WriteKind
 from ..tool.actions import MAX_FACT_CHARS, MAX_FACTS, MAX_QUERY, ActionContext, error_line, run_verb
@@ -105,8 +106,8 @@ def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
     except HonchoRequestError as exc:
         return {"error": exc.code}
     chats = _chats(ins)
-    return {"items": [_conclusion(ins, c.id, c.content, c.session_id, c.created_at, chats)
-                      for c in listing.items],
+    return {"items": _with_ends(ins, [_conclusion(ins, c.id, c.content, c.session_id, c.created_at,
+                                                  chats) for c in listing.items]),
             "page": number, "pages": listing.pages, "total": listing.total}
 
 
@@ -130,8 +131,8 @@ def search(ins: Inspector, query: Any) -> dict[str, Any]:
         return {"ok": False,
                 "message": "The search could not be made safe to send; nothing was sent."}
     chats = _chats(ins)
-    return {"ok": True, "items": [_conclusion(ins, f.id, f.content, f.where or None, None, chats)
-                                  for f in found]}
+    return {"ok": True, "items": _with_ends(ins, [_conclusion(ins, f.id, f.content, f.where or None,
+                                                              None, chats) for f in found])}
 
 
 def forget(ins: Inspector, conclusion_id: Any, confirmed: Any) -> dict[str, Any]:
@@ -208,6 +209,54 @@ def _undo(ins: Inspector, conclusion_id: str) -> dict[str, Any]:
     return {"ok": True, "id": made.id,
             "message": f"Restored conclusion {conclusion_id} as {made.id}:"
                        " its kept text, under a new id." + note}
+
+
+# -- memories that expire ----------------------------------------------------------------------
+
+
+def remember(ins: Inspector, text: Any, expires_in: Any = None) -> dict[str, Any]:
+    """Remember `text` as a conclusion through the tool's remember (its bounds and redaction), for
+    the lifetime `expires_in` ("90m", "12h", "7d") when one is given."""
+    args = {"content": text, "expires_in": expires_in or None}
+    result = run_verb("remember", args, ins.actions)
+    return {"ok": result.ok, "message": result.text}
+
+
+def pin(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
+    """Remove a conclusion's lifetime: it stays in Honcho until forgotten."""
+    if not isinstance(conclusion_id, str) or not _ID.match(conclusion_id):
+        return {"ok": False, "message": "`id` must be a conclusion's id."}
+    s = ins.actions.settings
+    try:
+        outcome = with_existing(s, lambda db: expiries.pin(db, s.destination(), conclusion_id),
+                                "not_expiring")
+    except OutboxError as exc:
+        return {"ok": False, "error": exc.code,
+                "message": f"The local record could not be changed ({exc.code})."}
+    if outcome == "pinned":
+        return {"ok": True, "message": f"Conclusion {conclusion_id} is pinned: it no longer"
+                                       " expires."}
+    return {"ok": False, "error": outcome,
+            "message": {"deleting": f"Conclusion {conclusion_id} is being deleted now: its"
+                                    " lifetime ended.",
+                        "not_expiring": f"Conclusion {conclusion_id} has no lifetime to"
+                                        " remove."}[outcome]}
+
+
+def _with_ends(ins: Inspector, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conclusions shown, each with when its lifetime ends and the seconds left (None for
+    one without a lifetime, and for all when the local record cannot be read)."""
+    s, now = ins.actions.settings, ins.clock()
+    try:
+        ends: dict[str, float] = with_existing(
+            s, lambda db: expiries.ends(db, s.destination(), [i["id"] for i in items]), {})
+    except OutboxError:
+        ends = {}
+    for item in items:
+        end = ends.get(item["id"])
+        item["expires_at"] = _iso(end) if end is not None else None
+        item["expires_in_s"] = max(0.0, end - now) if end is not None else None
+    return items
 
 
 # -- the parts of the view -------------------------------------------------------------------------
