@@ -1,0 +1,103 @@
+"""Forgetting a chat completely in the real Agent Zero v1.7 web UI, in headless Chromium, against
+the real Honcho: a chat's fact is derived into a conclusion, a dream derives more from it and
+writes it into the card; the chat is deleted in Agent Zero, forgotten from the sidebar's offer, and
+the sidebar then lists what the dream left, removes it once the user confirms, and nothing in Honcho
+cites the chat's conclusions any more.
+
+Its own Agent Zero: `.ci/run` runs every `tests/browser/a0_ui_*.py`, or
+`$A0_PYTHON tests/browser/a0_ui_forget.py` with `A0_HARNESS` and `HONCHO_REAL_URL` set.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "host"))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import a0_ui_browser as kit  # noqa: E402
+from host_kit import wait_for  # noqa: E402
+from mcp_fake import McpFake  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+ANSWER = "Noted: the bees."
+FACT = "I keep bees in the garden"
+LEFTOVER = ".honcho-sidebar-leftover"
+
+
+def setUpModule():
+    kit.shots = tempfile.mkdtemp(prefix="honcho-shots-")
+    kit.mcp = McpFake()
+    kit.ui = kit.AgentZeroUi(kit.mcp.url)
+    kit._pw = sync_playwright().start()
+    kit.browser = kit._pw.chromium.launch(executable_path=kit.CHROMIUM, headless=True,
+                                          args=kit.CHROMIUM_ARGS)
+
+
+def tearDownModule():
+    kit.tearDownModule()
+
+
+def listed(filters: dict) -> list:
+    """Conclusions of every peer pair in the UI's workspace (first 100)."""
+    return list(kit.ui.honcho().conclusions.list(size=100, filters=filters).items)
+
+
+def citing(conclusion_ids: list[str]) -> list:
+    return listed({"OR": [{"source_ids": {"contains": [cid]}} for cid in conclusion_ids]})
+
+
+class ForgetCompletelyTest(kit.UiCase):
+    def test_the_sidebar_offers_what_a_dream_left_and_removes_it_once_confirmed(self):
+        kit.ui.script([ANSWER])
+        page = self.open_page()
+        page.on("dialog", lambda dialog: dialog.accept())  # each confirm step
+        chat = self.new_chat(page)
+        session = f"chat-{chat}"
+        page.fill("#chat-input", FACT)
+        page.press("#chat-input", "Enter")
+        page.get_by_text(ANSWER).first.wait_for(timeout=60_000)
+        said = wait_for(lambda: [c for c in listed({"session_id": session})
+                                 if c.observer_id == "agent-zero" and FACT in c.content], 90,
+                        "the chat's fact derived into a conclusion", 1)
+        chat_ids = [c.id for c in listed({"session_id": session})]
+        kit.ui.honcho().schedule_dream(observer="agent-zero", observed="user")
+        derived = wait_for(lambda: citing(chat_ids), 90, "the dream's derived conclusions", 1)
+        wait_for(lambda: any(FACT in fact for fact in kit.ui.honcho().peer("agent-zero")
+                             .get_card(target="user") or ()), 60, "the dream's card", 1)
+        self.assertTrue(said)
+
+        page.click(".honcho-sidebar-line")
+        panel = page.locator("[data-testid=honcho-panel]")
+        page.evaluate("""async (id) => { const api = await import('/js/api.js');
+            await api.callJsonApi('/chat_remove', {context: id}); }""", chat)
+        offer = panel.locator(".honcho-sidebar-offer").first
+        offer.wait_for(timeout=20_000)
+        offer.locator("[data-action=forget_chat]").click()
+        self.toast(page, "queued or kept messages deleted")
+        block = panel.locator("[data-testid=honcho-forget-leftovers]")
+        block.wait_for(timeout=30_000)
+        shown = block.locator(f"{LEFTOVER}[data-kind=conclusion]")
+        self.assertEqual(sorted(shown.evaluate_all("items => items.map(i => i.dataset.id)")),
+                         sorted(c.id for c in derived))
+        facts = block.locator(f"{LEFTOVER}[data-kind=card_fact]").all_inner_texts()
+        self.assertIn(f"card: ATTRIBUTE: {FACT}", facts)
+        self.assertEqual({c.id for c in citing(chat_ids)}, {c.id for c in derived},
+                         "nothing removed before the confirmation")
+        block.scroll_into_view_if_needed()
+        page.screenshot(path=os.path.join(kit.shots, "forget-leftovers.png"))
+
+        block.locator("button[data-action=forget_leftovers]").click()
+        self.toast(page, "derived conclusions and")
+        wait_for(lambda: not block.count(), 20, "the offer gone once removed")
+        self.assertEqual(citing(chat_ids), [], "nothing left citing the chat's conclusions")
+        card = kit.ui.honcho().peer("agent-zero").get_card(target="user") or []
+        self.assertFalse([fact for fact in card if FACT in fact], card)
+
+
+if __name__ == "__main__":
+    unittest.main()
