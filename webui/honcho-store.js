@@ -112,6 +112,10 @@ export const store = createStore("honchoHub", {
   cardError: null,
   forgetOffers: [], // chats deleted in Agent Zero whose forgetting in Honcho is offered, never forced
   forgetting: null,
+  // What the last forget in this page left in Honcho (derived conclusions, matching card facts), offered
+  // for removal: { chat, conclusions, card_facts, more }, or null.
+  leftovers: null,
+  removingLeftovers: false,
   // The selected chat's { chat, state ("remember", "no-capture" or "off"), sender (its sender_peers key, or null),
   // thisIsMe (whether "This is me" is offered: a sender sender_peers does not map, never a group) }.
   chatMemory: null,
@@ -227,12 +231,37 @@ export const store = createStore("honchoHub", {
     try {
       const answer = await callJsonApi(FORGET_API, { action: "forget_chat", chat, confirmed: true });
       (answer.ok ? toastSuccess : toastWarning)(answer.text || answer.error || "Done", "Honcho");
+      const left = answer.result && answer.result.leftovers;
+      this.leftovers = left && !left.error && (left.conclusions.length || left.card_facts.length)
+        ? { chat, conclusions: left.conclusions, card_facts: left.card_facts, more: left.more } : null;
     } catch (e) {
       toastError("The action could not reach Agent Zero", "Honcho");
     } finally {
       this.forgetting = null;
       await this.refreshOffers();
     }
+  },
+
+  // Removes what the forget offered, after the user confirmed; what could not be removed stays listed.
+  async removeLeftovers() {
+    const left = this.leftovers;
+    if (!left || this.removingLeftovers) return;
+    if (!globalThis.confirm(`Remove from Honcho the ${left.conclusions.length} conclusions derived from chat ` +
+        `${left.chat} and the ${left.card_facts.length} card facts matching it? This cannot be undone.`)) return;
+    this.removingLeftovers = true;
+    try {
+      const answer = await callJsonApi(FORGET_API, { action: "forget_leftovers", chat: left.chat, confirmed: true });
+      (answer.ok ? toastSuccess : toastWarning)(answer.text || answer.error || "Done", "Honcho");
+      if (answer.ok) this.leftovers = null;
+    } catch (e) {
+      toastError("The action could not reach Agent Zero", "Honcho");
+    } finally {
+      this.removingLeftovers = false;
+    }
+  },
+
+  keepLeftovers() {
+    this.leftovers = null;
   },
 
   async dismissOffer(chat) {
