@@ -136,6 +136,16 @@ class ForgetCompletelyTest(unittest.TestCase):
         self.assertIn("NOT removed: conclusion dab (http_503)", text)
         self.assertIn(f"NOT removed: 2 facts of the card of {AGENT} about {USER} (http_503)", text)
 
+    def test_what_was_not_removed_is_offered_again_and_a_second_removal_takes_it(self):
+        bench = chat_a_bench(self)
+        forget(bench)
+        bench.fake.fail(r"/conclusions/dab$", status=503)
+        self.assertEqual(remove(bench)["conclusions_removed"], 2)
+        again = remove(bench)
+        self.assertEqual((again["conclusions_removed"], again["card_facts_removed"],
+                          again["not_removed"]), (1, 0, []))
+        self.assertEqual(sorted(bench.fake.conclusions), ["db1", "eb1"])
+
     def test_a_conclusion_deleted_meanwhile_counts_as_gone_not_failed(self):
         bench = chat_a_bench(self)
         forget(bench)
@@ -263,6 +273,9 @@ class ForgetCompletelySidebarTest(unittest.TestCase):
     def test_the_answer_carries_the_offer_and_a_confirmed_second_call_removes_it(self):
         done = self.operations.forget_document({"action": "forget_chat", "chat": "a",
                                                 "confirmed": True})
+        self.assertIn("3 conclusions derived from this chat and 2 card facts matching it are"
+                      " still in Honcho.", done["text"])
+        self.assertNotIn("da1", done["text"], "the toast counts; the sidebar lists them")
         self.assertEqual(sorted(c["id"] for c in done["result"]["leftovers"]["conclusions"]),
                          ["da1", "dab", "dd1"])
         refused = self.operations.forget_document({"action": "forget_leftovers", "chat": "a"})

@@ -273,8 +273,9 @@ def forget_document(body: Any) -> dict:
         # its next turn names the new session
         hub().chats().forgotten(settings, chat_id, report["generation"])
         host.forget_recalled(chat_id)  # the chat's saved file keeps no recalled text
+    # The sidebar lists what the forget left; the toast only counts it.
     return {"ok": report.get("state") == forget.DONE, "result": report,
-            "text": forget.report_text(report)}
+            "text": forget.report_text(report, itemized=False)}
 
 
 # -- purging before an uninstall -------------------------------------------------------------------

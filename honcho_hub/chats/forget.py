@@ -175,9 +175,10 @@ def _delete_sessions(gateway: HonchoGateway, outbox: Outbox, destination: str,
     return outcomes
 
 
-def report_text(report: dict[str, Any], item: Callable[[str], str] = str) -> str:
-    """A forget's report as lines for the command line and the tool (`item` shows Honcho's
-    text)."""
+def report_text(report: dict[str, Any], item: Callable[[str], str] = str,
+                itemized: bool = True) -> str:
+    """A forget's report as lines for the command line and the tool (`item` shows Honcho's text;
+    without `itemized`, what it left is counted, not listed)."""
     if "error" in report:
         return (f"chat {report['chat_id']}: nothing forgotten, the outbox is unusable"
                 f" ({report['error']})")
@@ -196,11 +197,13 @@ def report_text(report: dict[str, Any], item: Callable[[str], str] = str) -> str
     for session_id in report["shared_sessions"]:
         lines.append(f"Honcho session {session_id} is shared with other chats: left alone")
     lines.append(f"later messages of the chat go to session {report['next_session']}")
-    return "\n".join(lines + offer_lines(report, item))
+    return "\n".join(lines + offer_lines(report, item, itemized))
 
 
-def offer_lines(report: dict[str, Any], item: Callable[[str], str] = str) -> list[str]:
-    """What a forget left in Honcho, one line each (none when nothing was left)."""
+def offer_lines(report: dict[str, Any], item: Callable[[str], str] = str,
+                itemized: bool = True) -> list[str]:
+    """What a forget left in Honcho, one line each, or only their count (none when nothing was
+    left)."""
     found = report.get("leftovers")
     if not found:
         return []
@@ -212,7 +215,9 @@ def offer_lines(report: dict[str, Any], item: Callable[[str], str] = str) -> lis
         return []
     lines = [f"{len(conclusions)} conclusions derived from this chat and {len(facts)} card facts"
              " matching it are still in Honcho" + (" (more may exist)" if found["more"] else "")
-             + ":"]
+             + (":" if itemized else ".")]
+    if not itemized:
+        return lines
     lines += [f"- [{c['id']}] {item(c['content'])} ({c['level']})" for c in conclusions]
     lines += [f"- card of {f['observer']} about {f['observed']}: {item(f['fact'])}"
               for f in facts]
