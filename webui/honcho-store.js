@@ -47,7 +47,9 @@ export const ACTIONS = [
 ];
 
 // A check that ran can still have failed: the API failing is an error, only the MCP server a warning.
+// A wake that a hold refused started nothing: a warning, not a success.
 function toastFor(action, result) {
+  if (action === "wake") return result.held ? toastWarning : toastSuccess;
   if (action !== "check" || (result.api.ok && result.mcp.ok)) return toastSuccess;
   return result.api.ok ? toastWarning : toastError;
 }
@@ -61,7 +63,7 @@ function describe(action, result) {
       const paused = result.paused ? `, paused (${result.paused})` : "";
       if (result.woken) return `Worker woken${paused}`;
       if (result.started) return `Worker started${paused}`;
-      if (result.held) return "Worker held stopped by an update or uninstall; not started";
+      if (result.held) return "Worker held stopped (an update, a switch-off, an uninstall or a purge); not started";
       return "The previous worker is still stopping; a new one starts when it has";
     }
     case "drain":
