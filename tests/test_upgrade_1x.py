@@ -134,6 +134,17 @@ class OnceAndSafeTest(UpgradeCase):
             self.assertEqual(handle.read(), after_first)
         self.assertEqual(len(self.records()), 1)
 
+    def test_nothing_to_upgrade_writes_nothing_beside_the_file(self):
+        # Agent Zero v1.7's start deadlocks on a file created in its watched plugin folder while it
+        # registers its watchers, and every start of ours looks for a 1.x file.
+        for saved in (None, {"workspace_id": "ours"}):
+            with self.subTest(saved=saved):
+                if saved is not None:
+                    self.write(saved)
+                before = sorted(os.listdir(self.folder))
+                self.assertIsNone(self.upgrade())
+                self.assertEqual(sorted(os.listdir(self.folder)), before)
+
     def test_before_the_upgrade_the_settings_readers_take_the_1x_names(self):
         self.write(fixture("1.2.0"))
         settings = self.settings()
