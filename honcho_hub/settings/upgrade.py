@@ -61,9 +61,22 @@ def upgrade_config(path: str, *, is_project: bool = False,
     """Upgrade the config file at `path` if it holds 1.x settings, under its lock (another process
     waits, then finds nothing left to do); None when there was nothing to upgrade: no file, an
     unusable one (left as it is: the readers ignore it with a warning), or none of 1.x's names.
-    Raises ConfigFileError when the file or its record cannot be written."""
+    Raises ConfigFileError when the file or its record cannot be written.
+
+    The file is read first without the lock: on every start but an upgrade's first, no lock file is
+    created beside it. A file created in Agent Zero v1.7's watched plugin folder while it registers
+    its file watchers at start deadlocks that start (docs/updating.md)."""
+    if not _holds_1x_names(path):
+        return None
     with config_write_lock(path):
         return upgrade_config_locked(path, is_project=is_project, now=now)
+
+
+def _holds_1x_names(path: str) -> bool:
+    try:
+        return any(name in V1_NAMES for name in load_saved_names(path))
+    except ConfigFileError:
+        return False
 
 
 def upgrade_config_locked(path: str, *, is_project: bool = False,
