@@ -34,6 +34,8 @@ import uuid
 
 import host_kit
 
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+UI_START_S = 180.0  # seconds on a busy machine
 RESUMED_S = 10.0  # the issue's bound: delivery resumed this long after the update answered
 UPDATE_TIMEOUT_S = 300.0  # pre_update's drain, git pull, the install hook's pip
 NEW_VERSION = "9.9.9-update-test"
@@ -99,8 +101,21 @@ def serve_ui(tree: str, port: int, env: dict[str, str], log: str) -> subprocess.
         except httpx.HTTPError:
             return False
 
-    host_kit.wait_for(answers, 120, "Agent Zero's web UI to answer", interval_s=0.5)
+    try:
+        host_kit.wait_for(answers, UI_START_S, "Agent Zero's web UI to answer", interval_s=0.5)
+    except BaseException:
+        stop_ui(ui)
+        raise
     return ui
+
+
+def stop_ui(ui: subprocess.Popen) -> None:
+    ui.terminate()
+    try:
+        ui.wait(30)
+    except subprocess.TimeoutExpired:
+        ui.kill()
+        ui.wait(30)
 
 
 class ServedTree:
@@ -118,6 +133,8 @@ class ServedTree:
         self.env = {**os.environ, "HONCHO_API_URL": host_kit.required_env("HONCHO_REAL_URL"),
                     "HONCHO_WORKSPACE_ID": self.workspace_id,
                     "HONCHO_OUTBOX_PATH": os.path.join(self.tmp, "outbox.sqlite3")}
+        self._honcho = None
+        self._honcho_http = httpx.Client()
         self.tree = host_kit.new_tree(self.tmp)  # stages this checkout in tmp/plugin-src
         self.upstream = os.path.join(self.tmp, "plugin-src")
         git(self.upstream, "init", "-q", "-b", "main")
@@ -137,18 +154,14 @@ class ServedTree:
         self.http = httpx.Client(base_url=self.url, headers={"Origin": self.url}, timeout=60)
         token = self.http.get("/api/csrf_token").json()
         if not token.get("ok"):
+            self.stop()
             raise RuntimeError(f"no CSRF token: {token}")
         self.http.headers["X-CSRF-Token"] = token["token"]
-        self._honcho = None
 
     def stop(self) -> None:
         self.http.close()
-        self.ui.terminate()
-        try:
-            self.ui.wait(30)
-        except subprocess.TimeoutExpired:
-            self.ui.kill()
-            self.ui.wait(30)
+        self._honcho_http.close()
+        stop_ui(self.ui)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def post(self, path: str, body: dict, timeout: float = 60) -> dict:
@@ -179,11 +192,32 @@ class ServedTree:
         from honcho import Honcho
 
         if self._honcho is None:
+            # Its HTTP client is ours, so that stop() closes its sockets.
             self._honcho = Honcho(base_url=self.env["HONCHO_API_URL"],
                                   workspace_id=self.workspace_id,
                                   api_key=os.environ.get("HONCHO_REAL_ADMIN_KEY") or None,
-                                  max_retries=0, timeout=15)
+                                  max_retries=0, timeout=15, http_client=self._honcho_http)
         return [m.content for m in self._honcho.session(f"chat-{context}").messages()]
+
+    def sidebar(self) -> tuple[str, str]:
+        """What the sidebar shows, in a fresh page of the real UI: the line's headline, and the open
+        panel's Version row."""
+        page = browser().new_page(viewport={"width": 1440, "height": 1000})
+        try:
+            page.goto(self.url, wait_until="domcontentloaded")
+            if page.locator("#left-panel.hidden").count():
+                page.click("#toggle-sidebar")
+            headline = page.locator("[data-testid=honcho-sidebar] .honcho-sidebar-headline")
+            page.wait_for_function(
+                "(el) => el.textContent && el.textContent !== 'Checking…'",
+                arg=headline.element_handle(), timeout=30_000)
+            line = headline.text_content() or ""
+            page.click("[data-testid=honcho-sidebar] .honcho-sidebar-line")
+            version = page.locator("[data-testid=honcho-panel] [data-field=version]")
+            version.wait_for(timeout=30_000)
+            return line, version.text_content() or ""
+        finally:
+            page.close()
 
     def commit_upstream(self, path: str, edit, message: str) -> None:
         """Change one file of the upstream repository (`edit(text) -> text`) and commit it."""
@@ -195,6 +229,20 @@ class ServedTree:
         git(self.upstream, "commit", "-q", "-am", message)
 
 
+_browser: list = []  # (playwright, browser) once a test asked for the page
+
+
+def browser():
+    """One headless Chromium for the module (Debian's; no browser download)."""
+    if not _browser:
+        from playwright.sync_api import sync_playwright
+
+        playwright = sync_playwright().start()
+        _browser.extend([playwright, playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])])
+    return _browser[1]
+
+
 served: ServedTree
 installed_version = ""
 chat = ""
@@ -204,14 +252,21 @@ turns = 0  # turns typed into `chat` so far (each is the user's message and the 
 def setUpModule() -> None:
     global served, installed_version, chat, turns
     served = ServedTree()
-    installed_version = plugin_version(served.plugin_dir)
-    chat = served.say("Before any update.")
-    turns = 1
-    host_kit.wait_for(lambda: len(served.delivered(chat)) >= 2, 60,
-                      "the first turn delivered before any update")
+    try:
+        installed_version = plugin_version(served.plugin_dir)
+        chat = served.say("Before any update.")
+        turns = 1
+        host_kit.wait_for(lambda: len(served.delivered(chat)) >= 2, 60,
+                          "the first turn delivered before any update")
+    except BaseException:
+        served.stop()
+        raise
 
 
 def tearDownModule() -> None:
+    if _browser:
+        _browser[1].close()
+        _browser[0].stop()
     served.stop()
 
 
@@ -270,6 +325,8 @@ class UpdateTest(unittest.TestCase):
                                    f"Version {NEW_VERSION} in {path}")
         status = self.update_and_measure("core")
         self.assert_code(status, True, installed_version, NEW_VERSION)
+        sentence = status["code"]["restart"]
+        self.assertEqual(served.sidebar(), (sentence, sentence))
 
     def test_3_an_extensions_change_is_not_reloaded_and_still_needs_a_restart(self) -> None:
         served.commit_upstream("extensions/honcho_bridge/host.py",
@@ -284,6 +341,9 @@ class UpdateTest(unittest.TestCase):
         status = self.update_and_measure("hooks")
         # The watcher's reload imported the whole plugin again: the changes of tests 2 and 3 too.
         self.assert_code(status, False, NEW_VERSION, NEW_VERSION)
+        line, version = served.sidebar()
+        self.assertNotIn("restart", line)
+        self.assertEqual(version, f"{NEW_VERSION} (the code on disk is running)")
 
 
 if __name__ == "__main__":
