@@ -150,7 +150,12 @@ class ServedTree:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = os.path.join(self.tmp, "ui.log")
-        self.ui = serve_ui(self.tree, self.port, self.env, self.log)
+        try:
+            self.ui = serve_ui(self.tree, self.port, self.env, self.log)
+        except BaseException:
+            self._honcho_http.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
         self.http = httpx.Client(base_url=self.url, headers={"Origin": self.url}, timeout=60)
         token = self.http.get("/api/csrf_token").json()
         if not token.get("ok"):
