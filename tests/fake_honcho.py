@@ -104,6 +104,8 @@ class FakeHoncho:
             ("DELETE", _WS + r"/sessions/(?P<sid>[^/]+)$", self._delete_session),
             ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/peers/(?P<peer>[^/]+)/config$",
              self._peer_config),
+            ("PUT", _WS + r"/sessions/(?P<sid>[^/]+)/peers/(?P<peer>[^/]+)/config$",
+             self._set_peer_config),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages$", self._add_messages),
             ("POST", _WS + r"/sessions/(?P<sid>[^/]+)/messages/list$", self._list_messages),
             ("GET", _WS + r"/sessions/(?P<sid>[^/]+)/context$", self._context),
@@ -257,6 +259,18 @@ class FakeHoncho:
         config = session["peers"][peer]
         return 200, {"observe_me": config.get("observe_me"),
                      "observe_others": config.get("observe_others")}
+
+    def _set_peer_config(self, body: dict, query: dict, ws: str, sid: str,
+                         peer: str) -> tuple[int, Any]:
+        """Like Honcho (contract_existing_sessions.py): the flags given replace the peer's; a peer
+        of the workspace not in the session is added to it; 404 for a session or peer it does not
+        hold."""
+        session = self.sessions.get((ws, sid))
+        if session is None or (ws, peer) not in self.peers:
+            return 404, {"detail": "Session not found"}
+        given = {k: body[k] for k in ("observe_me", "observe_others") if body.get(k) is not None}
+        session["peers"][peer] = {**session["peers"].get(peer, {}), **given}
+        return 204, None
 
     def _add_messages(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         batch = body.get("messages")

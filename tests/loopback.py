@@ -68,7 +68,7 @@ def _handler_for(fake: FakeHoncho, stop: threading.Event, seen: list,
             return self._send(status, payload, extra)
 
         def _send(self, status: int, payload, extra: dict | None = None) -> None:
-            data = json.dumps(payload).encode()
+            data = b"" if status == 204 else json.dumps(payload).encode()  # 204 has no body
             head = [f"HTTP/1.1 {status} X", "Content-Type: application/json",
                     f"Content-Length: {len(data)}"]
             head += [f"{k}: {v}" for k, v in (extra or {}).items()]

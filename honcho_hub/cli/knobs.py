@@ -52,7 +52,8 @@ STRATEGY_ALWAYS = ("messages already captured keep the session they were queued 
 PEER_RENAMED = ("messages already captured keep the peer id they were captured with; what Honcho"
                 " holds under the old id is not recalled under the new one")
 OBSERVATION_KEPT = ("sessions Honcho already holds keep the peer configuration they have (the"
-                    " server's wins); new sessions get this one")
+                    " server's wins); new sessions get this one (--apply-existing sets it on the"
+                    " sessions this install made)")
 SECRETS_UNSEEN = ("the command line does not read Agent Zero's Settings → Secrets, where the key"
                   " usually is: it may be set there")
 

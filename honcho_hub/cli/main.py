@@ -25,7 +25,8 @@ from ..errors import (
     MemoryFileError,
     OutboxError,
 )
-from ..ops import memory_file, purge
+from ..gateway.gateway import HonchoGateway
+from ..ops import memory_file, observation, purge
 from ..ops import operator as operations
 from ..ops.status import build_status, status_text
 from ..settings import log_level
@@ -268,8 +269,14 @@ def _knob(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Ma
     plugin_dir = args.plugin_dir or knobs.default_plugin_dir()
     if not os.path.isdir(plugin_dir):
         parser.error("--plugin-dir: not a folder")
+    existing = getattr(args, "apply_existing", False)
+    if getattr(args, "dry_run", False) and not existing:
+        return _failed(args.command, "--dry-run goes with --apply-existing", EXIT_USAGE)
+    plugin = knobs.GlobalSettings(plugin_dir, environ)
     try:
-        report = KNOBS[args.command](knobs.GlobalSettings(plugin_dir, environ), args)
+        report = KNOBS[args.command](plugin, args)
+        if existing:  # after a change in the same run: the preset just saved
+            report["existing"] = _existing_sessions(plugin, apply=not args.dry_run)
     except InvalidValue as exc:
         return _failed(args.command, f"{exc}; nothing changed", EXIT_USAGE)
     except ConfigFileError as exc:
@@ -278,7 +285,20 @@ def _knob(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Ma
     except OutboxError as exc:
         return _failed(args.command, f"cannot read the outbox ({exc.code})", EXIT_FAILED)
     _print(out, report, args.json, knob_text)
-    return EXIT_DEGRADED if report["overridden"] else EXIT_OK
+    undone = "existing" in report and (report["existing"]["stopped"]
+                                       or report["existing"]["failed"])
+    return EXIT_DEGRADED if report["overridden"] or undone else EXIT_OK
+
+
+def _existing_sessions(plugin: knobs.GlobalSettings, apply: bool) -> dict[str, Any]:
+    """The saved observation preset checked (and with `apply` set) on the sessions this install
+    made, page after page (ops/observation.py)."""
+    settings = plugin.snapshot().settings
+    gateway = HonchoGateway.for_settings(settings)
+    try:
+        return observation.walk(settings, gateway, apply=apply)
+    finally:
+        gateway.close()
 
 
 def _failed(command: str, problem: str, code: int) -> int:
@@ -299,6 +319,8 @@ def knob_text(report: dict[str, Any]) -> str:
               f" to {_utc(m['last_captured_at'])}"
               for m in report.get("sessions", [])]
     lines += report["notes"] + [f"warning: {warning}" for warning in report["warnings"]]
+    if "existing" in report:
+        lines.append(observation.report_text(report["existing"]))
     return "\n".join(lines)
 
 
@@ -416,6 +438,13 @@ def _knob_parsers(sub: Subcommands) -> None:
         flag = "--" + name.removeprefix("observe_").replace("_", "-")
         sub.choices["observation"].add_argument(flag, dest=name, metavar="true|false",
                                                 help=f"{name} (custom)")
+    sub.choices["observation"].add_argument(
+        "--apply-existing", action="store_true",
+        help="set the saved preset's flags on the sessions this install made that differ"
+             f" (at most {observation.MAX_SESSIONS} a run)")
+    sub.choices["observation"].add_argument(
+        "--dry-run", action="store_true",
+        help="with --apply-existing: say how many sessions differ and how; change nothing")
 
 
 def _backfill(parser: argparse.ArgumentParser, args: argparse.Namespace, environ: Mapping[str, str],

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PermanentError
-from .gateway import HonchoGateway
+from .gateway import HonchoGateway, sdk
 
 LISTING_PAGE = 100
 LISTING_PAGES = 10  # a bounded walk: at most 1,000 conclusions are checked before giving up
@@ -256,6 +256,31 @@ def self_view(gw: HonchoGateway, peer_id: str, scope: str | None) -> PeerView:
         own = gw.call(lambda client: peer.context())
         representation, card = own.representation, own.peer_card
     return PeerView(representation, tuple(card or ()))
+
+
+# -- a session's peers ----------------------------------------------------------------------------
+
+
+def peer_configuration(gw: HonchoGateway, session_id: str,
+                       peer_id: str) -> dict[str, bool | None] | None:
+    """The server's flags of `peer_id` in the session ({"observe_me", "observe_others"}; None where
+    it holds no explicit value), or None when the session or the peer in it does not exist."""
+    try:
+        config = gw.call(lambda client: gw.reader_session(session_id)
+                         .get_peer_configuration(peer_id))
+    except PermanentError as exc:
+        if exc.code == "http_404":
+            return None
+        raise
+    return {"observe_me": config.observe_me, "observe_others": config.observe_others}
+
+
+def set_peer_configuration(gw: HonchoGateway, session_id: str, peer_id: str,
+                           flags: dict[str, bool]) -> None:
+    """Set `peer_id`'s flags in the session. Honcho ADDS the peer to the session when it is not in
+    it: set only a peer read there first. 404 (PermanentError) for a session it does not hold."""
+    config = sdk().api_types.SessionPeerConfig(**flags)
+    gw.call(lambda client: gw.reader_session(session_id).set_peer_configuration(peer_id, config))
 
 
 # -- the server ------------------------------------------------------------------------------------

@@ -420,7 +420,7 @@ def _dialectic_lines(dialectic: dict[str, Any]) -> list[str]:
 def _sessions_lines(identity: dict[str, Any]) -> list[str]:
     observation, session_id = identity["observation"], identity["session_id"]
     lines = [f"Sessions {identity['session_strategy']} · observation {observation['preset']}: "
-             + _flags_text(observation["configured"])]
+             + flags_text(observation["configured"])]
     server = observation["server"]
     if server is None or not session_id:
         return lines
@@ -431,13 +431,13 @@ def _sessions_lines(identity: dict[str, Any]) -> list[str]:
     elif len(server) == 2 and all(flags is None for flags in server.values()):
         lines.append(f"Session {session_id} is not on the server yet: created with these flags")
     else:
-        lines.append(f"Session {session_id} on the server: {_flags_text(server)} — "
+        lines.append(f"Session {session_id} on the server: {flags_text(server)} — "
                      + ("the server's configuration wins" if observation["server_wins"]
                         else "as configured"))
     return lines
 
 
-def _flags_text(by_role: dict[str, dict[str, bool | None] | None]) -> str:
+def flags_text(by_role: dict[str, dict[str, bool | None] | None]) -> str:
     """Each role's flags; a role the server holds none for is not in the session yet, one missing
     was not read."""
     def word(value: bool | None) -> str:

@@ -149,6 +149,19 @@ def known_sessions(db: Database, limit: int = 100,
                  "last_captured_at": r[4]} for r in rows]
 
 
+def mapped_sessions(db: Database, destination: str, offset: int,
+                    limit: int) -> tuple[list[str], int]:
+    """(a page of the distinct Honcho sessions chats of `destination` were captured into, in id
+    order from `offset`; how many there are in all)."""
+    with db.transaction(READ) as (conn, now):
+        total = conn.execute("SELECT count(DISTINCT session_id) FROM chat_sessions"
+                             " WHERE destination = ?", (destination,)).fetchone()[0]
+        rows = conn.execute("SELECT DISTINCT session_id FROM chat_sessions WHERE destination = ?"
+                            " ORDER BY session_id LIMIT ? OFFSET ?",
+                            (destination, max(0, int(limit)), max(0, int(offset)))).fetchall()
+    return [r[0] for r in rows], int(total)
+
+
 def session_deleted(db: Database, destination: str, session_id: str) -> None:
     """Record that Honcho accepted the forgotten session's deletion (or held no such session)."""
     with db.transaction(WRITE) as (conn, now):
