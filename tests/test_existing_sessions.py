@@ -7,6 +7,7 @@ install did not make are never read. The command line's `observation --apply-exi
 Real honcho.Honcho over the fake (httpx.MockTransport), a real outbox file for the chat -> session
 map, a manual monotonic clock the transport moves."""
 
+import asyncio
 import contextlib
 import dataclasses
 import io
@@ -17,6 +18,7 @@ import tempfile
 import unittest
 
 import httpx
+from api_world import api_handler, api_world
 from delivery_helpers import with_api_url_problem
 from fake_honcho import FakeHoncho
 from hub_testkit import ROOT
@@ -304,6 +306,53 @@ class CommandLineTest(unittest.TestCase):
         code, _, err = self.cli("--dry-run")
         self.assertEqual(code, cli.EXIT_USAGE)
         self.assertIn("--dry-run goes with --apply-existing", err)
+
+
+class SidebarApiTest(unittest.TestCase):
+    """The sidebar's `honcho_action` verbs `observation_check` and `observation_apply` (confirmed),
+    through the plugin's API handler on a stub host, against the fake served over loopback."""
+
+    def setUp(self):
+        self.fake, server, self.host = api_world(self, KEY)
+        self.host.config.update(observation="directional")
+        self.handler = api_handler(self.host, "honcho_action")
+        bench = Bench(self)
+        bench.fake = self.fake
+        bench.settings = dataclasses.replace(bench.settings, api_url=server.url,
+                                             outbox_path=self.host.config["outbox_path"])
+        for sid in ("chat-a", "chat-b"):
+            bench.made(sid, "seed")
+
+    def call(self, body):
+        return asyncio.run(self.handler().process(body, None))
+
+    def agent_flags(self, sid):
+        return self.fake.sessions[(WS, sid)]["peers"][AGENT]
+
+    def test_check_says_what_differs_as_text_and_changes_nothing(self):
+        answer = self.call({"action": "observation_check"})
+        self.assertEqual((answer["ok"], answer["result"]["differ"], answer["result"]["dry_run"]),
+                         (True, 2, True))
+        self.assertIn("agent observe_me: off → on in 2 sessions", answer["result"]["text"])
+        self.assertEqual(self.agent_flags("chat-a"), flags(False, True))
+        self.assertNotIn(KEY, json.dumps(answer))
+        self.assertNotIn(self.host.config["outbox_path"], json.dumps(answer))
+
+    def test_apply_needs_the_confirmation_then_sets_the_flags(self):
+        refused = self.call({"action": "observation_apply"})
+        self.assertEqual(refused["ok"], False)
+        self.assertIn("confirm first", refused["error"])
+        self.assertEqual(self.agent_flags("chat-a"), flags(False, True))
+        answer = self.call({"action": "observation_apply", "confirmed": True, "offset": 0})
+        self.assertEqual((answer["ok"], answer["result"]["applied"]), (True, 2))
+        for sid in ("chat-a", "chat-b"):
+            self.assertEqual(self.agent_flags(sid), flags(True, True))
+
+    def test_a_bad_offset_is_read_as_the_first_page(self):
+        for offset in (-3, "x", None, 1.5, True):
+            with self.subTest(offset=offset):
+                answer = self.call({"action": "observation_check", "offset": offset})
+                self.assertEqual(answer["result"]["offset"], 0)
 
 
 if __name__ == "__main__":
