@@ -125,6 +125,9 @@ export const store = createStore("honchoHub", {
   settingMemory: false,
   // The open purge confirmation: { survey (counts), force, running, refusal (the server's text) }; null when closed.
   purge: null,
+  // The open "Existing sessions" check: { report (a page of ops/observation.py's report, its text lines
+  // included), running, error }; null when closed. Apply is the panel's confirmation of the check it shows.
+  presets: null,
   resuming: false,
   _cardAt: null, // when the card was last asked for (Date.now())
   _cardLoading: false,
@@ -404,6 +407,36 @@ export const store = createStore("honchoHub", {
     } finally {
       purge.running = false;
       await this.refresh();
+    }
+  },
+
+  // Existing sessions: the saved observation preset checked on a page of the sessions this install made (a dry
+  // run: how many differ and how); Apply sets it on that page's sessions that differ. Every line is the server's
+  // text, shown as text.
+  async checkPresets(offset = 0) {
+    if (this.presets && this.presets.running) return;
+    this.presets = { report: this.presets ? this.presets.report : null, running: true, error: null };
+    await this._presets({ action: "observation_check", offset });
+  },
+
+  async applyPresets() {
+    const presets = this.presets;
+    if (!presets || presets.running || !presets.report) return;
+    presets.running = true;
+    await this._presets({ action: "observation_apply", confirmed: true, offset: presets.report.offset });
+  },
+
+  closePresets() {
+    if (this.presets && !this.presets.running) this.presets = null;
+  },
+
+  async _presets(body) {
+    try {
+      const answer = await callJsonApi(ACTION_API, body);
+      if (answer.ok) this.presets = { report: answer.result, running: false, error: null };
+      else this.presets = { report: null, running: false, error: answer.error || "The check failed" };
+    } catch (e) {
+      this.presets = { report: null, running: false, error: "The check could not reach Agent Zero" };
     }
   },
 

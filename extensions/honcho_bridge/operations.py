@@ -16,7 +16,7 @@ from usr.plugins.honcho.honcho_hub.chats import forget
 from usr.plugins.honcho.honcho_hub.chats.rules import chat_kind
 from usr.plugins.honcho.honcho_hub.errors import ForgetRefused
 from usr.plugins.honcho.honcho_hub.gateway.scopes import resolve_scope
-from usr.plugins.honcho.honcho_hub.ops import inspector, memory_file
+from usr.plugins.honcho.honcho_hub.ops import inspector, memory_file, observation
 from usr.plugins.honcho.honcho_hub.ops import operator as operations
 from usr.plugins.honcho.honcho_hub.ops import purge as purge_files
 from usr.plugins.honcho.honcho_hub.ops.running_code import read_running_code
@@ -35,7 +35,8 @@ from .recall import template
 from .remember import remember_state_counts
 from .tool import action_context
 
-ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache")
+ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache", "observation_check",
+           "observation_apply")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import",
                      "receipt", "remember", "pin")
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss", "forget_leftovers")
@@ -83,11 +84,16 @@ def card_document(body: Any) -> dict:
 
 
 def run_operation(body: Any) -> dict:
-    """One of ACTIONS; a structured error for anything else."""
+    """One of ACTIONS; a structured error for anything else. `observation_check` and
+    `observation_apply` (`confirmed: true` from the panel's confirm step) take the page's `offset`
+    (ops/observation.py)."""
     body, refused = checked_action(body, ACTIONS)
     if refused:
         return refused
     action = body["action"]
+    if action == "observation_apply" and body.get("confirmed") is not True:
+        return {"ok": False, "action": action,
+                "error": "this changes what Honcho derives in existing sessions; confirm first"}
     the_hub = hub()  # the operator verbs act on its worker, capture journal and recaller
     if action in PURGED_REFUSES and the_hub.purged():
         return {"ok": False, "action": action, "error": PURGED_ERROR}
@@ -103,8 +109,19 @@ def run_operation(body: Any) -> dict:
         "retry_dead": lambda: operations.retry_dead(settings, the_hub.worker(),
                                                     operations.MAX_REQUEUE),
         "clear_cache": lambda: operations.clear_cache(settings, the_hub.recaller()),
+        "observation_check": lambda: _observation(settings, body.get("offset"), apply=False),
+        "observation_apply": lambda: _observation(settings, body.get("offset"), apply=True),
     }[action]()
     return {"ok": "error" not in result, "action": action, "result": result}
+
+
+def _observation(settings: Settings, offset: Any, apply: bool) -> dict:
+    """One page of the saved observation preset checked (or applied) on the sessions this install
+    made, with its text for the panel."""
+    start = offset if type(offset) is int and offset > 0 else 0
+    gateway = hub().tool_gateway(settings)
+    report = (observation.apply if apply else observation.check)(settings, gateway, start)
+    return {**report, "text": observation.report_text(report)}
 
 
 def inspector_document(body: Any) -> dict:
