@@ -482,6 +482,42 @@ class SidebarTest(UiCase):
                 self.toast(page, text)
                 wait_for(button.is_enabled, 20, f"{action} to finish")
 
+    def test_existing_sessions_are_checked_then_set_to_the_saved_preset_on_confirmation(self):
+        # A chat of this Agent Zero delivered under the saved preset (seed); its agent's flags then
+        # changed on the server, as a session made under another preset holds them.
+        ui.script(["Noted, three hives."])
+        page = self.open_page()
+        context_id = self.new_chat(page)
+        page.fill("#chat-input", "I keep three beehives")
+        page.press("#chat-input", "Enter")
+        session_id = f"chat-{context_id}"
+        wait_for(lambda: len(ui.honcho_messages(session_id)) >= 2, 60, "the chat in Honcho")
+        from honcho.api_types import SessionPeerConfig
+
+        session = ui.honcho().session(session_id)
+        session.set_peer_configuration("agent-zero", SessionPeerConfig(observe_me=True,
+                                                                       observe_others=True))
+        page.click(".honcho-sidebar-line")
+        panel = page.locator("[data-testid=honcho-panel]")
+        panel.locator("button[data-action=observation_check]").click()
+        presets = panel.locator("[data-testid=honcho-presets]")
+        report = presets.locator("[data-field=presets_report]")
+        wait_for(lambda: "sessions this install made" in report.inner_text(), 30, "the check")
+        text = report.inner_text()
+        self.assertIn("Observation seed: user me on, others on; agent me off, others on", text)
+        self.assertRegex(text, r"1 of \d+ sessions this install made hold other flags")
+        self.assertIn("agent observe_me: on → off in 1 session", text)
+        self.assertIn(f"{session_id} holds: user me on, others on; agent me on, others on", text)
+        self.assertEqual(session.get_peer_configuration("agent-zero").observe_me, True)
+        page.screenshot(path=os.path.join(shots, "existing-sessions.png"))
+        presets.locator("button[data-action=observation_apply]").click()
+        wait_for(lambda: "Applied the flags to 1 session." in report.inner_text(), 30,
+                 "the apply")
+        config = session.get_peer_configuration("agent-zero")
+        self.assertEqual((config.observe_me, config.observe_others), (False, True))
+        presets.locator("button[data-action=observation_close]").click()
+        self.assertEqual(panel.locator("[data-testid=honcho-presets]").count(), 0)
+
     def open_card(self):
         """A fresh page with the panel opened: the page, its card element and the card requests it
         made."""
