@@ -300,6 +300,8 @@ class FakeHoncho:
     def _list_messages(self, body: dict, query: dict, ws: str, sid: str) -> tuple[int, Any]:
         filters = body.get("filters") or {}
         found = [m for m in self.session_messages(sid, ws) if _matches(m, filters)]
+        if query.get("reverse") == "true":  # like Honcho: newest first
+            found.reverse()
         page, size = int(query.get("page", 1)), int(query.get("size", 50))
         items = found[(page - 1) * size: page * size]
         return 200, {"items": items, "total": len(found), "page": page, "size": size,
@@ -579,9 +581,13 @@ def _transport_error(fault: Fault, request: httpx.Request) -> Exception:
 
 
 def _matches(message: dict, filters: dict) -> bool:
-    """The subset of Honcho's filter language the plugin uses: AND, OR, metadata and field
-    equality."""
+    """The subset of Honcho's filter language the plugin uses: AND, OR, metadata, field equality
+    and `created_at` up to a time (`lte`)."""
     for key, wanted in filters.items():
+        if key == "created_at" and isinstance(wanted, dict):
+            if _at(message["created_at"]) > _at(wanted["lte"]):
+                return False
+            continue
         if key == "AND" and not all(_matches(message, f) for f in wanted):
             return False
         if key == "OR" and not any(_matches(message, f) for f in wanted):
@@ -619,6 +625,10 @@ def _conclusion_matches(c: dict, filters: dict) -> bool:
         elif key == "level" and c.get("level", "explicit") != wanted:
             return False
     return True
+
+
+def _at(iso: str) -> datetime:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00"))
 
 
 def _now() -> str:

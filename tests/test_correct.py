@@ -193,7 +193,7 @@ class EvidenceTest(unittest.TestCase):
         self.assertIn("does not say which conclusions", up["premises"]["message"])
         self.assertEqual(up["rested_on_by"]["items"], [])
         sent = [json.loads(body) for body in b.requests("POST", "/conclusions/list")]
-        self.assertIn({"filters": {"source_ids": {"contains": [premise]}}}, sent)
+        self.assertIn({"filters": {"OR": [{"source_ids": {"contains": [premise]}}]}}, sent)
 
     def test_the_chats_messages_before_the_conclusion_are_bounded_and_oldest_first(self):
         b = self.bench

@@ -115,9 +115,9 @@ class ToolRefusalTest(unittest.TestCase):
     def test_which_verbs_each_state_refuses(self):
         refused = {
             Remember.YES: set(),
-            Remember.NO_CAPTURE: {"remember", "dream", "profile with facts"},
+            Remember.NO_CAPTURE: {"remember", "dream", "profile with facts", "correct"},
             Remember.OFF: {"recall", "search", "ask", "remember", "forget", "dream", "profile",
-                           "profile with facts"},
+                           "profile with facts", "correct"},
         }
         verbs = [(name, {}) for name in ACTIONS] + [("profile", {"facts": ["Likes tea"]})]
         for state, expected in refused.items():

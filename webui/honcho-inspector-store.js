@@ -32,7 +32,7 @@ function empty() {
     results: null, // a search's items; null when not searching
     searching: false,
     confirming: null, // the id of the conclusion whose forget waits for its confirm click
-    busy: null, // the action running: forget, undo, card
+    busy: null, // the action running: forget, undo, card, correct, rebuild
     editing: false,
     cardDraft: "",
     fileText: null, // the chosen memory file's text, held until the inspector closes
@@ -40,6 +40,24 @@ function empty() {
     importReport: null, // the last import's (or dry run's) report, its message shown as text
     rememberText: "", // a fact to remember, and for how long ("" = for good; else "1h", "7d"…)
     rememberFor: "",
+    ...corrections(),
+  };
+}
+
+// What the corrections hold: the open correction, the evidence shown, the level listed.
+function corrections() {
+  return {
+    level: "", // the level listed; "" for every conclusion
+    correcting: null, // the id of the conclusion whose correction is open
+    correction: "",
+    evidenceFor: null, // the id of the conclusion whose evidence is shown
+    evidence: null,
+    evidenceError: null,
+    said: null, // the chat's messages before that conclusion was made
+    fixingFact: false,
+    factChosen: "",
+    factCorrection: "",
+    rebuilding: false,
   };
 }
 
@@ -121,6 +139,81 @@ export const store = createStore("honchoInspector", {
   clearSearch() {
     this.query = "";
     this.results = null;
+    this.level = "";
+  },
+
+  // -- corrections, with what evidence there is --------------------------------------------------
+
+  async showLevel() {
+    if (!this.level) return this.clearSearch();
+    this.query = "";
+    this.searching = true;
+    try {
+      const answer = await ask({ action: "level", level: this.level, page: 1 });
+      if (!this.open) return;
+      if (answer.items) this.results = answer.items;
+      else toastError(answer.error || "Listing failed", "Honcho memory");
+    } catch (e) {
+      toastError(e.message, "Honcho memory");
+    } finally {
+      this.searching = false;
+    }
+  },
+
+  askCorrect(item) {
+    this.correcting = item.id;
+    this.correction = item.text;
+  },
+
+  // Sent only from the correction's Replace button: the API refuses one without `confirmed: true`.
+  async confirmCorrect(id) {
+    const done = await this._write("correct", { action: "correct", id, content: this.correction,
+                                                confirmed: true });
+    if (done) {
+      this.correcting = null;
+      if (this.results !== null) this.results = this.results.filter((item) => item.id !== id);
+    }
+  },
+
+  async toggleEvidence(id) {
+    const opening = this.evidenceFor !== id;
+    Object.assign(this, { evidenceFor: opening ? id : null, evidence: null, evidenceError: null,
+                          said: null });
+    if (!opening) return;
+    try {
+      const answer = await ask({ action: "evidence", id });
+      if (this.evidenceFor !== id) return;
+      if (answer.ok) this.evidence = answer;
+      else this.evidenceError = answer.message || answer.error || "The evidence is unavailable";
+    } catch (e) {
+      if (this.evidenceFor === id) this.evidenceError = e.message;
+    }
+  },
+
+  async loadMessages(id) {
+    try {
+      const answer = await ask({ action: "messages", id });
+      if (this.evidenceFor !== id) return;
+      this.said = answer.ok ? answer : { message: answer.message || answer.error, items: [] };
+    } catch (e) {
+      toastError(e.message, "Honcho memory");
+    }
+  },
+
+  startFactFix() {
+    this.factChosen = this.card.facts[0];
+    this.factCorrection = this.factChosen;
+    this.fixingFact = true;
+  },
+
+  async confirmFactFix() {
+    const body = { action: "correct_fact", fact: this.factChosen, content: this.factCorrection,
+                   confirmed: true };
+    if (await this._write("correct", body)) this.fixingFact = false;
+  },
+
+  async rebuildCard() {
+    if (await this._write("rebuild", { action: "rebuild_card", confirmed: true })) this.rebuilding = false;
   },
 
   askForget(id) {

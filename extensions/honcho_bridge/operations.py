@@ -38,7 +38,7 @@ from .tool import action_context
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache", "observation_check",
            "observation_apply")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import",
-                     "receipt", "remember", "pin")
+                     "receipt", "remember", "pin", *inspector.CORRECT_ACTIONS)
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss", "forget_leftovers")
 PURGE_ACTIONS = ("survey", "purge", "resume")
 # The purge's wait for the plugin's threads, in all, as uninstall's (hooks.UNINSTALL_WAIT_S).
@@ -131,8 +131,10 @@ def inspector_document(body: Any) -> dict:
     conclusion), `edit_card` (`facts`: the whole new card), `export` (`format`: json or markdown;
     the file's text and name), `import` (`file`: an export's JSON text; `dry_run: true` sends
     nothing), `receipt` (`receipt`: a receipt's id; the pack its turn got while recall holds it),
-    `remember` (`text`, and `expires_in` for a lifetime), `pin` (`id`: its lifetime removed). A
-    structured error for anything else."""
+    `remember` (`text`, and `expires_in` for a lifetime), `pin` (`id`: its lifetime removed), and
+    the corrections: `correct` (`id`, `content`, `confirmed`), `correct_fact` (`fact`, `content`,
+    `confirmed`), `rebuild_card` (`confirmed`), `evidence` and `messages` (`id`), `level`
+    (`level`, `page`). A structured error for anything else."""
     body, refused = checked_action(body, INSPECTOR_ACTIONS)
     if refused:
         return refused
@@ -156,7 +158,22 @@ def inspector_document(body: Any) -> dict:
         "receipt": lambda: inspector.receipt(ins, body.get("receipt")),
         "remember": lambda: inspector.remember(ins, body.get("text"), body.get("expires_in")),
         "pin": lambda: inspector.pin(ins, body.get("id")),
+        **_corrections(ins, body),
     }[action]()
+
+
+def _corrections(ins: inspector.Inspector, body: dict) -> dict:
+    """The inspector's corrections and the evidence it shows, by action."""
+    confirmed = body.get("confirmed")
+    return {
+        "correct": lambda: inspector.correct(ins, body.get("id"), body.get("content"), confirmed),
+        "correct_fact": lambda: inspector.correct_fact(ins, body.get("fact"), body.get("content"),
+                                                       confirmed),
+        "rebuild_card": lambda: inspector.rebuild_card(ins, confirmed),
+        "evidence": lambda: inspector.evidence(ins, body.get("id")),
+        "messages": lambda: inspector.messages(ins, body.get("id")),
+        "level": lambda: inspector.at_level(ins, body.get("level"), body.get("page", 1)),
+    }
 
 
 def _imported(actions: ActionContext, text: Any, dry_run: bool) -> dict:

@@ -7,6 +7,7 @@ nothing here calls the dialectic unless `ask` is called.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ..errors import PermanentError
@@ -141,10 +142,17 @@ def list_conclusions(gw: HonchoGateway, observer: str, target: str, page: int,
     order)."""
     listing = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target)
                       .list(page=page, size=size))
-    items = tuple(Conclusion(c.id, c.content, c.session_id, c.created_at,
-                             c.level or "explicit", tuple(c.source_ids or ()))
-                  for c in listing.items[:size])
-    return ConclusionPage(items, listing.pages or 0, listing.total or 0)
+    return _conclusion_page(listing, size)
+
+
+def _conclusion_page(listing: Any, size: int) -> ConclusionPage:
+    return ConclusionPage(tuple(_conclusion(c) for c in listing.items[:size]),
+                          listing.pages or 0, listing.total or 0)
+
+
+def _conclusion(c: Any) -> Conclusion:
+    return Conclusion(c.id, c.content, c.session_id, c.created_at, c.level or "explicit",
+                      tuple(c.source_ids or ()))
 
 
 def session_conclusions(gw: HonchoGateway, session_id: str,
@@ -187,6 +195,58 @@ def query_conclusions(gw: HonchoGateway, observer: str, target: str, query: str,
     found = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target)
                     .query(query, top_k=limit))
     return [Found(c.id, c.content) for c in found[:limit]]
+
+
+# -- evidence for a correction --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SaidMessage:
+    """A message of a session, as the evidence of a conclusion shows it."""
+
+    id: str
+    peer_id: str
+    content: str
+    created_at: Any  # a datetime as the SDK gives it
+
+
+def conclusion_by_id(gw: HonchoGateway, observer: str, target: str,
+                     conclusion_id: str) -> Conclusion | None:
+    """The conclusion with this id, with its level, session and time, if it is one of
+    `observer`'s about `target`; else None. Honcho at ddbb90e answers without `source_ids`."""
+    listing = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target)
+                      .list(size=1, filters={"id": {"in": [conclusion_id]}}))
+    return next((_conclusion(c) for c in listing.items if c.id == conclusion_id), None)
+
+
+def conclusions_at_level(gw: HonchoGateway, observer: str, target: str, level: str, page: int,
+                         size: int) -> ConclusionPage:
+    """One page of `observer`'s conclusions about `target` at `level` (explicit, deductive,
+    inductive or contradiction), newest first."""
+    listing = gw.call(lambda client: gw.reader_peer(observer).conclusions_of(target)
+                      .list(page=page, size=size, filters={"level": level}))
+    return _conclusion_page(listing, size)
+
+
+def messages_before(gw: HonchoGateway, session_id: str, at: datetime,
+                    limit: int) -> list[SaidMessage]:
+    """The newest `limit` messages of `session_id` made at `at` or before, newest first."""
+    listing = gw.call(lambda client: gw.reader_session(session_id).messages(
+        filters={"created_at": {"lte": at.isoformat()}}, size=limit, reverse=True))
+    return [SaidMessage(m.id, m.peer_id, m.content, m.created_at) for m in listing.items[:limit]]
+
+
+def refresh_card(gw: HonchoGateway, observer: str, target: str) -> None:
+    """Ask Honcho to rebuild `observer`'s card of `target` from its conclusions alone (a
+    `card_refresh` dream with `rebuild`: the current card is not shown to it). The SDK's
+    `schedule_dream` sends only `omni`, so this posts to the same route on the SDK's HTTP client
+    (its auth, timeouts and errors)."""
+    def request(client: Any) -> None:
+        client._get_http_client().post(
+            f"/v3/workspaces/{client.workspace_id}/schedule_dream",
+            body={"observer": observer, "observed": target, "dream_type": "card_refresh",
+                  "rebuild": True})
+    gw.call(request)
 
 
 # -- messages and dreams ---------------------------------------------------------------------------

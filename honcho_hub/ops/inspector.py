@@ -107,7 +107,7 @@ def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
         return {"error": exc.code}
     chats = _chats(ins)
     return {"items": _with_ends(ins, [_conclusion(ins, c.id, c.content, c.session_id, c.created_at,
-                                                  chats) for c in listing.items]),
+                                                  chats, c.level) for c in listing.items]),
             "page": number, "pages": listing.pages, "total": listing.total}
 
 
@@ -259,6 +259,141 @@ def _with_ends(ins: Inspector, items: list[dict[str, Any]]) -> list[dict[str, An
     return items
 
 
+# -- correct, with what evidence there is ----------------------------------------------------------
+
+LEVELS = ("explicit", "deductive", "inductive", "contradiction")
+CORRECT_ACTIONS = ("correct", "correct_fact", "rebuild_card", "evidence", "messages", "level")
+EVIDENCE_SHOWN = 20  # conclusions resting on one, at most
+MESSAGES_SHOWN = 8  # the chat's messages before a conclusion was made, at most
+PREMISES_FROM_MESSAGES = ("Drawn from the chat's messages; Honcho does not say which (it keeps no"
+                          " message ids for a conclusion). The chat's messages before it was made"
+                          " can be shown.")
+PREMISES_UNAVAILABLE = ("This Honcho server does not say which conclusions this one rests on (its"
+                        " answers carry no source_ids), so its premises cannot be shown; what"
+                        " rests on it is listed.")
+
+
+def correct(ins: Inspector, conclusion_id: Any, content: Any, confirmed: Any) -> dict[str, Any]:
+    """Replace a wrong conclusion by `content` in one step, only when `confirmed` is true: the
+    tool's correct (the right one created first, the wrong one deleted second, its forget
+    undoable)."""
+    return _corrected(ins, confirmed, {"id": str(conclusion_id or ""), "content": content})
+
+
+def correct_fact(ins: Inspector, fact: Any, content: Any, confirmed: Any) -> dict[str, Any]:
+    """Replace a fact of the agent's card of the user (`fact`: as the inspector shows it) by
+    `content`, only when `confirmed` is true."""
+    return _corrected(ins, confirmed, {"fact": fact if isinstance(fact, str) else "",
+                                       "content": content})
+
+
+def _corrected(ins: Inspector, confirmed: Any, args: dict[str, Any]) -> dict[str, Any]:
+    if confirmed is not True:
+        return {"ok": False, "error": "not_confirmed",
+                "message": "Not corrected: correcting needs `confirmed: true`, sent after the"
+                           " confirm step."}
+    result = run_verb("correct", {**args, "confirm": True}, ins.actions)
+    return {"ok": result.ok, "message": result.text}
+
+
+def rebuild_card(ins: Inspector, confirmed: Any) -> dict[str, Any]:
+    """Ask Honcho to rebuild the agent's card of the user from its conclusions alone, only when
+    `confirmed` is true; the card it had is kept in the local record."""
+    if confirmed is not True:
+        return {"ok": False, "error": "not_confirmed",
+                "message": "Not rebuilt: rebuilding needs `confirmed: true`, sent after the"
+                           " confirm step."}
+    result = run_verb("profile", {"rebuild": True}, ins.actions)
+    return {"ok": result.ok, "message": result.text}
+
+
+def at_level(ins: Inspector, level: Any, page: Any = 1) -> dict[str, Any]:
+    """One page of the agent's conclusions about the user at `level` (one of LEVELS), newest
+    first: contradictions, where the server has them."""
+    number = _page(page)
+    if level not in LEVELS or number is None:
+        return {"error": f"level must be one of {', '.join(LEVELS)}, and page a whole number"
+                         f" from 1 to {MAX_PAGE}"}
+    s = ins.actions.settings
+    try:
+        with ins.within_deadline():
+            listing = queries.conclusions_at_level(ins.gateway, s.agent_peer_id, s.user_peer_id,
+                                                   level, number, PAGE_SIZE)
+    except HonchoRequestError as exc:
+        return {"error": exc.code}
+    chats = _chats(ins)
+    return {"items": [_conclusion(ins, c.id, c.content, c.session_id, c.created_at, chats,
+                                  c.level) for c in listing.items],
+            "page": number, "pages": listing.pages, "total": listing.total, "level": level}
+
+
+def evidence(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
+    """A conclusion with its level, session and chats; its premises, or what the server cannot
+    say of them; and the conclusions resting on it (at most EVIDENCE_SHOWN)."""
+    found = _found(ins, conclusion_id)
+    if "ok" in found:
+        return found
+    c, s = found["conclusion"], ins.actions.settings
+    try:
+        with ins.within_deadline():
+            resting, more = queries.citing_conclusions(ins.gateway, [c.id], EVIDENCE_SHOWN)
+        rested: dict[str, Any] = {
+            "items": [{"id": r.id, "text": _shown(ins, r.content, MAX_TEXT_CHARS),
+                       "level": r.level} for r in resting
+                      if (r.observer, r.observed) == (s.agent_peer_id, s.user_peer_id)],
+            "more": more}
+    except HonchoRequestError as exc:
+        rested = {"error": exc.code}
+    premises = ({"state": "from_messages", "message": PREMISES_FROM_MESSAGES}
+                if c.level == "explicit"
+                else {"state": "unavailable", "message": PREMISES_UNAVAILABLE})
+    return {"ok": True, "premises": premises, "rested_on_by": rested,
+            "conclusion": _conclusion(ins, c.id, c.content, c.session_id, c.created_at,
+                                      _chats(ins), c.level)}
+
+
+def messages(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
+    """The chat's messages made before the conclusion was (at most MESSAGES_SHOWN, oldest first):
+    what it was likely drawn from, since Honcho names no message of a conclusion."""
+    found = _found(ins, conclusion_id)
+    if "ok" in found:
+        return found
+    c = found["conclusion"]
+    if not c.session_id or not isinstance(c.created_at, datetime):
+        return {"ok": True, "session": None, "items": [],
+                "message": "Honcho names no chat for this conclusion (a derived one lives under"
+                           " the dream's session or none), so there are no messages to show."}
+    try:
+        with ins.within_deadline():
+            said = queries.messages_before(ins.gateway, c.session_id, c.created_at,
+                                           MESSAGES_SHOWN)
+    except HonchoRequestError as exc:
+        return {"ok": False, "error": exc.code, "message": error_line("messages", exc)}
+    items = [{"peer": m.peer_id, "text": _shown(ins, m.content, MAX_TEXT_CHARS),
+              "at": m.created_at.isoformat() if isinstance(m.created_at, datetime) else None}
+             for m in reversed(said)]
+    return {"ok": True, "session": c.session_id, "items": items,
+            "message": f"The last {len(items)} messages of the chat before it was made."}
+
+
+def _found(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
+    """{"conclusion": the agent's conclusion about the user with this id}, or an answer saying why
+    there is none (it holds "ok")."""
+    if not isinstance(conclusion_id, str) or not _ID.match(conclusion_id):
+        return {"ok": False, "message": "`id` must be a conclusion's id."}
+    s = ins.actions.settings
+    try:
+        with ins.within_deadline():
+            found = queries.conclusion_by_id(ins.gateway, s.agent_peer_id, s.user_peer_id,
+                                             conclusion_id)
+    except HonchoRequestError as exc:
+        return {"ok": False, "error": exc.code, "message": error_line("evidence", exc)}
+    if found is None:
+        return {"ok": False, "message": f"Conclusion {conclusion_id} is not one of the agent's"
+                                        " conclusions about the user."}
+    return {"conclusion": found}
+
+
 # -- the parts of the view -------------------------------------------------------------------------
 
 
@@ -333,9 +468,11 @@ def _block_shown(ins: Inspector, block: str) -> dict[str, str]:
 
 
 def _conclusion(ins: Inspector, cid: str, content: str, session_id: str | None,
-                created_at: Any, chats: dict[str, list[str]]) -> dict[str, Any]:
+                created_at: Any, chats: dict[str, list[str]],
+                level: str | None = None) -> dict[str, Any]:
     known = chats.get(session_id or "", [])
     return {"id": cid, "text": _shown(ins, content, MAX_TEXT_CHARS), "session": session_id,
+            "level": level,
             "chats": known[:CHATS_SHOWN], "more_chats": max(0, len(known) - CHATS_SHOWN),
             "at": created_at.isoformat() if isinstance(created_at, datetime) else None}
 
@@ -362,6 +499,9 @@ def _write_text(ins: Inspector, kept: KeptWrite) -> str:
     if w.kind == WriteKind.PROFILE:
         card = _json(w.content)
         facts, before = card.get("card") or [], card.get("replaced") or []
+        if card.get("rebuild"):
+            return _shown(ins, f"Card rebuild asked (it had {len(before)} facts): "
+                          + " · ".join(map(str, before)), MAX_TEXT_CHARS)
         return _shown(ins, f"{len(facts)} facts (replaced {len(before)}): "
                       + " · ".join(map(str, facts)), MAX_TEXT_CHARS)
     if w.kind == WriteKind.RESTORE:

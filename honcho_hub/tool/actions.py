@@ -40,7 +40,7 @@ from ..storage import expiries
 from ..storage.memory_log import CARD_ID, MemoryWrite, WriteKind
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile",
-           "forget_chat")
+           "forget_chat", "correct")
 # The longest the tool waits for the chat's sends on the wire; forgetting again finishes.
 FORGET_CHAT_WAIT_S = 30.0
 SEARCH_TARGETS = ("conclusions", "session", "workspace")
@@ -151,8 +151,8 @@ def refusal_in_chat(action: Any, args: Mapping[str, Any], remember: Remember,
     if remember is Remember.OFF and action not in OFF_ALLOWED:
         return (f"honcho_memory: this chat is not remembered and memory is not recalled in it"
                 f" (the user's choice); {action} was refused and nothing was read or sent.")
-    writes = action in ("remember", "dream") or (action == "profile"
-                                                  and args.get("facts") not in (None, ""))
+    writes = action in ("remember", "dream", "correct") or (
+        action == "profile" and (args.get("facts") not in (None, "") or _rebuild(args)))
     if writes:
         return (f"honcho_memory: this chat is not remembered (the user's choice), so nothing of"
                 f" it goes into memory; {action} was refused and nothing was sent.")
@@ -174,7 +174,8 @@ def run_verb(action: Any, args: Mapping[str, Any], ctx: ActionContext) -> Action
         with deadline.within(deadline_s(name, ctx.settings), ctx.monotonic):
             text = _HANDLERS[name](args, ctx)
         result = ActionResult(
-            True, _bounded(text, MAX_CARD_OUTPUT if name == "profile" else MAX_OUTPUT))
+            not isinstance(text, Unfinished),
+            _bounded(text, MAX_CARD_OUTPUT if name == "profile" else MAX_OUTPUT))
         outcome = "done"
     except BadInput as exc:
         result, outcome = ActionResult(False, f"honcho_memory: {exc}"), "bad input"
@@ -201,6 +202,8 @@ def deadline_s(action: str, settings: Settings) -> float:
     if action == "forget_chat":
         # the wait, then the record, the delete and the search for what survives, one each
         return FORGET_CHAT_WAIT_S + 3 * settings.operation_deadline_s
+    if action == "correct":
+        return 2 * settings.operation_deadline_s  # the check and the create; the delete
     return settings.operation_deadline_s
 
 
@@ -339,8 +342,11 @@ def _forget_leftovers(args: Mapping[str, Any], ctx: ActionContext, chat_id: str)
 
 
 def _profile(args: Mapping[str, Any], ctx: ActionContext) -> str:
-    """No `facts`: the agent's card of the user. With `facts`: that card replaced by them, whole."""
+    """No `facts`: the agent's card of the user. With `facts`: that card replaced by them, whole.
+    With `rebuild: true`: Honcho asked to rebuild it from its conclusions."""
     s = ctx.settings
+    if _rebuild(args):
+        return _rebuild_card(ctx)
     if args.get("facts") in (None, ""):
         return _card_text(queries.read_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id))
     facts = _facts(args, ctx)  # every fact checked and made safe before any request
@@ -433,6 +439,101 @@ def _safe(text: str, ctx: ActionContext) -> str | None:
         return None  # no text rather than unsafe text
 
 
+# -- correct: a wrong conclusion or card fact replaced by the right one ----------------------------
+
+
+class Unfinished(str):
+    """A verb's answer when it was not done, or only partly: the tool answers it as a failure."""
+
+
+def _correct(args: Mapping[str, Any], ctx: ActionContext) -> str:
+    """`id` (a conclusion) or `fact` (a card fact, as shown) replaced by `content`, only with
+    "confirm": true."""
+    conclusion_id, fact = str(args.get("id") or "").strip(), args.get("fact")
+    if not conclusion_id and not (isinstance(fact, str) and fact.strip()):
+        raise BadInput("give `id` (a wrong conclusion, as shown by search) or `fact` (a wrong"
+                       " fact of the card, as profile shows it), and `content`: the right one.")
+    if conclusion_id and not _ID.match(conclusion_id):
+        raise BadInput("`id` must be a conclusion id (letters, digits, _ or -), as shown by"
+                       " search.")
+    limit = MAX_FACT_CHARS if not conclusion_id else MAX_CONTENT
+    content = " ".join(_text(args, "content", ctx, limit).split())
+    if not _confirmed(args):
+        what = f"conclusion {conclusion_id}" if conclusion_id else "that fact of the card"
+        return (f"Not corrected. Ask the user to confirm replacing {what} by the new text; only"
+                " after they agree, call correct again with \"confirm\": true.")
+    if conclusion_id:
+        return _correct_conclusion(ctx, conclusion_id, content)
+    return _correct_fact(ctx, str(fact), content)
+
+
+def _correct_conclusion(ctx: ActionContext, wrong_id: str, content: str) -> str:
+    """The right conclusion created first, the wrong one deleted second: a failure between the two
+    leaves both in memory (said plainly), never neither."""
+    s, gw = ctx.settings, ctx.honcho()
+    found = queries.find_conclusion(gw, s.agent_peer_id, s.user_peer_id, wrong_id)
+    if found is None:
+        return Unfinished(f"Conclusion {wrong_id} is not one of the agent's conclusions about the"
+                        " user; nothing changed.")
+    try:
+        made = queries.create_conclusion(gw, s.agent_peer_id, s.user_peer_id, content,
+                                         ctx.session_id)
+    except HonchoRequestError as exc:
+        return Unfinished(error_line("correct", exc) + f" Conclusion {wrong_id} was not deleted.")
+    note = _kept(ctx, made.id, WriteKind.REMEMBER, content)
+    try:
+        queries.delete_conclusion(gw, s.agent_peer_id, s.user_peer_id, wrong_id)
+    except HonchoRequestError as exc:
+        return Unfinished(f"Half done: the right one was created as {made.id}, but conclusion"
+                        f" {wrong_id} could not be deleted ({exc.code}), so both are in memory"
+                        f" now. Forget {wrong_id} to finish." + note)
+    note += _kept(ctx, wrong_id, WriteKind.FORGET, _safe(found.content, ctx))
+    return (f"Corrected conclusion {wrong_id}: the right one is {made.id}; the wrong one was"
+            " forgotten (undo restores it)." + note)
+
+
+def _correct_fact(ctx: ActionContext, wrong: str, content: str) -> str:
+    """The card's facts that read `wrong` (as Honcho holds them, or as profile and the inspector
+    show them) replaced by `content` in place: one request writes the whole card."""
+    s, gw = ctx.settings, ctx.honcho()
+    card = queries.read_card(gw, s.agent_peer_id, s.user_peer_id)
+    wanted = " ".join(wrong.split())
+    at = {i for i, fact in enumerate(card) if wanted in _fact_readings(fact, ctx)}
+    if not at:
+        return Unfinished("No fact of the card reads like that; nothing changed. Read the card"
+                        " (profile) and give one of its facts as shown.")
+    fixed = [content if i in at else fact for i, fact in enumerate(card)]
+    queries.set_card(gw, s.agent_peer_id, s.user_peer_id, fixed)
+    record = json.dumps({"card": [_safe(fact, ctx) for fact in fixed],
+                         "replaced": [_safe(fact, ctx) for fact in card]}, ensure_ascii=False)
+    return ("Corrected a fact of the agent's card of the user."
+            + _kept(ctx, CARD_ID, WriteKind.PROFILE, record))
+
+
+def _fact_readings(fact: str, ctx: ActionContext) -> set[str]:
+    """A card fact as Honcho holds it, as profile shows it, and as the inspector shows it."""
+    safe = _safe(fact, ctx)
+    return {" ".join(fact.split()), _item(fact, MAX_FACT_CHARS),
+            *((_item(safe, MAX_FACT_CHARS),) if safe is not None else ())}
+
+
+def _rebuild(args: Mapping[str, Any]) -> bool:
+    return str(args.get("rebuild", "")).strip().lower() in ("true", "1", "yes")
+
+
+def _rebuild_card(ctx: ActionContext) -> str:
+    """Honcho asked to rebuild the card from its conclusions (a card_refresh dream); the card it
+    had is kept in the local record."""
+    s = ctx.settings
+    before = queries.read_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id)
+    queries.refresh_card(ctx.honcho(), s.agent_peer_id, s.user_peer_id)
+    record = json.dumps({"card": [], "replaced": [_safe(fact, ctx) for fact in before],
+                         "rebuild": True}, ensure_ascii=False)
+    return ("Honcho rebuilds the card in the background from its conclusions alone (a"
+            f" card_refresh dream); it had {_count(len(before), 'fact')}."
+            + _kept(ctx, CARD_ID, WriteKind.PROFILE, record))
+
+
 def _status(args: Mapping[str, Any], ctx: ActionContext) -> str:
     return ctx.status() if ctx.status else "Status is not available here."
 
@@ -453,7 +554,7 @@ def _own_session(ctx: ActionContext, action: str) -> None:
 
 _HANDLERS = {"recall": _recall, "search": _search, "ask": _ask, "remember": _remember,
              "forget": _forget, "status": _status, "dream": _dream, "profile": _profile,
-             "forget_chat": _forget_chat}
+             "forget_chat": _forget_chat, "correct": _correct}
 
 
 def _text(args: Mapping[str, Any], name: str, ctx: ActionContext, limit: int) -> str:

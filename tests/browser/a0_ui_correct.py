@@ -123,10 +123,11 @@ class CorrectTest(kit.UiCase):
         forgotten.scroll_into_view_if_needed()
         page.screenshot(path=os.path.join(kit.shots, "correct-replaced-with-undo.png"))
 
-        fact = inspector.locator(".honcho-inspector-fact", has_text="Lives in Bergen")
-        fact.locator("[data-action=correct_fact]").click()
-        fact.locator("[data-field=fact_correction]").fill("ATTRIBUTE: Lives in Oslo")
-        fact.locator("[data-action=confirm_correct_fact]").click()
+        inspector.locator("[data-action=start_correct_fact]").click()
+        fix = inspector.locator("[data-testid=honcho-inspector-correct-fact]")
+        fix.locator("[data-field=fact_choice]").select_option("ATTRIBUTE: Lives in Bergen")
+        fix.locator("[data-field=fact_correction]").fill("ATTRIBUTE: Lives in Oslo")
+        fix.locator("[data-action=confirm_correct_fact]").click()
         self.toast(page, "Corrected a fact of the agent's card of the user.")
         self.assertEqual(ui.honcho().peer("agent-zero").get_card(target="user"),
                          ["IDENTITY: user", "ATTRIBUTE: Lives in Oslo"])
