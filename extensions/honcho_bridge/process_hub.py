@@ -24,7 +24,16 @@ SWITCHED_OFF = "switch-off"  # the reason of the hold that keeps the threads sto
 SWITCH_OFF_WAIT_S = 2.0
 # plugins.toggle_plugin's parameters, in order (Agent Zero v1.7 and v2.x)
 TOGGLE_PARAMETERS = ("plugin_name", "enabled", "project_name", "agent_profile", "clear_overrides")
-_upgrade_started = threading.Event()  # set by this module generation's first ensure_worker
+_upgrade_started = threading.Event()  # set once this module generation has started the upgrade
+# Set while run_ui's start (init_a0) runs: Agent Zero v1.7 loads the saved chats (our agent_init)
+# and starts the job loop before it registers its file watchers at init_a0's end, and a file written
+# in a watched folder (the plugin's own, each project's) while a watcher is being registered can
+# deadlock that start. Our extensions at init_a0's start and end set and clear it; @extensible runs
+# the end whether init_a0's body raised or not. Agent Zero keys both by the module, `__main__`: a
+# process not started as `python run_ui.py` (the harness, the command line, tests, run_ui imported)
+# runs neither, and registers no watchers there either, so nothing waits. Not a timer: Agent Zero's
+# own start and end, in order.
+_ui_starting = threading.Event()
 
 
 def hub() -> Hub:
@@ -37,14 +46,36 @@ def hub() -> Hub:
 
 def ensure_worker():
     """Idempotent and cheap: called by agent_init, job_loop and the capture adapters. The first
-    call of this module generation also upgrades what the Hub's honcho 1.x left, off the caller's
-    thread: after its folder's git remote was switched to this plugin, no install hook runs. Not
-    while a hold keeps the plugin's threads stopped (a switch-off, an update, an uninstall)."""
+    call of this module generation also upgrades what the Hub's honcho 1.x left (after its folder's
+    git remote was switched to this plugin, no install hook runs), unless run_ui's start is still
+    under way: then its end does (ui_start_ended)."""
     the_hub = hub()
-    if not _upgrade_started.is_set() and the_hub.may_start():
-        _upgrade_started.set()
-        in_background("upgrade-1x", host.upgrade_1x_configs)
+    if not _ui_starting.is_set():
+        _start_upgrade(the_hub)
     return the_hub.ensure_worker()
+
+
+def ui_start_began() -> None:
+    """run_ui's init_a0 begins: until it ends, the upgrade from 1.x writes nothing."""
+    _ui_starting.set()
+
+
+def ui_start_ended() -> bool:
+    """run_ui's init_a0 ends, after Agent Zero registered its file watchers: the upgrade from 1.x
+    starts now unless it has already; whether it started."""
+    _ui_starting.clear()
+    return _start_upgrade(hub())
+
+
+def _start_upgrade(the_hub: Hub) -> bool:
+    """The upgrade from 1.x, once a module generation, off the caller's thread (it reads, writes
+    and waits on each file's lock); not while a hold keeps the plugin's threads stopped (a
+    switch-off, an update, an uninstall). Whether it started."""
+    if _upgrade_started.is_set() or not the_hub.may_start():
+        return False
+    _upgrade_started.set()
+    in_background("upgrade-1x", host.upgrade_1x_configs)
+    return True
 
 
 def keep_worker():
