@@ -6,6 +6,7 @@ extension, loaded as Agent Zero loads it, logging one receipt per recalled turn 
 import asyncio
 import json
 import os
+import sys
 import types
 import unittest
 
@@ -234,11 +235,57 @@ class RecallAdapterReceiptTest(unittest.TestCase):
         self.assertNotIn("tea", json.dumps(item).lower())
         self.assertNotIn("Which", json.dumps(item))
 
+    def test_a_log_that_fails_costs_the_receipt_not_the_turns_memory(self):
+        context = StubContext(id="Rc3dE6gH")
+        context.log = types.SimpleNamespace(log=self.refuse)
+        data = types.SimpleNamespace(iteration=0, extras_persistent={},
+                                     user_message=types.SimpleNamespace(
+                                         content={"user_message": "Which tea should I buy?"}))
+        with self.assertLogs("honcho_hub.adapters", "WARNING"):
+            asyncio.run(self.recall(agent=StubAgent(0, context)).execute(loop_data=data))
+        self.assertIn("green tea", data.extras_persistent.get("honcho_memory", ""))
+
+    @staticmethod
+    def refuse(*args, **kwargs):
+        raise TypeError("a log of another shape")
+
     def test_with_receipts_off_the_turn_still_gets_memory_and_logs_nothing(self):
         self.host.config["recall_receipts"] = False
         block, items = self.turn("Which tea should I buy?")
         self.assertIn("green tea", block)
         self.assertEqual(items, [])
+
+
+class ForgetRecalledTest(unittest.TestCase):
+    """A forgotten chat's recall blocks leave the context window Agent Zero saves in its file."""
+
+    def setUp(self):
+        stub = stub_agent_zero()
+        self.host = stub.__enter__()
+        self.addCleanup(stub.__exit__, None, None, None)
+        window = {"text": "system <honcho_memory>The user likes green tea.</honcho_memory> end"}
+        self.agent = types.SimpleNamespace(
+            data={"ctx_window": window}, loop_data=types.SimpleNamespace(extras_persistent={}))
+        self.context = types.SimpleNamespace(id="Rc3dE6gH", agent0=self.agent)
+        contexts = {"Rc3dE6gH": self.context}
+        agent_class = types.SimpleNamespace(DATA_NAME_CTX_WINDOW="ctx_window",
+                                            DATA_NAME_SUBORDINATE="_subordinate")
+        self.addCleanup(sys.modules.pop, "agent", None)  # Agent Zero's module, stubbed here
+        sys.modules["agent"] = types.SimpleNamespace(
+            Agent=agent_class, AgentContext=types.SimpleNamespace(get=contexts.get))
+
+    def test_a_chat_file_that_cannot_be_saved_is_logged_not_raised(self):
+        # The forget itself is done by then: its answer must not turn into a failure.
+        def full_disk(context):
+            raise OSError(28, "No space left on device")
+
+        sys.modules["helpers.persist_chat"] = types.SimpleNamespace(save_tmp_chat=full_disk)
+        from usr.plugins.honcho.extensions.honcho_bridge import host
+
+        with self.assertLogs("honcho_hub.adapters", "WARNING"):
+            removed = host.forget_recalled("Rc3dE6gH")
+        self.assertEqual(removed, 1)
+        self.assertNotIn("green tea", self.agent.data["ctx_window"]["text"])
 
 
 class ReceiptSettingTest(unittest.TestCase):

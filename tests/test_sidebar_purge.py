@@ -168,6 +168,19 @@ class PurgeFromTheSidebarTest(SidebarPurgeCase):
         self.assertTrue(answer["ok"], answer)
         self.assertEqual(self.ours_on_disk(), set())
 
+    def test_after_a_purge_a_remember_for_a_while_does_not_claim_it_will_expire(self) -> None:
+        # Its lifetime lives only in the outbox file, which a purge removed and keeps away.
+        self.captured_and_delivered()
+        self.call({"action": "purge", "confirmed": True})
+        inspector = api_handler(self.host, "honcho_inspector")
+        answer = asyncio.run(inspector().process(
+            {"action": "remember", "text": "The user is in Oslo this week.", "expires_in": "1m"},
+            None))
+        self.assertTrue(answer["ok"], answer)
+        self.assertNotIn("It expires in", answer["message"])
+        self.assertIn("it will not expire", answer["message"])
+        self.assertEqual(self.ours_on_disk(), set())
+
     def test_resume_brings_memory_back_in_this_process(self) -> None:
         self.captured_and_delivered()
         self.call({"action": "purge", "confirmed": True})
