@@ -76,13 +76,17 @@ async def inject_recall(agent: Any, loop_data: Any) -> str:
         loop_data.extras_persistent.pop(EXTRAS_KEY, None)
         return "requirements_missing"
     result, receipt = recalled
-    if receipt is not None:
-        # Labels and counts only: the log item is saved in the chat's file, which outlives a forget.
-        host.log_item(agent, "info", receipt.heading(), receipt.kvps(), receipt.log_id)
     if result.block:
         loop_data.extras_persistent[EXTRAS_KEY] = result.block
     else:
         loop_data.extras_persistent.pop(EXTRAS_KEY, None)
+    if receipt is not None:
+        # Labels and counts only: the log item is saved in the chat's file, which outlives a forget.
+        # Last, and on its own: a log that fails costs the receipt, not the turn's memory.
+        try:
+            host.log_item(agent, "info", receipt.heading(), receipt.kvps(), receipt.log_id)
+        except Exception as exc:  # its text may be the host's: only its kind is logged
+            host.log.warning("honcho: the turn's receipt was not logged (%s)", type(exc).__name__)
     return result.source
 
 
