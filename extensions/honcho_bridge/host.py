@@ -321,7 +321,8 @@ def log_item(agent: Any, kind: str, heading: str, kvps: dict[str, str | int], it
 def forget_recalled(chat_id: str) -> int:
     """A chat forgotten while Agent Zero holds it: the recall blocks its agents last saw leave the
     context window Agent Zero keeps in each agent's data (saved in the chat's file) and the turn's
-    extras, and the chat is saved again. Off the event loop (a file write). Blocks removed."""
+    extras, and the chat is saved again (a save that fails is logged: the forget is done by then).
+    Off the event loop (a file write). Blocks removed."""
     try:
         from agent import Agent, AgentContext
         from helpers import persist_chat
@@ -340,7 +341,11 @@ def forget_recalled(chat_id: str) -> int:
         if isinstance(extras, dict) and extras.pop(RECALL_EXTRAS_KEY, None) is not None:
             removed += 1
         agent = agent.data.get(Agent.DATA_NAME_SUBORDINATE)
-    persist_chat.save_tmp_chat(context)
+    try:
+        persist_chat.save_tmp_chat(context)
+    except Exception as exc:  # best-effort: the forget is done; Agent Zero saves the chat again
+        log.warning("honcho: the forgotten chat's file was not saved again (%s)",
+                    type(exc).__name__)
     return removed
 
 
