@@ -30,7 +30,7 @@ from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, card_view
 from . import host
 from .api_actions import checked_action
 from .chat_sessions import CHAT_READ_WAIT_S, chat_session, session_of
-from .process_hub import global_settings, hub, plugin_enabled
+from .process_hub import global_settings, hub, keep_record, plugin_enabled
 from .recall import template
 from .remember import remember_state_counts
 from .tool import action_context
@@ -207,8 +207,7 @@ def _global_actions() -> ActionContext:
 
     def record(write: memory_log.MemoryWrite) -> None:
         the_hub.recaller().memory_changed(settings)  # the next turn's pack shows the change
-        if not the_hub.purged():  # a record would create the purged outbox again
-            memory_log.keep(settings, write)
+        keep_record(the_hub, settings, write)
 
     return ActionContext(settings=settings, secrets=host.host_secrets(None),
                          mask=lambda text: host.mask(None, text), gateway=gateway,

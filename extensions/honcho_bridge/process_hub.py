@@ -11,9 +11,11 @@ from typing import Any
 
 from usr.plugins.honcho.honcho_hub import hub as hub_module
 from usr.plugins.honcho.honcho_hub.delivery import lifecycle
+from usr.plugins.honcho.honcho_hub.errors import OutboxUnavailable
 from usr.plugins.honcho.honcho_hub.hub import Hub
 from usr.plugins.honcho.honcho_hub.runtime import in_background
 from usr.plugins.honcho.honcho_hub.settings.config import Settings
+from usr.plugins.honcho.honcho_hub.storage import memory_log
 
 from . import host, notices
 from .host import PLUGIN_NAME
@@ -42,6 +44,16 @@ def hub() -> Hub:
     return hub_module.current().reconfigure(settings=global_settings, enabled=plugin_enabled,
                                             replay_secrets=host.project_secrets,
                                             notify=notices.show)
+
+
+def keep_record(the_hub: Hub, settings: Settings, write: memory_log.MemoryWrite) -> None:
+    """Keep a memory write in the local record, but not while purged: a record would create the
+    purged outbox again. A remember's lifetime lives only there, so one is refused then
+    (OutboxUnavailable): the tool's answer says the memory will not expire."""
+    if not the_hub.purged():
+        memory_log.keep(settings, write)
+    elif write.lifetime_s is not None:
+        raise OutboxUnavailable("memory is purged in this Agent Zero: no lifetime is kept")
 
 
 def ensure_worker():

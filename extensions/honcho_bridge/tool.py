@@ -21,7 +21,7 @@ from usr.plugins.honcho.honcho_hub.tool.actions import ActionContext, run_action
 
 from . import host
 from .chat_sessions import CHAT_READ_WAIT_S, chat_session
-from .process_hub import hub
+from .process_hub import hub, keep_record
 from .recall import template
 from .remember import remember_state_counts
 
@@ -73,8 +73,7 @@ def action_context(agent: Any) -> ActionContext:
     def record(write: memory_log.MemoryWrite) -> None:
         # The write is done in Honcho: the next turn's pack shows it, not the one cached before it.
         the_hub.recaller().memory_changed(settings, chat_scope)
-        if not the_hub.purged():  # a record would create the purged outbox again
-            memory_log.keep(settings, write)
+        keep_record(the_hub, settings, write)
 
     def forgotten(chat_id: str, generation: int) -> None:
         # The chat's next turn (its capture-time load on the event loop too) names the new session
