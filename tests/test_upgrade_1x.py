@@ -10,6 +10,7 @@ import sys
 import tempfile
 import unittest
 
+from hub_testkit import stub_agent_zero
 from test_config import A0_USR
 
 from honcho_hub.cli import knobs
@@ -228,6 +229,21 @@ class ReportTest(UpgradeCase):
         self.assertIn("Upgraded from honcho 1.x", text)
         self.assertIn("set aside theme", text)
         self.assertIsNone(build_status(settings, StatusParts(), NOW)["upgrade"])
+
+
+class HostFilesTest(unittest.TestCase):
+    def test_each_file_upgraded_is_named_the_global_one_and_each_project_by_its_name(self):
+        with stub_agent_zero(saved=False) as host:
+            for path in (host.global_config,
+                         host.project_meta("boats", "plugins", "honcho", "config.json")):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w", encoding="utf-8") as handle:
+                    json.dump(fixture("1.2.0"), handle)
+            from usr.plugins.honcho.extensions.honcho_bridge import host as bridge
+
+            lines = bridge.upgrade_1x_configs()
+        self.assertEqual([line.split(" upgraded")[0] for line in lines],
+                         ["config.json", "project boats"])
 
 
 if __name__ == "__main__":
