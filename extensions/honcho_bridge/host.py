@@ -189,9 +189,10 @@ def upgrade_1x_configs() -> list[str]:
     from helpers import projects
 
     pattern = projects.get_project_meta("*", "plugins", PLUGIN_NAME, "config.json")
+    parent = os.path.dirname(os.path.dirname(projects.get_project_meta("*")))  # the projects
     files = [(GLOBAL_CONFIG, "config.json", False)]
-    files += [(path, f"project {os.path.relpath(path, os.path.dirname(pattern)).split(os.sep)[0]}",
-               True) for path in sorted(glob.glob(pattern))]
+    files += [(path, f"project {os.path.relpath(path, parent).split(os.sep)[0]}", True)
+              for path in sorted(glob.glob(pattern))]
     done = []
     for path, label, is_project in files:
         try:
