@@ -10,7 +10,14 @@ import os
 import unittest
 
 from api_world import api_handler, api_world
-from hub_testkit import StubAgent, StubHistoryMessage, hub_threads, import_by_path, release_restart
+from hub_testkit import (
+    StubAgent,
+    StubContext,
+    StubHistoryMessage,
+    hub_threads,
+    import_by_path,
+    release_restart,
+)
 from outbox_helpers import enqueue, event, stub_host_events
 
 KEY = "hch-purge-key-2468024680"
@@ -149,6 +156,16 @@ class PurgeFromTheSidebarTest(SidebarPurgeCase):
         self.assertTrue(status["capture"]["purged"])
         self.assertEqual(status["health_reasons"][0],
                          "purged: uninstall the plugin now, or resume memory")
+
+    def test_after_a_purge_the_tools_forget_chat_re_creates_nothing(self) -> None:
+        from usr.plugins.honcho.extensions.honcho_bridge.tool import run_tool
+
+        self.captured_and_delivered()
+        self.call({"action": "purge", "confirmed": True})
+        agent = StubAgent(0, StubContext(id="chat-after-purge"))
+        answer = asyncio.run(run_tool(agent, {"action": "forget_chat", "confirm": True}))
+        self.assertEqual(self.ours_on_disk(), set())
+        self.assertIn("purged", answer)
 
     def test_pending_rows_refuse_the_purge_until_forced_and_the_refusal_says_so(self) -> None:
         self.captured_and_delivered()
