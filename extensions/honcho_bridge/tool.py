@@ -36,6 +36,10 @@ log = logging.getLogger("honcho_hub.adapters")
 UNMAPPED_REFUSAL = ("honcho_memory: this chat has no human to remember (unmapped_chats is"
                     " no-capture and neither its project nor its agent profile names one); nothing"
                     " was read or written.")
+# Forgetting a chat opens the outbox, which the sidebar's purge removed (the sidebar's forget is
+# refused then too: operations.PURGED_ERROR).
+PURGED_REFUSAL = ("honcho_memory: memory is purged in this Agent Zero; forget_chat would create the"
+                  " local queue again. Resume memory in the sidebar first; nothing was changed.")
 
 
 async def run_tool(agent: Any, args: dict) -> str:
@@ -43,8 +47,10 @@ async def run_tool(agent: Any, args: dict) -> str:
     if host.chat_human(agent) is None:
         return UNMAPPED_REFUSAL
     def run():  # off the loop: building the context may import the SDK and open a client
-        return run_action(args.get("action"), args, action_context(agent))
-    return (await asyncio.to_thread(run)).text
+        if args.get("action") == "forget_chat" and hub().purged():
+            return PURGED_REFUSAL
+        return run_action(args.get("action"), args, action_context(agent)).text
+    return await asyncio.to_thread(run)
 
 
 def action_context(agent: Any) -> ActionContext:
