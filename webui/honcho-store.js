@@ -445,7 +445,9 @@ export const store = createStore("honchoHub", {
     this.resuming = true;
     try {
       const answer = await callJsonApi(PURGE_API, { action: "resume" });
-      if (answer.ok) toastSuccess(answer.started ? "Memory resumed" : "Resumed; another hold still stops the worker", "Honcho");
+      // A resume another hold keeps stopped started nothing: a warning, as a wake a hold refused.
+      if (answer.ok && answer.started) toastSuccess("Memory resumed", "Honcho");
+      else if (answer.ok) toastWarning("Resumed; another hold still stops the worker", "Honcho");
       else toastError(answer.error || "Resume failed", "Honcho");
     } catch (e) {
       toastError("The action could not reach Agent Zero", "Honcho");
