@@ -21,8 +21,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import a0_ui_browser as kit  # noqa: E402
 from host_kit import ROOT, wait_for  # noqa: E402
-from mcp_fake import McpFake  # noqa: E402
-from playwright.sync_api import sync_playwright  # noqa: E402
 
 FIRST, SECOND, THIRD = ("Noted: two sailing boats.", "Noted: after the purge.",
                         "Noted: remembered again.")
@@ -35,12 +33,7 @@ def setUpModule():
     # this run's own, so the test sees every journal file the plugin makes there.
     state_home = tempfile.mkdtemp(prefix="honcho-ui-state-")
     os.environ["XDG_STATE_HOME"] = state_home
-    kit.shots = tempfile.mkdtemp(prefix="honcho-shots-")
-    kit.mcp = McpFake()
-    kit.ui = kit.AgentZeroUi(kit.mcp.url)
-    kit._pw = sync_playwright().start()
-    kit.browser = kit._pw.chromium.launch(executable_path=kit.CHROMIUM, headless=True,
-                                          args=kit.CHROMIUM_ARGS)
+    kit.setUpModule()  # the UI it starts inherits that folder
 
 
 def tearDownModule():
