@@ -8,9 +8,12 @@ import json
 import unittest
 from datetime import timedelta
 
-from test_inspector import CREATED, HOST_SECRET, LEAKED, SESSION, InspectorBench
+from test_inspector import CREATED, HOST_SECRET, LEAKED, SESSION, TEMPLATE, InspectorBench
+from test_memory_expiry import NOW, ExpiryBench
 
 from honcho_hub.ops import inspector
+from honcho_hub.ops.inspector import Inspector
+from honcho_hub.recall.recaller import Recaller
 from honcho_hub.tool.actions import run_action
 
 
@@ -227,6 +230,31 @@ class EvidenceTest(unittest.TestCase):
         self.assertEqual([i["id"] for i in listed["items"]], [clash])
         self.assertEqual(inspector.at_level(b.ins, "inductive", 1)["items"], [])
         self.assertIn("level must be one of", inspector.at_level(b.ins, "wrong", 1)["error"])
+
+
+class CorrectExpiringTest(unittest.TestCase):
+    """A memory remembered for a while, corrected or listed by level."""
+
+    def setUp(self):
+        self.bench = ExpiryBench(self)
+        recaller = Recaller(lambda settings: self.bench.gateway)
+        self.addCleanup(recaller.close)
+        self.ins = Inspector(self.bench.ctx, recaller, TEMPLATE, clock=self.bench.clock)
+
+    def test_the_right_one_keeps_the_wrong_ones_end(self):
+        b = self.bench
+        wrong = b.remember("The user is in Lisbon this week.", "7d")
+        done = run_action("correct", {"id": wrong, "content": "The user is in Porto this week.",
+                                      "confirm": True}, b.ctx)
+        self.assertTrue(done.ok, done.text)
+        right, = b.fake.conclusions
+        self.assertIn((right, "pending", NOW + 7 * 86_400, 0, None), b.rows())
+        self.assertIn("It expires when the wrong one would have", done.text)
+
+    def test_a_listing_by_level_shows_the_time_left(self):
+        self.bench.remember("The user is in Lisbon this week.", "2h")
+        item, = inspector.at_level(self.ins, "explicit", 1)["items"]
+        self.assertEqual(item["expires_in_s"], 7_200)
 
 
 if __name__ == "__main__":
