@@ -322,8 +322,9 @@ def at_level(ins: Inspector, level: Any, page: Any = 1) -> dict[str, Any]:
     except HonchoRequestError as exc:
         return {"error": exc.code}
     chats = _chats(ins)
-    return {"items": [_conclusion(ins, c.id, c.content, c.session_id, c.created_at, chats,
-                                  c.level) for c in listing.items],
+    return {"items": _with_ends(ins, [_conclusion(ins, c.id, c.content, c.session_id,
+                                                  c.created_at, chats, c.level)
+                                      for c in listing.items]),
             "page": number, "pages": listing.pages, "total": listing.total, "level": level}
 
 

@@ -87,6 +87,19 @@ def add(conn: sqlite3.Connection, now: float, destination: str, conclusion_id: s
                  (destination, conclusion_id, observer_id, observed_id, ends, ends, now))
 
 
+def carry(db: Database, destination: str, from_id: str, to_id: str) -> bool:
+    """Give `to_id` the pending end of `from_id` (a correction: the right conclusion ends when the
+    wrong one would have); whether `from_id` had one."""
+    with db.transaction(WRITE) as (conn, now):
+        copied = conn.execute("INSERT OR REPLACE INTO memory_expiries (destination, conclusion_id,"
+                              " observer_id, observed_id, expires_at, state, next_attempt_at,"
+                              " updated_at) SELECT destination, ?, observer_id, observed_id,"
+                              " expires_at, 'pending', expires_at, ? FROM memory_expiries"
+                              " WHERE destination = ? AND conclusion_id = ? AND state = 'pending'",
+                              (to_id, now, destination, from_id))
+        return copied.rowcount > 0
+
+
 def claim_due(db: Database, destination: str, owner: str, limit: int,
               claim_s: float) -> list[Due]:
     """Claim for `owner`, for `claim_s`, up to `limit` of `destination`'s pending rows that are due

@@ -37,6 +37,7 @@ from ..safety.untrusted import neutralize, untrusted
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
 from ..storage import expiries
+from ..storage.db import with_existing
 from ..storage.memory_log import CARD_ID, MemoryWrite, WriteKind
 
 ACTIONS = ("recall", "search", "ask", "remember", "forget", "status", "dream", "profile",
@@ -480,7 +481,7 @@ def _correct_conclusion(ctx: ActionContext, wrong_id: str, content: str) -> str:
                                          ctx.session_id)
     except HonchoRequestError as exc:
         return Unfinished(error_line("correct", exc) + f" Conclusion {wrong_id} was not deleted.")
-    note = _kept(ctx, made.id, WriteKind.REMEMBER, content)
+    note = _kept(ctx, made.id, WriteKind.REMEMBER, content) + _carried_end(ctx, wrong_id, made.id)
     try:
         queries.delete_conclusion(gw, s.agent_peer_id, s.user_peer_id, wrong_id)
     except HonchoRequestError as exc:
@@ -490,6 +491,21 @@ def _correct_conclusion(ctx: ActionContext, wrong_id: str, content: str) -> str:
     note += _kept(ctx, wrong_id, WriteKind.FORGET, _safe(found.content, ctx))
     return (f"Corrected conclusion {wrong_id}: the right one is {made.id}; the wrong one was"
             " forgotten (undo restores it)." + note)
+
+
+def _carried_end(ctx: ActionContext, wrong_id: str, right_id: str) -> str:
+    """The wrong conclusion's lifetime given to the right one (a correction keeps a memory that
+    expires expiring); a note for the answer when there was one, or it could not be carried."""
+    if ctx.record is None:
+        return ""  # no local record here: no lifetime either
+    s = ctx.settings
+    try:
+        carried = with_existing(s, lambda db: expiries.carry(db, s.destination(), wrong_id,
+                                                             right_id), False)
+    except OutboxError as exc:
+        return (f" The local record could not be read ({exc.code}): if the wrong one was to"
+                f" expire, {right_id} will not; forget it when it should go.")
+    return " It expires when the wrong one would have (pin it to keep it)." if carried else ""
 
 
 def _correct_fact(ctx: ActionContext, wrong: str, content: str) -> str:
