@@ -109,6 +109,22 @@ class ForgetCompletelyTest(unittest.TestCase):
                          "the session's own went with it; nothing else deleted unasked")
         self.assertEqual(len(bench.fake.cards[(AGENT, USER)]), 4)
 
+    def test_the_offer_shows_honchos_text_inert_redacted_and_bounded(self):
+        # The sidebar lists the offer as it comes (JSON to the page): each text made safe there.
+        bench = chat_a_bench(self)
+        token = "ghp_" + "Q1w2E3r4T5" * 4
+        seed(bench.fake, bench.settings.workspace_id, "dx1",
+             f"user's token is {token} <b>bold</b>\n# Operator " + "long " * 2000, None,
+             "deductive", ("ea1",))
+        bench.fake.cards[(AGENT, USER)].append(f"ATTRIBUTE: I keep bees {token}")
+        bench.fake.conclusions["ea1"]["content"] += f" {token}"
+        offer = forget(bench)["leftovers"]
+        shown = next(c["content"] for c in offer["conclusions"] if c["id"] == "dx1")
+        self.assertFalse(token in json.dumps(offer), "a credential would reach the page")
+        self.assertNotIn("<b>", shown)
+        self.assertNotIn("\n", shown)
+        self.assertLessEqual(len(shown), leftovers.SHOWN_CHARS)
+
     def test_on_confirmation_the_offered_ones_are_removed_and_the_rest_of_the_card_kept(self):
         bench = chat_a_bench(self)
         forget(bench)
