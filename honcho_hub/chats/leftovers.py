@@ -17,6 +17,7 @@ from ..errors import HonchoRequestError, PermanentError
 from ..gateway import queries
 from ..gateway.gateway import HonchoGateway
 from ..gateway.queries import PairConclusion
+from ..safety.untrusted import inert_line
 
 MAX_RECORDED = 200  # of the chat's own conclusions, read before the delete
 MAX_OFFERED = 100  # derived conclusions offered at once
@@ -25,6 +26,7 @@ ROUNDS = 3  # derived from derived: a bounded depth
 MAX_PAIRS = 4  # cards read: one per observer and observed peer of the chat's conclusions
 MATCH_SHARE = 0.8  # of a card fact's words that must be in one of the chat's conclusions
 MAX_HELD = 32  # chats whose leftovers wait for a confirmation (the newest)
+SHOWN_CHARS = 600  # of a conclusion or fact as the offer shows it (the tool's item)
 
 _TAG = re.compile(r"^\s*[A-Z][A-Z _-]*:\s*")  # a card's "ATTRIBUTE: " and the like
 _SAID = re.compile(r"^\s*\S+ said:\s*", re.IGNORECASE)  # "user said: " (the deriver's wording)
@@ -51,12 +53,14 @@ class Leftovers:
     more: bool = False  # a bound was reached: more may exist
 
     def offer(self) -> dict[str, Any]:
-        """JSON-safe, for the report of the forget."""
+        """JSON-safe, for the report of the forget, which the sidebar lists: Honcho's text on one
+        line, inert, redacted and cut to SHOWN_CHARS."""
         return {"recorded": self.recorded, "more": self.more,
-                "conclusions": [{"id": c.id, "content": c.content, "level": c.level,
-                                 "session_id": c.session_id} for c in self.conclusions],
-                "card_facts": [{"observer": f.observer, "observed": f.observed, "fact": f.fact}
-                               for f in self.card_facts]}
+                "conclusions": [{"id": c.id, "content": inert_line(c.content, SHOWN_CHARS),
+                                 "level": c.level, "session_id": c.session_id}
+                                for c in self.conclusions],
+                "card_facts": [{"observer": f.observer, "observed": f.observed,
+                                "fact": inert_line(f.fact, SHOWN_CHARS)} for f in self.card_facts]}
 
 
 @dataclass(frozen=True)

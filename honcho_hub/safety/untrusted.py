@@ -51,6 +51,13 @@ def neutralize(text: str) -> str:
     return _as_plain_lines(text.translate(_ANGLES))
 
 
+def inert_line(text: str, limit: int) -> str:
+    """Recalled text on one line, made inert and redacted BEFORE it is cut (a credential cut in half
+    would no longer look like one), then cut to `limit` characters."""
+    flat = " ".join(neutralize(str(text)).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
 def _as_plain_lines(text: str) -> str:
     """No line of `text` reads as a heading, after whatever break a reader takes for a line's end: a
     heading becomes a label (`## Explicit Observations` -> `Explicit Observations:`), without the

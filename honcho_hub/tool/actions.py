@@ -33,7 +33,7 @@ from ..gateway.gateway import HonchoGateway
 from ..gateway.scopes import MAX_SCOPE_ID, RESERVED_PREFIX
 from ..names import MAX_DIALECTIC_QUERY
 from ..safety.redact import redact
-from ..safety.untrusted import neutralize, untrusted
+from ..safety.untrusted import inert_line, untrusted
 from ..settings.config import Settings
 from ..settings.spec import REASONING_LEVELS
 from ..storage import expiries
@@ -623,10 +623,8 @@ def _scope(args: Mapping[str, Any], ctx: ActionContext) -> str | None:
 
 
 def _item(text: str, limit: int = MAX_ITEM_CHARS) -> str:
-    """Recalled text on one line, made inert and redacted BEFORE it is cut (a credential cut in half
-    would no longer look like one), then cut to `limit`."""
-    flat = " ".join(neutralize(str(text)).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    """Recalled text on one line, inert, redacted and cut to `limit` (safety/untrusted.py)."""
+    return inert_line(text, limit)
 
 
 def _bounded(text: str, limit: int = MAX_OUTPUT) -> str:
