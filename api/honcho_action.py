@@ -1,5 +1,6 @@
 """POST /api/plugins/honcho/honcho_action: check, wake, drain (≤ 5 s), retry_dead (≤ 100),
-clear_cache."""
+clear_cache, and the saved observation preset on existing sessions: observation_check (a page,
+changing nothing) and observation_apply (only with `confirmed: true`)."""
 
 import asyncio
 import logging

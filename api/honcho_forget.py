@@ -1,7 +1,8 @@
 """POST /api/plugins/honcho/honcho_forget: forgetting a chat from the sidebar — `offers` (chats the
 user deleted in Agent Zero), `forget_chat` (`chat`, only with `confirmed: true`, which the sidebar
-sends after its confirm step: a click in the UI, not proof of a person), `dismiss` (`chat`). Auth
-and CSRF as Agent Zero's defaults."""
+sends after its confirm step: a click in the UI, not proof of a person; the answer lists what
+dreams derived from it), `forget_leftovers` (`chat`, `confirmed: true`: those removed), `dismiss`
+(`chat`). Auth and CSRF as Agent Zero's defaults."""
 
 import asyncio
 import logging

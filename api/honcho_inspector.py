@@ -1,8 +1,10 @@
 """POST /api/plugins/honcho/honcho_inspector: the memory inspector's view, search, forget (only
 with `confirmed: true`, which the inspector's UI sends after its confirm step: a click in the UI,
 not proof of a person), undo, edit_card, export (the memory file's text to download) and import (of
-such a file's text), remember (for a lifetime) and pin. Auth and CSRF as Agent Zero's defaults;
-the answer holds recalled data, so it is marked never to be stored by the browser."""
+such a file's text), remember (for a lifetime) and pin, the corrections (correct, correct_fact,
+rebuild_card: each only with `confirmed: true`) and what evidence there is (evidence, messages,
+level). Auth and CSRF as Agent Zero's defaults; the answer holds recalled data, so it is marked
+never to be stored by the browser."""
 
 import asyncio
 import logging
