@@ -138,12 +138,8 @@ def search(ins: Inspector, query: Any) -> dict[str, Any]:
 def forget(ins: Inspector, conclusion_id: Any, confirmed: Any) -> dict[str, Any]:
     """Forget one of the agent's conclusions about the user, only when `confirmed` is true (the UI's
     confirm step); the tool's forget checks it is one and keeps its text for an undo."""
-    if confirmed is not True:
-        return {"ok": False, "error": "not_confirmed",
-                "message": "Not forgotten: forgetting needs `confirmed: true`,"
-                           " sent after the confirm step."}
-    result = run_verb("forget", {"id": conclusion_id, "confirm": True}, ins.actions)
-    return {"ok": result.ok, "message": result.text}
+    return _confirmed_verb(ins, confirmed, "forget", {"id": conclusion_id, "confirm": True},
+                           "Not forgotten: forgetting")
 
 
 def edit_card(ins: Inspector, facts: Any) -> dict[str, Any]:
@@ -287,24 +283,27 @@ def correct_fact(ins: Inspector, fact: Any, content: Any, confirmed: Any) -> dic
                                        "content": content})
 
 
-def _corrected(ins: Inspector, confirmed: Any, args: dict[str, Any]) -> dict[str, Any]:
+def _confirmed_verb(ins: Inspector, confirmed: Any, verb: str, args: dict[str, Any],
+                    refused: str) -> dict[str, Any]:
+    """The tool's `verb` by the user's hand, only when `confirmed` is true (sent after the UI's
+    confirm step); `refused` begins the answer otherwise ("Not forgotten: forgetting")."""
     if confirmed is not True:
         return {"ok": False, "error": "not_confirmed",
-                "message": "Not corrected: correcting needs `confirmed: true`, sent after the"
-                           " confirm step."}
-    result = run_verb("correct", {**args, "confirm": True}, ins.actions)
+                "message": f"{refused} needs `confirmed: true`, sent after the confirm step."}
+    result = run_verb(verb, args, ins.actions)
     return {"ok": result.ok, "message": result.text}
+
+
+def _corrected(ins: Inspector, confirmed: Any, args: dict[str, Any]) -> dict[str, Any]:
+    return _confirmed_verb(ins, confirmed, "correct", {**args, "confirm": True},
+                           "Not corrected: correcting")
 
 
 def rebuild_card(ins: Inspector, confirmed: Any) -> dict[str, Any]:
     """Ask Honcho to rebuild the agent's card of the user from its conclusions alone, only when
     `confirmed` is true; the card it had is kept in the local record."""
-    if confirmed is not True:
-        return {"ok": False, "error": "not_confirmed",
-                "message": "Not rebuilt: rebuilding needs `confirmed: true`, sent after the"
-                           " confirm step."}
-    result = run_verb("profile", {"rebuild": True}, ins.actions)
-    return {"ok": result.ok, "message": result.text}
+    return _confirmed_verb(ins, confirmed, "profile", {"rebuild": True},
+                           "Not rebuilt: rebuilding")
 
 
 def at_level(ins: Inspector, level: Any, page: Any = 1) -> dict[str, Any]:
