@@ -253,6 +253,12 @@ class ForgetCompletelyCommandTest(unittest.TestCase):
                           report["removed"]["card_facts_removed"]), (0, DONE, 3, 2))
         self.assertEqual(sorted(self.server.fake.conclusions), ["db1", "eb1"])
 
+    def test_completely_exits_3_when_what_survives_could_not_be_looked_for(self):
+        self.server.fake.fail(r"/workspaces/[^/]+/conclusions/list$", status=503)
+        code, out, _ = self.run_cli("a", "--yes", "--completely")
+        self.assertIn("could not be looked for (http_503)", out)
+        self.assertEqual(code, cli.EXIT_DEGRADED, "not done completely, as asked")
+
     def test_without_completely_the_leftovers_are_listed_and_kept(self):
         code, out, _ = self.run_cli("a", "--yes")
         self.assertEqual(code, 0)
