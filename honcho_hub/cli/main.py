@@ -145,7 +145,8 @@ def _demo(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
 def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     """Forget one chat (chats/forget.py), only with --yes, and with --completely what it left: 0
     done, 1 the outbox unusable, 2 no --yes or a bad chat id, 3 still sending, a Honcho session not
-    deleted (forgetting again finishes it) or a leftover not removed."""
+    deleted (forgetting again finishes it), or with --completely a leftover not removed or not
+    looked for."""
     if not args.yes:
         return _failed("forget-chat", "this deletes the chat's queued messages and its Honcho"
                        " session for good; add --yes to go ahead", EXIT_USAGE)
@@ -160,7 +161,8 @@ def _forget_chat(settings: Settings, args: argparse.Namespace, out: TextIO) -> i
     _print(out, report, args.json, _forget_text)
     if "error" in report:
         return EXIT_FAILED
-    if report["state"] != forget.DONE or report.get("removed", {}).get("not_removed"):
+    unsearched = args.completely and "error" in report.get("leftovers", {})
+    if report["state"] != forget.DONE or report.get("removed", {}).get("not_removed") or unsearched:
         return EXIT_DEGRADED
     return EXIT_OK
 
