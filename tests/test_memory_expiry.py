@@ -303,6 +303,21 @@ class WorkerSweepTest(unittest.TestCase):
         bench.worker.step()
         self.assertNotIn(cid, bench.fake.conclusions)
 
+    def test_a_drains_step_sweeps_only_within_the_drains_deadline(self):
+        # A drain (pre_update's, the command line's) is bounded by its timeout; the sweep's own
+        # budget (30 s) must not outlast it.
+        bench = Bench(self, expiry_sweep_s=60)
+        settings = bench.settings
+        gateway = HonchoGateway.for_settings(
+            settings, http_client_factory=lambda: httpx.Client(transport=bench.transport))
+        self.addCleanup(gateway.close)
+        run_action("remember", {"content": "short-lived", "expires_in": "1m"},
+                   ActionContext(settings=settings, gateway=gateway,
+                                 record=lambda w: self._keep(settings, bench.clock, w)))
+        bench.clock.advance(61)
+        bench.worker.step(deadline=bench.mono())  # a drain whose time is up
+        self.assertEqual([m for m, _ in bench.fake.requests if m == "DELETE"], [])
+
     def _keep(self, settings, clock, write):
         db = Database.for_settings(settings, clock=clock)
         try:
