@@ -42,14 +42,15 @@ class SweepReport:
 
 
 def sweep(db: Database, gateway: HonchoGateway, settings: Settings, owner: str, *,
-          limit: int = SWEEP_LIMIT,
+          limit: int = SWEEP_LIMIT, budget_s: float = SWEEP_BUDGET_S,
           monotonic: Callable[[], float] = time.monotonic) -> SweepReport:
-    """Delete the conclusions of `settings`' destination whose lifetime ended; raises OutboxError
-    when the outbox cannot be claimed from or settled (a row left claimed lapses after CLAIM_S)."""
+    """Delete the conclusions of `settings`' destination whose lifetime ended, within `budget_s`
+    (at most SWEEP_BUDGET_S); raises OutboxError when the outbox cannot be claimed from or settled
+    (a row left claimed lapses after CLAIM_S)."""
     destination = settings.destination()
     due = expiries.claim_due(db, destination, owner, limit, CLAIM_S)
     report, done = SweepReport(claimed=len(due)), expiries.Settlement()
-    with deadline.within(SWEEP_BUDGET_S, monotonic):
+    with deadline.within(max(0.0, min(budget_s, SWEEP_BUDGET_S)), monotonic):
         for row in due:
             if report.stopped is not None or deadline.passed():
                 report.stopped = report.stopped or deadline.TIMED_OUT

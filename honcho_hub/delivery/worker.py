@@ -220,7 +220,7 @@ class DeliveryWorker(threading.Thread):
             return self._report(report)
         self._maybe_prune(outbox, settings)
         gateway, pool = self._gateways.get(settings), self._pool.get(settings)
-        self._maybe_sweep(outbox, settings, gateway)
+        self._maybe_sweep(outbox, settings, gateway, deadline)
         budget = settings.concurrency * BATCHES_PER_STEP
         in_flight: dict[Future, list[LeasedEvent]] = {}
         # Whether each batch's messages have left (see _withdraw).
@@ -465,14 +465,18 @@ class DeliveryWorker(threading.Thread):
             outbox.prune(settings.delivered_retention_h * 3600)
             processes.expire(outbox.db)  # and what dead processes left
 
-    def _maybe_sweep(self, outbox: Outbox, settings: Settings, gateway: HonchoGateway) -> None:
-        """Delete the memories whose lifetime ended, every expiry_sweep_s (delivery/expiry.py); an
-        outbox that cannot be read now waits for the next sweep."""
-        if self._monotonic() < self._next_sweep_mono:
+    def _maybe_sweep(self, outbox: Outbox, settings: Settings, gateway: HonchoGateway,
+                     deadline: float) -> None:
+        """Delete the memories whose lifetime ended, every expiry_sweep_s (delivery/expiry.py),
+        within the step's `deadline` (a drain's); an outbox that cannot be read now waits for the
+        next sweep."""
+        now = self._monotonic()
+        if now < self._next_sweep_mono:
             return
-        self._next_sweep_mono = self._monotonic() + settings.expiry_sweep_s
+        self._next_sweep_mono = now + settings.expiry_sweep_s
         try:
-            expiry.sweep(outbox.db, gateway, settings, self.owner, monotonic=self._monotonic)
+            expiry.sweep(outbox.db, gateway, settings, self.owner, budget_s=deadline - now,
+                         monotonic=self._monotonic)
         except OutboxError as exc:
             log.info("honcho expiry: sweep skipped (%s); trying again in %.0f s", exc.code,
                      settings.expiry_sweep_s)
