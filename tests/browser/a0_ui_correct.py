@@ -134,5 +134,25 @@ class CorrectTest(kit.UiCase):
         self.assertEqual(page.evaluate("() => globalThis.honchoMarkupSeen"), [])
 
 
+class LevelListingTest(kit.UiCase):
+    def test_a_search_ends_the_listing_by_level(self):
+        kit.ui.post_turns("chat-level01", ["I sail on Saturdays", "Noted."])
+        kit.ui.conclude("The user sails on Saturdays", "chat-level01")
+        page = self.open_page()
+        page.click(".honcho-sidebar-line")
+        page.locator("[data-testid=honcho-open-inspector]").click()
+        inspector = page.locator("[data-testid=honcho-inspector]")
+        inspector.locator("[data-testid=honcho-inspector-conclusion]").first.wait_for(
+            timeout=30_000)
+        chooser = inspector.locator("[data-field=level_filter]")
+        chooser.select_option("contradiction")
+        inspector.locator("[data-field=no_level_match]").wait_for(timeout=30_000)
+        inspector.locator("[data-field=query]").fill("sailing")
+        inspector.locator("[data-field=query]").press("Enter")
+        wait_for(lambda: chooser.input_value() == "", 30,
+                 "the level chooser back at 'all' for a search's results")
+        self.assertEqual(inspector.locator("[data-field=no_level_match]").count(), 0)
+
+
 if __name__ == "__main__":
     unittest.main()
