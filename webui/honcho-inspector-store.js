@@ -123,6 +123,7 @@ export const store = createStore("honchoInspector", {
 
   async search() {
     if (!this.query.trim()) return this.clearSearch();
+    this.level = ""; // a search's results are of every level
     this.searching = true;
     try {
       const answer = await ask({ action: "search", query: this.query });
