@@ -198,6 +198,14 @@ class EvidenceTest(unittest.TestCase):
         sent = [json.loads(body) for body in b.requests("POST", "/conclusions/list")]
         self.assertIn({"filters": {"OR": [{"source_ids": {"contains": [premise]}}]}}, sent)
 
+    def test_a_conclusion_the_tool_wrote_is_not_said_to_be_drawn_from_messages(self):
+        b = self.bench
+        self.assertTrue(inspector.remember(b.ins, "The user likes tea")["ok"])
+        written, = b.fake.conclusions
+        shown = inspector.evidence(b.ins, written)
+        self.assertEqual(shown["premises"]["state"], "written", shown["premises"])
+        self.assertNotIn("Drawn from the chat's messages", shown["premises"]["message"])
+
     def test_the_chats_messages_before_the_conclusion_are_bounded_and_oldest_first(self):
         b = self.bench
         for n in range(15):
