@@ -264,6 +264,8 @@ MESSAGES_SHOWN = 8  # the chat's messages before a conclusion was made, at most
 PREMISES_FROM_MESSAGES = ("Drawn from the chat's messages; Honcho does not say which (it keeps no"
                           " message ids for a conclusion). The chat's messages before it was made"
                           " can be shown.")
+PREMISES_WRITTEN = ("Written by the memory tool or this inspector (remember, correct or undo), not"
+                    " drawn from the chat's messages: the local record of memory writes keeps it.")
 PREMISES_UNAVAILABLE = ("This Honcho server does not say which conclusions this one rests on (its"
                         " answers carry no source_ids), so its premises cannot be shown; what"
                         " rests on it is listed.")
@@ -344,7 +346,8 @@ def evidence(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
             "more": more}
     except HonchoRequestError as exc:
         rested = {"error": exc.code}
-    premises = ({"state": "from_messages", "message": PREMISES_FROM_MESSAGES}
+    premises = ({"state": "written", "message": PREMISES_WRITTEN} if _written_here(ins, c.id)
+                else {"state": "from_messages", "message": PREMISES_FROM_MESSAGES}
                 if c.level == "explicit"
                 else {"state": "unavailable", "message": PREMISES_UNAVAILABLE})
     return {"ok": True, "premises": premises, "rested_on_by": rested,
@@ -374,6 +377,19 @@ def messages(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
              for m in reversed(said)]
     return {"ok": True, "session": c.session_id, "items": items,
             "message": f"The last {len(items)} messages of the chat before it was made."}
+
+
+def _written_here(ins: Inspector, conclusion_id: str) -> bool:
+    """Whether the local record says the memory tool or this inspector created this conclusion
+    (False when the record cannot be read)."""
+    s = ins.actions.settings
+    try:
+        kept: list[KeptWrite] = with_existing(s, lambda db: memory_log.records(
+            db, s.destination(), s.agent_peer_id, s.user_peer_id, memory_log.MAX_RECORDS), [])
+    except OutboxError:
+        return False
+    return any(k.write.conclusion_id == conclusion_id
+               and k.write.kind in (WriteKind.REMEMBER, WriteKind.RESTORE) for k in kept)
 
 
 def _found(ins: Inspector, conclusion_id: Any) -> dict[str, Any]:
