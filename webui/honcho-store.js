@@ -100,7 +100,10 @@ export function purgeWarning(survey) {
     notes.push(`${waiting} ${waiting === 1 ? "message has" : "messages have"} not reached Honcho yet: a purge ` +
       `deletes ${waiting === 1 ? "it" : "them"}.`);
   }
-  if (survey.live_processes) notes.push(`${survey.live_processes} other processes use the outbox now.`);
+  if (survey.live_processes) {
+    const one = survey.live_processes === 1;
+    notes.push(`${survey.live_processes} other ${one ? "process uses" : "processes use"} the outbox now.`);
+  }
   return notes.length ? notes.join(" ") : null;
 }
 
