@@ -73,10 +73,14 @@ def switch_1x_checkout_to_ours(w: host_kit.HostWorld) -> None:
     for name, content in (("plugin.yaml", V1_PLUGIN_YAML), ("default_config.yaml", V1_DEFAULTS),
                           (".gitignore", V1_GITIGNORE)):
         write(os.path.join(w.plugin_dir, name), content)
-    git(w.plugin_dir, "init", "-q", "-b", "main")
+    # As a clone of 1.x's repository left it, on a branch named otherwise than ours (`master`)
+    # that tracks 1.x's: Agent Zero's Update pulls the current branch's name from its remote.
+    git(w.plugin_dir, "init", "-q", "-b", "master")
     git(w.plugin_dir, "add", "-A")
     git(w.plugin_dir, "commit", "-q", "-m", "1.x stand-in")
     git(w.plugin_dir, "remote", "add", "origin", "https://github.com/alogotron/a0-plugin-honcho")
+    git(w.plugin_dir, "config", "branch.master.remote", "origin")
+    git(w.plugin_dir, "config", "branch.master.merge", "refs/heads/master")
     # What 1.x's settings page saved, and what 1.x leaves beside it (ignored by its .gitignore).
     write(os.path.join(w.plugin_dir, "config.json"), json.dumps({
         "honcho_workspace_id": w.workspace_id, "honcho_user_id": USER_PEER,
@@ -119,6 +123,13 @@ class AfterGitSwitchTest(unittest.TestCase):
     def test_the_reset_kept_1x_config_json_and_replaced_its_files_by_ours(self) -> None:
         self.assertTrue(os.path.exists(os.path.join(world.plugin_dir, "hooks.py")))
         self.assertTrue(os.path.exists(os.path.join(world.plugin_dir, ".toggle-1")))
+
+    def test_agent_zero_s_update_then_pulls_this_repository(self) -> None:
+        from helpers import git as a0_git  # what the Hub's Update runs (pre_update, pull, install)
+
+        a0_git.update_repo(world.plugin_dir)
+        self.assertEqual(git(world.plugin_dir, "rev-parse", "--abbrev-ref", "@{upstream}").strip(),
+                         "origin/main")
 
     def test_config_json_holds_the_1x_settings_under_our_names(self) -> None:
         with open(os.path.join(world.plugin_dir, "config.json"), encoding="utf-8") as handle:
