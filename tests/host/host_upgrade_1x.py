@@ -1,8 +1,8 @@
 """Upgrading from the Plugin Hub's `honcho` 1.x in a real Agent Zero v1.7, by both paths of
 docs/upgrading-from-1x.md, against the real Honcho.
 
-(a) The 1.x folder's git remote switched to this repository, then `git fetch` and `git reset
-    --hard`: 1.x's untracked config.json (and its ignored leftovers) stay in usr/plugins/honcho, and
+(a) The 1.x folder's git remote switched to this repository, then `git fetch` and `git checkout
+    -f -B main origin/main`: 1.x's untracked config.json (and its ignored leftovers) stay in usr/plugins/honcho, and
     Agent Zero calls no install hook. The 1.x checkout here is a stand-in written by us (its
     plugin.yaml, default_config.yaml and .gitignore as 1.x has them; no 1.x code).
 (b) 1.x uninstalled (its folder and config.json gone), this plugin installed: only the HONCHO_*
@@ -93,7 +93,7 @@ def switch_1x_checkout_to_ours(w: host_kit.HostWorld) -> None:
     # docs/upgrading-from-1x.md, path (a)
     git(w.plugin_dir, "remote", "set-url", "origin", ours)
     git(w.plugin_dir, "fetch", "-q", "origin")
-    git(w.plugin_dir, "reset", "-q", "--hard", "origin/main")
+    git(w.plugin_dir, "checkout", "-q", "-f", "-B", "main", "origin/main")
 
 
 def only_the_secrets_left(w: host_kit.HostWorld) -> None:
@@ -120,7 +120,7 @@ class AfterGitSwitchTest(unittest.TestCase):
         cls.record = os.path.join(world.plugin_dir, "config.1x.json")
         host_kit.wait_for(lambda: os.path.exists(cls.record), 30, "the 1.x upgrade")
 
-    def test_the_reset_kept_1x_config_json_and_replaced_its_files_by_ours(self) -> None:
+    def test_the_switch_kept_1x_config_json_and_replaced_its_files_by_ours(self) -> None:
         self.assertTrue(os.path.exists(os.path.join(world.plugin_dir, "hooks.py")))
         self.assertTrue(os.path.exists(os.path.join(world.plugin_dir, ".toggle-1")))
 
