@@ -10,6 +10,7 @@ Its own Agent Zero: `.ci/run` runs every `tests/browser/a0_ui_*.py`, or
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -97,6 +98,33 @@ class ForgetCompletelyTest(kit.UiCase):
         self.assertEqual(citing(chat_ids), [], "nothing left citing the chat's conclusions")
         card = kit.ui.honcho().peer("agent-zero").get_card(target="user") or []
         self.assertFalse([fact for fact in card if FACT in fact], card)
+
+
+class PartlyRemovedTest(kit.UiCase):
+    def test_after_a_partial_removal_only_what_was_not_removed_stays_listed(self):
+        # A removal that fails part-way cannot be brought about in the real Honcho on purpose: the
+        # answer of our API is made here; the offer is set in the sidebar's store as a forget sets it.
+        def answer(route):
+            if json.loads(route.request.post_data or "{}").get("action") != "forget_leftovers":
+                return route.continue_()
+            route.fulfill(status=200, content_type="application/json", body=json.dumps(
+                {"ok": False, "text": "NOT removed: conclusion d2 (http_503)", "result": {
+                    "chat_id": "x1", "conclusions_removed": 1, "conclusions_gone": 0,
+                    "card_facts_removed": 1,
+                    "not_removed": [{"conclusion": "d2", "code": "http_503"}]}}))
+        page = self.open_page(prepare=lambda p: p.route("**/plugins/honcho/honcho_forget", answer))
+        page.on("dialog", lambda dialog: dialog.accept())  # the confirm step
+        page.click(".honcho-sidebar-line")
+        page.evaluate("""() => { Alpine.store('honchoHub').leftovers = {chat: 'x1', more: false,
+            conclusions: [{id: 'd1', content: 'keeps animals', level: 'deductive'},
+                          {id: 'd2', content: 'is outdoorsy', level: 'inductive'}],
+            card_facts: [{observer: 'agent-zero', observed: 'user', fact: 'ATTRIBUTE: bees'}]}; }""")
+        block = page.locator("[data-testid=honcho-forget-leftovers]")
+        block.locator("button[data-action=forget_leftovers]").click()
+        self.toast(page, "NOT removed: conclusion d2")
+        items = block.locator(LEFTOVER)
+        wait_for(lambda: items.evaluate_all("items => items.map(i => i.dataset.id || 'card')")
+                 == ["d2"], 20, "only d2 listed, what was removed gone from the list")
 
 
 if __name__ == "__main__":
