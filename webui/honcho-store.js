@@ -107,6 +107,20 @@ export function purgeWarning(survey) {
   return notes.length ? notes.join(" ") : null;
 }
 
+// What a removal left of an offer: what it names as not removed (the plugin offers that again);
+// null when nothing waits any more (all removed, or the offer gone with a restart of Agent Zero).
+function stillLeft(left, result) {
+  if (!result || !result.not_removed || !result.not_removed.length) return null;
+  const ids = new Set(result.not_removed.map((failed) => failed.conclusion));
+  const cards = new Set(result.not_removed.map((failed) => failed.card));
+  const kept = {
+    ...left,
+    conclusions: left.conclusions.filter((c) => ids.has(c.id)),
+    card_facts: left.card_facts.filter((f) => cards.has(`${f.observer} about ${f.observed}`)),
+  };
+  return kept.conclusions.length || kept.card_facts.length ? kept : null;
+}
+
 export const store = createStore("honchoHub", {
   status: null,
   error: null,
@@ -260,7 +274,7 @@ export const store = createStore("honchoHub", {
     try {
       const answer = await callJsonApi(FORGET_API, { action: "forget_leftovers", chat: left.chat, confirmed: true });
       (answer.ok ? toastSuccess : toastWarning)(answer.text || answer.error || "Done", "Honcho");
-      if (answer.ok) this.leftovers = null;
+      this.leftovers = answer.ok ? null : stillLeft(left, answer.result);
     } catch (e) {
       toastError("The action could not reach Agent Zero", "Honcho");
     } finally {
