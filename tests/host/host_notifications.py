@@ -1,8 +1,12 @@
-"""Silent degradation ends, in the real Agent Zero against the real Honcho: with the API URL
-pointed at a closed port, 20 failing turns give exactly one outage notification in Agent Zero's
-notifications (read through Agent Zero's own notifications_history API, as its notification modal
-reads them), sent once; pointed back at the real Honcho, one more says memory recovered. The URL is
-a string from outside (the settings page): it arrives in the notification escaped, never as markup.
+"""Silent degradation ends, in the real Agent Zero against the real Honcho: a refused key gives one
+error notification and the fixed key one more; with the API URL pointed at a closed port, 20 failing
+turns give exactly one outage notification in Agent Zero's notifications (read through Agent Zero's
+own notifications_history API, as its notification modal reads them), sent once; pointed back at
+the real Honcho, one more says memory recovered. The URL is a string from outside (the settings
+page): it arrives in the notification escaped, never as markup.
+
+One story in one test: each notification waits for its condition to hold (or be gone) 30 s, and the
+watch tracks each condition apart, so the fixed key's 30 s and the outage's first 30 s run together.
 
 The API URL is changed as a user changes it: saved on the settings page, with no HONCHO_API_URL in
 the environment (that would win over the setting).
@@ -52,11 +56,12 @@ class NotificationTest(unittest.TestCase):
             self.assertEqual(world.host.turn(ctx, f"Turn {n}: I keep two boats.", timeout=60),
                              f"Noted {n}.")
 
-    def test_a_refused_key_gives_one_error_notification_and_the_fixed_key_one_more(self):
+    def test_a_refused_key_and_an_outage_each_notify_once_and_their_ends_once_more(self):
+        # A refused key.
         self.point_at(host_kit.required_env("HONCHO_REAL_AUTH_URL"))
         host_kit.save_secret("HONCHO_API_KEY", WRONG_KEY)
-        ctx = world.host.new_chat()
-        self.turns(ctx, 5, 100)
+        refused_ctx = world.host.new_chat()
+        self.turns(refused_ctx, 5, 100)
         refused = host_kit.wait_for(lambda: self.with_id(REFUSED), WAIT_S,
                                     "the refused key's notification")[0]
         self.assertEqual(refused["type"], "error")
@@ -66,18 +71,20 @@ class NotificationTest(unittest.TestCase):
         # Fixed under Settings → Secrets; Retry dead probes at once, as the notification says.
         host_kit.save_secret("HONCHO_API_KEY", host_kit.real_admin_key())
         host_kit.honcho_action(world.host, "retry_dead")
-        host_kit.wait_for(lambda: world.chat_texts(ctx), 30, "delivery with the fixed key")
-        accepted = host_kit.wait_for(lambda: self.with_id(ACCEPTED), WAIT_S,
-                                     "the accepted key's notification")[0]
-        self.assertEqual(accepted["type"], "success")
-        self.assertEqual(self.with_id(REFUSED), [refused], "the refused key's was not resent")
+        host_kit.wait_for(lambda: world.chat_texts(refused_ctx), 30, "delivery with the fixed key")
 
-    def test_twenty_failing_turns_give_one_outage_notification_and_recovery_one_more(self):
+        # An outage begins while the fixed key's notification is still due (the key is no longer
+        # refused while Honcho is unreachable: the key's recovery keeps counting).
         self.point_at(UNREACHABLE)
         ctx = world.host.new_chat()
         self.turns(ctx, 10, 0)
         outage = host_kit.wait_for(lambda: self.with_id(OUTAGE), WAIT_S,
                                    "the outage notification")[0]
+        accepted = host_kit.wait_for(lambda: self.with_id(ACCEPTED), WAIT_S,
+                                     "the accepted key's notification")[0]
+        self.assertEqual(accepted["type"], "success")
+        self.assertEqual(self.with_id(REFUSED), [refused], "the refused key's was not resent")
+
         self.turns(ctx, 10, 10)
         # Ten more failures with the outage notified: still the one notification, not sent again
         # (Agent Zero stamps a notification each time it is sent).
@@ -97,7 +104,7 @@ class NotificationTest(unittest.TestCase):
         self.assertEqual(sorted(n["id"] for n in self.ours() if "unreachable" in n["id"]),
                          [OUTAGE, RECOVERED])
         self.assertEqual(self.with_id(OUTAGE), [outage], "the outage notification was not resent")
-
+        self.assertEqual(self.with_id(REFUSED), [refused], "the refused key's was not resent")
 
 if __name__ == "__main__":
     unittest.main()
