@@ -1,8 +1,7 @@
 """Memories that expire, in the real Agent Zero v1.7 against the real Honcho: the honcho_memory tool
 remembers with the shortest lifetime (`expires_in` 1m), the plugin's own worker deletes the
-conclusion from Honcho at a sweep (`expiry_sweep_s` at its lower bound, 60 s), and one pinned in the
-memory inspector stays. No clock is moved: the test waits for the real sweep (at most about two
-sweeps: the lifetime, then the next sweep after it)."""
+conclusion from Honcho at a sweep, and one pinned in the memory inspector stays. No clock is moved:
+the test waits for the real sweep."""
 
 from __future__ import annotations
 
@@ -12,8 +11,12 @@ import unittest
 import host_kit
 
 PLUGIN = "honcho"
-SWEEP_S = 60
-# The lifetime ends a minute after the remember; the sweep after it comes within another minute.
+# The worker sweeps when it starts, before it delivers the chat's first messages (which
+# setUpModule waits for), then every `expiry_sweep_s`. The remembers come a few seconds after that
+# first sweep: at the lower bound (60 s) the second sweep would come just before their lifetime (a
+# minute) ends, and the third delete them two minutes in. A quarter minute more lets the second.
+SWEEP_S = 75
+# The lifetime ends a minute after the remember; the sweep after it comes within another SWEEP_S.
 GONE_WITHIN_S = 60 + SWEEP_S + 60
 
 world: host_kit.HostWorld
