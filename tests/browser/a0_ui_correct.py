@@ -153,6 +153,27 @@ class LevelListingTest(kit.UiCase):
                  "the level chooser back at 'all' for a search's results")
         self.assertEqual(inspector.locator("[data-field=no_level_match]").count(), 0)
 
+    def test_a_listing_by_level_pages_past_its_first_page(self):
+        honcho = kit.ui.honcho()
+        kit.ui.conclude("The user sails on Saturdays", "chat-level02")
+        honcho.peer("agent-zero").conclusions_of("user").create(
+            [{"content": f"The user owns boat number {n}", "session_id": "chat-level02"}
+             for n in range(55)])
+        page = self.open_page()
+        page.click(".honcho-sidebar-line")
+        page.locator("[data-testid=honcho-open-inspector]").click()
+        inspector = page.locator("[data-testid=honcho-inspector]")
+        shown = inspector.locator("[data-testid=honcho-inspector-conclusion]")
+        shown.first.wait_for(timeout=30_000)
+        inspector.locator("[data-field=level_filter]").select_option("explicit")
+        pager = inspector.locator("[data-testid=honcho-inspector-level-pages]")
+        pager.wait_for(timeout=30_000)
+        first = set(shown.evaluate_all("items => items.map(i => i.dataset.id)"))
+        pager.locator("[data-action=older]").click()
+        wait_for(lambda: "page 2 of" in pager.inner_text(), 30, "the level's second page")
+        second = set(shown.evaluate_all("items => items.map(i => i.dataset.id)"))
+        self.assertTrue(second and not first & second, "another page of the level")
+
 
 if __name__ == "__main__":
     unittest.main()
