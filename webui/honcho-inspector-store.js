@@ -48,6 +48,8 @@ function empty() {
 function corrections() {
   return {
     level: "", // the level listed; "" for every conclusion
+    levelPage: 1, // the page of that listing shown, of levelPages
+    levelPages: 0,
     correcting: null, // the id of the conclusion whose correction is open
     correction: "",
     evidenceFor: null, // the id of the conclusion whose evidence is shown
@@ -123,7 +125,7 @@ export const store = createStore("honchoInspector", {
 
   async search() {
     if (!this.query.trim()) return this.clearSearch();
-    this.level = ""; // a search's results are of every level
+    Object.assign(this, { level: "", levelPages: 0 }); // a search's results are of every level
     this.searching = true;
     try {
       const answer = await ask({ action: "search", query: this.query });
@@ -140,20 +142,22 @@ export const store = createStore("honchoInspector", {
   clearSearch() {
     this.query = "";
     this.results = null;
-    this.level = "";
+    Object.assign(this, { level: "", levelPage: 1, levelPages: 0 });
   },
 
   // -- corrections, with what evidence there is --------------------------------------------------
 
-  async showLevel() {
+  async showLevel(page = 1) {
     if (!this.level) return this.clearSearch();
     this.query = "";
     this.searching = true;
     try {
-      const answer = await ask({ action: "level", level: this.level, page: 1 });
+      const answer = await ask({ action: "level", level: this.level, page });
       if (!this.open) return;
-      if (answer.items) this.results = answer.items;
-      else toastError(answer.error || "Listing failed", "Honcho memory");
+      if (answer.items) {
+        this.results = answer.items;
+        Object.assign(this, { levelPage: answer.page, levelPages: answer.pages });
+      } else toastError(answer.error || "Listing failed", "Honcho memory");
     } catch (e) {
       toastError(e.message, "Honcho memory");
     } finally {
