@@ -4,6 +4,7 @@ match its text are offered, removed only on confirmation, and what could not be 
 Through the function, the memory tool, the command line and the sidebar's API."""
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -161,6 +162,17 @@ class ForgetCompletelyTest(unittest.TestCase):
         self.assertEqual((again["conclusions_removed"], again["card_facts_removed"],
                           again["not_removed"]), (1, 0, []))
         self.assertEqual(sorted(bench.fake.conclusions), ["db1", "eb1"])
+
+    def test_an_offer_is_removed_only_where_it_was_made(self):
+        # The same chat id in another workspace (the settings changed before the confirmation):
+        # its cards may hold facts of the same text, which are not the offered ones.
+        bench = chat_a_bench(self)
+        forget(bench)
+        elsewhere = dataclasses.replace(bench.settings, workspace_id="another-workspace")
+        self.assertEqual(forget_leftovers(elsewhere, "a", gateway_factory=bench.gateway),
+                         {"chat_id": "a", "error": "nothing_offered"})
+        self.assertEqual(len(bench.fake.cards[(AGENT, USER)]), 4)
+        self.assertEqual(remove(bench)["conclusions_removed"], 3, "still offered where made")
 
     def test_a_conclusion_deleted_meanwhile_counts_as_gone_not_failed(self):
         bench = chat_a_bench(self)
