@@ -120,7 +120,7 @@ def _forget_in_honcho(report: dict[str, Any], settings: Settings, gateway: Honch
         return
     report["leftovers"] = found.offer()
     if found.conclusions or found.card_facts:
-        leftovers.HELD.put(report["chat_id"], found)
+        leftovers.HELD.put(destination, report["chat_id"], found)
 
 
 def _bounded(settings: Settings, search: Callable[[], Any]) -> Any:
@@ -139,7 +139,8 @@ def forget_leftovers(settings: Settings, chat_id: Any, *, gateway: HonchoGateway
     report of what was removed and what could not be (held again, so a second call retries it).
     Raises ForgetRefused for a chat id that cannot be one."""
     chat_id = checked_chat_id(chat_id)
-    held = leftovers.HELD.take(chat_id)
+    destination = settings.destination()
+    held = leftovers.HELD.take(destination, chat_id)
     if held is None:
         return {"chat_id": chat_id, "error": "nothing_offered"}
     built = gateway or (gateway_factory or HonchoGateway.for_settings)(settings)
@@ -152,7 +153,7 @@ def forget_leftovers(settings: Settings, chat_id: Any, *, gateway: HonchoGateway
             built.close()
     failed = report["not_removed"]
     if failed:
-        leftovers.HELD.put(chat_id, leftovers.Leftovers(
+        leftovers.HELD.put(destination, chat_id, leftovers.Leftovers(
             held.recorded, tuple(c for c in held.conclusions
                                  if any(f.get("conclusion") == c.id for f in failed)),
             tuple(f for f in held.card_facts

@@ -178,21 +178,22 @@ def remove(gw: HonchoGateway, leftovers: Leftovers) -> dict[str, Any]:
 
 
 class Held:
-    """Leftovers waiting for the user's confirmation, by chat: the newest MAX_HELD, in this
-    process only (the chat's conclusion ids are gone from Honcho once it is forgotten, so a restart
-    cannot find them again; the report lists them)."""
+    """Leftovers waiting for the user's confirmation, by destination and chat (removed only where
+    they were found): the newest MAX_HELD, in this process only (the chat's conclusion ids are gone
+    from Honcho once it is forgotten, so a restart cannot find them again; the report lists
+    them)."""
 
     def __init__(self, limit: int = MAX_HELD) -> None:
         self._lock = threading.Lock()
-        self._held: BoundedMap[str, Leftovers] = BoundedMap(limit)
+        self._held: BoundedMap[tuple[str, str], Leftovers] = BoundedMap(limit)
 
-    def put(self, chat_id: str, leftovers: Leftovers) -> None:
+    def put(self, destination: str, chat_id: str, leftovers: Leftovers) -> None:
         with self._lock:
-            self._held.put(chat_id, leftovers)
+            self._held.put((destination, chat_id), leftovers)
 
-    def take(self, chat_id: str) -> Leftovers | None:
+    def take(self, destination: str, chat_id: str) -> Leftovers | None:
         with self._lock:
-            return self._held.pop(chat_id, None)
+            return self._held.pop((destination, chat_id), None)
 
 
 HELD = Held()
