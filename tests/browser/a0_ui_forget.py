@@ -103,7 +103,8 @@ class ForgetCompletelyTest(kit.UiCase):
 class PartlyRemovedTest(kit.UiCase):
     def test_after_a_partial_removal_only_what_was_not_removed_stays_listed(self):
         # A removal that fails part-way cannot be brought about in the real Honcho on purpose: the
-        # answer of our API is made here; the offer is set in the sidebar's store as a forget sets it.
+        # answer of our API is made here; the offer is set in the sidebar's store as a forget
+        # sets it.
         def answer(route):
             if json.loads(route.request.post_data or "{}").get("action") != "forget_leftovers":
                 return route.continue_()
@@ -118,7 +119,8 @@ class PartlyRemovedTest(kit.UiCase):
         page.evaluate("""() => { Alpine.store('honchoHub').leftovers = {chat: 'x1', more: false,
             conclusions: [{id: 'd1', content: 'keeps animals', level: 'deductive'},
                           {id: 'd2', content: 'is outdoorsy', level: 'inductive'}],
-            card_facts: [{observer: 'agent-zero', observed: 'user', fact: 'ATTRIBUTE: bees'}]}; }""")
+            card_facts: [{observer: 'agent-zero', observed: 'user',
+                          fact: 'ATTRIBUTE: bees'}]}; }""")
         block = page.locator("[data-testid=honcho-forget-leftovers]")
         block.locator("button[data-action=forget_leftovers]").click()
         self.toast(page, "NOT removed: conclusion d2")
