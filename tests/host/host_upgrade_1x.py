@@ -2,9 +2,10 @@
 docs/upgrading-from-1x.md, against the real Honcho.
 
 (a) The 1.x folder's git remote switched to this repository, then `git fetch` and `git checkout
-    -f -B main origin/main`: 1.x's untracked config.json (and its ignored leftovers) stay in usr/plugins/honcho, and
-    Agent Zero calls no install hook. The 1.x checkout here is a stand-in written by us (its
-    plugin.yaml, default_config.yaml and .gitignore as 1.x has them; no 1.x code).
+    -f -B main origin/main`: 1.x's untracked config.json (and its ignored leftovers) stay in
+    usr/plugins/honcho, and Agent Zero calls no install hook. The 1.x checkout here is a stand-in
+    written by us (its plugin.yaml, default_config.yaml and .gitignore as 1.x has them; no 1.x
+    code).
 (b) 1.x uninstalled (its folder and config.json gone), this plugin installed: only the HONCHO_*
     secrets in Agent Zero's secrets file name the workspace and the human's peer.
 
