@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,8 +22,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import a0_ui_browser as kit  # noqa: E402
 from host_kit import wait_for  # noqa: E402
-from mcp_fake import McpFake  # noqa: E402
-from playwright.sync_api import sync_playwright  # noqa: E402
 
 SESSION = "chat-correct01"
 WRONG = "The user lives in Bergen"
@@ -34,12 +31,7 @@ RIGHT = "The user lives in Oslo"
 
 
 def setUpModule():
-    kit.shots = tempfile.mkdtemp(prefix="honcho-shots-")
-    kit.mcp = McpFake()
-    kit.ui = kit.AgentZeroUi(kit.mcp.url)
-    kit._pw = sync_playwright().start()
-    kit.browser = kit._pw.chromium.launch(executable_path=kit.CHROMIUM, headless=True,
-                                          args=kit.CHROMIUM_ARGS)
+    kit.setUpModule()
 
 
 def tearDownModule():
