@@ -103,7 +103,8 @@ class ActionHandlerTest(ApiCase):
         got = self.answer(ACTION, {"action": "format_disk"})
         self.assertEqual(got, {"ok": False,
                                "error": "unknown action; use one of: check, wake, drain, "
-                                        "retry_dead, clear_cache"})
+                                        "retry_dead, clear_cache, observation_check, "
+                                        "observation_apply"})
 
     def test_an_action_without_the_csrf_token_is_refused(self) -> None:
         response = self.post(ACTION, {"action": "wake"}, csrf=False)
