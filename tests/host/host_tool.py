@@ -138,7 +138,7 @@ class ReadOnlyActionsTest(unittest.TestCase):
     def test_an_unknown_action_lists_the_actions(self) -> None:
         self.assertEqual(tool(action="summon"),
                          "honcho_memory: `action` must be one of: recall, search, ask, "
-                         "remember, forget, status, dream, profile, forget_chat.")
+                         "remember, forget, status, dream, profile, forget_chat, correct.")
 
 
 class ProfileTest(unittest.TestCase):
