@@ -449,9 +449,6 @@ class CacheMarkerTest(unittest.TestCase):
                          "fresh")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class TurnEchoTest(unittest.TestCase):
     def message(self, bench, peer, content, number):
@@ -480,3 +477,39 @@ class TurnEchoTest(unittest.TestCase):
         self.message(bench, "agent-zero", "The east hive.", 2)
         block = bench.recall("Which hive is strongest?").block
         self.assertIn("Which hive is strongest?", block)  # said before, answered: not this turn's
+
+    def test_a_long_message_delivered_before_the_load_is_not_quoted_back(self):
+        # The query is the message's first QUERY_CHARS; the session holds all of it.
+        bench = RecallBench(self)
+        bench.remember()
+        long = "Here is my hive log: " + " ".join(f"frame{i} capped" for i in range(400))
+        self.message(bench, "user", "I keep bees near Vigo.", 1)
+        self.message(bench, "user", long, 2)
+        block = bench.recall(long).block
+        self.assertIn("I keep bees near Vigo.", block)
+        self.assertNotIn("capped", block)
+
+    def test_a_message_too_short_for_a_query_delivered_before_the_load_is_not_quoted_back(self):
+        bench = RecallBench(self)
+        bench.remember()
+        self.message(bench, "user", "Shall I paint the hives blue?", 1)
+        self.message(bench, "agent-zero", "Blue suits bees.", 2)
+        self.message(bench, "user", "ok", 3)
+        block = bench.recall("ok").block
+        self.assertIn("Blue suits bees.", block)
+        self.assertNotIn("User: ok", block)
+
+
+class RepeatsInTheBlockTest(unittest.TestCase):
+    def test_a_conclusion_said_in_six_chats_reaches_the_block_once(self):
+        bench = RecallBench(self)
+        bench.remember(representation="## Explicit Observations\n\n" + "".join(
+            f"[2026-01-0{day} 10:00:00] user said: Hi, I'm Dana.\n" for day in range(1, 7)),
+            card=("Name: Dana",))
+        block = bench.recall().block
+        self.assertEqual(block.count("Hi, I'm Dana"), 1)
+        self.assertIn("Name: Dana", block)
+
+
+if __name__ == "__main__":
+    unittest.main()

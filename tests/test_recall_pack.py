@@ -10,7 +10,13 @@ import unittest
 import hub_testkit
 from fake_honcho import HONCHO_REPRESENTATION
 
-from honcho_hub.recall.pack import ContextData, build_pack, estimate_tokens, render_block
+from honcho_hub.recall.pack import (
+    ContextData,
+    build_pack,
+    estimate_tokens,
+    render_block,
+    without_repeats,
+)
 from honcho_hub.safety.untrusted import neutralize
 
 TEMPLATE = hub_testkit.checkout_text("prompts", "honcho.recall_block.md")
@@ -209,6 +215,75 @@ class PackTest(unittest.TestCase):
     def test_token_estimate(self):
         self.assertEqual((estimate_tokens(""), estimate_tokens("abcd"), estimate_tokens("abcde")),
                          (0, 1, 2))
+
+
+def _said_in_chats(text: str, chats: int) -> str:
+    """An explicit observation Honcho derived once per chat it was said in, as its representation
+    lists them (each with the time of its own chat)."""
+    return "".join(f"[2026-01-0{day + 1} 10:00:00] {text}\n" for day in range(chats))
+
+
+class RepeatsTest(unittest.TestCase):
+    """The same conclusion said in several chats: packed once (recall/pack.py, without_repeats)."""
+
+    def test_a_conclusion_said_in_six_chats_is_kept_once_with_its_first_time(self):
+        rep = ("## Explicit Observations\n\n" + _said_in_chats("user said: Hi, I'm Dana.", 6)
+               + "[2026-01-07 10:00:00] user keeps bees\n\n")
+        kept = without_repeats(ContextData(representation=rep)).representation
+        self.assertEqual(kept, "## Explicit Observations\n\n"
+                               "[2026-01-01 10:00:00] user said: Hi, I'm Dana.\n"
+                               "[2026-01-07 10:00:00] user keeps bees\n")
+
+    def test_case_width_and_spacing_do_not_make_a_repeat_new(self):
+        rep = ("[2026-01-01 10:00:00] user said: Hi, I'm Dana.\n"
+               "[2026-01-02 10:00:00] USER  said:\tHi, I\u2019m Dana.\n"  # a curly apostrophe: new
+               "[2026-01-03 10:00:00] \uff55ser said: hi, i'm  dana.\n")  # a fullwidth u
+        lines = without_repeats(ContextData(representation=rep)).representation.splitlines()
+        self.assertEqual(lines, ["[2026-01-01 10:00:00] user said: Hi, I'm Dana.",
+                                 "[2026-01-02 10:00:00] USER  said:\tHi, I\u2019m Dana."])
+
+    def test_who_said_it_is_part_of_the_conclusion(self):
+        rep = ("[2026-01-01 10:00:00] user said: I like tea.\n"
+               "[2026-01-02 10:00:00] agent-zero said: I like tea.\n"
+               "[2026-01-03 10:00:00] I like tea.\n")
+        self.assertEqual(without_repeats(ContextData(representation=rep)).representation, rep)
+
+    def test_a_repeated_deduction_goes_with_its_premises_and_an_emptied_heading_goes_too(self):
+        rep = ("## Deductive Observations\n\n"
+               "[2026-01-01 10:00:00] user likes honey\n   Premises:\n   - user keeps bees\n\n"
+               "[2026-01-02 10:00:00] user likes honey\n   Premises:\n   - user eats honey\n\n"
+               "\n## Deductive Observations\n\n"
+               "[2026-01-03 10:00:00] user likes honey\n   Premises:\n   - user buys honey\n\n")
+        self.assertEqual(without_repeats(ContextData(representation=rep)).representation,
+                         "## Deductive Observations\n\n"
+                         "[2026-01-01 10:00:00] user likes honey\n   Premises:\n"
+                         "   - user keeps bees\n\n")
+
+    def test_a_card_fact_already_among_the_conclusions_is_left_out_of_the_card(self):
+        data = ContextData(representation="[2026-01-01 10:00:00] Name: Dana\n",
+                           card=["name:  Dana", "Lives in Vigo", "Lives in Vigo"])
+        kept = without_repeats(data)
+        self.assertEqual(kept.representation, "[2026-01-01 10:00:00] Name: Dana\n")
+        self.assertEqual(kept.card, ["Lives in Vigo"])
+
+    def test_messages_and_the_agents_self_model_are_not_matched_against_the_user(self):
+        data = ContextData(representation="[2026-01-01 10:00:00] likes tea\n",
+                           card=["likes tea"], messages=[("user", "likes tea"), ("user", "likes tea")],
+                           agent_representation=_said_in_chats("likes tea", 2),
+                           agent_card=["likes tea", "Likes tea"])
+        kept = without_repeats(data)
+        self.assertEqual(kept.messages, data.messages)  # a conversation: said twice, quoted twice
+        self.assertEqual(kept.card, [])
+        self.assertEqual(kept.agent_representation, "[2026-01-01 10:00:00] likes tea\n")
+        self.assertEqual(kept.agent_card, [])  # in the agent's own model already
+
+    def test_a_pack_without_repeats_spends_fewer_tokens_on_the_same_facts(self):
+        data = ContextData(representation=_said_in_chats("user said: Hi, I'm Dana.", 6),
+                           card=["Name: Dana"])
+        before, after = build_pack(data, 500), build_pack(without_repeats(data), 500)
+        self.assertEqual(before.sections[0][1].count("Dana"), 6)
+        self.assertEqual(after.sections[0][1].count("Dana"), 1)
+        self.assertEqual(after.sections[1], ("The user's card", "- Name: Dana"))
 
 
 if __name__ == "__main__":
