@@ -479,10 +479,11 @@ class TurnEchoTest(unittest.TestCase):
         self.assertIn("Which hive is strongest?", block)  # said before, answered: not this turn's
 
     def test_a_long_message_delivered_before_the_load_is_not_quoted_back(self):
-        # The query is the message's first QUERY_CHARS; the session holds all of it.
-        bench = RecallBench(self)
+        # The query is the message's first QUERY_CHARS; the session holds all of it (a budget
+        # large enough for Honcho to return it).
+        bench = RecallBench(self, max_context_tokens=2000)
         bench.remember()
-        long = "Here is my hive log: " + " ".join(f"frame{i} capped" for i in range(400))
+        long = "Here is my hive log: " + " ".join(f"frame{i} capped" for i in range(330))
         self.message(bench, "user", "I keep bees near Vigo.", 1)
         self.message(bench, "user", long, 2)
         block = bench.recall(long).block

@@ -257,7 +257,7 @@ class RepeatsTest(unittest.TestCase):
         self.assertEqual(without_repeats(ContextData(representation=rep)).representation,
                          "## Deductive Observations\n\n"
                          "[2026-01-01 10:00:00] user likes honey\n   Premises:\n"
-                         "   - user keeps bees\n\n")
+                         "   - user keeps bees\n")  # runs of blank lines are one
 
     def test_a_card_fact_already_among_the_conclusions_is_left_out_of_the_card(self):
         data = ContextData(representation="[2026-01-01 10:00:00] Name: Dana\n",
