@@ -8,6 +8,7 @@ docs/architecture.md ("Recall").
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 
 from ..safety.untrusted import neutralize
@@ -18,6 +19,9 @@ _PLACEHOLDER = "{{sections}}"
 # system prompt names the tag too) to its closing one.
 _BLOCK = re.compile(r"<honcho_memory>(?:(?!<honcho_memory>).)*?</honcho_memory>", re.DOTALL)
 REMOVED_BLOCK = "<honcho_memory>[removed: this chat was forgotten]</honcho_memory>"
+# What Honcho writes before an observation's text: its id, when asked for, and its time
+# (src/utils/representation.py, format_as_markdown), which differ between repeats.
+_OBSERVATION_PREFIX = re.compile(r"^(?:\[id:[^\]]*\]\s*)?(?:\[\d{4}-\d\d-\d\d[ T][\d:]+\]\s*)?")
 
 
 @dataclass
@@ -52,17 +56,84 @@ NOTE_TITLE = "What matters now (Honcho's synthesis)"
 AGENT_TITLE = "What the agent knows about itself"
 
 
-def without_turn(data: ContextData, query: str, user_peer: str) -> ContextData:
+def without_turn(data: ContextData, words: str, user_peer: str, cut: bool = False) -> ContextData:
     """`data` without the turn's own message: when the worker delivered the typed message before
     recall loaded, the session's newest message is that message, which the prompt already holds.
-    Told by its words (`query`, the turn's one-line search query) and its peer; an earlier message
-    with the same words, answered since, is not the newest and stays."""
-    if not query or not data.messages:
+    Told by its peer and its words (the turn's message on one line, redacted, as its query is
+    made; `cut`: only its start, the message being longer); an earlier message with the same
+    words, answered since, is not the newest and stays."""
+    if not words or not data.messages:
         return data
     peer, content = data.messages[-1]
-    if peer != user_peer or " ".join(content.split()) != query:
+    said = " ".join(content.split())
+    if peer != user_peer or not (said == words or (cut and said.startswith(words))):
         return data
     return replace(data, messages=list(data.messages[:-1]))
+
+
+def without_repeats(data: ContextData) -> ContextData:
+    """`data` with each conclusion and card fact once: Honcho derives a conclusion again in every
+    chat it is said in. The first one in pack order stays (the conclusions come before the card),
+    a repeated deduction goes with its premises, a heading left with nothing under it goes too.
+    Repeats are told by their text (_text_key). The agent's self-model is matched only against
+    itself (the same words about another peer say something else); messages are not matched (a
+    conversation says things twice)."""
+    user_seen: set[str] = set()
+    agent_seen: set[str] = set()
+    return replace(
+        data,
+        representation=_distinct_lines(data.representation, user_seen),
+        card=_distinct_facts(data.card, user_seen),
+        agent_representation=_distinct_lines(data.agent_representation, agent_seen),
+        agent_card=_distinct_facts(data.agent_card, agent_seen))
+
+
+def _text_key(line: str) -> str:
+    """What two lines must share to be one conclusion: the text after Honcho's id and time, NFKC
+    (a fullwidth letter is the letter), case-folded, its runs of whitespace one space. Who said
+    it ("user said: ") is part of the text; punctuation is not folded."""
+    text = unicodedata.normalize("NFKC", _OBSERVATION_PREFIX.sub("", line.strip()))
+    return " ".join(text.casefold().split())
+
+
+def _first_time(key: str, seen: set[str]) -> bool:
+    if not key or key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def _distinct_facts(facts: list[str], seen: set[str]) -> list[str]:
+    return [fact for fact in facts if fact and _first_time(_text_key(fact), seen)]
+
+
+def _distinct_lines(text: str | None, seen: set[str]) -> str | None:
+    """A representation without its repeated entries. An entry is a line at the margin; indented
+    lines under it (premises, sources) are its own; a line starting with '#' is a heading, kept
+    once an entry under it is."""
+    if not text:
+        return text
+    lines: list[str] = []
+    heading: list[str] = []  # a heading and the blank lines after it, until an entry is kept
+    keep = True  # whether the entry above (and so its indented lines) is kept
+    for line in text.split("\n"):
+        if line.startswith("#"):
+            heading, keep = [line], True
+        elif not line.strip():
+            if heading:
+                heading.append(line)
+            elif lines and lines[-1].strip():
+                lines.append(line)
+        elif line[0].isspace() or _first_time(_text_key(line), seen):
+            if line[0].isspace() and not keep:
+                continue
+            keep = True
+            lines += heading
+            heading = []
+            lines.append(line)
+        else:
+            keep = False
+    return "\n".join(lines)
 
 
 def build_pack(data: ContextData, budget_tokens: int, include_messages: bool = True,
