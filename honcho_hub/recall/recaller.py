@@ -27,7 +27,14 @@ from .cadence import Cadence
 from .dialectic import Dialectic
 from .freshness import Freshness
 from .loads import RECALL_THREADS, Loads, load_deadline
-from .pack import ContextData, MemoryPack, build_pack, render_block, without_turn
+from .pack import (
+    ContextData,
+    MemoryPack,
+    build_pack,
+    render_block,
+    without_repeats,
+    without_turn,
+)
 from .receipts import HeldBlocks, Receipt, receipt_of
 
 MAX_GATEWAYS = 8  # recall's clients held at once (destinations × humans)
@@ -121,13 +128,14 @@ class Recaller:
         if not load or (not deliberate and not self._cadence.loads_now(settings, own)):
             data, source = cache.last(own), "reused"
         else:
-            query = self._query(user_text, settings, mask, secrets)
+            words, cut = self._words(user_text, mask, secrets)
+            query = _as_query(words, settings)
             data, source = cache.get(
                 cache_key(settings, session_id, query, scope_id), own,
                 lambda: self._load(gateway, settings, session_id, query, scope_id),
                 wait, self._loads.submit)
             if data is not None:
-                data = without_turn(data, query, settings.user_peer_id)
+                data = without_turn(data, words, settings.user_peer_id, cut)
         if load:
             self._freshness.follow(settings, scope_id)
         pack = self._pack(settings, session_id, data, scope_id) if data is not None else None
@@ -262,7 +270,7 @@ class Recaller:
         gateway, cache = self._parts(settings)
         self._marker.follow(settings)
         own = session_key(settings, session_id)
-        query = self._query(user_text, settings, mask, secrets)
+        query = _as_query(self._words(user_text, mask, secrets)[0], settings)
         if load:
             cache.start(cache_key(settings, session_id, query, scope_id), own,
                         lambda: self._load(gateway, settings, session_id, query, scope_id))
@@ -281,10 +289,13 @@ class Recaller:
         return self._bases.knows_user(settings, scope_id) or (
             last is not None and bool(last.representation or last.card))
 
-    def _query(self, user_text: str, settings: Settings, mask: Callable[[str], str] | None,
-               secrets: Mapping[str, str] | None) -> str:
+    def _words(self, user_text: str, mask: Callable[[str], str] | None,
+               secrets: Mapping[str, str] | None) -> tuple[str, bool]:
+        """The message on one line, masked, redacted and cut to QUERY_CHARS (at a space); whether
+        it was cut. '' when it cannot be redacted."""
         text = (user_text or "")[:_QUERY_WINDOW]
-        if len(user_text or "") > _QUERY_WINDOW and " " in text:
+        cut = len(user_text or "") > _QUERY_WINDOW
+        if cut and " " in text:
             # Never end inside a word: a cut credential would not be matched.
             text = text.rsplit(" ", 1)[0]
         try:
@@ -292,10 +303,9 @@ class Recaller:
             # made one line: a search query, not the message.
             text = redact(mask(text) if mask else text, secrets)
         except Exception:  # RedactionError, or the host's masker failing
-            return ""  # fail closed: recall without a query rather than send unredacted text
-        # Shorter than the minimum (nothing but spaces, say): no query.
+            return "", False  # fail closed: recall without a query rather than send unredacted text
         text = " ".join(text.split())
-        return text[:QUERY_CHARS] if len(text) >= max(1, settings.recall_min_query_chars) else ""
+        return text[:QUERY_CHARS], cut or len(text) > QUERY_CHARS
 
     def _parts(self, settings: Settings) -> tuple[HonchoGateway, RecallCache]:
         return self._gateway.get(settings), self._cache.get(settings)
@@ -331,17 +341,24 @@ class Recaller:
     def _pack(self, settings: Settings, session_id: str, data: ContextData, scope_id: str | None,
               include_messages: bool | None = None) -> MemoryPack:
         """The turn's pack from loaded data, with the agent's self-model from the base load when
-        asked for and the session's newest dialectic note when there is one."""
+        asked for and the session's newest dialectic note when there is one; each conclusion and card
+        fact once (pack.without_repeats)."""
         share = 0.0
         if settings.include_agent_representation:
             with_self = self._bases.with_self_model(settings, scope_id, data)
             if with_self is not None:
                 data, share = with_self, settings.agent_representation_share
-        return build_pack(data, settings.max_context_tokens,
+        return build_pack(without_repeats(data), settings.max_context_tokens,
                           (settings.recall_include_messages if include_messages is None
                            else include_messages),
                           settings.user_peer_id, agent_share=share,
                           note=self._dialectic.note(settings, session_id))
+
+
+def _as_query(words: str, settings: Settings) -> str:
+    """The turn's words as its search query: none when shorter than the minimum (nothing but
+    spaces, say)."""
+    return words if len(words) >= max(1, settings.recall_min_query_chars) else ""
 
 
 def _pack_input(context: Context) -> ContextData:
