@@ -7,6 +7,8 @@ concurrent identical recalls; a cold recall (a new query every time: every call 
 against the bare `Session.context` call with the same arguments, p50 over 500 runs each; and how
 long a turn waits, against the recall deadline, when Honcho hangs, when it trickles its answer one
 byte a second, and when it takes 2 s to refuse the scoped call and 2 s more for the unscoped one.
+The workspace holds the same facts said in several chats (Honcho derives a conclusion again in
+each): the pack's tokens without and with its repeats left out (recall/pack.py, without_repeats).
 
     python bench/recall.py
 """
@@ -26,12 +28,26 @@ import httpx  # noqa: E402
 from delivery import start_loopback, stop_loopback  # noqa: E402
 from idle import wait_idle  # noqa: E402
 
+from honcho_hub.recall.pack import (  # noqa: E402
+    ContextData,
+    build_pack,
+    estimate_tokens,
+    render_block,
+)
 from honcho_hub.recall.recaller import Recaller  # noqa: E402
 from honcho_hub.settings.config import build_settings  # noqa: E402
 
 KEY = "bench-key"
 TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
 QUERY = "Which tea did I say I like, and where should I buy it in Lisbon?"
+SAID_IN_CHATS = ("user said: Hi, I'm Ada, I live in Lisbon.", "user prefers green tea",
+                 "user buys tea from small shops")
+# As Honcho writes a representation: each fact once per chat it was said in (six chats), with
+# that chat's time.
+REPRESENTATION = "## Explicit Observations\n\n" + "".join(
+    f"[2026-01-0{chat} 10:0{n}:00] {fact}\n" for chat in range(1, 7)
+    for n, fact in enumerate(SAID_IN_CHATS))
+CARD = ["Name: Ada", "Lives in Lisbon", "user prefers green tea"]
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -159,13 +175,16 @@ def main() -> None:
     try:
         control("/_fake/remember", {
             "observer": "agent-zero", "target": "user",
-            "representation": "The user prefers green tea from small shops.\n" * 5,
-            "card": ["Name: Ada", "Lives in Lisbon"]})
+            "representation": REPRESENTATION, "card": CARD})
         settings = build_settings({"api_url": url, "workspace_id": "recall-bench",
                                    "recall_timeout_s": 2.5},
                                   {"HONCHO_API_KEY": KEY}, {})
         warm = Recaller()
-        warm.recall(settings, "chat-bench", QUERY, TEMPLATE)
+        packed = warm.recall(settings, "chat-bench", QUERY, TEMPLATE)
+        # the pack the same data made before repeats were left out
+        undeduped = build_pack(ContextData(representation=REPRESENTATION, card=CARD),
+                               settings.max_context_tokens, settings.recall_include_messages,
+                               settings.user_peer_id)
         hits = timed(lambda: warm.recall(settings, "chat-bench", QUERY, TEMPLATE), 10_000)
         before = sum(1 for _, p in control("/_fake/requests", None)
                      if "/sessions/" in p and p.endswith("/context"))
@@ -232,6 +251,9 @@ def main() -> None:
         "adapter_hits": len(adapter_hits),
         "adapter_hit_p50_us": round(percentile(adapter_hits, .5), 1),
         "adapter_hit_p99_us": round(percentile(adapter_hits, .99), 1),
+        "pack_tokens_before_dedup": estimate_tokens(render_block(undeduped, TEMPLATE)),
+        "pack_tokens_after_dedup": estimate_tokens(packed.block),
+        "pack_source": packed.source,
     }))
 
 

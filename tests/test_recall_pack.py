@@ -268,7 +268,8 @@ class RepeatsTest(unittest.TestCase):
 
     def test_messages_and_the_agents_self_model_are_not_matched_against_the_user(self):
         data = ContextData(representation="[2026-01-01 10:00:00] likes tea\n",
-                           card=["likes tea"], messages=[("user", "likes tea"), ("user", "likes tea")],
+                           card=["likes tea"],
+                           messages=[("user", "likes tea"), ("user", "likes tea")],
                            agent_representation=_said_in_chats("likes tea", 2),
                            agent_card=["likes tea", "Likes tea"])
         kept = without_repeats(data)

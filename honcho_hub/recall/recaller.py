@@ -341,8 +341,8 @@ class Recaller:
     def _pack(self, settings: Settings, session_id: str, data: ContextData, scope_id: str | None,
               include_messages: bool | None = None) -> MemoryPack:
         """The turn's pack from loaded data, with the agent's self-model from the base load when
-        asked for and the session's newest dialectic note when there is one; each conclusion and card
-        fact once (pack.without_repeats)."""
+        asked for and the session's newest dialectic note when there is one; each conclusion and
+        card fact once (pack.without_repeats)."""
         share = 0.0
         if settings.include_agent_representation:
             with_self = self._bases.with_self_model(settings, scope_id, data)
