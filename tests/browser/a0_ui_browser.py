@@ -243,16 +243,16 @@ def tearDownModule():
 
 class UiCase(unittest.TestCase):
     def open_page(self, block_ours: bool = False, fake_clock: bool = False, prepare=None,
-                  at: AgentZeroUi | None = None):
+                  at: AgentZeroUi | None = None, viewport: dict | None = None):
         """Agent Zero's home page with the sidebar open; `prepare(page)` runs before it loads (the
         test's own routes). Agent Zero's own page sometimes fails to build its sidebar at load: its
         quick-actions component teleports (Alpine `x-teleport`) into a slot that does not exist yet,
         and Alpine's `appendChild` on null stops the sidebar (seen in 3 of 6 CI runs on fresh target
         state, never in 55 loads in a row outside CI). When no page error comes from our files, the
         page is loaded once more, and the test says so. `at`: another Agent Zero than the
-        module's."""
+        module's; `viewport`: the page's size (1440×1000 unless given)."""
         for attempt in (1, 2):
-            page, errors = self._load(block_ours, fake_clock, prepare, at or ui)
+            page, errors = self._load(block_ours, fake_clock, prepare, at or ui, viewport)
             try:
                 page.locator(".pref-section .pref-header").wait_for(timeout=30_000)
                 return page
@@ -266,8 +266,9 @@ class UiCase(unittest.TestCase):
                       "loading it again", file=sys.stderr)
                 page.close()
 
-    def _load(self, block_ours: bool, fake_clock: bool, prepare, at: AgentZeroUi):
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    def _load(self, block_ours: bool, fake_clock: bool, prepare, at: AgentZeroUi,
+              viewport: dict | None):
+        page = browser.new_page(viewport=viewport or {"width": 1440, "height": 1000})
         self.addCleanup(page.close)
         if prepare is not None:
             prepare(page)
