@@ -46,6 +46,9 @@ export const ACTIONS = [
   { id: "clear_cache", label: "Clear cache" },
 ];
 
+// The word the collapsed line says for each health colour of the status (honcho_hub/ops/status.py).
+const STATE_WORDS = { green: "ok", amber: "degraded", red: "down", neutral: "waiting" };
+
 // A check that ran can still have failed: the API failing is an error, only the MCP server a warning.
 // A wake that a hold refused started nothing: a warning, not a success.
 function toastFor(action, result) {
@@ -171,12 +174,29 @@ export const store = createStore("honchoHub", {
     return !!(this.status && this.status.capture && this.status.capture.purged);
   },
 
+  // The collapsed line: a state word that always fits Agent Zero's 250 px sidebar, then why in a few
+  // words (the first reason up to its detail, wrapped, never cut); its tooltip (lineTitle) has them all.
+  get stateWord() {
+    if (this.error) return "unknown";
+    if (!this.status) return "checking…";
+    return STATE_WORDS[this.status.health] || this.status.health;
+  },
+
   get headline() {
     if (this.error) return this.error;
-    if (!this.status) return "Checking…";
-    const q = this.status.queue;
+    if (!this.status) return "";
     const reasons = this.status.health_reasons;
-    return reasons.length ? reasons[0] : `${q.pending} queued · worker ${this.status.worker.state}`;
+    if (!reasons.length) return `${this.status.queue.pending} queued · worker ${this.status.worker.state}`;
+    const first = reasons[0].split(/:|;| \(/)[0];
+    return first + (reasons.length > 1 ? ` +${reasons.length - 1} more` : "");
+  },
+
+  get lineTitle() {
+    if (this.error) return `Honcho memory unknown: ${this.error}`;
+    if (!this.status) return "Honcho memory: checking…";
+    const reasons = this.status.health_reasons;
+    return `Honcho memory ${this.stateWord}: ` + (reasons.length ? reasons.join("; ")
+      : `${this.status.queue.pending} queued · worker ${this.status.worker.state}`);
   },
 
   init() {

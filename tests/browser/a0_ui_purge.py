@@ -24,7 +24,9 @@ from host_kit import ROOT, wait_for  # noqa: E402
 
 FIRST, SECOND, THIRD = ("Noted: two sailing boats.", "Noted: after the purge.",
                         "Noted: remembered again.")
-PURGED_LINE = "purged: uninstall the plugin now, or resume memory"
+# The line says the first word of the reason; its tooltip says it all.
+PURGED_REASON = "purged: uninstall the plugin now, or resume memory"
+PURGED_LINE = "purged"
 
 
 def setUpModule():
@@ -126,6 +128,7 @@ class PurgeTest(kit.UiCase):
         self.assertEqual(self.ours(), dict.fromkeys(on_disk, False))
         wait_for(lambda: page.locator(".honcho-sidebar-headline").inner_text() == PURGED_LINE,
                  20, "the line saying purged")
+        self.assertIn(PURGED_REASON, page.locator(".honcho-sidebar-line").get_attribute("title"))
         page.screenshot(path=os.path.join(kit.shots, "purged.png"))
 
         self.say(page, "a turn after the purge", SECOND)

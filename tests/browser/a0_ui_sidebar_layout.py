@@ -70,7 +70,7 @@ class SidebarLayoutTest(kit.UiCase):
 
     def line_settled(self, page):
         line = page.locator(".honcho-sidebar-line")
-        wait_for(lambda: "Checking" not in line.inner_text(), 15,
+        wait_for(lambda: "checking" not in line.inner_text().lower(), 15,
                  "the collapsed line's first status")
         return line
 
