@@ -192,6 +192,21 @@ class ViewTest(unittest.TestCase):
         # the base pack turn
         self.assertEqual(preview, b.recaller.recall(b.settings, SESSION, "", TEMPLATE).block)
 
+    def test_the_base_pack_alone_says_loading_then_ready_and_asks_honcho_nothing_itself(self):
+        # What the open inspector asks again while the pack loads: the card and conclusions are
+        # not read again.
+        b = self.bench
+        b.peers_seen()
+        b.fake.cards[("agent-zero", "user")] = ["ATTRIBUTE: Keeps two boats"]
+        self.assertEqual(inspector.base_pack(b.ins), {"state": "loading", "text": ""})
+        self.assertTrue(wait_idle(10, b.recaller))
+        asked = len(b.sent)
+        block = inspector.base_pack(b.ins)
+        self.assertEqual(len(b.sent), asked)
+        self.assertEqual(block["state"], "ready")
+        self.assertIn("- ATTRIBUTE: Keeps two boats", block["text"])
+        self.assertEqual(block, inspector.view(b.ins)["base_pack"])
+
     def test_with_recall_off_the_base_pack_says_so_and_nothing_is_loaded(self):
         bench = InspectorBench(self, recall_enabled=False)
         self.assertEqual(inspector.view(bench.ins)["base_pack"], {"state": "off", "text": ""})
@@ -521,6 +536,11 @@ class InspectorApiTest(unittest.TestCase):
         self.assertEqual(self.fake.cards[("agent-zero", "user")], ["ATTRIBUTE: Keeps two boats"])
         self.assertEqual(self.call({"action": "search", "query": "token"})["items"][0]["id"],
                          undone["id"])
+
+
+    def test_the_base_pack_action_answers_the_base_pack_alone(self):
+        answer = self.call({"action": "base_pack", "context": "Ab3dE6gH"})
+        self.assertEqual(answer, {"ok": True, "base_pack": {"state": "loading", "text": ""}})
 
 
 if __name__ == "__main__":
