@@ -15,6 +15,10 @@ import {
 const API = "/plugins/honcho/honcho_inspector";
 // The largest memory file sent for import (ops/memory_file.py MAX_FILE_BYTES; the plugin checks again).
 const MAX_FILE_BYTES = 16000000;
+// While the base pack loads, the open inspector asks for it again this often, at most this many
+// times (a minute in all); then it says to reopen. Nothing is asked once it closes.
+const BASE_PACK_EVERY_MS = 2000;
+const BASE_PACK_TRIES = 30;
 
 function empty() {
   return {
@@ -27,6 +31,8 @@ function empty() {
     conclusions: null, // { items, page, pages, total } or { error }
     writes: null, // { items } or { error }
     basePack: null, // { state, text }
+    basePackTries: 0, // how often it was asked again while loading
+    basePackTimer: null,
     undoWindowS: 0,
     query: "",
     results: null, // a search's items; null when not searching
@@ -85,9 +91,35 @@ export const store = createStore("honchoInspector", {
     await this.load(1);
   },
 
-  // Closing the inspector drops every recalled text it held.
+  // Closing the inspector drops every recalled text it held, and stops asking for the base pack.
   onClose() {
+    clearTimeout(this.basePackTimer);
     Object.assign(this, empty());
+  },
+
+  get basePackGivenUp() {
+    return this.basePackTries >= BASE_PACK_TRIES;
+  },
+
+  // One more ask for the base pack, later, while it loads and the inspector is open; one at a time.
+  _awaitBasePack() {
+    clearTimeout(this.basePackTimer);
+    this.basePackTimer = null;
+    if (!this.open || !this.basePack || this.basePack.state !== "loading" || this.basePackGivenUp) return;
+    this.basePackTimer = setTimeout(() => this._askBasePack(), BASE_PACK_EVERY_MS);
+  },
+
+  async _askBasePack() {
+    this.basePackTimer = null;
+    if (!this.open) return;
+    this.basePackTries += 1;
+    try {
+      const answer = await ask({ action: "base_pack" });
+      if (this.open && answer.ok && answer.base_pack) this.basePack = answer.base_pack;
+    } catch (e) {
+      // the next ask, if any is left, tries again
+    }
+    this._awaitBasePack();
   },
 
   async load(page) {
@@ -107,6 +139,7 @@ export const store = createStore("honchoInspector", {
       this.writes = answer.writes;
       this.basePack = answer.base_pack;
       this.undoWindowS = answer.undo_window_s;
+      if (!this.basePackTimer) this._awaitBasePack();
     } catch (e) {
       if (this.open) this.error = "The inspector could not reach Agent Zero";
     } finally {

@@ -38,7 +38,7 @@ from .tool import action_context
 ACTIONS = ("check", "wake", "drain", "retry_dead", "clear_cache", "observation_check",
            "observation_apply")
 INSPECTOR_ACTIONS = ("view", "search", "forget", "undo", "edit_card", "export", "import",
-                     "receipt", "remember", "pin", *inspector.CORRECT_ACTIONS)
+                     "receipt", "remember", "pin", "base_pack", *inspector.CORRECT_ACTIONS)
 FORGET_ACTIONS = ("offers", "forget_chat", "dismiss", "forget_leftovers")
 PURGE_ACTIONS = ("survey", "purge", "resume")
 # The purge's wait for the plugin's threads, in all, as uninstall's (hooks.UNINSTALL_WAIT_S).
@@ -158,6 +158,7 @@ def inspector_document(body: Any) -> dict:
         "receipt": lambda: inspector.receipt(ins, body.get("receipt")),
         "remember": lambda: inspector.remember(ins, body.get("text"), body.get("expires_in")),
         "pin": lambda: inspector.pin(ins, body.get("id")),
+        "base_pack": lambda: {"ok": True, "base_pack": inspector.base_pack(ins)},
         **_corrections(ins, body),
     }[action]()
 

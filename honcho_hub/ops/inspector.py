@@ -90,7 +90,7 @@ def view(ins: Inspector, page: Any = 1) -> dict[str, Any]:
     return {"ok": True, "label": UNTRUSTED,
             "peers": {"observer": s.agent_peer_id, "observed": s.user_peer_id},
             "card": card, "conclusions": listed, "writes": _writes(ins),
-            "base_pack": _base_pack(ins), "undo_window_s": UNDO_WINDOW_S}
+            "base_pack": base_pack(ins), "undo_window_s": UNDO_WINDOW_S}
 
 
 def conclusions(ins: Inspector, page: Any = 1) -> dict[str, Any]:
@@ -445,9 +445,9 @@ def _writes(ins: Inspector) -> dict[str, Any]:
     return {"items": items}
 
 
-def _base_pack(ins: Inspector) -> dict[str, Any]:
+def base_pack(ins: Inspector) -> dict[str, Any]:
     """The chat's base pack as its block; loading starts in the background when none is loaded
-    yet."""
+    yet. Asks Honcho nothing itself: the open inspector asks for it again until it is loaded."""
     a = ins.actions
     if not a.settings.recall_enabled:
         return {"state": "off", "text": ""}
