@@ -64,8 +64,10 @@ def tearDownModule():
 
 class InspectorLookTest(kit.UiCase):
     def open_inspector(self, page):
-        page.click(".honcho-sidebar-line")
-        page.locator("[data-testid=honcho-open-inspector]").click()
+        button = page.locator("[data-testid=honcho-open-inspector]")
+        if not button.is_visible():  # the panel is closed: the line opens it
+            page.click(".honcho-sidebar-line")
+        button.click()
         inspector = page.locator("[data-testid=honcho-inspector]")
         inspector.wait_for(timeout=20_000)
         return inspector
@@ -74,6 +76,9 @@ class InspectorLookTest(kit.UiCase):
         page.evaluate("(dark) => { Alpine.store('preferences').darkMode = dark; }", dark)
         wait_for(lambda: page.evaluate("() => document.body.classList.contains('light-mode')")
                  is not dark, 10, "Agent Zero's mode applied")
+        # Agent Zero's inputs move to the new colours in a 0.3 s transition: read them after it
+        page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running'"
+                               " || a.effect.getComputedTiming().endTime === Infinity)")
 
     def look(self, locator) -> dict:
         return locator.evaluate("(el, props) => Object.fromEntries(props.map(p => "
@@ -143,7 +148,11 @@ class InspectorLookTest(kit.UiCase):
         self.assertIn(cid, kit.ui.conclusions(), "nothing was forgotten")
 
     def test_the_base_pack_is_shown_when_it_arrives_without_reopening(self):
+        kit.ui.set_card(["ATTRIBUTE: Keeps bees"])
         page = self.open_page()
+        # recall's cache emptied (the panel's Clear cache): the base pack is not loaded
+        page.evaluate("""async () => { const api = await import('/js/api.js');
+            await api.callJsonApi('/plugins/honcho/honcho_action', {action: 'clear_cache'}); }""")
         answers = []
         page.on("response", lambda r: answers.append(r.json())
                 if r.url.endswith(INSPECTOR_API) and r.request.post_data
@@ -151,9 +160,18 @@ class InspectorLookTest(kit.UiCase):
         inspector = self.open_inspector(page)
         wait_for(lambda: answers, 20, "the view answered")
         self.assertEqual(answers[0]["base_pack"]["state"], "loading",
-                         "not loaded when the inspector opened (this Agent Zero's first view)")
-        inspector.locator("pre[data-field=base_pack]").wait_for(timeout=60_000)
-        self.assertIn("<honcho_memory>", inspector.locator("[data-field=base_pack]").inner_text())
+                         "not loaded when the inspector opened")
+        shown = inspector.locator("[data-field=base_pack]")
+        wait_for(lambda: "Not loaded yet" not in shown.inner_text(), 60,
+                 "the base pack shown once it arrived")
+        # what reopening would show
+        again = page.evaluate("""async () => { const api = await import('/js/api.js');
+            return (await api.callJsonApi('/plugins/honcho/honcho_inspector',
+                {action: 'view', context: globalThis.getContext()})).base_pack; }""")
+        self.assertNotEqual(again["state"], "loading")
+        self.assertEqual(page.evaluate("() => Alpine.store('honchoInspector').basePack"), again)
+        self.assertEqual(inspector.locator("pre[data-field=base_pack]").count(),
+                         1 if again["state"] == "ready" else 0)
 
     def test_a_base_pack_that_never_arrives_is_asked_a_bounded_number_of_times_only_while_open(
             self):
