@@ -101,7 +101,7 @@ export const store = createStore("honchoInspector", {
     return this.basePackTries >= BASE_PACK_TRIES;
   },
 
-  // One more ask for the base pack, later, while it loads and the inspector is open; one at a time.
+  // One more ask for the base pack, later, while it loads and the inspector is open (one timer).
   _awaitBasePack() {
     clearTimeout(this.basePackTimer);
     this.basePackTimer = null;
