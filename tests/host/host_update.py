@@ -204,9 +204,9 @@ class ServedTree:
                                   max_retries=0, timeout=15, http_client=self._honcho_http)
         return [m.content for m in self._honcho.session(f"chat-{context}").messages()]
 
-    def sidebar(self) -> tuple[str, str]:
-        """What the sidebar shows, in a fresh page of the real UI: the line's headline, and the open
-        panel's Version row."""
+    def sidebar(self) -> tuple[str, str, str]:
+        """What the sidebar shows, in a fresh page of the real UI: the line's headline (why, in a
+        few words), the line's tooltip (every reason in full), and the open panel's Version row."""
         page = browser().new_page(viewport={"width": 1440, "height": 1000})
         try:
             page.goto(self.url, wait_until="domcontentloaded")
@@ -217,10 +217,12 @@ class ServedTree:
                 "(el) => el.textContent && el.textContent !== 'Checking…'",
                 arg=headline.element_handle(), timeout=30_000)
             line = headline.text_content() or ""
+            tooltip = page.get_attribute("[data-testid=honcho-sidebar] .honcho-sidebar-line",
+                                         "title") or ""
             page.click("[data-testid=honcho-sidebar] .honcho-sidebar-line")
             version = page.locator("[data-testid=honcho-panel] [data-field=version]")
             version.wait_for(timeout=30_000)
-            return line, version.text_content() or ""
+            return line, tooltip, version.text_content() or ""
         finally:
             page.close()
 
@@ -331,7 +333,9 @@ class UpdateTest(unittest.TestCase):
         status = self.update_and_measure("core")
         self.assert_code(status, True, installed_version, NEW_VERSION)
         sentence = status["code"]["restart"]
-        self.assertEqual(served.sidebar(), (sentence, sentence))
+        # The line says why in a few words (the sentence up to its detail), the tooltip all of it.
+        self.assertEqual(served.sidebar(), (sentence.split(";")[0],
+                                            f"Honcho memory degraded: {sentence}", sentence))
 
     def test_3_an_extensions_change_is_not_reloaded_and_still_needs_a_restart(self) -> None:
         served.commit_upstream("extensions/honcho_bridge/host.py",
@@ -346,8 +350,9 @@ class UpdateTest(unittest.TestCase):
         status = self.update_and_measure("hooks")
         # The watcher's reload imported the whole plugin again: the changes of tests 2 and 3 too.
         self.assert_code(status, False, NEW_VERSION, NEW_VERSION)
-        line, version = served.sidebar()
+        line, tooltip, version = served.sidebar()
         self.assertNotIn("restart", line)
+        self.assertNotIn("restart", tooltip)
         self.assertEqual(version, f"{NEW_VERSION} (the code on disk is running)")
 
 
