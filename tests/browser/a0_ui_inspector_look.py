@@ -153,13 +153,15 @@ class InspectorLookTest(kit.UiCase):
         # recall's cache emptied (the panel's Clear cache): the base pack is not loaded
         page.evaluate("""async () => { const api = await import('/js/api.js');
             await api.callJsonApi('/plugins/honcho/honcho_action', {action: 'clear_cache'}); }""")
-        answers = []
-        page.on("response", lambda r: answers.append(r.json())
-                if r.url.endswith(INSPECTOR_API) and r.request.post_data
-                and json.loads(r.request.post_data)["action"] == "view" else None)
-        inspector = self.open_inspector(page)
-        wait_for(lambda: answers, 20, "the view answered")
-        self.assertEqual(answers[0]["base_pack"]["state"], "loading",
+        # expect_response, not a listener polled by wait_for: Playwright's sync API delivers
+        # events only inside its own calls, so an answer that comes after the inspector opened
+        # would never reach a listener while wait_for sleeps
+        with page.expect_response(lambda r: r.url.endswith(INSPECTOR_API)
+                                  and r.request.post_data is not None
+                                  and json.loads(r.request.post_data)["action"] == "view",
+                                  timeout=20_000) as viewed:
+            inspector = self.open_inspector(page)
+        self.assertEqual(viewed.value.json()["base_pack"]["state"], "loading",
                          "not loaded when the inspector opened")
         shown = inspector.locator("[data-field=base_pack]")
         wait_for(lambda: "Not loaded yet" not in shown.inner_text(), 60,
