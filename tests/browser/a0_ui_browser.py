@@ -90,6 +90,15 @@ CHATS_STORE = "/components/sidebar/chats/chats-store.js"
 MOVED_CHATS_STORE = "/components/sidebar/chats/chats-store-moved.js"
 
 
+def wait_on_page(page, predicate, timeout_s: float, what: str):
+    """`wait_for` for lists that Playwright's event and route handlers fill: its sync API runs
+    those handlers only inside its own calls, so each try first makes one."""
+    def after_events():
+        page.wait_for_timeout(1)
+        return predicate()
+    return wait_for(after_events, timeout_s, what)
+
+
 def move_chats_store(page) -> None:
     """As if Agent Zero had moved its chats store: its own files import it from another path, and
     the old one answers 404 (the files are rewritten on their way to the page, not on disk)."""
@@ -380,7 +389,7 @@ class SidebarTest(UiCase):
         step_to(first + 30_000)
         self.assertEqual(polls(), [(first, True), (first + 30_000, True)],
                          "the next light poll 30 s after it")
-        wait_for(lambda: asked == [True, True], 10, "both light requests at Agent Zero")
+        wait_on_page(page, lambda: asked == [True, True], 10, "both light requests at Agent Zero")
 
         page.click(".honcho-sidebar-line")
         wait_for(lambda: len(polls()) == 3, 10, "a status request when the panel opens")
@@ -394,7 +403,7 @@ class SidebarTest(UiCase):
         wait_for(lambda: len(polls()) == 5, 10, "a status request when the panel closes")
         self.assertEqual(polls()[4], (opened[0] + 5_000, True),
                          "back to light when the panel closes")
-        wait_for(lambda: asked == [True, True, False, False, True], 10,
+        wait_on_page(page, lambda: asked == [True, True, False, False, True], 10,
                  "every request at Agent Zero")
 
     def test_no_status_poll_starts_while_the_last_one_is_still_running(self):
@@ -670,7 +679,8 @@ class DontRememberChatTest(UiCase):
         held: list = []
         page.route("**/plugins/honcho/honcho_remember", lambda route: held.append(route))
         page.click(".honcho-sidebar-line")
-        wait_for(lambda: len(held) == 1, 10, "the selected chat's state asked, unanswered")
+        wait_on_page(page, lambda: len(held) == 1, 10,
+                     "the selected chat's state asked, unanswered")
         for _ in range(3):  # three 5 s polls come due while it runs
             page.clock.run_for(5_000)
         self.assertEqual(len(held), 1, "no read while the last one runs")
@@ -679,7 +689,7 @@ class DontRememberChatTest(UiCase):
         wait_for(lambda: state.inner_text() == f"Chat {context_id}: remembered", 15,
                  "the slow read answered")
         page.clock.run_for(5_000)
-        wait_for(lambda: len(held) == 1, 10, "the next poll once it answered")
+        wait_on_page(page, lambda: len(held) == 1, 10, "the next poll once it answered")
         page.unroute("**/plugins/honcho/honcho_remember")
         for route in held:
             route.continue_()
