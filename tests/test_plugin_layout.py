@@ -2,6 +2,7 @@
 names."""
 
 import ast
+import html
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from hub_testkit import (
 )
 
 import honcho_hub
-from honcho_hub.settings.spec import FIELDS, PROJECT_GROUPS, defaults
+from honcho_hub.settings.spec import FIELDS, FIELDS_BY_NAME, PROJECT_GROUPS, defaults
 
 CORE_NAMES = json.loads(checkout_text("tests", "fixtures", "agent_zero_v1_7_names.json"))
 
@@ -193,6 +194,32 @@ class SettingsSurfacesTest(unittest.TestCase):
         self.assertNotRegex(page, r"config\.[a-z_]*key")
         self.assertIn("HONCHO_API_KEY", page)
         self.assertIn('<template x-if="config">', page)
+
+
+    def test_each_hint_of_the_settings_page_is_the_specs(self):
+        # A field's hint closes its description; its control, bound to the setting, follows.
+        found = re.findall(r'<i>\(([^<]*)\)</i></div>\s*</div>\s*<div class="field-control">'
+                           r'[^\n]*?config\.([a-z0-9_]+)"', read("webui", "config.html"))
+        hints = {name: html.unescape(hint) for hint, name in found}
+        self.assertEqual(sorted(hints), sorted(spec.name for spec in FIELDS), "each field, once")
+        for spec in FIELDS:
+            with self.subTest(name=spec.name):
+                self.assertEqual(hints[spec.name], spec.hint())
+
+
+class SettingHintTest(unittest.TestCase):
+    def test_a_hint_spells_its_default_as_yaml_and_its_bounds_do(self):
+        for name, hint in (("capture_enabled", "true, false; default true"),
+                           ("debug", "true, false; default false"),
+                           ("max_queued_rows", "100–1,000,000; default 10,000"),
+                           ("sdk_timeout_s", "1–120; default 10"),
+                           ("agent_representation_share", "0–0.5; default 0.25"),
+                           ("recall_wait_ms", "-1–60,000; default -1"),
+                           ("endpoint_mode", "hosted, self_hosted; default hosted"),
+                           ("api_url", "http(s) URL without credentials; empty = the mode's"
+                                       " default; default empty")):
+            with self.subTest(name=name):
+                self.assertEqual(FIELDS_BY_NAME[name].hint(), hint)
 
 
 class WebUiTextTest(unittest.TestCase):

@@ -183,6 +183,33 @@ class MemoryWritesStatusTest(unittest.TestCase):
         self.assertNotIn("likes tea", json.dumps(status) + text)
 
 
+class MaskedSettingsStatusTest(unittest.TestCase):
+    """Where the host masks a setting's value (Agent Zero replaces a secret's value with its alias),
+    status's text says the setting is kept in secrets and never shows the value."""
+
+    def text(self, api_url, kept):
+        settings = build_settings({"outbox_path": temp_outbox_path(self), "api_url": api_url,
+                                   "workspace_id": "ws-kept", "user_peer_id": "dana"}, {}, {})
+        status = build_status(settings, StatusParts(scope_id="a0-boats"), NOW)
+        return status_text(status, masked=lambda value: any(k in value for k in kept))
+
+    def test_each_masked_setting_is_named_as_kept_in_secrets(self):
+        for api_url, hosted in (("http://honcho.lan:8000", "self-hosted"),
+                                ("https://api.honcho.dev", "hosted")):
+            with self.subTest(api_url=api_url):
+                text = self.text(api_url, (api_url, "ws-kept", "boats"))
+                self.assertIn(f"API URL set in secrets ({hosted}) · workspace set in secrets"
+                              " · user dana · agent agent-zero", text)
+                self.assertIn("scope set in secrets (project)", text)
+                for value in (api_url, "ws-kept", "boats"):
+                    self.assertNotIn(value, text)
+
+    def test_nothing_masked_shows_every_value(self):
+        text = self.text("http://honcho.lan:8000", ())
+        self.assertIn("API http://honcho.lan:8000 · workspace ws-kept · user dana", text)
+        self.assertIn("scope a0-boats (project)", text)
+
+
 class SessionsStatusTest(unittest.TestCase):
     """The session strategy and observation preset are always shown; with the chat's session read
     from Honcho, its peers' flags as the server holds them, and whether they differ from the

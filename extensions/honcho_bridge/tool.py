@@ -74,7 +74,10 @@ def action_context(agent: Any) -> ActionContext:
         parts = the_hub.status_parts(settings, session, chat_scope, backfill=True)
         parts.not_remembered = remember_state_counts()
         parts.code = read_running_code()
-        return status_text(build_status(settings, parts, time.time()))
+        # Agent Zero masks every secret's value in the tool's result: such a setting is named
+        # as kept in secrets, never shown as its alias.
+        return status_text(build_status(settings, parts, time.time()),
+                           masked=lambda value: host.mask(agent, value) != value)
 
     def record(write: memory_log.MemoryWrite) -> None:
         # The write is done in Honcho: the next turn's pack shows it, not the one cached before it.

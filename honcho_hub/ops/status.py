@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 STALE_QUEUE_S = 600.0  # a pending event older than this makes health amber
 PURGED_REASON = "purged: uninstall the plugin now, or resume memory"
 MAX_LISTED_PROCESSES = 8  # worker processes status_text names; the document lists every shown one
+# What status_text says instead of a setting's value that the host masks as a secret: the value
+# would read `§§secret(NAME)` in Agent Zero.
+IN_SECRETS = "set in secrets"
 
 
 @dataclass
@@ -258,18 +261,27 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
     return status
 
 
-def status_text(status: dict[str, Any]) -> str:
-    """A compact, human-readable rendering for the tool and the terminal."""
+def status_text(status: dict[str, Any], masked: Callable[[str], bool] = lambda value: False
+                ) -> str:
+    """A compact, human-readable rendering for the tool and the terminal. `masked(value)`: whether
+    the host will mask that value where the text is shown (Agent Zero replaces a secret's value
+    with its alias in every tool result); such a setting is named as kept in secrets instead."""
     q, w, i, m = status["queue"], status["worker"], status["identity"], status["memory_writes"]
+
+    def shown(value: str) -> str:
+        return IN_SECRETS if masked(value) else value
+
+    scope = status["scope"]["current"]
     lines = [
         f"Honcho memory: {status['health'].upper()}"
         + (f" ({'; '.join(status['health_reasons'])})" if status["health_reasons"] else ""),
-        f"API {status['endpoints']['api_url'] or 'unusable'} · workspace {i['workspace_id']}"
-        f" · user {i['user_peer_id']} · agent {i['agent_peer_id']}"
+        f"{_api_text(status['endpoints']['api_url'], masked)} · workspace"
+        f" {shown(i['workspace_id'])} · user {shown(i['user_peer_id'])}"
+        f" · agent {shown(i['agent_peer_id'])}"
         f" · key {'set' if i['api_key_configured'] else 'missing'}",
         f"Capture {'on' if status['capture']['enabled'] else 'off'}"
         f" · recall {status['recall']['mode']}"
-        f" · scope {status['scope']['current'] or 'none'} ({status['scope']['strategy']})",
+        f" · scope {shown(scope) if scope else 'none'} ({status['scope']['strategy']})",
         _memory_line(status["recall"]["memory"]),
         *_dialectic_lines(status["recall"]["dialectic"]),
         *_sessions_lines(i),
@@ -288,6 +300,15 @@ def status_text(status: dict[str, Any]) -> str:
         *_expiry_lines(status["memory_expiry"]),
     ]
     return "\n".join(lines)
+
+
+def _api_text(api_url: str | None, masked: Callable[[str], bool]) -> str:
+    """The API URL in effect, or, when the host masks it, whether it is hosted Honcho."""
+    if not api_url:
+        return "API unusable"
+    if masked(api_url):
+        return f"API URL {IN_SECRETS} ({'hosted' if _is_hosted(api_url) else 'self-hosted'})"
+    return f"API {api_url}"
 
 
 def _upgrade(upgrade: dict[str, Any] | None, now: float) -> dict[str, Any] | None:

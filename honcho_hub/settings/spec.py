@@ -68,6 +68,17 @@ class Field:
             return ", ".join(self.choices)
         return _KIND_BOUNDS[self.kind]
 
+    def hint(self) -> str:
+        """The settings page's hint: the accepted values, then the default in their spelling
+        (true and false as YAML and the JSON of the form write them, numbers as the bounds)."""
+        if isinstance(self.default, bool):
+            default = "true" if self.default else "false"
+        elif isinstance(self.default, (int, float)):
+            default = _num(self.default)
+        else:
+            default = self.default or "empty"
+        return f"{self.bounds_text()}; default {default}"
+
 
 def _num(value: float | None) -> str:
     number = float(value or 0)

@@ -957,6 +957,23 @@ class SettingsPageTest(UiCase):
         wait_for(lambda: page.locator(".honcho-config-global-note:visible").count() == 6, 15,
                  "the project form")
 
+    def test_in_project_scope_each_global_note_sits_under_its_groups_heading(self):
+        page = self.open_page()
+        self.open_settings(page, TITLE)
+        self.select_project(page)
+        noted = page.locator(".plugin-settings-body .honcho-config-group").filter(
+            has=page.locator(".honcho-config-global-note:visible"))
+        self.assertEqual(noted.count(), 6)
+        for i in range(noted.count()):
+            group = noted.nth(i)
+            with self.subTest(group=group.get_attribute("data-group")):
+                title, note, description = (
+                    group.locator(kind).bounding_box() for kind in (
+                        ".section-title", ".honcho-config-global-note", ".section-description"))
+                # Read top to bottom: the heading, its note, the group's description.
+                self.assertGreaterEqual(note["y"], title["y"] + title["height"] - PX)
+                self.assertLessEqual(note["y"] + note["height"], description["y"] + PX)
+
     def test_project_scope_shows_global_settings_read_only_and_its_own_editable(self):
         self.keep_config_file("usr", "plugins", "honcho", "config.json")
         self.keep_config_file("usr", "projects", PROJECT, ".a0proj", "plugins", "honcho",
