@@ -7,9 +7,6 @@ a forged closing delimiter (fullwidth brackets) and a tag in HTML entities: the 
 them in its conclusion, and the block must still have only its own two delimiters and no tag.
 Honcho's own headings in the representation (`## Explicit Observations`) reach it as labels,
 without a backslash.
-
-And what status says of it: after a turn the chat's memory is "deriving", and once the real deriver
-is done it says "fresh" with no further turn (the queue status is polled in the background).
 """
 
 from __future__ import annotations
@@ -92,26 +89,6 @@ class RecallInNewChatTest(unittest.TestCase):
         self.assertFalse("Recalled data from Honcho" in system or "teal" in system,
                          "the memory pack reached the system prompt")
         self.assertLess(prompt.find(QUESTION), prompt.find("Recalled data from Honcho"))
-
-
-class DerivationStatusTest(unittest.TestCase):
-    def test_deriving_after_a_turn_becomes_fresh_with_no_further_turn(self) -> None:
-        host = world.host
-        host.script("Noted: the hens.")
-        ctx = host.new_chat()
-        host.turn(ctx, "I keep two hens called Pepper and Salt.")
-        seen: list[dict] = []
-
-        def memory_is(state: str) -> bool:
-            seen.append(host_kit.honcho_status(host, ctx)["recall"]["memory"])
-            return seen[-1]["state"] == state
-        host_kit.wait_for(lambda: memory_is("deriving"), 30, "status: memory deriving")
-        # No turn from here on: only a poll in the background can tell that the deriver is done.
-        host_kit.wait_for(lambda: memory_is("fresh"), 120,
-                          f"status: memory fresh (last seen {seen[-1]})")
-        self.assertTrue([m for m in seen if m["state"] == "deriving"
-                         and m.get("checked_age_s") is not None],
-                        f"no deriving status said when it was last checked: {seen}")
 
 
 def _concluded(word: str) -> bool:
