@@ -23,6 +23,7 @@ from honcho_hub.recall.freshness import (
     FRESHNESS_MAX_S,
     FRESHNESS_POLL_MAX_S,
     FRESHNESS_POLL_S,
+    Freshness,
     poll_interval_s,
 )
 from honcho_hub.recall.recaller import Recaller
@@ -193,6 +194,29 @@ class FreshnessTest(unittest.TestCase):
         self.recaller.note_delivered("https://elsewhere.test#ws", SESSION)
         self.turn(FRESHNESS_POLL_S)
         self.assertEqual(self.fake.queue_reads, [])
+
+
+class UnpromptedFollowTest(unittest.TestCase):
+    def test_a_derivation_done_with_no_turn_reloads_for_the_scope_of_the_latest_turn(self):
+        fake, clock = FakeHoncho(), ManualClock(1000.0)
+        settings = build_settings({"api_url": "https://honcho.test",
+                                   "outbox_path": temp_outbox_path(self)}, {}, {})
+        gateway = HonchoGateway.for_settings(
+            settings, http_client_factory=lambda: httpx.Client(transport=fake.transport()))
+        self.addCleanup(gateway.close)
+        fresh: list[tuple[str, str | None]] = []
+
+        def run_now(work, *args) -> bool:
+            work(*args)
+            return True
+        freshness = Freshness(lambda s: gateway, run_now,
+                              lambda s, scope_id: fresh.append((s.destination(), scope_id)), clock)
+        freshness.follow(settings, "project-a")  # a turn recalled in this scope
+        freshness.note_delivered(settings.destination(), SESSION)
+        clock.advance(FRESH_MIN_AGE_S)
+        freshness.follow_unprompted(settings)
+        self.assertEqual(fake.queue_reads, [SESSION])
+        self.assertEqual(fresh, [(settings.destination(), "project-a")])
 
 
 class DeliveryTellsRecallTest(unittest.TestCase):
