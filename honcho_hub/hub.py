@@ -292,8 +292,13 @@ class Hub:
             recaller.note_delivered(destination, session_id)
 
     def _after_step(self, report: StepReport) -> None:
-        """After each step of the worker's thread: the memory watch, when it is due."""
+        """After each step of the worker's thread: the memory watch, when it is due, and, unless
+        delivery is paused, recall's polls of Honcho's derivation (so status follows it between
+        turns)."""
         self.watch_memory(time.monotonic())
+        recaller = self._recaller
+        if recaller is not None and report.state != "paused":
+            recaller.follow_derivation(self.settings())
 
     def wake_worker(self) -> None:
         """Nudge the worker after an enqueue (no-op when none runs)."""

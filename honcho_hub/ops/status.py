@@ -58,7 +58,8 @@ class StatusParts:
     # How the latest loads a turn waited for ended (hit, fresh, timeout, error), oldest first.
     recent_recalls: list[str] = field(default_factory=list)
     # Whether Honcho is still deriving from what was delivered for the session (recaller.freshness).
-    memory: dict[str, Any] = field(default_factory=lambda: {"state": "fresh", "pending": 0})
+    memory: dict[str, Any] = field(
+        default_factory=lambda: {"state": "fresh", "pending": 0, "checked_age_s": None})
     # ok_at, failed_at, code, auth of the last checks
     api_check: dict[str, Any] = field(default_factory=dict)
     # memory_log.summary: counts, latest ids and times
@@ -426,8 +427,10 @@ def _observation(settings: Settings, held: dict[str, dict[str, bool | None] | No
 def _memory_line(memory: dict[str, Any]) -> str:
     if memory["state"] == "fresh":
         return "Memory is fresh"
-    return "Memory is deriving" + (f" ({memory['pending']} pending)"
-                                   if memory["pending"] is not None else "")
+    if memory.get("checked_age_s") is None:
+        return "Memory is deriving (not checked yet)"
+    return (f"Memory is deriving ({memory['pending']} pending, last checked"
+            f" {memory['checked_age_s']} s ago)")
 
 
 def _dialectic_lines(dialectic: dict[str, Any]) -> list[str]:

@@ -221,9 +221,15 @@ class Recaller:
         self._freshness.note_delivered(destination, session_id)
 
     def freshness(self, settings: Settings, session_id: str) -> dict[str, object]:
-        """For status: `fresh`, or `deriving` with the pending work units of the last poll (None:
-        not polled yet)."""
+        """For status: `fresh`, or `deriving` with the pending work units of the last answered
+        poll and its age in seconds (both None: not answered yet)."""
         return self._freshness.state(settings, session_id)
+
+    def follow_derivation(self, settings: Settings) -> None:
+        """Poll, on the pool, the queue status of the delivered sessions of this destination that
+        are due, with no turn (the delivery worker's thread calls it after each step). Cheap when
+        nothing is deriving."""
+        self._freshness.follow_unprompted(settings)
 
     def dialectic_counters(self) -> dict[str, int]:
         """The dialectic layer's counters, for status."""

@@ -469,7 +469,10 @@ class SidebarTest(UiCase):
         # a chat typed in the web UI: the owner's, no sender
         self.assertEqual(panel.locator("[data-field=chat]").inner_text(), "web ui")
         self.assertRegex(panel.locator("[data-field=chats_seen]").inner_text(), r"\d+ web ui")
-        self.assertRegex(panel.locator("[data-field=memory]").inner_text(), r"^(fresh|deriving)")
+        memory = panel.locator("[data-field=memory]")
+        self.assertRegex(memory.inner_text(), r"^(fresh|deriving \((not checked yet"
+                                              r"|\d+ pending\) · last checked \d+ s ago))$")
+        self.assertTrue(memory.get_attribute("title"), "the memory row has no tooltip")
         wait_for(lambda: "(this process)" in panel.locator("[data-field=processes]").inner_text(),
                  15, "this Agent Zero's delivery worker among the processes")
         self.assertEqual(panel.locator("[data-field=shared_circuit]").inner_text(), "closed")
