@@ -461,7 +461,8 @@ class SidebarTest(UiCase):
                  15, "the panel showing Honcho reached")
         self.assertRegex(panel.locator("[data-field=queue]").inner_text(),
                          r"^0 pending · 0 sending · 0 dead")
-        self.assertEqual(panel.locator("[data-field=mode]").inner_text(), "hosted")
+        # the real Honcho's local URL is a self-hosted deployment (endpoint_mode is left hosted)
+        self.assertEqual(panel.locator("[data-field=mode]").inner_text(), "self-hosted")
         self.assertRegex(panel.locator("[data-field=cache]").inner_text(),
                          r"^\d+ packs · \d+ hits · \d+ loads")
         self.assertEqual(panel.locator("[data-field=recall_mode]").inner_text(), "on · hybrid")

@@ -96,8 +96,13 @@ class SelfHostedTest(kit.UiCase):
                  "the API URL in effect as the placeholder")
         self.assertEqual(api.input_value(), "")  # nothing saved: the placeholder is what is seen
         self.assertEqual(mcp.get_attribute("placeholder"), f"not configured — {NO_MCP}")
+        # also beside each field, whole (a placeholder is cut at the field's width)
         self.assertEqual(body.locator("[data-field=mode_in_effect]").inner_text(),
                          f"In effect: self-hosted, {SOURCE}")
+        self.assertEqual(body.locator("[data-field=api_url_in_effect]").inner_text(),
+                         f"In effect: {expected}")
+        self.assertEqual(body.locator("[data-field=mcp_url_in_effect]").inner_text(),
+                         f"In effect: not configured — {NO_MCP}")
         page.screenshot(path=os.path.join(kit.shots, "settings-self-hosted.png"))
 
 
