@@ -119,7 +119,8 @@ class DefaultsTest(unittest.TestCase):
 
     def test_every_spec_field_is_a_settings_field(self):
         names = {f for f in Settings.__dataclass_fields__} - {
-            "warnings", "key_provider", "api_url_problem", "mcp_url_problem"}
+            "warnings", "key_provider", "api_url_problem", "mcp_url_problem", "api_url_source",
+            "mcp_url_source", "deployment", "deployment_source"}
         self.assertEqual(names, set(FIELDS_BY_NAME))
 
     def test_outside_agent_zero_the_default_outbox_is_in_a_user_state_folder(self):
@@ -226,24 +227,24 @@ class EnvironmentTest(unittest.TestCase):
 
 
 class EndpointPrecedenceTest(unittest.TestCase):
-    CASES = [  # (environ, settings, expected api_url, expected mcp_url)
+    # (environ, settings, expected api_url, expected mcp_url); a self-hosted API has no MCP URL
+    # unless one is set ("")
+    CASES = [
         ({}, {}, "https://api.honcho.dev", "https://mcp.honcho.dev"),
-        ({}, {"endpoint_mode": "self_hosted"}, "http://localhost:8000", "http://localhost:8787"),
-        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {}, "http://legacy:8000",
-         "https://mcp.honcho.dev"),
+        ({}, {"endpoint_mode": "self_hosted"}, "http://localhost:8000", ""),
+        ({"HONCHO_BASE_URL": "http://legacy:8000"}, {}, "http://legacy:8000", ""),
         ({"HONCHO_BASE_URL": "http://legacy:8000", "HONCHO_API_URL": "http://new:8000"}, {},
-         "http://new:8000", "https://mcp.honcho.dev"),
+         "http://new:8000", ""),
         ({"HONCHO_BASE_URL": "http://legacy:8000"}, {"api_url": "http://setting:1"},
-         "http://legacy:8000", "https://mcp.honcho.dev"),
-        ({}, {"api_url": "http://setting:1", "endpoint_mode": "hosted"}, "http://setting:1",
-         "https://mcp.honcho.dev"),
+         "http://legacy:8000", ""),
+        ({}, {"api_url": "http://setting:1", "endpoint_mode": "hosted"}, "http://setting:1", ""),
         ({}, {"api_url": "https://mine.example", "mcp_url": "https://mcp.mine",
               "endpoint_mode": "self_hosted"},
          "https://mine.example", "https://mcp.mine"),
         ({"HONCHO_MCP_URL": "http://mcp-env"}, {"mcp_url": "http://mcp-setting"},
          "https://api.honcho.dev", "http://mcp-env"),
         ({"HONCHO_API_URL": "http://explicit"}, {"endpoint_mode": "self_hosted"}, "http://explicit",
-         "http://localhost:8787"),
+         ""),
     ]
 
     def test_api_and_mcp_url_precedence(self):

@@ -381,6 +381,12 @@ class CliCheckTest(ApiCase):
                 self.assertRegex(mcp_line, line)
                 self.assertNotIn(KEY, out)
 
+    def test_the_command_line_says_a_self_hosted_mcp_is_not_configured_and_exits_ok(self):
+        code, out = self.cli("")  # the loopback API is self-hosted; no MCP URL set
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.strip().splitlines()[1],
+                         "MCP: not configured (self-hosted, no MCP URL set)")
+
     def test_json_output_carries_the_mcp_fields(self):
         code, out = self.cli(self.mcp(key=KEY).url, "--json")
         mcp = json.loads(out)["mcp"]

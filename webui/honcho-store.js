@@ -10,6 +10,7 @@ import { callJsonApi } from "/js/api.js";
 import { openModal } from "/js/modals.js";
 import {
   toastError,
+  toastInfo,
   toastSuccess,
   toastWarning,
 } from "/plugins/honcho/webui/honcho-toast.js";
@@ -50,18 +51,22 @@ export const ACTIONS = [
 const STATE_WORDS = { green: "ok", amber: "degraded", red: "down", neutral: "waiting" };
 
 // A check that ran can still have failed: the API failing is an error, only the MCP server a warning.
+// No MCP server to check (self-hosted without an MCP URL) is neither: the toast is neutral.
 // A wake that a hold refused started nothing: a warning, not a success.
 function toastFor(action, result) {
   if (action === "wake") return result.held ? toastWarning : toastSuccess;
-  if (action !== "check" || (result.api.ok && result.mcp.ok)) return toastSuccess;
-  return result.api.ok ? toastWarning : toastError;
+  if (action !== "check") return toastSuccess;
+  if (!result.api.ok) return toastError;
+  if (result.mcp.state === "not_configured") return toastInfo;
+  return result.mcp.ok ? toastSuccess : toastWarning;
 }
 
 function describe(action, result) {
   switch (action) {
     case "check":
       return `API ${result.api.ok ? "ok" : "failed (" + result.api.error + ")"} in ${result.api.latency_ms} ms · ` +
-        `MCP ${result.mcp.summary || (result.mcp.ok ? "ok" : "failed (" + result.mcp.error + ")")} in ${result.mcp.latency_ms} ms`;
+        `MCP ${result.mcp.summary || (result.mcp.ok ? "ok" : "failed (" + result.mcp.error + ")")}` +
+        (result.mcp.state === "not_configured" ? "" : ` in ${result.mcp.latency_ms} ms`);
     case "wake": {
       const paused = result.paused ? `, paused (${result.paused})` : "";
       if (result.woken) return `Worker woken${paused}`;

@@ -6,6 +6,7 @@
 // passed as is.
 import {
   toastFrontendError,
+  toastFrontendInfo,
   toastFrontendSuccess,
   toastFrontendWarning,
 } from "/components/notifications/notification-store.js";
@@ -17,6 +18,7 @@ export function asHtmlText(text) {
   return String(text).replace(/[&<>"']/g, (char) => ENTITIES[char]).replace(/\r?\n/g, "<br>");
 }
 
+export const toastInfo = (message, title) => toastFrontendInfo(asHtmlText(message), title);
 export const toastSuccess = (message, title) => toastFrontendSuccess(asHtmlText(message), title);
 export const toastWarning = (message, title) => toastFrontendWarning(asHtmlText(message), title);
 export const toastError = (message, title) => toastFrontendError(asHtmlText(message), title);

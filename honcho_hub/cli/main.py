@@ -96,7 +96,8 @@ def _check(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     _print(out, result, args.json, lambda r: (
         f"API: {'ok' if r['api']['ok'] else 'FAILED (' + str(r['api']['error']) + ')'}"
         f" in {r['api']['latency_ms']} ms\n"
-        f"MCP: {r['mcp']['summary']} in {r['mcp']['latency_ms']} ms"))
+        f"MCP: {r['mcp']['summary']}"
+        + ("" if r["mcp"]["state"] == "not_configured" else f" in {r['mcp']['latency_ms']} ms")))
     if not result["api"]["ok"]:
         return EXIT_FAILED
     return EXIT_OK if result["mcp"]["ok"] else EXIT_DEGRADED

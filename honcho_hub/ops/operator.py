@@ -20,7 +20,7 @@ from ..gateway import deadline, queries
 from ..gateway.gateway import HonchoGateway
 from ..settings.config import Settings
 from ..settings.hosts import in_hosted_domain, url_host
-from ..settings.spec import MODE_API_URLS, MODE_MCP_URLS
+from ..settings.spec import HOSTED_MCP_URL, MODE_API_URLS
 from ..storage.outbox import with_existing_outbox
 from . import mcp_probe
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 MAX_REQUEUE = 100
 DRAIN_S = 5.0
-_HOSTED_API, _HOSTED_MCP = urlsplit(MODE_API_URLS["hosted"]), urlsplit(MODE_MCP_URLS["hosted"])
+_HOSTED_API, _HOSTED_MCP = urlsplit(MODE_API_URLS["hosted"]), urlsplit(HOSTED_MCP_URL)
 
 
 def check(settings: Settings, http_client_factory: Callable[..., httpx.Client] = httpx.Client,
@@ -182,10 +182,14 @@ def _timed(request: Callable[[], Any],
 def _mcp_check(settings: Settings, http_client_factory: Callable[..., httpx.Client],
                monotonic: Callable[[], float]) -> dict[str, Any]:
     """The MCP handshake's outcome as the check reports it: `ok` unless something went wrong (an
-    MCP server that answers 401 to a check without the key is reachable and fine), `reachable` when
-    an HTTP answer came, what was found, whether the key went and why, and a one-line `summary`."""
+    MCP server that answers 401 to a check without the key is reachable and fine; a self-hosted
+    deployment without an MCP URL is `not_configured`, and nothing is sent), `reachable` when an
+    HTTP answer came, what was found, whether the key went and why, and a one-line `summary`."""
     start = monotonic()
-    if settings.mcp_url_problem:
+    if not settings.mcp_url_problem and not settings.mcp_configured:
+        found = mcp_probe.Handshake("not_configured", None, None)
+        send, why = False, "not_configured"
+    elif settings.mcp_url_problem:
         found = mcp_probe.Handshake("failed", None, "unusable_url")
         send, why = False, "unusable_url"
     else:
@@ -195,10 +199,10 @@ def _mcp_check(settings: Settings, http_client_factory: Callable[..., httpx.Clie
     result = {"ok": found.error is None, "reachable": found.status is not None,
               "latency_ms": _ms(monotonic() - start), "key_sent": send, "key_decision": why,
               **found.as_dict()}
-    return {**result, "summary": _mcp_summary(result)}
+    return {**result, "summary": _mcp_summary(result, settings.mcp_url_source)}
 
 
-def _mcp_summary(result: dict[str, Any]) -> str:
+def _mcp_summary(result: dict[str, Any], mcp_url_source: str) -> str:
     """One line for people: what the handshake found, or its code."""
     if result["state"] == "ready":
         server = " ".join(part for part in (result["server_name"], result["server_version"])
@@ -211,6 +215,8 @@ def _mcp_summary(result: dict[str, Any]) -> str:
         if result["key_sent"]:
             return f"reachable, key refused ({result['error']})"
         return f"reachable, auth required (key not sent: {result['key_decision']})"
+    if result["state"] == "not_configured":
+        return f"not configured ({mcp_url_source})"
     return f"FAILED ({result['error']})"
 
 

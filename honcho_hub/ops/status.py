@@ -16,7 +16,7 @@ from ..capture import kept
 from ..chats.rules import Remember
 from ..errors import HonchoRequestError, OutboxError
 from ..settings.config import Settings
-from ..settings.hosts import in_hosted_domain, url_host
+from ..settings.hosts import is_hosted_url
 from ..storage import expiries, memory_log, processes
 from ..storage.expiries import ExpiryState
 from ..storage.outbox import Outbox, with_existing_outbox
@@ -177,9 +177,14 @@ def build_status(settings: Settings, parts: StatusParts, now: float) -> dict[str
     status = {
         # An unusable URL is shown as null beside the name of where it was given, never as its
         # stand-in.
-        "endpoints": {"mode": settings.endpoint_mode,
+        # The deployment in effect (the API URL's, whatever endpoint_mode says); no MCP URL (null)
+        # when a self-hosted deployment has none set. Each with where it comes from.
+        "endpoints": {"mode": settings.deployment, "mode_source": settings.deployment_source,
                       "api_url": None if settings.api_url_problem else settings.api_url,
-                      "mcp_url": None if settings.mcp_url_problem else settings.mcp_url,
+                      "api_url_source": settings.api_url_source,
+                      "mcp_url": (settings.mcp_url if settings.mcp_configured
+                                  and not settings.mcp_url_problem else None),
+                      "mcp_url_source": settings.mcp_url_source,
                       "api_url_problem": settings.api_url_problem,
                       "mcp_url_problem": settings.mcp_url_problem,
                       "api_reach": _reach(now, metrics, parts.api_check)},
@@ -509,7 +514,8 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
                    " memory is neither sent nor recalled until it is fixed")
     if settings.mcp_url_problem:
         red.append(f"{settings.mcp_url_problem}; fix it to use Honcho's MCP server")
-    if not s["identity"]["api_key_configured"] and _is_hosted(settings.api_url):
+    # Hosted Honcho always needs a key; a self-hosted server may run without auth.
+    if not s["identity"]["api_key_configured"] and is_hosted_url(settings.api_url):
         red.append("no API key: set HONCHO_API_KEY under Settings → Secrets")
     if s["capture"]["outbox_problem"]:
         red.append(f"outbox {s['capture']['outbox_problem']}")
@@ -546,12 +552,6 @@ def _health(settings: Settings, s: dict[str, Any]) -> tuple[str, list[str]]:
     if reach["state"] == "not_yet":
         return "neutral", ["Honcho not yet reached"]
     return "green", []
-
-
-def _is_hosted(api_url: str) -> bool:
-    """Hosted Honcho always needs a key; a self-hosted server may run without auth."""
-    host = url_host(api_url)
-    return host is not None and in_hosted_domain(host)
 
 
 def _backfill(jobs: dict[str, str]) -> dict[str, int]:

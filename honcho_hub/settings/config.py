@@ -14,12 +14,13 @@ from typing import Any, NamedTuple
 
 from ..errors import InvalidValue
 from ..runtime import warn_once
+from .hosts import is_hosted_url
 from .spec import (
     DEFAULT_OUTBOX_PATH,
     FIELDS,
     FIELDS_BY_NAME,
+    HOSTED_MCP_URL,
     MODE_API_URLS,
-    MODE_MCP_URLS,
     OBSERVATION_PRESETS,
     PROJECT_GROUPS,
     Field,
@@ -40,6 +41,8 @@ OPERATION_SDK_TIMEOUTS = 2
 # of sending the key somewhere: an empty URL would not do, since the SDK reads an empty base URL as
 # "the hosted default".
 UNUSABLE_URL = "unusable://configured-url"
+# Where the MCP URL comes from when a self-hosted deployment has none (`mcp_url` is then "").
+NO_MCP_URL = "self-hosted, no MCP URL set"
 # What each unusable URL stops, for its warning.
 _UNUSABLE_EFFECT = {"api_url": "nothing is sent to or recalled from Honcho until it is fixed",
                     "mcp_url": "no MCP URL is shown and its check fails until it is fixed"}
@@ -158,6 +161,14 @@ class Settings:
     # The URL field then holds UNUSABLE_URL, and delivery pauses while `api_url_problem` is set.
     api_url_problem: str | None = None
     mcp_url_problem: str | None = None
+    # Where each URL in effect comes from ("from HONCHO_API_URL (secrets)", "default of
+    # endpoint_mode hosted", ...): shown beside the URL; it names places, never a value.
+    api_url_source: str = ""
+    mcp_url_source: str = ""
+    # The deployment the API URL in effect points at: hosted (Plastic Labs' domain) or self_hosted,
+    # whatever endpoint_mode says (it only picks the default URL), and where that comes from.
+    deployment: str = "hosted"
+    deployment_source: str = ""
     key_provider: KeyProvider = field(
         default_factory=lambda: KeyProvider(dict, {}), repr=False, compare=False
     )
@@ -218,6 +229,12 @@ class Settings:
         return tuple(self.dialectic_pass_levels.split(",")) if self.dialectic_pass_levels else ()
 
     @property
+    def mcp_configured(self) -> bool:
+        """Whether the deployment has an MCP server to show and check (a self-hosted one has none
+        until the user sets its URL)."""
+        return bool(self.mcp_url)
+
+    @property
     def has_api_key(self) -> bool:
         """Whether a key is configured, without revealing it."""
         return bool(self.api_key())
@@ -252,11 +269,14 @@ def build_settings(
     plugin = apply_project_settings(plugin, project_settings, warnings)
     overrides = _honcho_vars(env)
     overrides.update(_honcho_vars(_mapping(secrets, "secrets", warnings)))  # secrets win
+    origins = {name: "environment" for name in _honcho_vars(env)}
+    origins.update({name: "secrets" for name in _honcho_vars(_mapping(secrets, "secrets", []))})
     values: dict[str, Any] = {}  # Settings' fields, of their several types
     problems: dict[str, Any] = {}  # <url field>_problem: str | None
+    given: dict[str, str | None] = {}  # <url field>: where the URL was given, None: nowhere
     for spec in FIELDS:
         if spec.kind == "url":
-            values[spec.name], problems[f"{spec.name}_problem"] = _resolve_url(
+            values[spec.name], problems[f"{spec.name}_problem"], given[spec.name] = _resolve_url(
                 spec, plugin, overrides, warnings)
         else:
             values[spec.name] = _resolve(spec, plugin, overrides, warnings)
@@ -270,14 +290,14 @@ def build_settings(
     if not values["recall_enabled"]:
         values["recall_mode"] = "tools"
     values["recall_enabled"] = values["recall_mode"] != "tools"
-    values["api_url"] = values["api_url"] or MODE_API_URLS[values["endpoint_mode"]]
-    values["mcp_url"] = values["mcp_url"] or MODE_MCP_URLS[values["endpoint_mode"]]
+    endpoints = _endpoints_in_effect(values, given, origins, problems["api_url_problem"])
     if values["outbox_path"] == DEFAULT_OUTBOX_PATH and not os.path.isdir(agent_zero_usr):
         values["outbox_path"] = state_dir_outbox(env)
     static_secrets = dict(_mapping(secrets, "secrets", []))
     provider = KeyProvider(load_secrets or (lambda: static_secrets), dict(env))
     log_once(warnings)
-    return Settings(**values, **problems, warnings=tuple(warnings), key_provider=provider)
+    return Settings(**values, **problems, **endpoints, warnings=tuple(warnings),
+                    key_provider=provider)
 
 
 def apply_project_settings(
@@ -394,8 +414,9 @@ def _resolve(spec: Field, plugin: Mapping[str, Any], overrides: Mapping[str, Any
 
 
 def _resolve_url(spec: Field, plugin: Mapping[str, Any], overrides: Mapping[str, Any],
-                 warnings: list[str]) -> tuple[str, str | None]:
-    """The strongest URL given ('' for none: the mode's default), else UNUSABLE_URL and why.
+                 warnings: list[str]) -> tuple[str, str | None, str | None]:
+    """The strongest URL given ('' for none: the deployment's default), else UNUSABLE_URL and why;
+    with where it was given (a variable or `setting '<name>'`; None: nowhere).
 
     Unlike other settings, a URL that cannot be used does not fall through to a weaker source or
     the default: either would send the key to a server the user did not choose for it.
@@ -403,14 +424,47 @@ def _resolve_url(spec: Field, plugin: Mapping[str, Any], overrides: Mapping[str,
     given = [(source, raw) for source, raw in _candidates(spec, plugin, overrides)
              if raw is not None]
     if not given:
-        return "", None
+        return "", None, None
     source, raw = given[0]
     try:
-        return coerce(spec, raw), None
+        url = coerce(spec, raw)
+        return url, None, source if url else None  # an empty setting gives none
     except InvalidValue as exc:
         problem = f"{source}: not a usable URL ({exc})"
         warnings.append(f"{problem}; {_UNUSABLE_EFFECT[spec.name]}")
-        return UNUSABLE_URL, problem
+        return UNUSABLE_URL, problem, source
+
+
+def _endpoints_in_effect(values: dict[str, Any], given: Mapping[str, str | None],
+                         origins: Mapping[str, str], api_url_problem: str | None) -> dict[str, Any]:
+    """Fill in the URLs given nowhere, and say where each comes from and which deployment they
+    make: the API URL's (a URL outside the hosted domain is self-hosted, whatever endpoint_mode
+    says), else endpoint_mode's. The MCP URL defaults to the hosted one only for the hosted
+    deployment: a self-hosted one has none unless it is set."""
+    def shown(name: str) -> str:
+        where = given[name] or ""
+        return (f"from {where} ({origins[where]})" if where in origins
+                else f"from the {name} setting")
+
+    mode = values["endpoint_mode"]
+    if given["api_url"] is None:
+        values["api_url"] = MODE_API_URLS[mode]
+        api_source = f"default of endpoint_mode {mode}"
+    else:
+        api_source = shown("api_url")
+    if given["api_url"] is None or api_url_problem:
+        deployment, deployment_source = mode, "from the endpoint_mode setting"
+    else:
+        deployment = "hosted" if is_hosted_url(values["api_url"]) else "self_hosted"
+        deployment_source = api_source
+    if given["mcp_url"] is not None:
+        mcp_source = shown("mcp_url")
+    elif deployment == "hosted":
+        values["mcp_url"], mcp_source = HOSTED_MCP_URL, "default of the hosted deployment"
+    else:
+        mcp_source = NO_MCP_URL
+    return {"api_url_source": api_source, "mcp_url_source": mcp_source,
+            "deployment": deployment, "deployment_source": deployment_source}
 
 
 def unknown_setting_warnings(plugin: Mapping[str, Any]) -> list[str]:

@@ -41,3 +41,9 @@ def url_host(url: str) -> str | None:
 def in_hosted_domain(host: str) -> bool:
     """Whether a host (as `normal_host` gives it) is the hosted domain or under it."""
     return host == HOSTED_DOMAIN or host.endswith("." + HOSTED_DOMAIN)
+
+
+def is_hosted_url(url: str) -> bool:
+    """Whether the URL's host is the hosted domain or under it (a malformed URL is not)."""
+    host = url_host(url)
+    return host is not None and in_hosted_domain(host)

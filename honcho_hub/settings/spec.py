@@ -16,9 +16,11 @@ PROJECT_GROUPS = frozenset({"capture", "recall", "dialectic", "scopes", "humans"
 
 DEFAULT_OUTBOX_PATH = "/a0/usr/honcho/outbox.sqlite3"
 
-# Endpoint defaults by deployment mode; an explicit URL always wins over these.
+# The API URL by endpoint mode when none is given; an explicit URL always wins over these.
 MODE_API_URLS = {"hosted": "https://api.honcho.dev", "self_hosted": "http://localhost:8000"}
-MODE_MCP_URLS = {"hosted": "https://mcp.honcho.dev", "self_hosted": "http://localhost:8787"}
+# The MCP URL of the hosted deployment when none is given. A self-hosted deployment has no default:
+# Honcho's own compose file runs no MCP server, so its MCP URL is only what the user sets.
+HOSTED_MCP_URL = "https://mcp.honcho.dev"
 
 # The settings a Honcho gateway is built from, beside its timeout (HonchoGateway.for_settings): a
 # gateway cached by settings is rebuilt when one of them changes, since it creates sessions with its
@@ -87,7 +89,7 @@ def _num(value: float | None) -> str:
 
 _KIND_BOUNDS = {
     "bool": "true, false",
-    "url": "http(s) URL without credentials; empty = the mode's default",
+    "url": "http(s) URL without credentials; empty = the deployment's default",
     "id": "1–512 of A-Z a-z 0-9 _ -",
     "optional_id": "empty, or 1–512 of A-Z a-z 0-9 _ -",
     "peer_map": "empty, or profile=peer pairs separated by commas (ids of A-Z a-z 0-9 _ -)",

@@ -131,17 +131,25 @@ def free_port() -> int:
 class AgentZeroUi:
     """A tree with the plugin copied in and a project, served by Agent Zero's own run_ui."""
 
-    def __init__(self, mcp_url: str) -> None:
+    def __init__(self, mcp_url: str | None, honcho_env: dict[str, str] | None = None,
+                 setup: str = "") -> None:
+        """`honcho_env`: the only HONCHO_* variables Agent Zero gets, instead of the usual API,
+        workspace, MCP and outbox ones; `setup`: Python run in the tree (`host` is a0host's) before
+        the UI starts."""
         self.tmp = tempfile.mkdtemp(prefix="honcho-ui-")
         self._honcho = None
         self._http = None
         self.workspace_id = "ui-" + uuid.uuid4().hex[:12]
-        self.env = {**os.environ, "HONCHO_API_URL": required_env("HONCHO_REAL_URL"),
-                    "HONCHO_WORKSPACE_ID": self.workspace_id, "HONCHO_MCP_URL": mcp_url,
-                    "HONCHO_OUTBOX_PATH": os.path.join(self.tmp, "outbox.sqlite3")}
+        if honcho_env is None:
+            self.env = {**os.environ, "HONCHO_API_URL": required_env("HONCHO_REAL_URL"),
+                        "HONCHO_WORKSPACE_ID": self.workspace_id, "HONCHO_MCP_URL": mcp_url or "",
+                        "HONCHO_OUTBOX_PATH": os.path.join(self.tmp, "outbox.sqlite3")}
+        else:
+            self.env = {**{name: value for name, value in os.environ.items()
+                           if not name.startswith("HONCHO_")}, **honcho_env}
         self.tree = new_tree(self.tmp)
         self._run_in_agent_zero(f"host.create_project({PROJECT!r}); "
-                                f"a0host.write_script(host.tree, [{SCRIPTED_ANSWER!r}])")
+                                f"a0host.write_script(host.tree, [{SCRIPTED_ANSWER!r}]); {setup}")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         started = subprocess.run(
@@ -462,7 +470,8 @@ class SidebarTest(UiCase):
                  15, "the panel showing Honcho reached")
         self.assertRegex(panel.locator("[data-field=queue]").inner_text(),
                          r"^0 pending · 0 sending · 0 dead")
-        self.assertEqual(panel.locator("[data-field=mode]").inner_text(), "hosted")
+        # the real Honcho's local URL is a self-hosted deployment (endpoint_mode is left hosted)
+        self.assertEqual(panel.locator("[data-field=mode]").inner_text(), "self-hosted")
         self.assertRegex(panel.locator("[data-field=cache]").inner_text(),
                          r"^\d+ packs · \d+ hits · \d+ loads")
         self.assertEqual(panel.locator("[data-field=recall_mode]").inner_text(), "on · hybrid")
