@@ -150,6 +150,17 @@ class ReleaseTest(unittest.TestCase):
                     if anchor and target_page.endswith(".md"):
                         self.assertIn(anchor, anchors_of(target_page))
 
+    def test_every_picture_in_docs_is_shown_named_by_its_theme_and_the_readme_shows_one(self):
+        shown = {os.path.normpath(os.path.join(os.path.dirname(page), link))
+                 for page in markdown_files()
+                 for link in re.findall(r"\]\(([^)\s#]+\.png)\)", read(page))}
+        pictures = {os.path.join("docs", name) for name in os.listdir(os.path.join(ROOT, "docs"))
+                    if name.endswith(".png")}
+        self.assertEqual(pictures - shown, set(), "pictures no page shows or links")
+        self.assertEqual([p for p in sorted(pictures) if not re.search(r"-(dark|light)\.png$", p)],
+                         [], "pictures whose name does not say dark or light")
+        self.assertEqual(len(re.findall(r"!\[[^\]]*\]\([^)]+\.png\)", read("README.md"))), 1)
+
 
 class SettingsSurfacesTest(unittest.TestCase):
     def test_default_config_is_exactly_the_spec_defaults(self):

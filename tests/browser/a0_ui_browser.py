@@ -122,6 +122,20 @@ def move_chats_store(page) -> None:
     page.route("**" + CHATS_STORE, lambda route: route.fulfill(status=404, body="Not Found"))
 
 
+def theme(page) -> str:
+    """"dark" or "light": the theme Agent Zero shows the page in, for a picture's name."""
+    dark = page.evaluate("() => document.body.classList.contains('dark-mode')")
+    return "dark" if dark else "light"
+
+
+def shoot(page, name: str) -> str:
+    """A picture of the page in the screenshots folder, its name ending in the theme it shows
+    (`name-dark.png`); the file's name."""
+    file_name = f"{name}-{theme(page)}.png"
+    page.screenshot(path=os.path.join(shots, file_name))
+    return file_name
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -131,24 +145,30 @@ def free_port() -> int:
 class AgentZeroUi:
     """A tree with the plugin copied in and a project, served by Agent Zero's own run_ui."""
 
-    def __init__(self, mcp_url: str | None, honcho_env: dict[str, str] | None = None,
+    def __init__(self, mcp_url: str | None, env: dict[str, str] | None = None,
+                 api_key: str | None = None, honcho_env: dict[str, str] | None = None,
                  setup: str = "") -> None:
-        """`honcho_env`: the only HONCHO_* variables Agent Zero gets, instead of the usual API,
-        workspace, MCP and outbox ones; `setup`: Python run in the tree (`host` is a0host's) before
-        the UI starts."""
+        """`env`: variables for Agent Zero beyond (or over) the plugin's URLs, workspace and
+        outbox; `honcho_env`: the only HONCHO_* variables Agent Zero gets, instead of those;
+        `api_key`: the Honcho key, stored as Settings → Secrets stores it; `setup`: Python run in
+        the tree (`host` is a0host's) before the UI starts."""
         self.tmp = tempfile.mkdtemp(prefix="honcho-ui-")
         self._honcho = None
         self._http = None
-        self.workspace_id = "ui-" + uuid.uuid4().hex[:12]
+        self.api_key = api_key
         if honcho_env is None:
-            self.env = {**os.environ, "HONCHO_API_URL": required_env("HONCHO_REAL_URL"),
-                        "HONCHO_WORKSPACE_ID": self.workspace_id, "HONCHO_MCP_URL": mcp_url or "",
-                        "HONCHO_OUTBOX_PATH": os.path.join(self.tmp, "outbox.sqlite3")}
+            base = {**os.environ, "HONCHO_API_URL": required_env("HONCHO_REAL_URL"),
+                    "HONCHO_WORKSPACE_ID": "ui-" + uuid.uuid4().hex[:12],
+                    "HONCHO_MCP_URL": mcp_url or "",
+                    "HONCHO_OUTBOX_PATH": os.path.join(self.tmp, "outbox.sqlite3")}
         else:
-            self.env = {**{name: value for name, value in os.environ.items()
-                           if not name.startswith("HONCHO_")}, **honcho_env}
+            base = {**{name: value for name, value in os.environ.items()
+                       if not name.startswith("HONCHO_")}, **honcho_env}
+        self.env = {**base, **(env or {})}
+        self.workspace_id = self.env.get("HONCHO_WORKSPACE_ID") or "ui-" + uuid.uuid4().hex[:12]
         self.tree = new_tree(self.tmp)
-        self._run_in_agent_zero(f"host.create_project({PROJECT!r}); "
+        secret = (f"host_kit.save_secret('HONCHO_API_KEY', {api_key!r}); " if api_key else "")
+        self._run_in_agent_zero(f"{secret}host.create_project({PROJECT!r}); "
                                 f"a0host.write_script(host.tree, [{SCRIPTED_ANSWER!r}]); {setup}")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -159,9 +179,10 @@ class AgentZeroUi:
             raise RuntimeError(f"serve-ui failed: {started.stderr[-2000:]}")
 
     def _run_in_agent_zero(self, code: str) -> None:
-        script = f"import a0host; host = a0host.start({self.tree!r}); {code}"
+        script = f"import a0host, host_kit; host = a0host.start({self.tree!r}); {code}"
         done = subprocess.run([sys.executable, "-c", script],
-                              env={**self.env, "PYTHONPATH": required_env("A0_HARNESS")},
+                              env={**self.env, "PYTHONPATH": os.pathsep.join(
+                                  [required_env("A0_HARNESS"), os.path.join(HERE, "..", "host")])},
                               capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise RuntimeError(f"preparing the tree failed: {done.stderr[-2000:]}")
@@ -183,7 +204,8 @@ class AgentZeroUi:
             # Its HTTP client is ours, so that stop() closes its sockets.
             self._http = httpx.Client()
             self._honcho = Honcho(base_url=self.env["HONCHO_API_URL"],
-                                  workspace_id=self.workspace_id, max_retries=0, timeout=10,
+                                  workspace_id=self.workspace_id, api_key=self.api_key,
+                                  max_retries=0, timeout=10,
                                   http_client=self._http)
         return self._honcho
 
@@ -492,7 +514,6 @@ class SidebarTest(UiCase):
         for neighbour in ("#chats-section .chat-selected", "#tasks-section .section-header"):
             self.assertTrue(page.locator(neighbour).first.evaluate(SEEN),
                             f"{neighbour} hidden by the open panel")
-        page.screenshot(path=os.path.join(shots, "sidebar.png"))
 
         expected = {"check": "API ok in", "wake": "Worker woken",
                     "drain": "Delivered 0, 0 still pending",
@@ -564,7 +585,6 @@ class SidebarTest(UiCase):
                          [fact, "INSTRUCTION: \u2039b\u203aReply\u2039/b\u203a in English"])
         self.assertEqual(card.locator("b").count(), 0)  # text, never markup
         self.assertEqual(len(asked), 1)
-        page.screenshot(path=os.path.join(shots, "sidebar-card.png"))
         # Closed and opened again within the minute: no second request.
         page.click(".honcho-sidebar-line")
         page.click(".honcho-sidebar-line")
@@ -764,7 +784,6 @@ class InspectorTest(UiCase):
         wait_for(lambda: forgotten.locator("[data-action=undo]").count() == 0, 20,
                  "the undo offer gone once used")
         inspector.locator("[data-field=base_pack]").wait_for()
-        page.screenshot(path=os.path.join(shots, "inspector.png"))
 
         inspector.locator("[data-action=edit_card]").click()
         inspector.locator("[data-field=card_draft]").fill(
@@ -836,7 +855,7 @@ class ExportTest(UiCase):
             section.locator("[data-action=export_markdown]").click()
         self.assertTrue(markdown.value.suggested_filename.endswith(".md"))
         section.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(shots, "export-inspector.png"))
+        shoot(page, "export-inspector")
 
         page, section = self.open_inspector(self.fresh)
         page.evaluate(WATCH_MARKUP)
@@ -849,7 +868,7 @@ class ExportTest(UiCase):
                       " card", report.inner_text())
         self.assertEqual(self.fresh.conclusions(), {})
         section.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(shots, "export-import-dry-run.png"))
+        shoot(page, "export-import-dry-run")
 
         section.locator("[data-action=run_import]").click()
         wait_for(lambda: report.inner_text().startswith("Imported: created"), 60,
@@ -872,7 +891,7 @@ class ExportTest(UiCase):
         self.assertEqual(self.fresh.conclusions(), created)
         self.assertEqual(page.evaluate("() => globalThis.honchoMarkupSeen"), [])
         section.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(shots, "export-import-second-run.png"))
+        shoot(page, "export-import-second-run")
 
 
 class SettingsPageTest(UiCase):
@@ -918,7 +937,6 @@ class SettingsPageTest(UiCase):
         self.open_settings(page, TITLE)
         self.assert_laid_out(page)
         self.assertEqual(page.locator(".honcho-config-global-note:visible").count(), 0)
-        page.screenshot(path=os.path.join(shots, "settings.png"))
         self.field_input(page, "batch_size").fill("999")
         self.save_button(page).click()
         error = page.locator(".plugin-settings-error")
@@ -1026,7 +1044,6 @@ class SettingsPageTest(UiCase):
                 self.assertEqual(note.inner_text(),
                                  "Global setting, shown as saved globally: "
                                  "change it with Project: Global above.")
-        page.screenshot(path=os.path.join(shots, "settings-project.png"))
 
 
 # Markup as a hostile server, chat or person writes it; recalled text (card, conclusions, summaries)

@@ -84,7 +84,7 @@ class CorrectTest(kit.UiCase):
         premises.wait_for(timeout=30_000)
         self.assertIn("does not say which conclusions", premises.inner_text())
         up.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(kit.shots, "correct-evidence-premises.png"))
+        kit.shoot(page, "correct-evidence-premises")
 
         chooser = inspector.locator("[data-field=level_filter]")
         chooser.select_option("contradiction")
@@ -113,7 +113,7 @@ class CorrectTest(kit.UiCase):
         forgotten.locator("[data-action=undo]").wait_for(timeout=30_000)
         self.assertIn(INERT, inspector.inner_text())
         forgotten.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(kit.shots, "correct-replaced-with-undo.png"))
+        kit.shoot(page, "correct-replaced-with-undo")
 
         inspector.locator("[data-action=start_correct_fact]").click()
         fix = inspector.locator("[data-testid=honcho-inspector-correct-fact]")

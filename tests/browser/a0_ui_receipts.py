@@ -69,7 +69,7 @@ class ReceiptTest(kit.UiCase):
         self.assertEqual(page.evaluate("() => globalThis.honchoMarkupSeen"), [])
         self.assertIn("card", receipt.locator(".msg-kvps").inner_text())
         receipt.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(kit.shots, "receipt-expanded-pack.png"))
+        kit.shoot(page, "receipt-expanded-pack")
 
         page.click(".honcho-sidebar-line")
         page.locator("[data-testid=honcho-panel] button[data-action=clear_cache]").click()
@@ -82,7 +82,7 @@ class ReceiptTest(kit.UiCase):
                  "the receipt saying its pack is gone")
         self.assertNotIn("kayak", pack.inner_text())
         receipt.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(kit.shots, "receipt-no-longer-cached.png"))
+        kit.shoot(page, "receipt-no-longer-cached")
 
 
 if __name__ == "__main__":
