@@ -143,6 +143,32 @@ class OrderAndLeaseTest(OutboxTestCase):
         # any destination
         self.assertEqual(lease(box, "w", 20, 60)[0].session_id, "chat-other-place")
 
+    def test_the_lease_does_not_visit_every_session_whose_head_is_backing_off(self):
+        # An outage across many chats: each session's head backs off, a ready message waits behind
+        # them in the chat after. The lease's work (SQLite VM steps, deterministic) at 1,000 such
+        # sessions must stay that at 100, not grow tenfold with them.
+        steps = {}
+        for blocked in (100, 1_000):
+            path = temp_outbox_path(self)
+            box, conn = open_with_connection(path, lambda path=path: self.open(path))
+            box.enqueue_batches([[event(2 * i, f"chat-{i}")] for i in range(blocked)]
+                                + [[event(2 * i + 1, f"chat-{i}")] for i in range(blocked)])
+            heads = box.settle_and_lease(Settlement(), "w", blocked, 1, 60, DEST)
+            settle(box, "w", Settlement(retries=[Retry([b[0].id for b in heads],
+                                                       self.clock.now + 600, "http_503",
+                                                       burn_attempt=True)]))
+            enqueue(box, [event(0, "chat-ready")])
+            steps[blocked] = 0
+
+            def step(blocked=blocked) -> int:
+                steps[blocked] += 1
+                return 0
+
+            conn.set_progress_handler(step, 1)
+            self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], ["ev_chat-ready_0"])
+            conn.set_progress_handler(None, 1)
+        self.assertLess(steps[1_000], 1.5 * steps[100], steps)
+
     def test_a_failed_head_blocks_only_its_own_session(self):
         box = self.open()
         enqueue(box, [event(1, "chat-a"), event(2, "chat-a"), event(3, "chat-b")])
