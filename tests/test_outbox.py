@@ -123,7 +123,7 @@ class OrderAndLeaseTest(OutboxTestCase):
         self.assertEqual(lease(box, "w2", 10, 60), [])  # chat-b's head is leased: its tail waits
 
     def test_sessions_blocked_behind_a_long_backlog_do_not_hide_the_oldest_ready_head(self):
-        # More blocked rows than the lease looks at near the front: it walks session heads instead.
+        # Backlogs longer than the lease looks at near the front, behind heads that are blocked.
         box = self.open()
         box.enqueue_batches([[event(i, "chat-backing-off")] for i in range(50)]
                             + [[event(i, "chat-in-flight")] for i in range(50)]
@@ -169,6 +169,22 @@ class OrderAndLeaseTest(OutboxTestCase):
             self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], ["ev_chat-ready_0"])
             conn.set_progress_handler(None, 1)
         self.assertLess(steps[1_000], 1.5 * steps[100], steps)
+
+    def test_behind_more_backing_off_heads_than_the_front_holds_the_oldest_ready_head_goes_first(
+            self):
+        box = self.open()
+        box.enqueue_batches([[event(i, f"chat-{i}")] for i in range(40)]
+                            + [[event(40, "chat-ready-2")], [event(41, "chat-ready-1")],
+                               [event(42, "chat-ready-2")]])
+        heads = box.settle_and_lease(Settlement(), "w", 40, 1, 60, DEST)
+        settle(box, "w", Settlement(retries=[Retry([b[0].id for b in heads], self.clock.now + 600,
+                                                   "http_503", burn_attempt=True)]))
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)],
+                         ["ev_chat-ready-2_40", "ev_chat-ready-2_42"])
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], ["ev_chat-ready-1_41"])
+        self.assertEqual(lease(box, "w", 20, 60, DEST), [])
+        self.clock.advance(600)
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], ["ev_chat-0_0"])
 
     def test_a_failed_head_blocks_only_its_own_session(self):
         box = self.open()

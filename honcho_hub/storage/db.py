@@ -215,6 +215,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             next_attempt_at REAL NOT NULL,     -- the head row's
             PRIMARY KEY (destination, session_id)
         )""",
+        # The oldest pending heads first, then (when those back off) the ready ones by ready time.
+        "CREATE INDEX session_heads_pending_by_seq ON session_heads (seq) WHERE state = 'pending'",
         """CREATE INDEX session_heads_ready ON session_heads (next_attempt_at)
             WHERE state = 'pending'""",
         """INSERT INTO session_heads

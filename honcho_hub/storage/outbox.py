@@ -383,10 +383,9 @@ class Outbox:
                     now: float) -> list[LeasedEvent]:
         """The oldest ready session head and the ready rows behind it, in order.
 
-        First among the oldest pending rows; failing that, among the session heads that are ready
-        (`session_heads`, by their ready time), so a session whose head is in flight or backing off
-        costs nothing however long its backlog is. A head found near the front is the oldest ready
-        one: every head further back was captured later."""
+        First among the oldest pending session heads (`session_heads`); failing that, among the
+        heads that are ready, by their ready time. A session whose head is in flight costs nothing
+        however long its backlog is, nor do sessions whose heads back off beyond the first few."""
         ready = (now, destination, destination)
         head = (conn.execute(_READY_HEAD_NEAR_FRONT, ready).fetchone()
                 or conn.execute(_READY_HEAD, ready).fetchone())
@@ -480,25 +479,24 @@ def _drop_rows(conn: sqlite3.Connection, destination: str, sessions: list[str],
     return deleted, leased
 
 
-# How many of the oldest pending rows the lease looks at before the ready session heads.
-NEAR_FRONT_ROWS = 32
+# How many of the oldest pending session heads the lease looks at before the ready ones by their
+# ready time.
+NEAR_FRONT_HEADS = 32
 
-# The oldest ready session head among the oldest pending rows: found here whenever the queue's
-# front is ready (the usual case), in time that does not grow with the backlog or the number of
-# sessions.
+# The oldest ready session head among the oldest pending heads (db.py, `session_heads`, kept by
+# triggers): found here whenever the heads at the queue's front are ready (the usual case), in time
+# that does not grow with the backlog or the number of sessions. One found here is the oldest ready
+# head: every head further back was captured later.
 _READY_HEAD_NEAR_FRONT = (f"""SELECT destination, session_id FROM (
-    SELECT seq, destination, session_id, next_attempt_at FROM events WHERE state = 'pending'
-    ORDER BY seq LIMIT {NEAR_FRONT_ROWS}) e
-WHERE e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?)"""
-    f""" AND NOT EXISTS (SELECT 1 FROM events p
-    WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE}"""
-    f""" AND p.seq < e.seq)
-    AND {chats.NOT_FORGOTTEN}
+    SELECT seq, destination, session_id, next_attempt_at FROM session_heads
+        INDEXED BY session_heads_pending_by_seq
+    WHERE state = 'pending' ORDER BY seq LIMIT {NEAR_FRONT_HEADS}) e
+WHERE e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND {chats.NOT_FORGOTTEN}
 ORDER BY e.seq LIMIT 1""")
 
-# Otherwise (the front is blocked: heads in flight or backing off with their backlogs behind them)
-# the oldest of the ready session heads (db.py, `session_heads`, kept by triggers), found through
-# the ready-time index: heads backing off or in flight are never visited, however many there are.
+# Otherwise (the heads at the front back off: an outage across many chats) the oldest of the ready
+# heads, found through the ready-time index: heads backing off or in flight are never visited,
+# however many there are.
 _READY_HEAD = (f"""SELECT e.destination, e.session_id FROM session_heads e
     INDEXED BY session_heads_ready
 WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?)"""
