@@ -3,17 +3,22 @@
 Measures, in one run on the same disk: the capture hook as Agent Zero runs it (the journal write the
 turn waits for, settings lookup included); capture of a 400-character message all the way into the
 outbox (journal, redaction, enqueue through CaptureService) against a bare one-row insert into a WAL
-database with the same `synchronous` setting (the physical floor) and against a synchronous
+database with the same `synchronous` setting (the physical floor, its same-run baseline: one of each
+in turn; `capture_p50_over_bare_insert_us` is the difference) and against a synchronous
 `session.add_messages` over loopback HTTP to a local server answering in one buffered write (what a
 naive plugin does). Also 10,000 captures from 4 threads in each of 2 processes must leave exactly
 10,000 rows.
 
-The hook by message size (400 B, 16 KB and `redact_on_hook_max_bytes`): its p99 against a same-run
-baseline, the same probe around an empty hook, the two timed in turn. `synchronous` says whether the
-message was redacted and journaled before the hook returned (up to `redact_on_hook_max_bytes`) or
-handed to the writer in memory. The limit is right when, at that size, the p99 stays within 2 ms of
-the baseline's; `--hook-only --hook-limit B --hook-sizes ...` times other sizes redacted on the
-hook.
+The hook by message size (400 B, `redact_on_hook_max_bytes`, 16 KB and 1 MB, the last every tenth
+round), with FULL and with NORMAL durability (`outbox_synchronous`: FULL syncs the journal on the
+hook): its p99 against a same-run baseline, the same probe around an empty hook, the two timed in
+turn. Each size's own `synchronous` says whether the message was redacted and journaled before the
+hook returned (up to `redact_on_hook_max_bytes`) or handed to the writer in memory. The limit is
+right when, at that size, the p99 stays within 2 ms of the baseline's; `--hook-only --hook-limit B
+--hook-sizes ...` times other sizes redacted on the hook. Top-level `hook_us_p99_over_baseline_400`,
+`hook_us_p99_over_baseline_16k`, `hook_ms_1mb` (p99) and `hook_ms_1mb_over_baseline` are FULL's;
+the line's `synchronous` object holds them, with every size's figures, for each durability.
+`load_avg_start`, `load_avg`: the machine's 1/5/15-minute load averages at the start and the end.
 
     python bench/capture.py [--runs 2000] [--sync-runs 500] [--hook-runs 1000]
     python bench/capture.py --hook-only [--hook-limit BYTES] [--hook-sizes 400,8192,16384]
@@ -34,6 +39,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
+from load import load_avg  # noqa: E402
+
 from honcho_hub.capture.service import (  # noqa: E402
     REDACT_ON_HOOK_MAX_BYTES,
     CaptureRequest,
@@ -49,6 +56,7 @@ MESSAGE = ("I moved to Lisbon last spring and I work remotely for a design studi
            "so restaurant tips should fit that too! "
            "Thanks a lot for all the help so far, see you soon, and say hello to the team from Ada."
            )[:400]
+MB = 1024 * 1024
 
 
 def rss_mb() -> float:
@@ -64,21 +72,35 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def time_captures(folder: str, synchronous: str, runs: int) -> list[float]:
+def capture_and_bare_insert(folder: str, synchronous: str,
+                            runs: int) -> tuple[list[float], list[float]]:
+    """Microseconds of capture all the way into the outbox (CaptureService.capture) and of a bare
+    one-row insert into a WAL database with the same `synchronous` (the physical floor, the
+    capture's same-run baseline), one of each in turn on the same disk."""
     settings = build_settings(
         {"outbox_path": os.path.join(folder, f"capture-{synchronous}.sqlite3"),
          "outbox_synchronous": synchronous, "max_queued_rows": 1_000_000}, {}, {})
     service = CaptureService(settings)
+    conn = sqlite3.connect(os.path.join(folder, f"bare-{synchronous}.sqlite3"),
+                           isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    conn.execute("CREATE TABLE t (id TEXT PRIMARY KEY, content TEXT NOT NULL)")
     for i in range(50):  # warm-up: open, migrate, first pages
         service.capture(CaptureRequest("warm", Role.USER, f"w{i}", MESSAGE), settings)
-    samples = []
+        conn.execute("INSERT INTO t VALUES (?, ?)", (f"w{i}", MESSAGE))
+    captures, inserts = [], []
     for i in range(runs):
         request = CaptureRequest("bench0001", Role.USER, f"m{i}", MESSAGE)
         start = time.perf_counter_ns()
         service.capture(request, settings)
-        samples.append((time.perf_counter_ns() - start) / 1000)
+        captures.append((time.perf_counter_ns() - start) / 1000)
+        start = time.perf_counter_ns()
+        conn.execute("INSERT INTO t VALUES (?, ?)", (f"m{i}", MESSAGE))
+        inserts.append((time.perf_counter_ns() - start) / 1000)
     service.close()
-    return samples
+    conn.close()
+    return captures, inserts
 
 
 def paste(size: int) -> str:
@@ -92,11 +114,13 @@ def paste(size: int) -> str:
     return (block * (size // len(block) + 1))[:size]
 
 
-def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dict]:
+def time_hook(sizes: list[int], runs: int, limit: int | None = None,
+              durability: str = "FULL") -> list[dict]:
     """The capture hook as Agent Zero calls it on its event loop (stub host: cached settings, the
     skip rules, redaction, the journal write and its sync, the wake-ups), with the writer thread
-    running, and the same probe around an empty hook, in turn; the writer finishes between messages
-    (they come seconds apart in a chat)."""
+    running and `outbox_synchronous: durability`, and the same probe around an empty hook, in turn;
+    the writer finishes between messages (they come seconds apart in a chat). Sizes of 1 MB and
+    more take part every tenth round only (the writer redacts each after the hook)."""
     import importlib
 
     from hub_testkit import StubAgent, stub_agent_zero
@@ -104,7 +128,7 @@ def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dic
 
     with stub_agent_zero() as host:
         # the capture path alone (recall has bench/recall.py)
-        host.config.update(recall_enabled=False)
+        host.config.update(recall_enabled=False, outbox_synchronous=durability)
         capture = importlib.import_module("usr.plugins.honcho.extensions.honcho_bridge.capture")
         service = importlib.import_module("usr.plugins.honcho.honcho_hub.capture.service")
         process_hub = importlib.import_module(
@@ -119,11 +143,13 @@ def time_hook(sizes: list[int], runs: int, limit: int | None = None) -> list[dic
         # the sizes in turn: a noisy moment of the machine falls on all of them
         for i in range(runs):
             for size, text in texts.items():
+                if size >= MB and i % 10:
+                    continue
                 hook[size].append(probe(capture.capture_user_message, agent, text, f"{size}-{i}"))
                 write_journal(process_hub.hub().capture(process_hub.global_settings()))
                 empty[size].append(probe(lambda agent, data: None, agent, text, f"{size}-{i}"))
         return [hook_figures(size, service.fits_on_hook(text), hook[size], empty[size])
-                for size, text in texts.items()]
+                for size, text in texts.items() if hook[size]]
 
 
 def warm_up(capture, agent, hub) -> None:
@@ -157,23 +183,6 @@ def hook_figures(size: int, synchronous: bool, hook: list[float], empty: list[fl
             "hook_us_p50": round(percentile(hook, .5), 1), "hook_us_p99": round(p99, 1),
             "hook_us_p99_baseline": round(base, 1),
             "hook_us_p99_over_baseline": round(p99 - base, 1)}
-
-
-def time_bare_inserts(folder: str, synchronous: str, runs: int) -> list[float]:
-    conn = sqlite3.connect(os.path.join(folder, f"bare-{synchronous}.sqlite3"),
-                           isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("CREATE TABLE t (id TEXT PRIMARY KEY, content TEXT NOT NULL)")
-    for i in range(50):
-        conn.execute("INSERT INTO t VALUES (?, ?)", (f"w{i}", MESSAGE))
-    samples = []
-    for i in range(runs):
-        start = time.perf_counter_ns()
-        conn.execute("INSERT INTO t VALUES (?, ?)", (f"m{i}", MESSAGE))
-        samples.append((time.perf_counter_ns() - start) / 1000)
-    conn.close()
-    return samples
 
 
 def time_sync_calls(runs: int) -> list[float]:
@@ -233,6 +242,9 @@ def concurrent_rows(folder: str) -> tuple[int, int, list]:
 assert len(MESSAGE) == 400, len(MESSAGE)
 
 
+DURABILITIES = ("FULL", "NORMAL")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2000)
@@ -246,48 +258,73 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         return capture_worker(args.worker[0], args.worker[1], threads=4, per_thread=1250)
+    load_start = load_avg()
     limit = REDACT_ON_HOOK_MAX_BYTES if args.hook_limit is None else args.hook_limit
     sizes = ([int(n) for n in args.hook_sizes.split(",")] if args.hook_sizes
-             else [400, 16 * 1024, limit])
-    if args.hook_only:
-        return print(json.dumps(
-            hook_line(time_hook(sizes, args.hook_runs, args.hook_limit), limit)))
+             else sorted({400, limit, 16 * 1024, MB}))
     # The hook first: the disk-heavy phases below leave write-back behind that slows its fdatasync.
-    hook = time_hook(sizes, args.hook_runs, args.hook_limit)
+    hook = {durability: time_hook(sizes, args.hook_runs, args.hook_limit, durability)
+            for durability in DURABILITIES}
+    if args.hook_only:
+        return print(json.dumps({**hook_line(hook, limit), "load_avg_start": load_start,
+                                 "load_avg": load_avg()}))
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
         rss_before = rss_mb()
-        full = time_captures(folder, "FULL", args.runs)
+        full, bare_full = capture_and_bare_insert(folder, "FULL", args.runs)
         rss_growth = rss_mb() - rss_before
-        bare_full = time_bare_inserts(folder, "FULL", args.runs)
-        normal = time_captures(folder, "NORMAL", args.runs)
-        bare_normal = time_bare_inserts(folder, "NORMAL", args.runs)
+        normal, bare_normal = capture_and_bare_insert(folder, "NORMAL", args.runs)
         sync = time_sync_calls(args.sync_runs)
         expected, found, reports = concurrent_rows(folder)
     p50, p99, bare50, sync50 = (percentile(full, .5), percentile(full, .99),
                                 percentile(bare_full, .5), percentile(sync, .5))
     print(json.dumps({
-        "bench": "capture", "runs": args.runs, "message_chars": len(MESSAGE), "synchronous": "FULL",
+        "bench": "capture", "runs": args.runs, "message_chars": len(MESSAGE),
+        "capture_synchronous": "FULL",
         "capture_p50_us": round(p50, 1), "capture_p99_us": round(p99, 1),
         "bare_insert_p50_us": round(bare50, 1),
         "bare_insert_p99_us": round(percentile(bare_full, .99), 1),
+        "capture_p50_over_bare_insert_us": round(p50 - bare50, 1),
+        "capture_p99_over_bare_insert_us": round(p99 - percentile(bare_full, .99), 1),
         "sync_call_p50_us": round(sync50, 1), "sync_call_runs": args.sync_runs,
         "p50_ratio_to_bare_insert": round(p50 / bare50, 3),
         "speedup_vs_sync_call_p50": round(sync50 / p50, 1),
         "normal_capture_p50_us": round(percentile(normal, .5), 1),
         "normal_capture_p99_us": round(percentile(normal, .99), 1),
         "normal_bare_insert_p50_us": round(percentile(bare_normal, .5), 1),
+        "normal_capture_p50_over_bare_insert_us": round(
+            percentile(normal, .5) - percentile(bare_normal, .5), 1),
         "normal_p50_ratio_to_bare_insert": round(
             percentile(normal, .5) / percentile(bare_normal, .5), 3),
         "rows_expected": expected, "rows_found": found,
         "concurrent_journal_left": sum(r["left_in_journal"] for r in reports),
         "rss_growth_mb": round(rss_growth, 2), **hook_line(hook, limit),
+        "load_avg_start": load_start, "load_avg": load_avg(),
     }))
 
 
-def hook_line(by_size: list[dict], limit: int) -> dict:
-    """The hook's figures: the limit, the budget it is measured against and each size's p99s."""
+def hook_line(by_durability: dict[str, list[dict]], limit: int) -> dict:
+    """The hook's figures: the limit, the budget it is measured against, the issue's keys for the
+    default durability (FULL) and, under `synchronous`, every size's p99s for each durability."""
     return {"redact_on_hook_max_bytes": limit, "hook_p99_budget_over_baseline_us": 2000,
-            "outbox_synchronous": "FULL", "hook_by_message_size": by_size}
+            "outbox_synchronous": "FULL", **hook_keys(by_durability["FULL"]),
+            "synchronous": {durability: {**hook_keys(by_size), "hook_by_message_size": by_size}
+                            for durability, by_size in by_durability.items()}}
+
+
+def hook_keys(by_size: list[dict]) -> dict:
+    """The hook's p99 over its empty-hook baseline at 400 B and 16 KB, in µs, and at 1 MB, in ms
+    (None for a size not timed)."""
+    figures = {figure["message_bytes"]: figure for figure in by_size}
+
+    def over_us(size: int) -> float | None:
+        return figures[size]["hook_us_p99_over_baseline"] if size in figures else None
+
+    one_mb = figures.get(MB)
+    return {"hook_us_p99_over_baseline_400": over_us(400),
+            "hook_us_p99_over_baseline_16k": over_us(16 * 1024),
+            "hook_ms_1mb": round(one_mb["hook_us_p99"] / 1000, 3) if one_mb else None,
+            "hook_ms_1mb_over_baseline": (round(one_mb["hook_us_p99_over_baseline"] / 1000, 3)
+                                          if one_mb else None)}
 
 
 if __name__ == "__main__":

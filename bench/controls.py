@@ -31,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 from conversation import Conversation  # noqa: E402
+from load import load_avg  # noqa: E402
 
 TURNS = 20
 CONTEXT_CADENCES = (1, 2, 5)
@@ -80,6 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100, help="turns of each bench/turn.py run")
     args = parser.parse_args()
+    load_start = load_avg()
     calls = {}
     for context_cadence in CONTEXT_CADENCES:
         calls[f"context{context_cadence}_dialectic_off"] = calls_per_turn(context_cadence, None)
@@ -101,6 +103,7 @@ def main() -> None:
         "turn_target_ms_p50": TURN_TARGET_MS_P50,
         **{f"dialectic_note_share_{name}": run["dialectic_note_share"]
            for name, run in runs.items()},
+        "load_avg_start": load_start, "load_avg": load_avg(),
     }))
 
 

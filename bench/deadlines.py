@@ -26,6 +26,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 from fake_honcho import FakeHoncho  # noqa: E402
 from hub_testkit import StubAgent, StubContext, stub_agent_zero  # noqa: E402
+from load import load_avg  # noqa: E402
 from loopback import serve  # noqa: E402
 
 KEY = "bench-deadline-key"
@@ -86,6 +87,7 @@ def paths(bridge_tool, operations) -> dict[str, tuple[float, object]]:
 
 
 def main() -> None:
+    load_start = load_avg()
     fake = FakeHoncho(api_key=KEY)
     remembered(fake)
     server = serve(fake, trickle_s=TRICKLE_S)
@@ -109,6 +111,7 @@ def main() -> None:
         for thread in left:
             thread.join(5)
         figures["threads_left"] = sorted(t.name for t in left if t.is_alive())
+    figures.update(load_avg_start=load_start, load_avg=load_avg())
     print(json.dumps(figures))
 
 

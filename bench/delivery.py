@@ -20,8 +20,9 @@ What is measured, all against one server (a loopback fake the bench starts, or `
   and the whole machine's busy share (from /proc/stat) during each timed section, so a CPU-bound
   client shows.
 - **Naive rate**: one `add_messages` call per message, through the SDK.
-- **Lease time** at 100 vs 10,000 queued rows (medians of 200 rounds, on a local SQLite file), each
-  figure one `Outbox.settle_and_lease` transaction, the worker's one transaction per step:
+- **Lease time** at 100 vs 10,000 queued rows (medians of 200 rounds, on a local SQLite file, the
+  two sizes' rounds alternated: the 100-row figure is the 10,000's same-run baseline), each figure
+  one `Outbox.settle_and_lease` transaction, the worker's one transaction per step:
   - best case: rows of 20-row sessions interleaved, so the oldest row is a ready head; the same
     batch is leased and put back at the head every round;
   - worst case: one session's head batch is blocked (backing off: released with a far-future retry
@@ -32,13 +33,19 @@ What is measured, all against one server (a loopback fake the bench starts, or `
   `lease_txn_ms_*` and `lease_worst_ms_*` time a lease with nothing to settle; `*round_ms_*` a
   worker round (settling the previous batch as a retry due at once, then leasing the next: the same
   batch).
+  - an outage across many chats: 100 vs 10,000 sessions whose heads are backing off, each with a
+    message behind, and one ready session captured after them all
+    (`lease_worst_ms_*_blocked_sessions`).
+- `load_avg_start`, `load_avg`: the machine's 1/5/15-minute load averages at the start and the end.
 
-    python bench/delivery.py [--url URL --key KEY] [--events N] [--repeats R]
+    python bench/delivery.py [--url URL --key KEY] [--events N] [--repeats R] [--lease-runs N]
+    python bench/delivery.py --lease-only [--lease-runs N]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import select
@@ -50,13 +57,15 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import httpx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+
+from load import load_avg  # noqa: E402
 
 from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
 from honcho_hub.gateway.gateway import OBSERVATION, SOURCE  # noqa: E402
@@ -398,39 +407,54 @@ def expect_leased(box: Outbox, queued: int, leased: int, what: str) -> None:
                          f"instead of {leased}")
 
 
-def lease_rounds(box: Outbox, queued: int, leased: int, runs: int,
-                 session: str | None) -> tuple[float, float]:
-    """Medians, in ms, of two settle_and_lease transactions per round: a lease with nothing to
-    settle, then a worker round (settling that batch as a retry due at once and leasing the next
-    batch: the same one again). Each round's batch is then put back untimed; `leased` rows are held
-    throughout."""
-    lease, rounds = [], []
+def lease_rounds(box: Outbox, runs: int, session: str | None) -> Iterator[tuple[float, float]]:
+    """Per round, in ms, two settle_and_lease transactions: a lease with nothing to settle, then a
+    worker round (settling that batch as a retry due at once and leasing the next batch: the same
+    one again). Each round's batch is then put back untimed."""
     for _ in range(runs):
-        batch, ms = timed_lease(box, Settlement())
-        lease.append(ms)
-        batch, ms = timed_lease(box, put_back(expect_batch(batch, "the lease", session)))
-        rounds.append(ms)
+        batch, lease = timed_lease(box, Settlement())
+        batch, rounds = timed_lease(box, put_back(expect_batch(batch, "the lease", session)))
         box.settle_and_lease(put_back(expect_batch(batch, "the round", session)), "bench", 0,
                              LEASE_BATCH, 60, "d")
-    expect_leased(box, queued, leased, "the rounds")
-    return upper_median(lease), upper_median(rounds)
+        yield lease, rounds
 
 
-def lease_ms(folder: str, queued: int, runs: int = 200) -> tuple[float, float]:
-    """Best case: `lease_rounds` over `queued` pending rows, 20 per session with sessions
-    interleaved, so the oldest row is a ready head and both sizes lease the same 20-event batch."""
+def alternated(setups: dict[int, Callable[[], tuple[Outbox, int, int, str | None]]],
+               runs: int) -> dict[int, tuple[float, float]]:
+    """`lease_rounds` on each outbox `setups` builds ((box, queued rows, rows held leased, the
+    session leased)), one round of each in turn, so a noisy moment of the machine falls on all of
+    them: per outbox, the medians (lease, round). Each outbox's `leased` rows stay held
+    throughout."""
+    built = {size: setup() for size, setup in setups.items()}
+    try:
+        rounds = {size: lease_rounds(box, runs, session)
+                  for size, (box, _, _, session) in built.items()}
+        samples: dict[int, list[tuple[float, float]]] = {size: [] for size in built}
+        for _ in range(runs):
+            for size, rounds_of in rounds.items():
+                samples[size].append(next(rounds_of))
+        for box, queued, leased, _ in built.values():
+            expect_leased(box, queued, leased, "the rounds")
+    finally:
+        for box, *_ in built.values():
+            box.close()
+    return {size: (upper_median([lease for lease, _ in taken]),
+                   upper_median([round_ for _, round_ in taken]))
+            for size, taken in samples.items()}
+
+
+def best_case_outbox(folder: str, queued: int) -> tuple[Outbox, int, int, None]:
+    """Best case: `queued` pending rows, 20 per session with sessions interleaved, so the oldest row
+    is a ready head and both sizes lease the same 20-event batch."""
     path = os.path.join(folder, f"lease-{queued}.sqlite3")
     queue_events(path, "d", "lease", queued, max(1, queued // 20))
-    box = Outbox(path, max_rows=1_000_000)
-    try:
-        return lease_rounds(box, queued, 0, runs, None)
-    finally:
-        box.close()
+    return Outbox(path, max_rows=1_000_000), queued, 0, None
 
 
-def blocked_outbox(path: str, queued: int, variant: str) -> Outbox:
+def blocked_outbox(folder: str, queued: int, variant: str) -> tuple[Outbox, int, int, str]:
     """`queued` rows: session "blocked" (its head batch backing off or in flight, the backlog behind
     it), then session "ready" (one batch, captured after the whole backlog)."""
+    path = os.path.join(folder, f"lease-worst-{variant}-{queued}.sqlite3")
     box = Outbox(path, max_rows=1_000_000)
     rows = ([("blocked", n) for n in range(queued - LEASE_BATCH)]
             + [("ready", n) for n in range(LEASE_BATCH)])
@@ -443,8 +467,9 @@ def blocked_outbox(path: str, queued: int, variant: str) -> Outbox:
     if variant == "head_backing_off":
         box.settle_and_lease(put_back(head_ids, time.time() + YEAR_S), "bench-head", 0,
                              LEASE_BATCH, YEAR_S, "d")
-    expect_leased(box, queued, blocked_leased(variant), f"blocking the head ({variant})")
-    return box
+    leased = blocked_leased(variant)
+    expect_leased(box, queued, leased, f"blocking the head ({variant})")
+    return box, queued, leased, "ready"
 
 
 def blocked_leased(variant: str) -> int:
@@ -452,23 +477,43 @@ def blocked_leased(variant: str) -> int:
     return LEASE_BATCH if variant == "head_in_flight" else 0
 
 
-def lease_worst_ms(folder: str, queued: int, variant: str, runs: int = 200) -> tuple[float, float]:
-    """Worst case: `lease_rounds` finding the ready session behind a blocked session's backlog."""
-    box = blocked_outbox(os.path.join(folder, f"lease-worst-{variant}-{queued}.sqlite3"), queued,
-                         variant)
-    try:
-        return lease_rounds(box, queued, blocked_leased(variant), runs, "ready")
-    finally:
-        box.close()
+def blocked_sessions_outbox(folder: str, sessions: int) -> tuple[Outbox, int, int, str]:
+    """An outage across many chats: `sessions` sessions, each a head backing off (released with a
+    far-future retry time) and a message behind it, then session "ready" (one batch, captured after
+    them all)."""
+    path = os.path.join(folder, f"lease-blocked-sessions-{sessions}.sqlite3")
+    box = Outbox(path, max_rows=1_000_000)
+    rows = ([(f"blocked-{s}", 0) for s in range(sessions)]
+            + [(f"blocked-{s}", 1) for s in range(sessions)]
+            + [("ready", n) for n in range(LEASE_BATCH)])
+    box.enqueue_batches([[NewEvent(f"{sid}_{n}", "d", "lease", sid, "user", "user", f"{n} {TEXT}",
+                                   time.time())]
+                         for sid, n in rows])
+    heads = box.settle_and_lease(Settlement(), "bench-head", sessions, 1, YEAR_S, "d")
+    if len(heads) != sessions or any(b[0].id != f"blocked-{s}_0" for s, b in enumerate(heads)):
+        raise SystemExit("lease bench: the blocked sessions' heads were not leased in order")
+    box.settle_and_lease(put_back([b[0].id for b in heads], time.time() + YEAR_S), "bench-head",
+                         0, LEASE_BATCH, YEAR_S, "d")
+    queued = len(rows)
+    expect_leased(box, queued, 0, "backing off every blocked session's head")
+    return box, queued, 0, "ready"
 
 
-def lease_figures(folder: str) -> dict:
-    """Best-case and worst-case lease keys; the worst variant is the slower lease at 10,000 rows."""
+def lease_figures(folder: str, runs: int) -> dict:
+    """Best-case and worst-case lease keys, each size alternated with the other; the worst variant
+    is the slower lease at 10,000 rows."""
     low, high = LEASE_SIZES
-    (tx_low, round_low), (tx_high, round_high) = lease_ms(folder, low), lease_ms(folder, high)
-    variants = {v: {n: lease_worst_ms(folder, n, v) for n in LEASE_SIZES} for v in WORST_VARIANTS}
+    best = alternated({n: functools.partial(best_case_outbox, folder, n) for n in LEASE_SIZES},
+                      runs)
+    (tx_low, round_low), (tx_high, round_high) = best[low], best[high]
+    variants = {v: alternated({n: functools.partial(blocked_outbox, folder, n, v)
+                               for n in LEASE_SIZES}, runs)
+                for v in WORST_VARIANTS}
     worst = max(variants, key=lambda v: variants[v][high][0])
     (wtx_low, wround_low), (wtx_high, wround_high) = variants[worst][low], variants[worst][high]
+    sessions = alternated({n: functools.partial(blocked_sessions_outbox, folder, n)
+                           for n in LEASE_SIZES}, runs)
+    (stx_low, _), (stx_high, _) = sessions[low], sessions[high]
     return {
         "lease_txn_ms_100": round(tx_low, 3), "lease_txn_ms_10000": round(tx_high, 3),
         "lease_txn_ratio_10000_vs_100": round(tx_high / tx_low, 2),
@@ -484,12 +529,19 @@ def lease_figures(folder: str) -> dict:
             v: {f"lease_ms_{n}": round(variants[v][n][0], 3) for n in LEASE_SIZES}
             | {f"round_ms_{n}": round(variants[v][n][1], 3) for n in LEASE_SIZES}
             for v in variants},
-        "lease_measures": "median of 200 rounds, ms, each one Outbox.settle_and_lease transaction."
+        "lease_worst_ms_100_blocked_sessions": round(stx_low, 3),
+        "lease_worst_ms_10000_blocked_sessions": round(stx_high, 3),
+        "lease_worst_ms_10000_over_100_blocked_sessions": round(stx_high - stx_low, 3),
+        "lease_worst_ratio_10000_vs_100_blocked_sessions": round(stx_high / stx_low, 2),
+        "lease_measures": f"median of {runs} rounds, ms, each one Outbox.settle_and_lease"
+                          " transaction, the two sizes' rounds alternated."
                           " lease_txn_ms_*: best case, leasing one batch with nothing to settle;"
                           " lease_round_ms_*: best case, settling the previous batch as a retry"
                           " due at once and leasing the next;"
                           " lease_worst_ms_*, lease_worst_round_ms_*:"
-                          " the same two in the worst case",
+                          " the same two in the worst case;"
+                          " lease_worst_ms_*_blocked_sessions: leasing the one ready session"
+                          " captured after that many sessions whose heads back off",
     }
 
 
@@ -528,7 +580,16 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--naive-messages", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lease-runs", type=int, default=200)
+    parser.add_argument("--lease-only", action="store_true",
+                        help="only the lease figures (a local SQLite file, no server)")
     args = parser.parse_args()
+    load_start = load_avg()
+    if args.lease_only:
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as folder:
+            lease = lease_figures(folder, args.lease_runs)
+        return print(json.dumps({"bench": "delivery", "lease_only": True, **lease,
+                                 "load_avg_start": load_start, "load_avg": load_avg()}))
     server, url, key = None, args.url, args.key
     if url is None:
         key = key or "bench-key"
@@ -541,7 +602,7 @@ def main() -> None:
             drains, ceilings = interleaved(url, key, base, folder, args, settings,
                                            server.pid if server else None)
             naive = naive_rate(url, key, f"{base}-naive", args.naive_messages)
-            lease = lease_figures(folder)
+            lease = lease_figures(folder, args.lease_runs)
     finally:
         stop_loopback(server)
     drain_rate = statistics.median([d["rate"] for d in drains])
@@ -581,6 +642,7 @@ def main() -> None:
         "duplicates": sum(d["duplicates"] for d in drains),
         "lost_per_repeat": [d["lost"] for d in drains],
         "duplicates_per_repeat": [d["duplicates"] for d in drains],
+        "load_avg_start": load_start, "load_avg": load_avg(),
     }))
 
 

@@ -56,6 +56,7 @@ sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
 from delivery import client, event_copies_on_server, on_server  # noqa: E402
 from fault_proxy import DEFAULT_MIX, RETRY_AFTER_S, FaultProxy, ProxiedRequest, summarize  # noqa: E402
+from load import load_avg  # noqa: E402
 
 from honcho_hub.delivery.worker import DeliveryWorker  # noqa: E402
 from honcho_hub.settings.config import build_settings  # noqa: E402
@@ -482,9 +483,11 @@ def main() -> None:
     if args.events < 1 or args.sessions < 1 or args.kill < 0 or args.naive_events < 0:
         parser.error("--events and --sessions must be positive, "
                      "--kill and --naive-events not negative")
+    load_start = load_avg()
     result = on_server(args.url, args.key, "honcho-hub-faults-",
                        lambda server_url, key, folder: run(args, server_url, key, folder))
-    print(json.dumps(result), flush=True)
+    print(json.dumps({**result, "load_avg_start": load_start, "load_avg": load_avg()}),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 import httpx  # noqa: E402
 from delivery import start_loopback, stop_loopback  # noqa: E402
 from idle import wait_idle  # noqa: E402
+from load import load_avg  # noqa: E402
 
 from honcho_hub.recall.pack import (  # noqa: E402
     ContextData,
@@ -170,6 +171,7 @@ def adapter_path(url: str) -> list[float]:
 
 
 def main() -> None:
+    load_start = load_avg()
     server, url = start_loopback(KEY)
     control = lambda path, body: httpx.post(url + path, json=body, timeout=30).json()  # noqa: E731
     try:
@@ -254,6 +256,7 @@ def main() -> None:
         "pack_tokens_before_dedup": estimate_tokens(render_block(undeduped, TEMPLATE)),
         "pack_tokens_after_dedup": estimate_tokens(packed.block),
         "pack_source": packed.source,
+        "load_avg_start": load_start, "load_avg": load_avg(),
     }))
 
 

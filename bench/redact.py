@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from capture import MESSAGE  # noqa: E402  (bench/capture.py: the same 400-character message)
+from load import load_avg  # noqa: E402
 from redact_corpus import lookalikes, secret_cases  # noqa: E402
 
 from honcho_hub.safety.redact import redact, redact_long  # noqa: E402
@@ -98,6 +99,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20_000)
     parser.add_argument("--mb-runs", type=int, default=5)
     args = parser.parse_args()
+    load_start = load_avg()
     figures = corpus()
     figures["p50_us_400_chars"] = p50_us(MESSAGE, args.runs)
     figures["p50_us_400_chars_with_secret"] = p50_us(WITH_SECRET, args.runs)
@@ -110,6 +112,7 @@ def main() -> None:
         redact_long(paste)
         timings.append((time.perf_counter() - start) * 1000)
     figures["ms_1mb_mixed_scripts"] = round(percentile(timings, 0.5), 1)
+    figures.update(load_avg_start=load_start, load_avg=load_avg())
     print(json.dumps(figures))
 
 

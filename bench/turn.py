@@ -16,8 +16,14 @@ with SIGKILL, and what it accepted is looked for in the outbox after its journal
     python bench/turn.py [--url URL] [--latency-ms 300] [--wait-ms W] [--turns 200] [--kills 20]
                          [--set SETTING=VALUE ...]
 
-Figures: `added_turn_ms_p50/p99/max` — time the three hooks held the turn (the 20 ms gap excluded);
-`loop_block_ms_p99/max` — event-loop lateness of the probe while turns ran;
+Before each chat's turns, as many turns run with the plugin's hooks off (the same waits, no hook
+called), under the same load and outbox lock: the probe's same-run baseline.
+
+Figures: `added_turn_ms_p50/p99/max` — time the three hooks held the turn (the 20 ms gap excluded:
+memory on − off); `loop_block_ms_p99/max` — event-loop lateness of the probe while turns ran;
+`loop_block_ms_p99_baseline`, `loop_block_ms_max_baseline` — the same in the turns with the hooks
+off; `loop_block_ms_p99_over_baseline` — the difference, what the targets apply to;
+`load_avg_start`, `load_avg` — the machine's 1/5/15-minute load averages at the start and the end;
 `query_aware_first_call_share` — turns whose recall was searched with the current message;
 `base_pack_share` — turns that got the base pack instead; `empty_pack_share` — turns with nothing
 injected, after `warmup_turns`; `accepted` — messages the capture hook accepted; `lost_after_kill` —
@@ -51,6 +57,7 @@ from delivery import client, start_loopback, stop_loopback  # noqa: E402
 from fault_proxy import start_delaying  # noqa: E402
 from hub_testkit import StubAgent, StubContext, StubHistoryMessage, stub_agent_zero  # noqa: E402
 from idle import wait_idle  # noqa: E402
+from load import load_avg  # noqa: E402
 from outbox_helpers import (  # noqa: E402
     hold_write_lock,
     read_outbox,
@@ -121,21 +128,37 @@ class GcPauses:
         return any(s < end and e > start for s, e in self.spans)
 
 
-async def probe(samples: list[tuple[float, float, float]], running: asyncio.Event) -> None:
-    """Record how late a 1 ms timer fires: how long something held the loop (start, end, lag ms)."""
-    while True:
-        start = time.perf_counter()
-        await asyncio.sleep(PROBE_S)
-        end = time.perf_counter()
-        if running.is_set():
-            samples.append((start, end, max(0.0, end - start - PROBE_S) * 1000))
+class Probe:
+    """How late a 1 ms timer fires: how long something held the loop. Samples (start, end, lag ms)
+    go to the phase being measured: "on" (turns with the plugin's hooks), "off" (the same turns
+    without them: the same-run baseline), none between turns."""
+
+    def __init__(self) -> None:
+        self.samples: dict[str, list[tuple[float, float, float]]] = {"on": [], "off": []}
+        self.phase: str | None = None
+
+    async def run(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(PROBE_S)
+            end = time.perf_counter()
+            if self.phase is not None:
+                lag_ms = max(0.0, end - start - PROBE_S) * 1000
+                self.samples[self.phase].append((start, end, lag_ms))
+
+
+async def turn_without_hooks(probe: Probe) -> None:
+    """A turn as Agent Zero runs it with the plugin's hooks off: the same waits, no hook."""
+    probe.phase = "off"
+    await asyncio.sleep(GAP_S)  # Agent Zero builds the prompt meanwhile
+    probe.phase = None
+    await asyncio.sleep(0.005)  # between turns: the user reads the answer
 
 
 async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
     capture, recall, worker = bridge["capture"], bridge["recall"], bridge["process_hub"]
-    lags: list[tuple[float, float, float]] = []
-    running = asyncio.Event()
-    prober = asyncio.create_task(probe(lags, running))
+    probe = Probe()
+    prober = asyncio.create_task(probe.run())
     added, sources, outcomes, empty, notes = [], [], [], 0, 0
     lock_from, lock_to = turns // 3, 2 * turns // 3
     # spawned now: a process start is not ours to count
@@ -150,6 +173,9 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
                 holder.stdin.flush()
                 await asyncio.to_thread(holder.stdout.readline)
             if turn % CHAT_TURNS == 0:
+                # a chat's turns without the hooks before each chat's with them: the baseline
+                for _ in range(CHAT_TURNS):
+                    await turn_without_hooks(probe)
                 agent = StubAgent(0, StubContext(id=f"bench{turn:04d}",
                                                  created_at=datetime.now(UTC)))
                 worker.ensure_worker()
@@ -159,7 +185,7 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
             message = types.SimpleNamespace(message=text, attachments=[], system_message=[], id="")
             data = {"args": (agent, message), "kwargs": {},
                     "result": StubHistoryMessage(False, f"h{turn}"), "exception": None}
-            running.set()
+            probe.phase = "on"
             start = time.perf_counter()
             outcomes.append(str(getattr(capture.capture_user_message(agent, data), "value", "")))
             held = time.perf_counter() - start
@@ -179,15 +205,15 @@ async def drive(bridge: dict, turns: int, outbox_path: str) -> dict:
             capture.capture_final_response(agent, "response",
                                            types.SimpleNamespace(message=f"Answer {turn}."))
             held += time.perf_counter() - start
-            running.clear()
+            probe.phase = None
             added.append(held * 1000)
             await asyncio.sleep(0.005)  # between turns: the user reads the answer
     finally:
         holder.kill()
         holder.wait(30)
         prober.cancel()
-    return {"added": added, "sources": sources, "outcomes": outcomes, "empty": empty, "lags": lags,
-            "notes": notes}
+    return {"added": added, "sources": sources, "outcomes": outcomes, "empty": empty,
+            "lags": probe.samples["on"], "baseline_lags": probe.samples["off"], "notes": notes}
 
 
 async def start_up(worker, recall) -> None:
@@ -281,6 +307,7 @@ def main() -> None:
     chosen = {name: yaml.safe_load(value)
               for name, _, value in (item.partition("=") for item in args.set)}
 
+    load_start = load_avg()
     fake_process = None
     pauses = GcPauses()
     upstream = args.url
@@ -319,6 +346,7 @@ def main() -> None:
     turns = len(run["added"])
     sources = run["sources"]
     lags = [lag for _, _, lag in run["lags"]]
+    baseline = [lag for _, _, lag in run["baseline_lags"]]
     lags_without_gc = [lag for start, end, lag in run["lags"] if not pauses.overlaps(start, end)]
     gc_ms = [(end - start) * 1000 for start, end in pauses.spans]
     print(json.dumps({
@@ -332,6 +360,11 @@ def main() -> None:
         "loop_block_ms_p99": round(percentile(lags, 0.99), 2),
         "loop_block_ms_max": round(max(lags or [0.0]), 2),
         "loop_probe_samples": len(lags),
+        "loop_block_ms_p99_baseline": round(percentile(baseline, 0.99), 2),
+        "loop_block_ms_max_baseline": round(max(baseline or [0.0]), 2),
+        "loop_probe_samples_baseline": len(baseline),
+        "loop_block_ms_p99_over_baseline": round(
+            percentile(lags, 0.99) - percentile(baseline, 0.99), 2),
         "loop_block_ms_max_outside_gc": round(max(lags_without_gc or [0.0]), 2),
         "gc_pauses": len(gc_ms), "gc_pause_ms_max": round(max(gc_ms or [0.0]), 2),
         "query_aware_first_call_share": round(
@@ -343,6 +376,7 @@ def main() -> None:
         "capture_outcomes": {o: run["outcomes"].count(o) for o in sorted(set(run["outcomes"]))},
         "kills": args.kills, "accepted_before_kill": killed["accepted"],
         "lost_after_kill": killed["lost"],
+        "load_avg_start": load_start, "load_avg": load_avg(),
     }))
 
 

@@ -17,6 +17,7 @@ from outbox_helpers import (
     lease,
     legacy_outbox,
     open_with_connection,
+    put_row,
     read_outbox,
     release_lock,
     run_child,
@@ -122,7 +123,7 @@ class OrderAndLeaseTest(OutboxTestCase):
         self.assertEqual(lease(box, "w2", 10, 60), [])  # chat-b's head is leased: its tail waits
 
     def test_sessions_blocked_behind_a_long_backlog_do_not_hide_the_oldest_ready_head(self):
-        # More blocked rows than the lease looks at near the front: it walks session heads instead.
+        # Backlogs longer than the lease looks at near the front, behind heads that are blocked.
         box = self.open()
         box.enqueue_batches([[event(i, "chat-backing-off")] for i in range(50)]
                             + [[event(i, "chat-in-flight")] for i in range(50)]
@@ -142,6 +143,48 @@ class OrderAndLeaseTest(OutboxTestCase):
         self.assertEqual(lease(box, "w", 20, 60, DEST), [])
         # any destination
         self.assertEqual(lease(box, "w", 20, 60)[0].session_id, "chat-other-place")
+
+    def test_the_lease_does_not_visit_every_session_whose_head_is_backing_off(self):
+        # An outage across many chats: each session's head backs off, a ready message waits behind
+        # them in the chat after. The lease's work (SQLite VM steps, deterministic) at 1,000 such
+        # sessions must stay that at 100, not grow tenfold with them.
+        steps = {}
+        for blocked in (100, 1_000):
+            path = temp_outbox_path(self)
+            box, conn = open_with_connection(path, lambda path=path: self.open(path))
+            box.enqueue_batches([[event(2 * i, f"chat-{i}")] for i in range(blocked)]
+                                + [[event(2 * i + 1, f"chat-{i}")] for i in range(blocked)])
+            heads = box.settle_and_lease(Settlement(), "w", blocked, 1, 60, DEST)
+            settle(box, "w", Settlement(retries=[Retry([b[0].id for b in heads],
+                                                       self.clock.now + 600, "http_503",
+                                                       burn_attempt=True)]))
+            enqueue(box, [event(0, "chat-ready")])
+            steps[blocked] = 0
+
+            def step(blocked=blocked) -> int:
+                steps[blocked] += 1
+                return 0
+
+            conn.set_progress_handler(step, 1)
+            self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], ["ev_chat-ready_0"])
+            conn.set_progress_handler(None, 1)
+        self.assertLess(steps[1_000], 1.5 * steps[100], steps)
+
+    def test_behind_more_backing_off_heads_than_the_front_holds_the_oldest_ready_head_goes_first(
+            self):
+        box = self.open()
+        box.enqueue_batches([[event(i, f"chat-{i}")] for i in range(40)]
+                            + [[event(40, "chat-ready-2")], [event(41, "chat-ready-1")],
+                               [event(42, "chat-ready-2")]])
+        heads = box.settle_and_lease(Settlement(), "w", 40, 1, 60, DEST)
+        settle(box, "w", Settlement(retries=[Retry([b[0].id for b in heads], self.clock.now + 600,
+                                                   "http_503", burn_attempt=True)]))
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)],
+                         ["ev_chat-ready-2_40", "ev_chat-ready-2_42"])
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], ["ev_chat-ready-1_41"])
+        self.assertEqual(lease(box, "w", 20, 60, DEST), [])
+        self.clock.advance(600)
+        self.assertEqual([e.id for e in lease(box, "w", 20, 60, DEST)], ["ev_chat-0_0"])
 
     def test_a_failed_head_blocks_only_its_own_session(self):
         box = self.open()
@@ -214,6 +257,75 @@ class CrashRecoveryTest(OutboxTestCase):
         self.assertEqual({k: v for k, v in box.stats()["counts"].items() if v}, {"pending": 1})
         self.assertEqual([(e.id, e.ambiguous) for e in lease(box, "another-worker", 1)],
                          [(event(1).id, True)])
+
+
+HEADS = "SELECT destination, session_id, seq, state, next_attempt_at FROM session_heads"
+HEADS_FROM_ROWS = """SELECT destination, session_id, seq, state, next_attempt_at FROM events e
+    WHERE state IN ('pending', 'leased') AND NOT EXISTS (SELECT 1 FROM events p
+        WHERE p.destination = e.destination AND p.session_id = e.session_id
+        AND p.state IN ('pending', 'leased') AND p.seq < e.seq)"""
+
+
+class SessionHeadsTest(OutboxTestCase):
+    """`session_heads`, through which the lease finds ready heads, always says what the rows say."""
+
+    def assert_heads_agree(self, step: str) -> None:
+        self.assertEqual(sorted(read_outbox(self.path, HEADS)),
+                         sorted(read_outbox(self.path, HEADS_FROM_ROWS)), step)
+
+    def test_every_operation_keeps_the_heads_those_of_the_rows(self):
+        box = self.open()
+        steps = {
+            "enqueue": lambda: box.enqueue_batches(
+                [[event(i, f"chat-{i % 3}")] for i in range(9)]
+                + [[event(9, "chat-old", dest="https://old#ws")]]),
+            "lease": lambda: box.settle_and_lease(Settlement(), "w", 3, 2, 60, DEST),
+            "retry, delivered, dead": lambda: settle(box, "w", Settlement(
+                retries=[Retry(["ev_chat-0_0"], self.clock.now + 600, "http_503",
+                               burn_attempt=True)],
+                delivered=["ev_chat-1_1", "ev_chat-1_4"], dead=[("ev_chat-2_2", "http_422")])),
+            "release": lambda: box.release("w", ["ev_chat-0_3", "ev_chat-2_5"]),
+            "requeue dead": lambda: box.requeue_dead(10),
+            "lease again, expire, recover": lambda: (lease(box, "w2", 5, 10, DEST),
+                                                     self.clock.advance(10),
+                                                     settle(box, "w3", Settlement())),
+            "adopt unsent": lambda: box.adopt_unsent("https://old#ws", DEST),
+            "forget": lambda: box.begin_forget(DEST, "chat-1"),
+            "drop rows": lambda: box.drop_forgotten_rows(DEST, ["chat-2"]),
+            "prune": lambda: box.prune(delivered_retention_s=0),
+        }
+        for step, run in steps.items():
+            run()
+            self.assert_heads_agree(step)
+        self.assertTrue(read_outbox(self.path, HEADS))
+
+    def test_an_outbox_of_every_older_schema_gets_its_heads_and_leases_them_in_order(self):
+        for version in range(1, SCHEMA_VERSION):
+            with self.subTest(version=version):
+                self.path = temp_outbox_path(self)
+                legacy_outbox(self.path, version, {})
+                self.clock = ManualClock()
+                later = self.clock.now + 600
+                for n, (session, state, next_at) in enumerate(
+                        [("a", "pending", later), ("a", "pending", 0.0),  # backing off
+                         ("b", "leased", 0.0), ("b", "pending", 0.0),  # in flight
+                         ("c", "dead", 0.0), ("c", "pending", 0.0), ("c", "pending", 0.0),
+                         ("d", "delivered", 0.0)]):
+                    put_row(self.path, "events", {
+                        "id": f"{session}{n}", "destination": DEST, "workspace_id": "w",
+                        "session_id": session, "peer_id": "user", "role": "user",
+                        "content": "c", "captured_at": n, "next_attempt_at": next_at,
+                        "updated_at": 0.0, "state": state,
+                        "lease_expires_at": later if state == "leased" else None})
+                box = self.open()
+                self.assertEqual(schema_version(self.path), SCHEMA_VERSION)
+                self.assertEqual(sorted((h[1], h[2]) for h in read_outbox(self.path, HEADS)),
+                                 [("a", 1), ("b", 3), ("c", 6)])
+                self.assertEqual([e.id for e in lease(box, "w", 20, 60)], ["c5", "c6"])
+                self.assertEqual(lease(box, "w", 20, 60), [])
+                self.clock.advance(600)
+                self.assertEqual([e.id for e in lease(box, "w", 20, 60)], ["a0", "a1"])
+                box.close()
 
 
 class BoundTest(OutboxTestCase):

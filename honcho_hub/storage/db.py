@@ -202,6 +202,65 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE INDEX memory_expiries_due ON memory_expiries (destination, next_attempt_at)
             WHERE state = 'pending'""",
     ),
+    (
+        # Each session's head (its first live row) with what decides whether it is ready, kept by
+        # the triggers below on every change of a row's liveness, readiness or session, whoever
+        # writes it: the lease finds the oldest ready head through the ready-time index, so
+        # sessions whose heads back off (an outage across many chats) cost it nothing.
+        """CREATE TABLE session_heads (
+            destination     TEXT NOT NULL,
+            session_id      TEXT NOT NULL,
+            seq             INTEGER NOT NULL,  -- the head row's
+            state           TEXT NOT NULL,     -- the head row's: pending or leased
+            next_attempt_at REAL NOT NULL,     -- the head row's
+            PRIMARY KEY (destination, session_id)
+        )""",
+        # The oldest pending heads first, then (when those back off) the ready ones by ready time.
+        "CREATE INDEX session_heads_pending_by_seq ON session_heads (seq) WHERE state = 'pending'",
+        """CREATE INDEX session_heads_ready ON session_heads (next_attempt_at)
+            WHERE state = 'pending'""",
+        """INSERT INTO session_heads
+            SELECT destination, session_id, seq, state, next_attempt_at FROM events e
+            WHERE state IN ('pending', 'leased') AND NOT EXISTS (SELECT 1 FROM events p
+                WHERE p.destination = e.destination AND p.session_id = e.session_id
+                AND p.state IN ('pending', 'leased') AND p.seq < e.seq)""",
+        """CREATE TRIGGER session_heads_on_insert AFTER INSERT ON events
+            WHEN NEW.state IN ('pending', 'leased') BEGIN
+            DELETE FROM session_heads
+                WHERE destination = NEW.destination AND session_id = NEW.session_id;
+            INSERT INTO session_heads
+                SELECT destination, session_id, seq, state, next_attempt_at FROM events
+                WHERE destination = NEW.destination AND session_id = NEW.session_id
+                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
+        END""",
+        """CREATE TRIGGER session_heads_on_delete AFTER DELETE ON events
+            WHEN OLD.state IN ('pending', 'leased') BEGIN
+            DELETE FROM session_heads
+                WHERE destination = OLD.destination AND session_id = OLD.session_id;
+            INSERT INTO session_heads
+                SELECT destination, session_id, seq, state, next_attempt_at FROM events
+                WHERE destination = OLD.destination AND session_id = OLD.session_id
+                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
+        END""",
+        # A row moving to another session (adopt_unsent moves rows to a new destination) changes
+        # the heads of both.
+        """CREATE TRIGGER session_heads_on_update
+            AFTER UPDATE OF state, next_attempt_at, destination, session_id ON events
+            WHEN OLD.state IN ('pending', 'leased') OR NEW.state IN ('pending', 'leased') BEGIN
+            DELETE FROM session_heads
+                WHERE destination = OLD.destination AND session_id = OLD.session_id;
+            INSERT INTO session_heads
+                SELECT destination, session_id, seq, state, next_attempt_at FROM events
+                WHERE destination = OLD.destination AND session_id = OLD.session_id
+                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
+            DELETE FROM session_heads
+                WHERE destination = NEW.destination AND session_id = NEW.session_id;
+            INSERT INTO session_heads
+                SELECT destination, session_id, seq, state, next_attempt_at FROM events
+                WHERE destination = NEW.destination AND session_id = NEW.session_id
+                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
+        END""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -383,11 +383,9 @@ class Outbox:
                     now: float) -> list[LeasedEvent]:
         """The oldest ready session head and the ready rows behind it, in order.
 
-        First among the oldest pending rows; failing that, by walking the heads of the sessions
-        with live rows, one index seek per session (a skip scan of `events_live_by_session`), so a
-        session whose head is in flight or backing off costs one seek however long its backlog is.
-        A head found near the front is the oldest ready one: every head further back was captured
-        later."""
+        First among the oldest pending session heads (`session_heads`); failing that, among the
+        heads that are ready, by their ready time. A session whose head is in flight costs nothing
+        however long its backlog is, nor do sessions whose heads back off beyond the first few."""
         ready = (now, destination, destination)
         head = (conn.execute(_READY_HEAD_NEAR_FRONT, ready).fetchone()
                 or conn.execute(_READY_HEAD, ready).fetchone())
@@ -481,37 +479,26 @@ def _drop_rows(conn: sqlite3.Connection, destination: str, sessions: list[str],
     return deleted, leased
 
 
-# How many of the oldest pending rows the lease looks at before walking session heads instead.
-NEAR_FRONT_ROWS = 32
+# How many of the oldest pending session heads the lease looks at before the ready ones by their
+# ready time.
+NEAR_FRONT_HEADS = 32
 
-# The oldest ready session head among the oldest pending rows: found here whenever the queue's
-# front is ready (the usual case), in time that does not grow with the backlog or the number of
-# sessions.
+# The oldest ready session head among the oldest pending heads (db.py, `session_heads`, kept by
+# triggers): found here whenever the heads at the queue's front are ready (the usual case), in time
+# that does not grow with the backlog or the number of sessions. One found here is the oldest ready
+# head: every head further back was captured later.
 _READY_HEAD_NEAR_FRONT = (f"""SELECT destination, session_id FROM (
-    SELECT seq, destination, session_id, next_attempt_at FROM events WHERE state = 'pending'
-    ORDER BY seq LIMIT {NEAR_FRONT_ROWS}) e
-WHERE e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?)"""
-    f""" AND NOT EXISTS (SELECT 1 FROM events p
-    WHERE p.destination = e.destination AND p.session_id = e.session_id AND p.state IN {_LIVE}"""
-    f""" AND p.seq < e.seq)
-    AND {chats.NOT_FORGOTTEN}
+    SELECT seq, destination, session_id, next_attempt_at FROM session_heads
+        INDEXED BY session_heads_pending_by_seq
+    WHERE state = 'pending' ORDER BY seq LIMIT {NEAR_FRONT_HEADS}) e
+WHERE e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?) AND {chats.NOT_FORGOTTEN}
 ORDER BY e.seq LIMIT 1""")
 
-# Otherwise (the front is blocked: heads in flight or backing off with their backlogs behind them)
-# the head (first live row) of every session, one index seek each: the next session of the same
-# destination, else the first session of the next destination. Then the oldest head that is ready.
-_READY_HEAD = (f"""WITH RECURSIVE heads(seq) AS (
-    SELECT (SELECT seq FROM events WHERE state IN {_LIVE}"""
-    f""" ORDER BY destination, session_id, seq LIMIT 1)
-    UNION ALL
-    SELECT coalesce(
-        (SELECT n.seq FROM events n WHERE n.state IN {_LIVE} AND n.destination = h.destination
-         AND n.session_id > h.session_id ORDER BY n.destination, n.session_id, n.seq LIMIT 1),
-        (SELECT n.seq FROM events n WHERE n.state IN {_LIVE} AND n.destination > h.destination
-         ORDER BY n.destination, n.session_id, n.seq LIMIT 1))
-    FROM heads JOIN events h ON h.seq = heads.seq
-)
-SELECT e.destination, e.session_id FROM heads JOIN events e ON e.seq = heads.seq
+# Otherwise (the heads at the front back off: an outage across many chats) the oldest of the ready
+# heads, found through the ready-time index: heads backing off or in flight are never visited,
+# however many there are.
+_READY_HEAD = (f"""SELECT e.destination, e.session_id FROM session_heads e
+    INDEXED BY session_heads_ready
 WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (? IS NULL OR e.destination = ?)"""
     f""" AND {chats.NOT_FORGOTTEN}
 ORDER BY e.seq LIMIT 1""")
