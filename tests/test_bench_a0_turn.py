@@ -45,6 +45,14 @@ class ScenarioSummaryTest(unittest.TestCase):
         self.assertAlmostEqual(summary["added_turn_ms_p95"], 57.5)
         self.assertEqual(summary["turns"], 202)
 
+    def test_the_added_p50s_spread_is_zero_for_steady_turns_and_grows_with_their_noise(self):
+        a0_turn = bench()
+        steady = scenario(a0_turn, [110.0] * 20, [100.0] * 20, [("fresh", "fresh")] * 20)
+        noisy = scenario(a0_turn, [110.0 + 40 * (i % 5) for i in range(20)],
+                         [100.0 + 40 * (i % 3) for i in range(20)], [("fresh", "fresh")] * 20)
+        self.assertEqual(steady["added_turn_ms_p50_spread"], 0.0)
+        self.assertGreater(noisy["added_turn_ms_p50_spread"], 10.0)
+
     def test_pack_shares_come_from_the_receipts_of_the_turns_with_the_plugin_on(self) -> None:
         a0_turn = bench()
         receipts = [("fresh", "hit"), ("fresh", "fresh"), ("base", "base"), ("none", "timeout"),
