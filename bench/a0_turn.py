@@ -34,6 +34,7 @@ import argparse
 import importlib
 import json
 import os
+import random
 import subprocess
 import sys
 import time
@@ -66,6 +67,18 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
 
 
+def p50_spread(on_ms: Sequence[float], off_ms: Sequence[float], resamples: int = 400) -> float:
+    """Half the width of the middle 95 % of the added p50 over bootstrap resamples of both sides
+    (seeded): how far the added p50 moves with which turns happened to be measured."""
+    if not on_ms or not off_ms:
+        return 0.0
+    rng = random.Random(0)
+    added = sorted(percentile(rng.choices(on_ms, k=len(on_ms)), 0.5)
+                   - percentile(rng.choices(off_ms, k=len(off_ms)), 0.5)
+                   for _ in range(resamples))
+    return round((percentile(added, 0.975) - percentile(added, 0.025)) / 2, 2)
+
+
 def scenario_summary(on_ms: list[float], off_ms: list[float], context_ms: list[float],
                      receipts: list[tuple[str, str] | None], recall_hook_ms: list[float],
                      deadline_ms: float) -> dict[str, Any]:
@@ -75,6 +88,7 @@ def scenario_summary(on_ms: list[float], off_ms: list[float], context_ms: list[f
     sources = [r[1] if r else "" for r in receipts]
     return {
         "added_turn_ms_p50": round(percentile(on_ms, 0.5) - percentile(off_ms, 0.5), 2),
+        "added_turn_ms_p50_spread": p50_spread(on_ms, off_ms),
         "added_turn_ms_p95": round(percentile(on_ms, 0.95) - percentile(off_ms, 0.95), 2),
         "on_turn_ms_p50": round(percentile(on_ms, 0.5), 2),
         "off_turn_ms_p50": round(percentile(off_ms, 0.5), 2),
