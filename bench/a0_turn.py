@@ -251,45 +251,63 @@ class Bench:
         off_ms: list[float] = []
         receipts: list[tuple[str, str] | None] = []
         context_ms: list[float] = []
-        recall = self.marks.samples["recall"]
-        recall_from = len(recall)
+        recall_ms: list[float] = []
+        on_pre: list[float] = []  # turn start -> the first model call
+        off_pre: list[float] = []
+        recall = self.marks.samples["recall"]  # the marks run with the plugin off too
         gateway = self.context_gateway()
         try:
             for block in range(blocks):
                 on = block % 4 in (0, 3)  # on, off, off, on: a drift cancels out
                 self.host.toggle(PLUGIN, on)
+                # Unmeasured: the first turn after a toggle loads Agent Zero's extensions again
+                # and, switched on, the plugin's modules (a one-off a user pays per toggle).
+                self.host.script("Noted.")
+                self.host.turn(self.host.new_chat(), "Hello.", timeout=60)
                 ctx = self.host.new_chat()
                 self.host.script(*[f"Noted ({i})." for i in range(block_turns)])
                 for turn in range(block_turns):
                     text = f"{MESSAGES[turn % len(MESSAGES)]} ({block}.{turn})"
-                    logged = len(ctx.log.logs)
+                    logged, recalled = len(ctx.log.logs), len(recall)
+                    called = len(self.marks.model_calls)
                     started = time.perf_counter()
                     self.host.turn(ctx, text, timeout=60)
                     elapsed = (time.perf_counter() - started) * 1000
                     (on_ms if on else off_ms).append(elapsed)
+                    first_call = self.marks.model_calls[called:][:1] or [started]
+                    (on_pre if on else off_pre).append((first_call[0] - started) * 1000)
                     if on:
                         receipts.append(receipt_of(ctx.log.logs[logged:]))
+                        recall_ms += recall[recalled:]
                 if on:
                     context_ms += self.time_context(gateway, f"chat-{ctx.id}", text)
         finally:
             gateway.close()
         self.host.toggle(PLUGIN, True)
         deadline_ms = self.settings().recall_timeout_s * 1000
-        return scenario_summary(on_ms, off_ms, context_ms, receipts, recall[recall_from:],
-                                deadline_ms)
+        summary = scenario_summary(on_ms, off_ms, context_ms, receipts, recall_ms, deadline_ms)
+        # Where the added time goes: before the model's first call (recall, the prompt) or after.
+        summary["added_before_model_ms_p50"] = round(percentile(on_pre, 0.5)
+                                                     - percentile(off_pre, 0.5), 2)
+        return summary
 
     def context_gateway(self) -> Any:
+        """A gateway as recall builds its own; its first call (the workspace's get-or-create, a
+        new connection), which recall's gateway made long before, is not timed."""
         import host_kit
 
-        gateway = host_kit.plugin_module("honcho_hub.gateway.gateway").HonchoGateway
+        gateway_class = host_kit.plugin_module("honcho_hub.gateway.gateway").HonchoGateway
         settings = self.settings()
-        return gateway.for_settings(settings, settings.recall_timeout_s)
+        gateway = gateway_class.for_settings(settings, settings.recall_timeout_s)
+        self.time_context(gateway, "chat-bench-warmup", "warm up", calls=1)
+        return gateway
 
-    def time_context(self, gateway: Any, session_id: str, query: str) -> list[float]:
+    def time_context(self, gateway: Any, session_id: str, query: str,
+                     calls: int = CONTEXT_CALLS_PER_BLOCK) -> list[float]:
         """The plugin's context call for the chat (as recall makes it, unscoped), timed."""
         settings = self.settings()
         timed = []
-        for _ in range(CONTEXT_CALLS_PER_BLOCK):
+        for _ in range(calls):
             started = time.perf_counter()
             gateway.context(session_id, query=query, tokens=settings.max_context_tokens,
                             target=settings.user_peer_id, perspective=settings.agent_peer_id,

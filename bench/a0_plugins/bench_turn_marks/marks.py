@@ -11,6 +11,8 @@ import time
 
 # hook -> microseconds (user, response) or milliseconds (recall) of each call, oldest first
 samples: dict[str, list[float]] = {"user": [], "response": [], "recall": []}
+# perf_counter() when each chat-model call started (before its delay)
+model_calls: list[float] = []
 _started: dict[str, int] = {}
 
 
@@ -40,5 +42,6 @@ class DelayedModel:
         return getattr(self._inner, name)
 
     async def unified_call(self, *args, **kwargs):
+        model_calls.append(time.perf_counter())
         await asyncio.sleep(self._delay_s)
         return await self._inner.unified_call(*args, **kwargs)
