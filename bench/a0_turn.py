@@ -254,6 +254,7 @@ class Bench:
         recall_ms: list[float] = []
         on_pre: list[float] = []  # turn start -> the first model call
         off_pre: list[float] = []
+        cpu_ms = {True: 0.0, False: 0.0}  # the process's CPU (every thread) in on / off blocks
         recall = self.marks.samples["recall"]  # the marks run with the plugin off too
         gateway = self.context_gateway()
         try:
@@ -266,6 +267,7 @@ class Bench:
                 self.host.turn(self.host.new_chat(), "Hello.", timeout=60)
                 ctx = self.host.new_chat()
                 self.host.script(*[f"Noted ({i})." for i in range(block_turns)])
+                cpu_started = time.process_time()
                 for turn in range(block_turns):
                     text = f"{MESSAGES[turn % len(MESSAGES)]} ({block}.{turn})"
                     logged, recalled = len(ctx.log.logs), len(recall)
@@ -279,6 +281,7 @@ class Bench:
                     if on:
                         receipts.append(receipt_of(ctx.log.logs[logged:]))
                         recall_ms += recall[recalled:]
+                cpu_ms[on] += (time.process_time() - cpu_started) * 1000
                 if on:
                     context_ms += self.time_context(gateway, f"chat-{ctx.id}", text)
         finally:
@@ -289,6 +292,11 @@ class Bench:
         # Where the added time goes: before the model's first call (recall, the prompt) or after.
         summary["added_before_model_ms_p50"] = round(percentile(on_pre, 0.5)
                                                      - percentile(off_pre, 0.5), 2)
+        # CPU the process spent per turn, all threads: what the machine's load multiplies.
+        on_cpu, off_cpu = (cpu_ms[on] / max(1, len(turns))
+                           for on, turns in ((True, on_ms), (False, off_ms)))
+        summary.update(cpu_ms_per_turn_on=round(on_cpu, 1), cpu_ms_per_turn_off=round(off_cpu, 1),
+                       added_cpu_ms_per_turn=round(on_cpu - off_cpu, 1))
         return summary
 
     def context_gateway(self) -> Any:
