@@ -46,11 +46,22 @@ Figures:
   its cache, the tool's clients, the SDK, the interpreter and this bench's own samples.
   `worker_rss_mb_after_warmup` is the same after the first chat's start-up, `worker_rss_peak_mb` the
   run's VmHWM.
+- Over time: a sampler thread reads this process every `--sample-s` (60) from the chats' start
+  to their end and prints each sample to stderr as it goes (`soak t_s=... rss_mb=...`).
+  `rss_mb_per_minute`: VmRSS at each sample (per sample when `--sample-s` is not 60);
+  `rss_slope_mb_per_h`: the least-squares slope of the samples from `--slope-after-s` (600) on;
+  `threads_start`/`threads_end`, `fds_start`/`fds_end` (OS threads, open descriptors): the
+  first and last of those samples (`*_at_chats_start`: at t=0, before the worker's threads and
+  clients started); `sqlite_mb_per_minute`: SQLite's own allocations (page caches, which
+  tracemalloc does not see). The bench's own samples and ids go to files, not lists, so that it
+  does not measure itself. `--tracemalloc` prints the allocation sites that grew most between
+  the slope's first sample and the last (slow; the snapshots themselves add to RSS).
 - `faults`: what the proxy injected (per kind and route), `latency_injected`; `duplicate_paths` and
   `lost_paths` explain any duplicate or lost event from the proxy's log of every request.
 
     python bench/soak.py [--url URL] [--key KEY] [--seconds 300] [--faults] [--chats 8] [--seed 1]
-                         [--drain-s 900] [--set SETTING=VALUE ...]
+                         [--drain-s 900] [--set SETTING=VALUE ...] [--sample-s 60]
+                         [--slope-after-s 600] [--tracemalloc]
 
 `--set` gives a plugin setting for the run (as bench/turn.py takes it); the JSON's `settings.set`
 lists them.
@@ -306,17 +317,22 @@ class Sampler:
 
     def figures(self) -> dict:
         """The JSON's keys: RSS each sample, the slope after `settle_s`, threads and fds."""
-        settled = [(s["t_s"], s["rss_mb"]) for s in self.samples if s["t_s"] >= self.settle_s]
-        slope = slope_per_h(settled)
-        first, last = self.samples[0], self.samples[-1]
+        settled = [s for s in self.samples if s["t_s"] >= self.settle_s] or self.samples[-1:]
+        slope = slope_per_h([(s["t_s"], s["rss_mb"]) for s in settled])
+        # threads and descriptors from where the slope starts (the worker's threads and clients
+        # start with the first chats), and at the chats' start
+        first, last = settled[0], settled[-1]
         return {
             "rss_mb_per_minute": [round(s["rss_mb"], 1) for s in self.samples],
             "rss_slope_mb_per_h": round(slope, 2) if slope is not None else None,
             "rss_slope_samples": len(settled),
             "threads_start": first["threads"], "threads_end": last["threads"],
-            "threads_max": max(s["threads"] for s in self.samples),
+            "threads_max": max(s["threads"] for s in settled),
             "fds_start": first["fds"], "fds_end": last["fds"],
-            "fds_max": max(s["fds"] for s in self.samples),
+            "fds_max": max(s["fds"] for s in settled),
+            "threads_at_chats_start": self.samples[0]["threads"],
+            "fds_at_chats_start": self.samples[0]["fds"],
+            "sqlite_mb_per_minute": [round(s.get("sqlite_mb", -1), 1) for s in self.samples],
             "sample_every_s": self.every_s, "slope_after_s": self.settle_s}
 
     def growth(self, top: int = 25) -> list[str]:
