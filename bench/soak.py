@@ -121,7 +121,8 @@ PASTE_CHARS = 4_000
 DRAIN_POLL_S = 0.5
 CHILD_LINE_TIMEOUT_S = 60.0
 T = TypeVar("T")
-TRACE_FRAMES = 12  # frames kept per traced allocation (--tracemalloc)
+TRACE_FRAMES = 16  # frames kept per traced allocation (--tracemalloc)
+OUR_CODE = "/usr/plugins/honcho/"  # where the stub host loads the plugin's files from
 MAX_EXPLAINED = 10  # lost_paths keeps this many patterns and example ids
 
 
@@ -340,10 +341,18 @@ class Sampler:
         if len(self.snapshots) < 2:
             return []
         stats = self.snapshots[-1][1].compare_to(self.snapshots[0][1], "traceback")
-        return [f"{s.size_diff / 1024:+.1f} KiB {s.count_diff:+d} blocks: "
-                + " < ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}"
-                             for f in list(reversed(s.traceback))[:8])  # newest first
-                for s in stats[:top]]
+        # each site summed under the newest frame of the plugin's or the bench's own code
+        owners: Counter = Counter()
+        for stat in stats:
+            ours = next((f for f in reversed(stat.traceback) if OUR_CODE in f.filename
+                         or f.filename.endswith("soak.py")), None)
+            owners[f"{ours.filename.rsplit('/', 2)[-1]}:{ours.lineno}" if ours else "-"] += (
+                stat.size_diff)
+        return ([f"{size / 1024:+.1f} KiB under {owner}" for owner, size in owners.most_common(top)]
+                + [f"{s.size_diff / 1024:+.1f} KiB {s.count_diff:+d} blocks: "
+                   + " < ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}"
+                                for f in list(reversed(s.traceback))[:8])  # newest first
+                   for s in stats[:top]])
 
 
 # -- the chats -------------------------------------------------------------------------------------
