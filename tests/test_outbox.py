@@ -34,8 +34,12 @@ from honcho_hub.storage.outbox import Outbox, Retry, Settlement
 
 
 def sqlite_memory_used() -> int:
-    """The bytes the SQLite library of the sqlite3 module holds now, all connections together."""
-    function = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+    """The bytes the SQLite library of the sqlite3 module holds now, all connections together
+    (skips the test where a build does not export it)."""
+    try:
+        function = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+    except (OSError, AttributeError) as exc:
+        raise unittest.SkipTest(f"sqlite3_memory_used is not reachable: {exc}") from exc
     function.restype = ctypes.c_int64
     return int(function())
 
