@@ -46,11 +46,22 @@ Figures:
   its cache, the tool's clients, the SDK, the interpreter and this bench's own samples.
   `worker_rss_mb_after_warmup` is the same after the first chat's start-up, `worker_rss_peak_mb` the
   run's VmHWM.
+- Over time: a sampler thread reads this process every `--sample-s` (60) from the chats' start
+  to their end and prints each sample to stderr as it goes (`soak t_s=... rss_mb=...`).
+  `rss_mb_per_minute`: VmRSS at each sample (per sample when `--sample-s` is not 60);
+  `rss_slope_mb_per_h`: the least-squares slope of the samples from `--slope-after-s` (600) on;
+  `threads_start`/`threads_end`, `fds_start`/`fds_end` (OS threads, open descriptors): the
+  first and last of those samples (`*_at_chats_start`: at t=0, before the worker's threads and
+  clients started); `sqlite_mb_per_minute`: SQLite's own allocations (page caches, which
+  tracemalloc does not see). The bench's own samples and ids go to files, not lists, so that it
+  does not measure itself. `--tracemalloc` prints the allocation sites that grew most between
+  the slope's first sample and the last (slow; the snapshots themselves add to RSS).
 - `faults`: what the proxy injected (per kind and route), `latency_injected`; `duplicate_paths` and
   `lost_paths` explain any duplicate or lost event from the proxy's log of every request.
 
     python bench/soak.py [--url URL] [--key KEY] [--seconds 300] [--faults] [--chats 8] [--seed 1]
-                         [--drain-s 900] [--set SETTING=VALUE ...]
+                         [--drain-s 900] [--set SETTING=VALUE ...] [--sample-s 60]
+                         [--slope-after-s 600] [--tracemalloc]
 
 `--set` gives a plugin setting for the run (as bench/turn.py takes it); the JSON's `settings.set`
 lists them.
@@ -58,8 +69,10 @@ lists them.
 
 from __future__ import annotations
 
+import _sqlite3
 import argparse
 import asyncio
+import ctypes
 import importlib
 import json
 import os
@@ -70,11 +83,14 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import types
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
+from typing import Generic, TypeVar
 
 import yaml
 
@@ -104,6 +120,9 @@ PASTE_EVERY = 25
 PASTE_CHARS = 4_000
 DRAIN_POLL_S = 0.5
 CHILD_LINE_TIMEOUT_S = 60.0
+T = TypeVar("T")
+TRACE_FRAMES = 16  # frames kept per traced allocation (--tracemalloc)
+OUR_CODE = "/usr/plugins/honcho/"  # where the stub host loads the plugin's files from
 MAX_EXPLAINED = 10  # lost_paths keeps this many patterns and example ids
 
 
@@ -211,21 +230,175 @@ class ProxyProcess:
         self.process.wait(30)
 
 
+# -- the process over time ------------------------------------------------------------------------
+
+def sqlite_memory_used() -> Callable[[], int] | None:
+    """SQLite's own count of the bytes it holds now (page caches, statements: memory tracemalloc
+    does not see), from the library the sqlite3 module is linked with; None where it cannot be
+    reached."""
+    try:
+        function = ctypes.CDLL(_sqlite3.__file__).sqlite3_memory_used
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_int64
+    return function
+
+
+SQLITE_MEMORY_USED = sqlite_memory_used()
+
+
+def process_sample() -> dict:
+    """This process now: VmRSS and its anonymous part (MB), SQLite's memory (MB), OS threads and
+    open file descriptors (from /proc/self)."""
+    with open("/proc/self/status") as handle:
+        status = dict(line.split(":", 1) for line in handle if ":" in line)
+    sample = {"rss_mb": int(status["VmRSS"].split()[0]) / 1024,
+              "rss_anon_mb": int(status["RssAnon"].split()[0]) / 1024,
+              "threads": int(status["Threads"]), "fds": len(os.listdir("/proc/self/fd"))}
+    if SQLITE_MEMORY_USED is not None:
+        sample["sqlite_mb"] = SQLITE_MEMORY_USED() / 2**20
+    return sample
+
+
+def slope_per_h(points: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of (seconds, value) points, per hour; None under two distinct times."""
+    if len({t for t, _ in points}) < 2:
+        return None
+    mean_t = sum(t for t, _ in points) / len(points)
+    mean_v = sum(v for _, v in points) / len(points)
+    num = sum((t - mean_t) * (v - mean_v) for t, v in points)
+    den = sum((t - mean_t) ** 2 for t, _ in points)
+    return num / den * 3600
+
+
+class Sampler:
+    """A thread that samples the process every `every_s` from start() to stop(), printing each
+    sample to stderr as it goes (a long run can be watched). With `trace`, each sample also takes a
+    tracemalloc snapshot; growth() compares the one at `settle_s` with the last."""
+
+    def __init__(self, every_s: float, settle_s: float, trace: bool = False) -> None:
+        self.every_s, self.settle_s, self.trace = every_s, settle_s, trace
+        self.samples: list[dict] = []  # {"t_s", "rss_mb", "threads", "fds"}
+        self.snapshots: list[tuple[float, object]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="soak-sampler", daemon=True)
+        self._started = 0.0
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self.take()
+            if self._stop.wait(self.every_s):
+                return
+
+    def take(self) -> None:
+        t_s = time.monotonic() - self._started
+        sample = {"t_s": round(t_s, 1), **process_sample()}
+        self.samples.append(sample)
+        if self.trace:
+            sample["traced_mb"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 2)
+            # the first settled snapshot and the latest: snapshots are large, keeping all would
+            # grow what is measured
+            snapshot = tracemalloc.take_snapshot().filter_traces(
+                [tracemalloc.Filter(False, tracemalloc.__file__)])
+            if len(self.snapshots) == 2 or (self.snapshots
+                                            and self.snapshots[0][0] < self.settle_s):
+                self.snapshots.pop()
+            self.snapshots.append((t_s, snapshot))
+        shown = {k: round(v, 1) if isinstance(v, float) else v for k, v in sample.items()}
+        print("soak " + " ".join(f"{k}={v}" for k, v in shown.items())
+              + f" load1={os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+
+    def figures(self) -> dict:
+        """The JSON's keys: RSS each sample, the slope after `settle_s`, threads and fds."""
+        settled = [s for s in self.samples if s["t_s"] >= self.settle_s] or self.samples[-1:]
+        slope = slope_per_h([(s["t_s"], s["rss_mb"]) for s in settled])
+        # threads and descriptors from where the slope starts (the worker's threads and clients
+        # start with the first chats), and at the chats' start
+        first, last = settled[0], settled[-1]
+        return {
+            "rss_mb_per_minute": [round(s["rss_mb"], 1) for s in self.samples],
+            "rss_slope_mb_per_h": round(slope, 2) if slope is not None else None,
+            "rss_slope_samples": len(settled),
+            "threads_start": first["threads"], "threads_end": last["threads"],
+            "threads_max": max(s["threads"] for s in settled),
+            "fds_start": first["fds"], "fds_end": last["fds"],
+            "fds_max": max(s["fds"] for s in settled),
+            "threads_at_chats_start": self.samples[0]["threads"],
+            "fds_at_chats_start": self.samples[0]["fds"],
+            "sqlite_mb_per_minute": [round(s.get("sqlite_mb", -1), 1) for s in self.samples],
+            "sample_every_s": self.every_s, "slope_after_s": self.settle_s}
+
+    def growth(self, top: int = 25) -> list[str]:
+        """The allocation sites that grew most between the settled snapshot and the last one."""
+        if len(self.snapshots) < 2:
+            return []
+        stats = self.snapshots[-1][1].compare_to(self.snapshots[0][1], "traceback")
+        # each site summed under the newest frame of the plugin's or the bench's own code
+        owners: Counter = Counter()
+        for stat in stats:
+            ours = next((f for f in reversed(stat.traceback) if OUR_CODE in f.filename
+                         or f.filename.endswith("soak.py")), None)
+            owners[f"{ours.filename.rsplit('/', 2)[-1]}:{ours.lineno}" if ours else "-"] += (
+                stat.size_diff)
+        return ([f"{size / 1024:+.1f} KiB under {owner}" for owner, size in owners.most_common(top)]
+                + [f"{s.size_diff / 1024:+.1f} KiB {s.count_diff:+d} blocks: "
+                   + " < ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}"
+                                for f in list(reversed(s.traceback))[:8])  # newest first
+                   for s in stats[:top]])
+
+
 # -- the chats -------------------------------------------------------------------------------------
 
-class Tally:
-    """What the chats did: samples, the captured event ids, outcomes; one asyncio loop writes it."""
+class Spilled(Generic[T]):
+    """Values of one kind appended to a file as the run goes, not kept in memory: the soak measures
+    this process's memory, and samples and ids held in lists would grow it by several MB an hour.
+    Iterating reads them back, parsed."""
 
-    def __init__(self) -> None:
-        self.capture_us: list[float] = []
-        self.recall_ms: list[float] = []
-        self.tool_ms: list[float] = []
-        self.captured: list[str] = []  # event ids, in capture order
+    def __init__(self, path: str, parse: Callable[[str], T]) -> None:
+        self._file = open(path, "w+", encoding="utf-8")  # noqa: SIM115 -- open for the whole run
+        self._parse = parse
+        self._count = 0
+
+    def append(self, value: T) -> None:
+        self._file.write(f"{value}\n")
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[T]:
+        self._file.flush()
+        self._file.seek(0)
+        values = [self._parse(line.rstrip("\n")) for line in self._file]
+        self._file.seek(0, os.SEEK_END)
+        return iter(values)
+
+
+class Tally:
+    """What the chats did: samples, the captured event ids, outcomes; one asyncio loop writes it.
+    The samples, ids and chat ids go to files in `folder` (Spilled)."""
+
+    def __init__(self, folder: str) -> None:
+        def spilled(name: str, parse: Callable[[str], T]) -> Spilled[T]:
+            return Spilled(os.path.join(folder, f"tally-{name}.txt"), parse)
+
+        self.capture_us = spilled("capture_us", float)
+        self.recall_ms = spilled("recall_ms", float)
+        self.tool_ms = spilled("tool_ms", float)
+        self.captured = spilled("captured", str)  # event ids, in capture order
+        self.chats = spilled("chats", str)
         self.outcomes: Counter = Counter()
         self.sources: Counter = Counter()
         self.tools: Counter = Counter()
         self.tool_errors = 0
-        self.chats: list[str] = []
         self.turns = 0
         self.rss_after_warmup_mb = 0.0
 
@@ -300,13 +473,20 @@ async def one_chat_stream(bridge: dict, chat: int, seed: int, deadline: float,
             await one_turn(bridge, agent, chat, turn, rng, tally)
 
 
-async def soak(bridge: dict, chats: int, seconds: float, seed: int, tally: Tally) -> float:
-    """The chats, then the wall time they took (the last turns finish after the deadline)."""
+async def soak(bridge: dict, chats: int, seconds: float, seed: int, tally: Tally,
+               sampler: Sampler) -> float:
+    """The chats, sampled by `sampler`, then the wall time they took (the last turns finish after
+    the deadline)."""
     await start_up(bridge["process_hub"], bridge["recall"])
     tally.rss_after_warmup_mb = rss_mb()
     started = time.monotonic()
     deadline = started + seconds
-    await asyncio.gather(*(one_chat_stream(bridge, c, seed, deadline, tally) for c in range(chats)))
+    sampler.start()
+    try:
+        await asyncio.gather(*(one_chat_stream(bridge, c, seed, deadline, tally)
+                               for c in range(chats)))
+    finally:
+        sampler.stop()
     return time.monotonic() - started
 
 
@@ -379,7 +559,8 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
         proxy = ProxyProcess({"upstream": upstream, "mix": DEFAULT_MIX, "seed": args.seed,
                               "latency_share": LATENCY_SHARE, "latency_s": list(LATENCY_S),
                               "records": os.path.join(folder, "proxy-records.jsonl")})
-    tally = Tally()
+    tally = Tally(folder)
+    sampler = Sampler(args.sample_s, args.slope_after_s, trace=args.tracemalloc)
     try:
         api_url = proxy.url if proxy else upstream
         with stub_agent_zero() as host:
@@ -389,7 +570,7 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
             bridge = {
                 name: importlib.import_module(f"usr.plugins.honcho.extensions.honcho_bridge.{name}")
                 for name in ("capture", "recall", "process_hub", "tool")}
-            soak_s = asyncio.run(soak(bridge, args.chats, args.seconds, args.seed, tally))
+            soak_s = asyncio.run(soak(bridge, args.chats, args.seconds, args.seed, tally, sampler))
             if proxy:
                 proxy.calm()
             from usr.plugins.honcho.honcho_hub import runtime
@@ -429,6 +610,7 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
         "recall_p99_ms": round(percentile(tally.recall_ms, 0.99), 1),
         "capture_p99_us": round(percentile(tally.capture_us, 0.99), 1),
         "worker_rss_mb": round(rss_end, 1),
+        **sampler.figures(), "load_avg": [round(v, 2) for v in os.getloadavg()],
         "duplicate_copies": counts["duplicates"], "still_queued": sum(
             1 for eid in lost if rows.get(eid, ("",))[0] in ("pending", "leased")),
         "never_queued": sum(1 for eid in captured if eid not in rows),
@@ -471,6 +653,8 @@ def run(args: argparse.Namespace, upstream: str, key: str, folder: str) -> dict:
         result["duplicate_paths"] = duplicate_paths(records or [], copies, [])
     if lost:
         result["lost_paths"] = lost_paths(lost, rows, records)
+    for line in sampler.growth():
+        print(f"soak grew {line}", file=sys.stderr, flush=True)
     return result
 
 
@@ -489,6 +673,12 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
                         help="a plugin setting for the run (repeatable), "
                              "e.g. outbox_synchronous=NORMAL")
+    parser.add_argument("--sample-s", type=float, default=60.0,
+                        help="seconds between samples of RSS, threads and descriptors")
+    parser.add_argument("--slope-after-s", type=float, default=600.0,
+                        help="the RSS slope is fitted over the samples from this second on")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="trace allocations; print the sites that grew most to stderr")
     parser.add_argument("--proxy-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.chosen = {name: yaml.safe_load(value)
@@ -503,6 +693,8 @@ def main() -> None:
     if len(message_text(0, PASTE_EVERY - 1)) > MAX_CONTENT_CHARS:
         raise SystemExit("soak: a message would be split into parts; "
                          "its event id would not be part 0")
+    if args.tracemalloc:
+        tracemalloc.start(TRACE_FRAMES)
     result = on_server(args.url, args.key or "", "honcho-hub-soak-",
                        lambda upstream, key, folder: run(args, upstream, key, folder))
     print(json.dumps(result), flush=True)

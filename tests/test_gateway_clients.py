@@ -169,6 +169,26 @@ class CacheBoundsTest(unittest.TestCase):
                          ["message 1", "message 2"])
         self.assertEqual(fake.scopes[("agent-zero", "scope-0")], {"chat-s0"})
 
+    def test_by_default_a_gateway_keeps_the_objects_of_at_most_256_sessions(self):
+        # A long uptime opens chat after chat (the soak: thousands an hour), each a session of its
+        # own; one kept to send and one kept to read cost about 2 KB together, so a bound of
+        # 10,000 let memory grow for hours before it levelled off.
+        fake = FakeHoncho(api_key=KEY)
+        gateway = HonchoGateway(
+            "https://honcho.test", "agent-zero", lambda: KEY, 5.0,
+            http_client_factory=lambda: httpx.Client(transport=fake.transport()),
+            peer_roles={"user": "user", "agent": "agent"})
+        self.addCleanup(gateway.close)
+        sent: list[weakref.ref] = []
+        read: list[weakref.ref] = []
+        for n in range(300):
+            gateway.send([message(1, f"chat-s{n}")])
+            sent.append(weakref.ref(gateway.reader_session(f"chat-s{n}")))
+            read.append(weakref.ref(gateway.reader_session(f"chat-r{n}")))
+        gc.collect()
+        self.assertEqual((sum(ref() is not None for ref in sent),
+                          sum(ref() is not None for ref in read)), (256, 256))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -30,8 +30,10 @@ from ..settings.config import Settings
 from . import deadline, scopes
 
 T = TypeVar("T")
-# entries of each per-client cache (sessions, readers, peers, scopes, memberships)
-MAX_CACHED = 10_000
+# entries of each per-client cache (sessions, readers, peers, scopes, memberships): the sessions in
+# use, not every chat of a long uptime (a session kept to send and one to read cost about 2 KB;
+# forgetting one costs one idempotent request on its next use)
+MAX_CACHED = 256
 # the configured API URL cannot be used: nothing is sent anywhere
 API_URL_INVALID = "api_url_invalid"
 SOURCE = "agent-zero/honcho-hub"

@@ -704,7 +704,8 @@ class Database:
 # -- giving deleted rows' space back ---------------------------------------------------------------
 
 def reclaim_space(conn: sqlite3.Connection, queue_idle: bool, deleted: bool) -> None:
-    """Give the pages of deleted rows back to the file system and empty the WAL of their old copies.
+    """Give the pages of deleted rows back to the file system and empty the WAL of their old copies;
+    give the connection's cached pages back to memory.
 
     Best effort, never raises: each step is bounded by the busy timeout, and a step that meets a
     lock or a full disk is tried again at a later prune. A file created before auto_vacuum was set
@@ -729,3 +730,9 @@ def reclaim_space(conn: sqlite3.Connection, queue_idle: bool, deleted: bool) -> 
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         except sqlite3.Error:
             pass
+    try:
+        # The prune before it scanned the whole table: its pages would stay in this connection's
+        # cache (up to cache_size) though nothing reads them until the next prune.
+        conn.execute("PRAGMA shrink_memory")
+    except sqlite3.Error:
+        pass
