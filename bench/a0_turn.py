@@ -41,6 +41,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/load.py
+from load import load_avg  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGINS = os.path.join(ROOT, "bench", "a0_plugins")
 MARKS, EMPTY = "bench_turn_marks", "bench_empty_hook"
@@ -149,7 +152,7 @@ def hook_targets(hooks: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return checked
 
 
-def bench_line(scenarios: dict[str, dict[str, Any]], delay_ms: float, load_avg: float,
+def bench_line(scenarios: dict[str, dict[str, Any]], delay_ms: float, load_avg: list[float],
                hooks: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
     """The JSON line: `default` and `wait0` (the remote Honcho's when measured, else loopback's),
     every scenario measured, the targets and whether each was met."""
@@ -422,7 +425,7 @@ def main() -> None:
     # there.
     line_out = os.fdopen(os.dup(1), "w")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    load_start = os.getloadavg()[0]
+    load_start = load_avg()
     started = time.monotonic()
     bench = Bench(args)
     try:
@@ -439,8 +442,8 @@ def main() -> None:
         hooks = None if args.no_hooks else bench.hooks(args.hook_samples, sizes)
     finally:
         bench.close()
-    line = bench_line(scenarios, args.delay_ms, round(os.getloadavg()[0], 2), hooks,
-                      load_avg_start=round(load_start, 2), one_way_ms=args.one_way_ms,
+    line = bench_line(scenarios, args.delay_ms, load_avg(), hooks, load_avg_start=load_start,
+                      one_way_ms=args.one_way_ms,
                       smoke=args.smoke, seconds=round(time.monotonic() - started, 1))
     print(json.dumps(line), file=line_out, flush=True)
 

@@ -79,7 +79,7 @@ class LineTest(unittest.TestCase):
                     "empty_pack_share": 0.0, "turns": 4, "turns_past_recall_deadline": past}
 
         return a0_turn.bench_line({"default": made(default_added), "wait0": made(wait0_added)},
-                                  delay_ms=200.0, load_avg=3.2, hooks=None)
+                                  delay_ms=200.0, load_avg=[3.2, 2.9, 2.1], hooks=None)
 
     def test_the_line_carries_both_scenarios_the_model_delay_and_the_load(self) -> None:
         line = self.line()

@@ -208,8 +208,11 @@ class SettingsSurfacesTest(unittest.TestCase):
 
 
     def test_each_hint_of_the_settings_page_is_the_specs(self):
-        # A field's hint closes its description; its control, bound to the setting, follows.
-        found = re.findall(r'<i>\(([^<]*)\)</i></div>\s*</div>\s*<div class="field-control">'
+        # A field's hint closes its description (a URL's value in effect may follow); its control,
+        # bound to the setting, comes next.
+        found = re.findall(r'<i>\(([^<]*)\)</i></div>\s*'
+                           r'(?:<div class="honcho-config-in-effect"[^>]*></div>\s*)?'
+                           r'</div>\s*<div class="field-control">'
                            r'[^\n]*?config\.([a-z0-9_]+)"', read("webui", "config.html"))
         hints = {name: html.unescape(hint) for hint, name in found}
         self.assertEqual(sorted(hints), sorted(spec.name for spec in FIELDS), "each field, once")
@@ -227,8 +230,8 @@ class SettingHintTest(unittest.TestCase):
                            ("agent_representation_share", "0–0.5; default 0.25"),
                            ("recall_wait_ms", "-1–60,000; default -1"),
                            ("endpoint_mode", "hosted, self_hosted; default hosted"),
-                           ("api_url", "http(s) URL without credentials; empty = the mode's"
-                                       " default; default empty")):
+                           ("api_url", "http(s) URL without credentials; empty = the"
+                                       " deployment's default; default empty")):
             with self.subTest(name=name):
                 self.assertEqual(FIELDS_BY_NAME[name].hint(), hint)
 

@@ -313,7 +313,7 @@ def _api_text(api_url: str | None, masked: Callable[[str], bool]) -> str:
     if not api_url:
         return "API unusable"
     if masked(api_url):
-        return f"API URL {IN_SECRETS} ({'hosted' if _is_hosted(api_url) else 'self-hosted'})"
+        return f"API URL {IN_SECRETS} ({'hosted' if is_hosted_url(api_url) else 'self-hosted'})"
     return f"API {api_url}"
 
 

@@ -78,7 +78,7 @@ class SelfHostedTest(kit.UiCase):
                          required_env("HONCHO_REAL_URL"))
         self.assertEqual(panel.locator("[data-field=mcp_url]").inner_text(), "not configured")
         self.assertEqual(panel.locator("[data-field=mcp_url]").get_attribute("title"), NO_MCP)
-        page.screenshot(path=os.path.join(kit.shots, "sidebar-self-hosted.png"))
+        kit.shoot(page, "sidebar-self-hosted")
 
         panel.locator("button[data-action=check]").click()
         toast = page.locator(".toast-item", has_text="API ok in").first
@@ -103,7 +103,7 @@ class SelfHostedTest(kit.UiCase):
                          f"In effect: {expected}")
         self.assertEqual(body.locator("[data-field=mcp_url_in_effect]").inner_text(),
                          f"In effect: not configured — {NO_MCP}")
-        page.screenshot(path=os.path.join(kit.shots, "settings-self-hosted.png"))
+        kit.shoot(page, "settings-self-hosted")
 
 
 if __name__ == "__main__":
