@@ -147,6 +147,24 @@ class InspectorLookTest(kit.UiCase):
         self.set_dark(page, True)
         self.assertIn(cid, kit.ui.conclusions(), "nothing was forgotten")
 
+    def test_the_remember_box_is_wider_than_its_lifetime_and_each_items_actions_share_a_row(
+            self):
+        kit.ui.conclude("The user keeps bees in the garden", "chat-look02")
+        page = self.open_page()
+        inspector = self.open_inspector(page)
+        item = inspector.locator("[data-testid=honcho-inspector-conclusion]").first
+        item.wait_for(timeout=20_000)
+        for size in ((1440, 900), (390, 844)):
+            with self.subTest(size=size):
+                page.set_viewport_size({"width": size[0], "height": size[1]})
+                text = inspector.locator("[data-field=remember_text]").bounding_box()
+                lifetime = inspector.locator("[data-field=remember_for]").bounding_box()
+                self.assertGreater(text["width"], lifetime["width"],
+                                   "the fact's box is wider than the choice of its lifetime")
+                rows = {name: round(item.locator(f"[data-action={name}]").bounding_box()["y"])
+                        for name in ("forget", "correct", "evidence")}
+                self.assertEqual(len(set(rows.values())), 1, f"one row of actions: {rows}")
+
     def test_the_base_pack_is_shown_when_it_arrives_without_reopening(self):
         kit.ui.set_card(["ATTRIBUTE: Keeps bees"])
         page = self.open_page()
