@@ -237,6 +237,23 @@ class JournalTest(CaptureTestCase):
         self.assertEqual(self.service.backlog(), 0)
         self.assertEqual(os.path.getsize(self.service.journal.path), 0)  # emptied once committed
 
+    def test_accept_writes_without_a_sync_and_the_writer_syncs_once_before_the_outbox(self):
+        # FULL durability (the default): what the hook appends is written, so it survives the
+        # process being killed, but not synced there (a sync holds Agent Zero's event loop for
+        # milliseconds); the writer, off the loop, syncs once for all it moves.
+        self.capture("first", source="1")  # opens the journal and the outbox
+        journal_fd = self.service.journal._fd
+        with mock.patch("os.fdatasync", wraps=os.fdatasync) as synced:
+            for n in range(3):
+                request = CaptureRequest("Ab3dE6gH", Role.USER, f"s{n}", f"message {n}")
+                self.assertEqual(self.service.accept(request, self.settings), Outcome.ACCEPTED)
+            self.assertEqual(synced.call_args_list, [], "no sync on the hook")
+            self.assertEqual(self.service.write_pending(), 3)
+        self.assertEqual(synced.call_args_list, [mock.call(journal_fd)],
+                         "one sync of the journal, by the writer")
+        self.assertEqual([r[4] for r in self.rows()],
+                         ["first", "message 0", "message 1", "message 2"])
+
     def test_a_full_journal_refuses_and_counts(self):
         self.settings = self.make_settings(journal_capacity=16, capture_wait_ms=10)
         self.service = self.new_service()
