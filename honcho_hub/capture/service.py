@@ -40,8 +40,8 @@ WRITE_BATCH_CHARS = 2_000_000
 # The largest message (UTF-8 bytes) redacted on the hook, so that its redacted text is what the
 # journal persists before the hook returns; a larger one waits in memory for the writer. Measured
 # with bench/capture.py (2 shared cores, FULL, sizes in turn): at 4 KB the hook's p99 was 1.4-1.9 ms
-# over an empty hook's in 6 runs of 6 (400 B: 0.8-1.3 ms, mostly the fdatasync); 8 KB went over 2 ms
-# in most runs.
+# over an empty hook's in 6 runs of 6 (400 B: 0.8-1.3 ms, mostly the fdatasync the hook then made;
+# the writer makes it now); 8 KB went over 2 ms in most runs.
 REDACT_ON_HOOK_MAX_BYTES = 4 * 1024
 JOURNAL_MAX_BYTES = 256 * 1024 * 1024
 

@@ -1,6 +1,7 @@
-"""The capture journal: what a capture hook accepted is on disk before the hook returns. The hook
-appends one record of redacted text to this process's file, on Agent Zero's event loop where the
-outbox must not be touched; a writer thread moves the records into the outbox. The file of a process
+"""The capture journal: what a capture hook accepted is written to a file before the hook returns,
+so it survives the process being killed. The hook appends one record of redacted text to this
+process's file, on Agent Zero's event loop where the outbox must not be touched; a writer thread
+syncs the file (when durable) and moves the records into the outbox. The file of a process
 that died is replayed by whoever takes its lock (docs/architecture.md, "Storage").
 """
 
@@ -29,10 +30,6 @@ PREFIX = "capture-"
 CREATING = "."  # before PREFIX while a new journal is not locked yet: no replay takes it
 MARK = ".beside-our-outbox"  # in a journal folder beside an outbox the plugin opened as its own
 MAGIC = b"HJ1"
-# A record up to this size is synced before `append` returns. A larger one (a paste) is written
-# before it returns — it survives the process being killed — and synced by the writer thread at
-# once: syncing a megabyte on the event loop can take tens of milliseconds while the disk is busy.
-SYNC_ON_APPEND_BYTES = 64 * 1024
 SUFFIX = ".journal"
 MAX_HEADER_BYTES = 64 * 1024
 
@@ -104,7 +101,7 @@ class Journal:
         self.writing = threading.Lock()
         self._entries: deque[Entry] = deque()
         self._bytes = 0
-        self._unsynced = False  # a large record was appended without a sync
+        self._unsynced = False  # a record was appended since the writer's last sync
         self._accepted = 0  # messages accepted so far: a record's `n`
         self._end = 0  # the file's length: its records that were written whole
         self._fd = -1
@@ -139,15 +136,16 @@ class Journal:
 
     def append(self, header: dict[str, Any], text: str,
                local: dict[str, Any] | None = None) -> Entry:
-        """Persist one record of redacted text (synced when durable) and keep it for the writer;
-        raises JournalError."""
+        """Write one record of redacted text and keep it for the writer, which syncs it when
+        durable; raises JournalError. No sync here: a sync holds the caller (Agent Zero's event
+        loop) for milliseconds on a busy disk (bench/a0_turn.py), and the written record already
+        survives the process being killed; the writer, woken at once, syncs before it commits."""
         with self._lock:
             header = {**header, "n": self._accepted + 1}
             record = encode(header, text)
             self._check_room(len(record))
-            small = len(record) <= SYNC_ON_APPEND_BYTES
-            self._write(record, sync=self.durable and small)
-            self._unsynced = self._unsynced or (self.durable and not small)
+            self._write(record)
+            self._unsynced = self._unsynced or self.durable
             self._accepted += 1
             entry = Entry(header, text, len(record), dict(local or {}))
             self._keep(entry)
@@ -172,7 +170,7 @@ class Journal:
         with self._lock:
             if not self.is_open:
                 raise JournalUnavailable("journal is not open")
-            self._write(record, sync=False)
+            self._write(record)
             entry.header, entry.text, entry.on_disk = header, text, True
             self._bytes += len(record) - entry.size
             entry.size, fd = len(record), self._fd
@@ -189,22 +187,21 @@ class Journal:
         self._entries.append(entry)
         self._bytes += entry.size
 
-    def _write(self, record: bytes, *, sync: bool) -> None:
-        """Append one whole record (under `_lock`); a failed write leaves the file as it was."""
+    def _write(self, record: bytes) -> None:
+        """Append one whole record (under `_lock`), unsynced; a failed write leaves the file as it
+        was."""
         try:
             written = os.write(self._fd, record)
             if written != len(record):
                 raise OSError(errno.ENOSPC, "short write")
-            if sync:
-                os.fdatasync(self._fd)
         except OSError as exc:
             self._drop_partial()
             raise JournalUnavailable(f"journal write failed ({type(exc).__name__})") from exc
         self._end += len(record)
 
     def pending(self, limit: int) -> list[Entry]:
-        """The oldest entries not yet committed, at most `limit`; first syncs large records `append`
-        left unsynced (the writer calls this, off the event loop)."""
+        """The oldest entries not yet committed, at most `limit`; first syncs what `append` wrote
+        since the last sync (the writer calls this, off the event loop)."""
         with self._lock:
             if self._unsynced and self.is_open:
                 self._unsynced = False
