@@ -34,6 +34,19 @@ APPLICATION_ID = 0x486E4862
 # N+1. Append steps; never edit a shipped one: files written by every earlier version must still
 # open. (Where a statement's line is too long for the source, it goes on in an adjacent literal, so
 # the statement's text stays byte for byte the one shipped.)
+def _refresh_head(row: str) -> str:
+    """A trigger's statements that make `session_heads` hold the head (first live row) of the
+    session of `row` (NEW or OLD), or nothing for it when it has no live row left."""
+    return f"""
+            DELETE FROM session_heads
+                WHERE destination = {row}.destination AND session_id = {row}.session_id;
+            INSERT INTO session_heads
+                SELECT destination, session_id, seq, state, next_attempt_at FROM events
+                WHERE destination = {row}.destination AND session_id = {row}.session_id
+                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
+        """
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE events (
@@ -225,41 +238,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 WHERE p.destination = e.destination AND p.session_id = e.session_id
                 AND p.state IN ('pending', 'leased') AND p.seq < e.seq)""",
         """CREATE TRIGGER session_heads_on_insert AFTER INSERT ON events
-            WHEN NEW.state IN ('pending', 'leased') BEGIN
-            DELETE FROM session_heads
-                WHERE destination = NEW.destination AND session_id = NEW.session_id;
-            INSERT INTO session_heads
-                SELECT destination, session_id, seq, state, next_attempt_at FROM events
-                WHERE destination = NEW.destination AND session_id = NEW.session_id
-                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
-        END""",
+            WHEN NEW.state IN ('pending', 'leased') BEGIN""" + _refresh_head("NEW") + "END",
         """CREATE TRIGGER session_heads_on_delete AFTER DELETE ON events
-            WHEN OLD.state IN ('pending', 'leased') BEGIN
-            DELETE FROM session_heads
-                WHERE destination = OLD.destination AND session_id = OLD.session_id;
-            INSERT INTO session_heads
-                SELECT destination, session_id, seq, state, next_attempt_at FROM events
-                WHERE destination = OLD.destination AND session_id = OLD.session_id
-                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
-        END""",
+            WHEN OLD.state IN ('pending', 'leased') BEGIN""" + _refresh_head("OLD") + "END",
         # A row moving to another session (adopt_unsent moves rows to a new destination) changes
         # the heads of both.
         """CREATE TRIGGER session_heads_on_update
             AFTER UPDATE OF state, next_attempt_at, destination, session_id ON events
-            WHEN OLD.state IN ('pending', 'leased') OR NEW.state IN ('pending', 'leased') BEGIN
-            DELETE FROM session_heads
-                WHERE destination = OLD.destination AND session_id = OLD.session_id;
-            INSERT INTO session_heads
-                SELECT destination, session_id, seq, state, next_attempt_at FROM events
-                WHERE destination = OLD.destination AND session_id = OLD.session_id
-                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
-            DELETE FROM session_heads
-                WHERE destination = NEW.destination AND session_id = NEW.session_id;
-            INSERT INTO session_heads
-                SELECT destination, session_id, seq, state, next_attempt_at FROM events
-                WHERE destination = NEW.destination AND session_id = NEW.session_id
-                AND state IN ('pending', 'leased') ORDER BY seq LIMIT 1;
-        END""",
+            WHEN OLD.state IN ('pending', 'leased') OR NEW.state IN ('pending', 'leased') BEGIN"""
+        + _refresh_head("OLD") + _refresh_head("NEW") + "END",
     ),
 )
 
