@@ -267,10 +267,11 @@ def build_settings(
     plugin = with_current_names(_mapping(plugin_settings, "plugin settings", warnings))
     warnings.extend(unknown_setting_warnings(plugin))
     plugin = apply_project_settings(plugin, project_settings, warnings)
-    overrides = _honcho_vars(env)
-    overrides.update(_honcho_vars(_mapping(secrets, "secrets", warnings)))  # secrets win
-    origins = {name: "environment" for name in _honcho_vars(env)}
-    origins.update({name: "secrets" for name in _honcho_vars(_mapping(secrets, "secrets", []))})
+    from_env = _honcho_vars(env)
+    from_secrets = _honcho_vars(_mapping(secrets, "secrets", warnings))
+    overrides = {**from_env, **from_secrets}  # secrets win
+    # where each variable came from, named beside the URL it sets
+    origins = {**dict.fromkeys(from_env, "environment"), **dict.fromkeys(from_secrets, "secrets")}
     values: dict[str, Any] = {}  # Settings' fields, of their several types
     problems: dict[str, Any] = {}  # <url field>_problem: str | None
     given: dict[str, str | None] = {}  # <url field>: where the URL was given, None: nowhere
