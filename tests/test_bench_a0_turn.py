@@ -111,5 +111,71 @@ class HookSummaryTest(unittest.TestCase):
                                summary["p99_us"] - summary["baseline_p99_us"])
 
 
+class HookBlockTest(unittest.TestCase):
+    """The hook blocks come in bursts: the journal (`journal_capacity` messages) must drain between
+    them, and a capture it refused must be counted, never mixed silently into the hook's figures."""
+
+    def test_a_blocks_captures_are_counted_by_outcome_from_the_counters_it_moved(self) -> None:
+        a0_turn = bench()
+        before = {"accepted": 10, "queued": 10, "refused_journal_full": 1}
+        after = {"accepted": 90, "accepted_in_memory": 4, "queued": 90, "handed_off": 3,
+                 "refused_journal_full": 6, "refused_full": 1, "redaction_failed": 2}
+        captures = a0_turn.capture_outcomes(before, after, messages=100)
+        self.assertEqual(captures["accepted"], 84)  # the writer's queued/handed_off are not ours
+        self.assertEqual(captures["refused"], 6)
+        # every message the hooks did not accept: refused, failed, and 8 that moved no counter
+        self.assertEqual(captures["not_accepted"], 16)
+        self.assertEqual(captures["outcomes"], {"refused_journal_full": 5, "refused_full": 1,
+                                                "redaction_failed": 2, "no_outcome": 8})
+
+    def test_a_clean_block_counts_nothing_refused(self) -> None:
+        a0_turn = bench()
+        captures = a0_turn.capture_outcomes({}, {"accepted": 8}, messages=8)
+        self.assertEqual((captures["accepted"], captures["refused"], captures["not_accepted"]),
+                         (8, 0, 0))
+        self.assertEqual(captures["outcomes"], {})
+
+    def test_bursts_add_up_to_the_samples_and_each_fits_the_journal_with_room_to_spare(self):
+        a0_turn = bench()
+        for samples in (3, 40, 400, 1000):
+            for capacity in (8, 256, 1024):
+                bursts = a0_turn.bursts(samples, capacity)
+                self.assertEqual(sum(bursts), samples)
+                # two messages a sample (user, response) fill at most half the journal
+                self.assertLessEqual(2 * max(bursts), max(2, capacity // 2), (samples, capacity))
+        self.assertEqual(a0_turn.bursts(40, 256), [40])
+
+    def test_waiting_for_the_drain_ends_when_the_journal_is_empty_or_at_the_bound(self) -> None:
+        a0_turn = bench()
+        now = [0.0]
+
+        def sleep(seconds):
+            now[0] += seconds
+
+        left = iter([5, 3, 0])
+        self.assertTrue(a0_turn.wait_drained(lambda: next(left), timeout_s=10.0,
+                                             clock=lambda: now[0], sleep=sleep))
+        now[0] = 0.0
+        self.assertFalse(a0_turn.wait_drained(lambda: 7, timeout_s=10.0, clock=lambda: now[0],
+                                              sleep=sleep))
+        self.assertGreaterEqual(now[0], 10.0)
+
+    def test_a_figure_from_a_block_that_refused_is_marked_and_its_target_not_judged(self) -> None:
+        a0_turn = bench()
+        clean = a0_turn.capture_outcomes({}, {"accepted": 8}, messages=8)
+        refused = a0_turn.capture_outcomes({}, {"accepted": 6, "refused_journal_full": 2},
+                                           messages=8)
+        ours, empty = [300.0] * 4, [3.0] * 4
+        hooks = {"full": {"user": {"400": a0_turn.hook_summary(ours, empty, clean)}},
+                 "normal": {"user": {"400": a0_turn.hook_summary(ours, empty, refused)}}}
+        self.assertTrue(hooks["full"]["user"]["400"]["clean"])
+        self.assertFalse(hooks["normal"]["user"]["400"]["clean"])
+        self.assertEqual(hooks["normal"]["user"]["400"]["captures"]["refused"], 2)
+        checked = a0_turn.hook_targets(hooks)
+        self.assertIs(checked["user_400_full_p99_over_baseline"]["met"], True)
+        self.assertFalse(checked["user_400_normal_p99_over_baseline"]["clean"])
+        self.assertIsNone(checked["user_400_normal_p99_over_baseline"]["met"])
+
+
 if __name__ == "__main__":
     unittest.main()
