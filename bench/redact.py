@@ -8,6 +8,11 @@ it (`p50_us_400_chars_with_secret`) or with a connection URL whose password hold
 (`p50_us_400_chars_with_url`), and the median of `redact_long` on a 1 MB paste mixing Latin,
 CJK, Cyrillic, emoji and code, none of it a secret (`ms_1mb_mixed_scripts`).
 
+Each timing has a same-run baseline (issue 27): a bare pass over the same text, `str.lower()`,
+timed turn about with it (bench/baseline.py), printed as `<key>_baseline`, and the difference as
+`<key>_over_baseline` (what redaction adds to touching every character once); and the machine's
+load at the start and the end (`load_avg_start`, `load_avg`).
+
     python bench/redact.py [--runs 20000] [--mb-runs 5]
 """
 
@@ -18,11 +23,11 @@ import json
 import os
 import random
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
+from baseline import alternated, beside  # noqa: E402
 from capture import MESSAGE  # noqa: E402  (bench/capture.py: the same 400-character message)
 from load import load_avg  # noqa: E402
 from redact_corpus import lookalikes, secret_cases  # noqa: E402
@@ -72,15 +77,12 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def p50_us(text: str, runs: int) -> float:
+def p50_us(key: str, text: str, runs: int) -> dict[str, float]:
+    """`redact(text)`'s p50 beside a bare `text.lower()`'s, turn about."""
     for _ in range(200):
         redact(text)
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        redact(text)
-        samples.append((time.perf_counter_ns() - start) / 1000)
-    return round(percentile(samples, 0.5), 2)
+    ours, bare = alternated(lambda: redact(text), text.lower, runs)
+    return beside(key, percentile(ours, 0.5), percentile(bare, 0.5), digits=2)
 
 
 def corpus() -> dict:
@@ -101,17 +103,14 @@ def main() -> None:
     args = parser.parse_args()
     load_start = load_avg()
     figures = corpus()
-    figures["p50_us_400_chars"] = p50_us(MESSAGE, args.runs)
-    figures["p50_us_400_chars_with_secret"] = p50_us(WITH_SECRET, args.runs)
-    figures["p50_us_400_chars_with_url"] = p50_us(WITH_URL, args.runs)
+    figures.update(p50_us("p50_us_400_chars", MESSAGE, args.runs))
+    figures.update(p50_us("p50_us_400_chars_with_secret", WITH_SECRET, args.runs))
+    figures.update(p50_us("p50_us_400_chars_with_url", WITH_URL, args.runs))
     paste = mixed_paste(1_000_000)
     redact_long(paste)  # warm-up
-    timings = []
-    for _ in range(args.mb_runs):
-        start = time.perf_counter()
-        redact_long(paste)
-        timings.append((time.perf_counter() - start) * 1000)
-    figures["ms_1mb_mixed_scripts"] = round(percentile(timings, 0.5), 1)
+    ours_us, bare_us = alternated(lambda: redact_long(paste), paste.lower, args.mb_runs)
+    figures.update(beside("ms_1mb_mixed_scripts", percentile(ours_us, 0.5) / 1000,
+                          percentile(bare_us, 0.5) / 1000))
     figures.update(load_avg_start=load_start, load_avg=load_avg())
     print(json.dumps(figures))
 
