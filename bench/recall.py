@@ -10,11 +10,23 @@ byte a second, and when it takes 2 s to refuse the scoped call and 2 s more for 
 The workspace holds the same facts said in several chats (Honcho derives a conclusion again in
 each): the pack's tokens without and with its repeats left out (recall/pack.py, without_repeats).
 
-    python bench/recall.py
+Same-run baselines (issue 27), each timed turn about with ours (bench/baseline.py) and printed as
+`<key>_baseline` and `<key>_over_baseline`: for the cache hits, a bare dict lookup keyed by the
+query's SHA-256 (a hit's shape without our code); for the hook's hits, the bare hop off the loop
+(`asyncio.to_thread` of that lookup, as the hook hops); for the cold recall, the bare
+`Session.context` call (`bare_context_p50_us`); for the waits against the deadline (hung, trickle,
+refused), a bare `Event.wait` of the deadline just before each (the machine's own lateness in a
+deadline wait). `load_avg_start`, `load_avg`: the machine's load at the start and the end.
+`--hits`, `--cold-runs`, `--adapter-hits` make a short run.
+
+    python bench/recall.py [--hits 10000] [--cold-runs 500] [--adapter-hits 2000]
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import itertools
 import json
 import os
 import sys
@@ -25,6 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
 import httpx  # noqa: E402
+from baseline import alternated, beside  # noqa: E402
 from delivery import start_loopback, stop_loopback  # noqa: E402
 from idle import wait_idle  # noqa: E402
 from load import load_avg  # noqa: E402
@@ -56,22 +69,23 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def timed(call, runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter_ns()
-        call()
-        samples.append((time.perf_counter_ns() - start) / 1000)
-    return samples
-
-
 def waited(call) -> tuple:
     start = time.perf_counter()
     result = call()
     return result, (time.perf_counter() - start) * 1000
 
 
-def trickled(settings) -> tuple[str, float]:
+def bare_wait_ms(deadline_s: float) -> float:
+    """A bare wait of `deadline_s` (nothing sets the event): how late the machine ends one."""
+    return waited(lambda: threading.Event().wait(deadline_s))[1]
+
+
+def bare_lookup(cache: dict[str, str], query: str) -> str | None:
+    """A cache hit's shape without our code: the query hashed, a dict looked up."""
+    return cache.get(hashlib.sha256(query.encode()).hexdigest())
+
+
+def trickled(settings) -> tuple[str, float, float]:
     """A server that answers every request one byte a second (httpx's read timeout never fires)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -105,6 +119,7 @@ def trickled(settings) -> tuple[str, float]:
                                       {"HONCHO_API_KEY": KEY}, {})
     recaller = Recaller()
     try:
+        baseline_ms = bare_wait_ms(trickle_settings.recall_timeout_s)
         result, wait_ms = waited(
             lambda: recaller.recall(trickle_settings, "chat-trickle", QUERY, TEMPLATE))
     finally:
@@ -112,10 +127,10 @@ def trickled(settings) -> tuple[str, float]:
         recaller.close()
         server.shutdown()
         server.server_close()
-    return result.source, wait_ms
+    return result.source, wait_ms, baseline_ms
 
 
-def refused_then_slow(url: str) -> tuple[str, float]:
+def refused_then_slow(url: str) -> tuple[str, float, float]:
     """A server 2 s away that refuses the scoped call (403), so recall retries unscoped: 2 s
     more."""
     from fault_proxy import start_delaying
@@ -130,18 +145,19 @@ def refused_then_slow(url: str) -> tuple[str, float]:
         # its client exists and knows the workspace
         recaller.recall(slow, "chat-first", QUERY, TEMPLATE)
         wait_idle(30, recaller)
+        baseline_ms = bare_wait_ms(slow.recall_timeout_s)
         result, wait_ms = waited(
             lambda: recaller.recall(slow, "chat-scoped", QUERY, TEMPLATE, "a0-bench"))
     finally:
         recaller.close()
         stop_loopback(proxy, 30)
         httpx.post(url + "/_fake/scoped_context_status", json={"status": None}, timeout=30)
-    return result.source, wait_ms
+    return result.source, wait_ms, baseline_ms
 
 
-def adapter_path(url: str) -> list[float]:
+def adapter_path(url: str, runs: int) -> tuple[list[float], list[float]]:
     """The recall hook as Agent Zero runs it, hits only: cached settings, the hop off the loop,
-    the cache."""
+    the cache; beside the bare hop off the loop to a bare lookup, turn about."""
     import asyncio
     import importlib
     import types
@@ -159,18 +175,29 @@ def adapter_path(url: str) -> list[float]:
                 iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
                     content={"user_message": QUERY, "system_message": [], "attachments": []}))
 
-        async def run() -> list[float]:
+        cache = {hashlib.sha256(QUERY.encode()).hexdigest(): "block"}
+
+        async def run() -> tuple[list[float], list[float]]:
             await bridge.inject_recall(agent, loop_data())  # the miss that fills the cache
-            samples = []
-            for _ in range(2_000):
-                start = time.perf_counter_ns()
-                await bridge.inject_recall(agent, loop_data())
-                samples.append((time.perf_counter_ns() - start) / 1000)
-            return samples
+            timings: dict[bool, list[float]] = {True: [], False: []}
+            for n in range(runs):  # turn about, in mirrored order (bench/baseline.py's way)
+                for ours in ((True, False) if n % 2 == 0 else (False, True)):
+                    start = time.perf_counter_ns()
+                    if ours:
+                        await bridge.inject_recall(agent, loop_data())
+                    else:
+                        await asyncio.to_thread(bare_lookup, cache, QUERY)
+                    timings[ours].append((time.perf_counter_ns() - start) / 1000)
+            return timings[True], timings[False]
         return asyncio.run(run())
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hits", type=int, default=10_000)
+    parser.add_argument("--cold-runs", type=int, default=500)
+    parser.add_argument("--adapter-hits", type=int, default=2_000)
+    args = parser.parse_args()
     load_start = load_avg()
     server, url = start_loopback(KEY)
     control = lambda path, body: httpx.post(url + path, json=body, timeout=30).json()  # noqa: E731
@@ -187,7 +214,9 @@ def main() -> None:
         undeduped = build_pack(ContextData(representation=REPRESENTATION, card=CARD),
                                settings.max_context_tokens, settings.recall_include_messages,
                                settings.user_peer_id)
-        hits = timed(lambda: warm.recall(settings, "chat-bench", QUERY, TEMPLATE), 10_000)
+        cache = {hashlib.sha256(QUERY.encode()).hexdigest(): packed.block}
+        hits, bare_hits = alternated(lambda: warm.recall(settings, "chat-bench", QUERY, TEMPLATE),
+                                     lambda: bare_lookup(cache, QUERY), args.hits)
         before = sum(1 for _, p in control("/_fake/requests", None)
                      if "/sessions/" in p and p.endswith("/context"))
         crowd, barrier = Recaller(), threading.Barrier(50)
@@ -210,49 +239,51 @@ def main() -> None:
         bare_client = Honcho(base_url=url, api_key=KEY, workspace_id="recall-bench",
                              max_retries=0, timeout=10)
         session = Session("chat-bench", bare_client)
-        cold, bare = [], []
-        # interleaved, so drift of the machine or server affects both alike
-        for _ in range(500):
-            query = f"{QUERY} ({len(cold)})"  # a new message: not in the cache
-            # timed calls it at once
-            cold += timed(
-                lambda: cold_recaller.recall(cold_settings, "chat-bench", query, TEMPLATE),  # noqa: B023
-                1)
-            bare += timed(lambda: session.context(
+        fresh = itertools.count()
+        # turn about, so drift of the machine or server affects both alike
+        cold, bare = alternated(
+            # a new message each time: not in the cache
+            lambda: cold_recaller.recall(cold_settings, "chat-bench",
+                                         f"{QUERY} ({next(fresh)})", TEMPLATE),
+            lambda: session.context(
                 summary=True, tokens=500, peer_target="user", search_query=QUERY,
                 peer_perspective="agent-zero", search_top_k=8, max_conclusions=20,
-                limit_to_session=False), 1)
+                limit_to_session=False), args.cold_runs)
 
         for recaller in (warm, crowd, cold_recaller):
             recaller.close()
-        adapter_hits = adapter_path(url)
-        trickle_source, trickle_wait_ms = trickled(settings)
-        refused_source, refused_wait_ms = refused_then_slow(url)
+        adapter_hits, bare_hops = adapter_path(url, args.adapter_hits)
+        trickle_source, trickle_wait_ms, trickle_baseline_ms = trickled(settings)
+        refused_source, refused_wait_ms, refused_baseline_ms = refused_then_slow(url)
         hung = Recaller()  # last: the fake stays hung from here on
         # its client exists, as in a running Agent Zero
         hung.recall(settings, "chat-warm", QUERY, TEMPLATE)
         control("/_fake/fail", {"match": "/context$", "kind": "timeout", "times": 100})
+        hung_baseline_ms = bare_wait_ms(settings.recall_timeout_s)
         result, hung_wait_ms = waited(lambda: hung.recall(settings, "chat-hung", QUERY, TEMPLATE))
         hung.close()
     finally:
         stop_loopback(server, 60)
     print(json.dumps({
-        "bench": "recall", "hits": len(hits), "hit_p50_us": round(percentile(hits, .5), 1),
-        "hit_p99_us": round(percentile(hits, .99), 1), "single_flight_callers": 50,
+        "bench": "recall", "hits": len(hits),
+        **beside("hit_p50_us", percentile(hits, .5), percentile(bare_hits, .5)),
+        **beside("hit_p99_us", percentile(hits, .99), percentile(bare_hits, .99)),
+        "single_flight_callers": 50,
         "single_flight_remote_calls": single_flight, "cold_runs": len(cold),
-        "cold_recall_p50_us": round(percentile(cold, .5), 1),
+        **beside("cold_recall_p50_us", percentile(cold, .5), percentile(bare, .5)),
         "bare_context_p50_us": round(percentile(bare, .5), 1),
         "cold_overhead_ratio": round(percentile(cold, .5) / percentile(bare, .5), 3),
         "recall_deadline_ms": settings.recall_timeout_s * 1000,
-        "hung_wait_ms": round(hung_wait_ms, 1),
+        **beside("hung_wait_ms", hung_wait_ms, hung_baseline_ms),
         "hung_wait_over_deadline_ms": round(hung_wait_ms - settings.recall_timeout_s * 1000, 1),
         "hung_result": result.source,
-        "trickle_wait_ms": round(trickle_wait_ms, 1), "trickle_result": trickle_source,
-        "refused_scope_then_slow_wait_ms": round(refused_wait_ms, 1),
+        **beside("trickle_wait_ms", trickle_wait_ms, trickle_baseline_ms),
+        "trickle_result": trickle_source,
+        **beside("refused_scope_then_slow_wait_ms", refused_wait_ms, refused_baseline_ms),
         "refused_scope_result": refused_source,
         "adapter_hits": len(adapter_hits),
-        "adapter_hit_p50_us": round(percentile(adapter_hits, .5), 1),
-        "adapter_hit_p99_us": round(percentile(adapter_hits, .99), 1),
+        **beside("adapter_hit_p50_us", percentile(adapter_hits, .5), percentile(bare_hops, .5)),
+        **beside("adapter_hit_p99_us", percentile(adapter_hits, .99), percentile(bare_hops, .99)),
         "pack_tokens_before_dedup": estimate_tokens(render_block(undeduped, TEMPLATE)),
         "pack_tokens_after_dedup": estimate_tokens(packed.block),
         "pack_source": packed.source,
