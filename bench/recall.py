@@ -52,7 +52,8 @@ from honcho_hub.recall.recaller import Recaller  # noqa: E402
 from honcho_hub.settings.config import build_settings  # noqa: E402
 
 KEY = "bench-key"
-TEMPLATE = open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8").read()
+with open(os.path.join(ROOT, "prompts", "honcho.recall_block.md"), encoding="utf-8") as _template:
+    TEMPLATE = _template.read()
 QUERY = "Which tea did I say I like, and where should I buy it in Lisbon?"
 SAID_IN_CHATS = ("user said: Hi, I'm Ada, I live in Lisbon.", "user prefers green tea",
                  "user buys tea from small shops")
