@@ -15,6 +15,15 @@ carried a note. The dialectic's answers take the proxy's 56 ms here; a real LLM 
 a real server fewer turns find their note ready (the note of turn n reaches turn n + 1 or later).
 The turn-latency target (issue 12) is `added_turn_ms_p50` ≤ 45 at 56 ms.
 
+Same-run baselines (issue 27): the three settings run forth and back (off, default, heaviest,
+heaviest, default, off), each run half of `--turns`, so a drift of the machine's load falls on
+each alike; a setting's figure is the mean of its two runs. The dialectic-off runs are the
+baseline of the others: `added_turn_ms_p50/p99_dialectic_<name>_baseline` (off's) and
+`_over_baseline` (the dialectic's part; `dialectic_added_ms_p50_<name>` is the same difference,
+kept under its older name). Each run's own baseline comes along from bench/turn.py: the loop probe
+with the hooks off, as `loop_block_ms_p99_dialectic_<name>`, `..._baseline`, `..._over_baseline`.
+`load_avg_start`, `load_avg`: the machine's load at the start and the end.
+
     python bench/controls.py [--turns 100]
 """
 
@@ -30,6 +39,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "bench")]
 
+from baseline import beside, mirrored  # noqa: E402
 from conversation import Conversation  # noqa: E402
 from load import load_avg  # noqa: E402
 
@@ -77,6 +87,42 @@ def turn_run(settings: list[str], turns: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def run_order() -> list[str]:
+    """The latency runs' order: each setting twice, forth and back."""
+    return mirrored(list(LATENCY_RUNS))
+
+
+def latency_figures(runs: list[tuple[str, dict]]) -> dict:
+    """The line's latency keys from bench/turn.py's lines, (setting, line) in run order: each
+    setting's mean over its runs, beside the dialectic-off runs' mean."""
+    def mean(name: str, key: str) -> float:
+        values = [line[key] for ran, line in runs if ran == name]
+        return sum(values) / len(values)
+
+    names = list(dict.fromkeys(name for name, _ in runs))
+    figures: dict = {"latency_ms": runs[0][1]["latency_ms"]}
+    for q in ("p50", "p99"):
+        key = f"added_turn_ms_{q}"
+        for name in names:
+            if name == "off":
+                figures[f"{key}_dialectic_off"] = round(mean("off", key), 2)
+            else:
+                figures.update(beside(f"{key}_dialectic_{name}", mean(name, key),
+                                      mean("off", key), digits=2))
+    for name in names:
+        if name != "off":
+            figures[f"dialectic_added_ms_p50_{name}"] = figures[
+                f"added_turn_ms_p50_dialectic_{name}_over_baseline"]
+    figures["turn_target_ms_p50"] = TURN_TARGET_MS_P50
+    for name in names:
+        figures[f"dialectic_note_share_{name}"] = round(mean(name, "dialectic_note_share"), 3)
+    for name in names:
+        figures.update(beside(f"loop_block_ms_p99_dialectic_{name}",
+                              mean(name, "loop_block_ms_p99"),
+                              mean(name, "loop_block_ms_p99_baseline"), digits=2))
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100, help="turns of each bench/turn.py run")
@@ -89,20 +135,12 @@ def main() -> None:
             for depth in DEPTHS:
                 calls[f"context{context_cadence}_dialectic{dialectic_cadence}_depth{depth}"] = (
                     calls_per_turn(context_cadence, (dialectic_cadence, depth)))
-    runs = {name: turn_run(settings, args.turns) for name, settings in LATENCY_RUNS.items()}
-    off = runs["off"]["added_turn_ms_p50"]
+    half = max(1, args.turns // 2)
+    runs = [(name, turn_run(LATENCY_RUNS[name], half)) for name in run_order()]
     print(json.dumps({
         "turns_per_conversation": TURNS, "calls_per_turn": calls,
-        "latency_turns": args.turns, "latency_ms": runs["off"]["latency_ms"],
-        **{f"added_turn_ms_p50_dialectic_{name}": run["added_turn_ms_p50"]
-           for name, run in runs.items()},
-        **{f"added_turn_ms_p99_dialectic_{name}": run["added_turn_ms_p99"]
-           for name, run in runs.items()},
-        **{f"dialectic_added_ms_p50_{name}": round(run["added_turn_ms_p50"] - off, 2)
-           for name, run in runs.items() if name != "off"},
-        "turn_target_ms_p50": TURN_TARGET_MS_P50,
-        **{f"dialectic_note_share_{name}": run["dialectic_note_share"]
-           for name, run in runs.items()},
+        "latency_turns": 2 * half, "latency_turns_per_run": half,
+        **latency_figures(runs),
         "load_avg_start": load_start, "load_avg": load_avg(),
     }))
 
