@@ -29,6 +29,15 @@ message-list requests; duplicate_paths = for each extra copy, what the proxy saw
 before it and the resend; drain_s = from the start of the drain until no event is pending or leased
 (restarts included).
 
+Same-run baselines (issue 27): the machine's and the server's part of a drain, without faults and
+without our worker. Through a second proxy that injects nothing, half the events go before the
+drain and half after it (so a drift of the load falls on both), into fresh workspaces: for the
+worker's drain, bench/delivery.py's ceiling (pre-built batches of the worker's size posted by as
+many raw-httpx posters as its senders); for the naive loop, one SDK `add_messages` per event.
+Printed as `drain_s_baseline` (the two halves' sum; each in `drain_s_baseline_halves`) and
+`drain_s_over_baseline` (what the faults and our handling of them add), at the top level and in
+`naive`. `load_avg_start`, `load_avg`: the machine's load at the start and the end.
+
     python bench/faults.py [--url URL] [--key KEY] [--events N] [--seed S] [--kill K]
                            [--naive-events M]
 """
@@ -54,7 +63,14 @@ from dataclasses import asdict
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
-from delivery import client, event_copies_on_server, on_server  # noqa: E402
+from baseline import beside  # noqa: E402
+from delivery import (  # noqa: E402
+    ceiling_once,
+    client,
+    event_copies_on_server,
+    naive_rate,
+    on_server,
+)
 from fault_proxy import DEFAULT_MIX, RETRY_AFTER_S, FaultProxy, ProxiedRequest, summarize  # noqa: E402
 from load import load_avg  # noqa: E402
 
@@ -395,22 +411,56 @@ def naive_loop(proxy_url: str, server_url: str, key: str, workspace: str, events
             "workspace": workspace}
 
 
+# -- same-run baselines ----------------------------------------------------------------------------
+
+def halves(events: int) -> tuple[int, int]:
+    """The baseline's events before the measured drain and after it."""
+    return events // 2, events - events // 2
+
+
+def bracketed(key: str, measured_s: float, before_s: float, after_s: float) -> dict:
+    """`key` beside its baseline (the halves before and after it, summed) and the difference."""
+    return {**beside(key, measured_s, before_s + after_s, digits=2),
+            f"{key}_baseline_halves": [round(before_s, 2), round(after_s, 2)]}
+
+
+def worker_baseline_s(proxy_url: str, key: str, workspace: str, events: int, sessions: int,
+                      settings) -> float:
+    """Seconds the server takes `events` in batches of the worker's size from as many posters as
+    its senders, through a proxy that injects nothing (bench/delivery.py's ceiling)."""
+    if events == 0:
+        return 0.0
+    return ceiling_once(proxy_url, key, workspace, events, sessions, settings, None)["timed"].wall_s
+
+
+def naive_baseline_s(proxy_url: str, key: str, workspace: str, events: int) -> float:
+    """Seconds one SDK add_messages per event takes through a proxy that injects nothing."""
+    return events / naive_rate(proxy_url, key, workspace, events) if events else 0.0
+
+
 # -- the run ---------------------------------------------------------------------------------------
 
 def run(args: argparse.Namespace, server_url: str, key: str, folder: str) -> dict:
     workspace = f"honcho-hub-faults-{uuid.uuid4().hex[:12]}"  # never a user's own workspace
     proxy = FaultProxy(server_url, DEFAULT_MIX, args.seed)
+    clean = FaultProxy(server_url, {}, args.seed)  # the baselines' path: the same hop, no faults
     try:
         outbox_path = os.path.join(folder, "outbox.sqlite3")
-        destination = worker_settings(outbox_path, proxy.url, workspace, key, None).destination()
+        settings = worker_settings(outbox_path, proxy.url, workspace, key, None)
+        destination = settings.destination()
         queued = queue_events(outbox_path, destination, workspace, f"fe_{workspace}_", args.events,
                               args.sessions)
+        base_events = halves(args.events)
+        base_before_s = worker_baseline_s(clean.url, key, f"{workspace}-base-a", base_events[0],
+                                          args.sessions, settings)
         if args.kill:
             drained = drain_with_kills(folder, outbox_path, proxy.url, workspace, key, args.seed,
                                        args.kill, args.max_drain_s, proxy)
         else:
             drained = drain_in_process(outbox_path, proxy.url, workspace, key, args.seed,
                                        args.max_drain_s)
+        base_after_s = worker_baseline_s(clean.url, key, f"{workspace}-base-b", base_events[1],
+                                         args.sessions, settings)
         worker_records = list(proxy.records)
         box = Outbox(outbox_path, busy_timeout_s=5.0, max_rows=1_000_000)
         try:
@@ -427,13 +477,20 @@ def run(args: argparse.Namespace, server_url: str, key: str, folder: str) -> dic
         naive = None
         if args.naive_events > 0:
             before = len(proxy.records)
+            naive_base = halves(args.naive_events)
+            naive_before_s = naive_baseline_s(clean.url, key, f"{workspace}-naive-base-a",
+                                              naive_base[0])
             naive = naive_loop(proxy.url, server_url, key, f"{workspace}-naive", args.naive_events,
                                args.max_drain_s)
+            naive.update(bracketed("drain_s", naive["drain_s"], naive_before_s,
+                                   naive_baseline_s(clean.url, key, f"{workspace}-naive-base-b",
+                                                    naive_base[1])))
             naive_traffic = summarize(proxy.records[before:])
             naive["faults_injected"] = naive_traffic["faults_injected"]
             naive["requests"] = naive_traffic["requests"]
     finally:
         proxy.close()
+        clean.close()
     result = {
         "bench": "faults", "server": "loopback-fake" if args.url is None else "given-url",
         "events": args.events, "sessions": args.sessions, "seed": args.seed,
@@ -448,7 +505,8 @@ def run(args: argparse.Namespace, server_url: str, key: str, folder: str) -> dic
         "requests": traffic["requests"], "requests_by_route": traffic["requests_by_route"],
         "upstream_errors": traffic["upstream_errors"],
         "duplicate_paths": duplicate_paths(worker_records, copies, drained["kill_marks"]),
-        "drain_s": round(drained["drain_s"], 2), "timed_out": drained["timed_out"],
+        **bracketed("drain_s", drained["drain_s"], base_before_s, base_after_s),
+        "timed_out": drained["timed_out"],
         "max_drain_s": args.max_drain_s, "outbox_counts": outbox_counts,
         "worker_moved": drained["moved"], "worker_metrics": drained["worker_metrics"],
         "lease_s": drained["lease_s"], "idle_poll_s": IDLE_POLL_S, "kill_trials": args.kill,
