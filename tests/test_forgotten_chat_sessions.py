@@ -24,6 +24,7 @@ from outbox_helpers import temp_outbox_path
 from honcho_hub.chats.forget import DONE, forget_chat
 from honcho_hub.chats.sessions import ChatSessions
 from honcho_hub.cli import main as cli
+from honcho_hub.names import session_id_for
 from honcho_hub.recall.recaller import Recaller
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.marker import MarkerWatch, move_marker
@@ -129,6 +130,19 @@ class ChatSessionsTest(unittest.TestCase):
         self.assertEqual(self.chats.session(settings, "a", None), "chat1-a")
         # the read that confirms it, before the folder goes
         self.assertTrue(wait_idle(WAIT_S, self.chats))
+
+    def test_the_process_keeps_the_generations_of_its_newest_1000_chats_not_10000(self):
+        # About 360 bytes a chat for the process's life: a soak opens thousands of chats an hour,
+        # a user's chat list holds hundreds at most. A chat forgotten from memory is read again
+        # from the outbox when next named (held here, so memory alone answers).
+        chats = ChatSessions(self.marker, may_start=lambda: False)
+        self.addCleanup(chats.close)
+        for n in range(1_001):
+            chats.forgotten(self.bench.settings, f"Kept{n:04d}", 1)
+        self.assertEqual([chats.session(self.bench.settings, chat) for chat in
+                          ("Kept0000", "Kept0001", "Kept1000")],
+                         [session_id_for("Kept0000"), session_id_for("Kept0001", 1),
+                          session_id_for("Kept1000", 1)])
 
     def test_a_shared_session_is_named_as_before_whatever_the_chat_went_through(self):
         self.forget("a")

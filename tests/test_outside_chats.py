@@ -335,6 +335,16 @@ class ChatSenderFactsTest(unittest.TestCase):
                                            "kind": "telegram", "sender": "telegram:1",
                                            "not_remembered": {"no-capture": 0, "off": 0}})
 
+    def test_status_counts_the_newest_1000_chats_seen_not_10000(self):
+        # Each chat seen is an entry kept for the process's life (about 130 bytes): a soak opens
+        # thousands of chats an hour, a user's chat list holds hundreds at most.
+        for n in range(1_001):
+            agent = StubAgent(0, StubContext(id=f"Seen{n:04d}"))
+            agent.context.data = {}
+            agent.context.agent0 = agent
+            self.host.chat_facts(agent)
+        self.assertEqual(self.host.chats_seen(), {"web_ui": 1_000})
+
     def test_opening_status_on_a_chat_does_not_count_it_as_seen(self):
         from usr.plugins.honcho.extensions.honcho_bridge import operations
 

@@ -68,5 +68,15 @@ class RegistrarBoundsTest(unittest.TestCase):
             {"chat-w"})
 
 
+    def test_by_default_the_registrar_remembers_the_newest_1000_registrations_not_10000(self):
+        # One a chat in a project: a soak opens thousands of chats an hour, a user's chat list
+        # holds hundreds at most; forgetting one costs one idempotent request.
+        bench = Bench(self)
+        registrar = ScopeRegistrar(bench.gateway)  # its thread never runs here
+        for n in range(1_001):
+            registrar.register(bench.settings, f"chat-d{n}", "scope-d")
+        self.assertEqual([registrar.submit(bench.settings, f"chat-d{n}", "scope-d")
+                          for n in (0, 1, 1_000)], [True, False, False])
+
 if __name__ == "__main__":
     unittest.main()

@@ -63,8 +63,9 @@ _last_built: dict[tuple, Settings] = {}  # per view: what to use while a file is
 # when the project's were rebuilt (a file or variable changed), never on a call that finds them.
 MAX_CHAT_VIEWS = 1024  # projects × agent profiles × senders in use
 _chat_views: BoundedMap[tuple, tuple[Settings, Settings]] = BoundedMap(MAX_CHAT_VIEWS)
-# chat id -> its kind (rules.chat_kind), for status's count of the chats this process has seen
-MAX_SEEN_CHATS = 10_000
+# chat id -> its kind (rules.chat_kind), for status's count of the chats this process has seen: the
+# newest 1,000, more than a user's chat list holds, not every chat of a long uptime
+MAX_SEEN_CHATS = 1_000
 _seen_lock = threading.Lock()
 _seen_chats: BoundedMap[str, str] = BoundedMap(MAX_SEEN_CHATS)
 

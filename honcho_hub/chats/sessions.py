@@ -20,7 +20,9 @@ from ..storage import chats as chat_rows
 from ..storage.db import with_existing
 from ..storage.marker import MarkerWatch, read_marker
 
-MAX_CHATS = 10_000  # chats whose generation is kept in memory; the least recently learned go first
+# Chats whose generation is kept in memory, the least recently learned going first: a user's chat
+# list holds hundreds at most; one forgotten here is read again from the outbox when next named.
+MAX_CHATS = 1_000
 # Reads waiting at once; beyond that a chat is named from memory until it is named again.
 MAX_READS = 32
 

@@ -20,7 +20,9 @@ from .gateway import HonchoGateway
 
 log = logging.getLogger(__name__)
 
-MAX_REMEMBERED = 10_000  # registrations known done; forgetting one costs one idempotent request
+# Registrations known done, one a chat in a project: a user's chat list holds hundreds at most;
+# forgetting one costs one idempotent request.
+MAX_REMEMBERED = 1_000
 MAX_GATEWAYS = 4  # destinations with an open client; more means settings changed: start over
 
 
