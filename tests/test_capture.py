@@ -34,6 +34,7 @@ from honcho_hub.capture.service import (
 )
 from honcho_hub.capture.writer import CaptureWriter
 from honcho_hub.names import MAX_CONTENT_CHARS, session_id_for
+from honcho_hub.prompt_window import PromptWindow
 from honcho_hub.ops.status import StatusParts, build_status
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.journal import Journal, decode_all, orphans
@@ -560,6 +561,29 @@ class WriterTimerTest(CaptureTestCase):
         # Room in a full outbox comes from deliveries, not from a lock let go: no transaction 20
         # times a second.
         self.assertEqual(self.timer_steps(5)[-2:], [CaptureWriter.LONGEST_S] * 2)
+
+    def test_a_woken_writer_holds_its_pass_in_the_prompt_window_and_makes_it_at_the_model_call(self):
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")  # creates the outbox
+        window.opened()  # the user's message: Agent Zero builds the turn's prompt now
+        self.hook("typed", "typed")
+        self.assertEqual([r[4] for r in self.rows()], ["first"])  # not written yet
+        self.assertEqual(self.writer.step(), PromptWindow.MAX_HOLD_S)  # still due, still held
+        window.model_called()
+        self.assertIsNone(self.writer.step())  # due since the wake: the pass now
+        self.assertEqual([r[4] for r in self.rows()], ["first", "typed"])
+
+    def test_a_writer_held_past_the_cap_makes_its_pass(self):
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        window.opened()
+        self.hook("typed", "typed")
+        self.mono.advance(PromptWindow.MAX_HOLD_S)
+        self.assertIsNone(self.writer.step())
+        self.assertEqual([r[4] for r in self.rows()], ["typed"])
 
     def test_a_dead_processs_journal_the_locked_outbox_refused_is_read_again_on_its_own_timer(self):
         self.capture("first", source="first")
