@@ -34,8 +34,8 @@ from honcho_hub.capture.service import (
 )
 from honcho_hub.capture.writer import CaptureWriter
 from honcho_hub.names import MAX_CONTENT_CHARS, session_id_for
-from honcho_hub.prompt_window import PromptWindow
 from honcho_hub.ops.status import StatusParts, build_status
+from honcho_hub.prompt_window import PromptWindow
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.journal import Journal, decode_all, orphans
 
@@ -562,7 +562,7 @@ class WriterTimerTest(CaptureTestCase):
         # times a second.
         self.assertEqual(self.timer_steps(5)[-2:], [CaptureWriter.LONGEST_S] * 2)
 
-    def test_a_woken_writer_holds_its_pass_in_the_prompt_window_and_makes_it_at_the_model_call(self):
+    def test_a_woken_writer_holds_its_pass_in_the_prompt_window_and_makes_it_at_the_model(self):
         window = PromptWindow(monotonic=self.mono)
         self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
                                     monotonic=self.mono, held_s=window.held_s)

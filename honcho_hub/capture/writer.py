@@ -29,9 +29,12 @@ class CaptureWriter(threading.Thread):
     RETRY_WAIT = tenacity.wait_exponential(multiplier=SHORTEST_S, exp_base=5, max=LONGEST_S)
 
     def __init__(self, service: Callable[[], CaptureService], settings: Callable[[], Settings], *,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 held_s: Callable[[], float] = lambda: 0.0) -> None:
+        """`held_s`: how long a due pass waits still (prompt_window.PromptWindow.held_s)."""
         super().__init__(name="honcho-hub-capture-writer", daemon=True)
         self._service, self._settings, self._monotonic = service, settings, monotonic
+        self._held_s = held_s
         self._wake = threading.Event()
         self._stop_event = threading.Event()
         self._failures, self._broken = 0, False
@@ -63,8 +66,14 @@ class CaptureWriter(threading.Thread):
     def step(self, woken: bool = False) -> float | None:
         """One writer pass if one is due or `woken` (a message was accepted); returns the seconds
         until the next is due, None while nothing waits (the next pass is when woken)."""
-        if not woken and (self._due_mono is None or self._monotonic() < self._due_mono):
-            return None if self._due_mono is None else self._due_mono - self._monotonic()
+        if woken:
+            self._due_mono = self._monotonic()
+        if self._due_mono is None:
+            return None
+        # Due, but held while a turn's prompt is built: the pass comes when the hold ends.
+        wait_s_now = max(self._due_mono - self._monotonic(), self._held_s())
+        if wait_s_now > 0:
+            return wait_s_now
         wait = self._write_pass()
         self._due_mono = None if wait is None else self._monotonic() + wait
         return wait
