@@ -575,6 +575,22 @@ class WriterTimerTest(CaptureTestCase):
         self.assertIsNone(self.writer.step())  # due since the wake: the pass now
         self.assertEqual([r[4] for r in self.rows()], ["first", "typed"])
 
+    def test_a_held_writer_still_syncs_the_journal_at_once(self):
+        # FULL covers a power loss from milliseconds after the hook on, held or not: the sync is
+        # I/O (no interpreter lock); the outbox's transaction is what waits.
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")  # opens the journal and the outbox
+        journal_fd = self.service.journal._fd
+        window.opened()
+        with mock.patch("os.fdatasync", wraps=os.fdatasync) as synced:
+            self.hook("typed", "typed")
+            self.assertEqual(synced.call_args_list, [mock.call(journal_fd)])
+            self.assertEqual([r[4] for r in self.rows()], ["first"])
+            self.writer.step()  # held still: nothing new to sync
+            self.assertEqual(synced.call_args_list, [mock.call(journal_fd)])
+
     def test_a_writer_held_past_the_cap_makes_its_pass(self):
         window = PromptWindow(monotonic=self.mono)
         self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
