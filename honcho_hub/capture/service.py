@@ -259,6 +259,11 @@ class CaptureService:
         """Accepted messages not yet in the outbox."""
         return len(self.journal) if self.journal is not None else 0
 
+    def sync_journal(self) -> None:
+        """Sync what the hooks appended to the journal (FULL durability), without moving it."""
+        if self.journal is not None:
+            self.journal.sync_appended()
+
     def refusing_for_a_lock(self) -> bool:
         """Whether messages are refused only because the outbox is locked: the journal is full, and
         the outbox, neither full nor unusable, can take its records the moment the lock is let

@@ -70,13 +70,23 @@ class CaptureWriter(threading.Thread):
             self._due_mono = self._monotonic()
         if self._due_mono is None:
             return None
-        # Due, but held while a turn's prompt is built: the pass comes when the hold ends.
-        wait_s_now = max(self._due_mono - self._monotonic(), self._held_s())
+        # Due, but held while a turn's prompt is built: the pass comes when the hold ends; the
+        # journal's sync (I/O, no interpreter lock) does not wait.
+        held = self._held_s()
+        if held > 0 and woken:
+            self._sync_journal()
+        wait_s_now = max(self._due_mono - self._monotonic(), held)
         if wait_s_now > 0:
             return wait_s_now
         wait = self._write_pass()
         self._due_mono = None if wait is None else self._monotonic() + wait
         return wait
+
+    def _sync_journal(self) -> None:
+        try:
+            self._service().sync_journal()
+        except Exception:  # the pass syncs it anyway
+            log.debug("honcho capture: journal not synced before the pass", exc_info=True)
 
     def _write_pass(self) -> float | None:
         """Move what the journal holds; how long until the next try (None: nothing waits)."""
