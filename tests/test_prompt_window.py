@@ -31,6 +31,14 @@ class PromptWindowTest(unittest.TestCase):
         self.mono.advance(PromptWindow.MAX_HOLD_S)
         self.assertEqual(self.window.held_s(), 0.0)
 
+    def test_messages_in_a_row_do_not_hold_past_the_cap_from_the_first(self):
+        # A burst of typed messages (several chats, the hooks bench) must not starve the writer.
+        self.window.opened()
+        self.mono.advance(0.6)
+        self.window.opened()
+        self.mono.advance(PromptWindow.MAX_HOLD_S - 0.6)
+        self.assertEqual(self.window.held_s(), 0.0)
+
     def test_a_model_call_with_nothing_held_wakes_no_one(self):
         self.window.model_called()  # each of a turn's later model calls
         self.window.opened()
