@@ -30,8 +30,12 @@ class PromptWindow:
         self._until = 0.0
 
     def opened(self) -> None:
+        """A message typed: hold from now, unless a hold runs already (its cap stands: messages in
+        a row must not keep the passes waiting)."""
+        now = self._monotonic()
         with self._lock:
-            self._until = self._monotonic() + self.MAX_HOLD_S
+            if self._until <= now:
+                self._until = now + self.MAX_HOLD_S
 
     def model_called(self) -> None:
         with self._lock:
