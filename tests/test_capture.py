@@ -591,6 +591,18 @@ class WriterTimerTest(CaptureTestCase):
             self.writer.step()  # held still: nothing new to sync
             self.assertEqual(synced.call_args_list, [mock.call(journal_fd)])
 
+    def test_a_paste_held_in_memory_is_not_held_by_the_prompt_window(self):
+        # A message over REDACT_ON_HOOK_MAX_BYTES lives only in memory until the writer redacts and
+        # journals it: a kill -9 meanwhile loses it, so that pass does not wait for the model.
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")  # opens the journal and the outbox
+        window.opened()
+        paste = "tide " * (REDACT_ON_HOOK_MAX_BYTES // 5 + 1)
+        self.hook(paste, "paste")
+        self.assertEqual([r[4] for r in self.rows()], ["first", paste.strip()])
+
     def test_a_writer_held_past_the_cap_makes_its_pass(self):
         window = PromptWindow(monotonic=self.mono)
         self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
