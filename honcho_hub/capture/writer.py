@@ -71,10 +71,10 @@ class CaptureWriter(threading.Thread):
         if self._due_mono is None:
             return None
         # Due, but held while a turn's prompt is built: the pass comes when the hold ends; the
-        # journal's sync (I/O, no interpreter lock) does not wait.
+        # journal's sync (I/O, no interpreter lock) does not wait, nor a paste only in memory.
         held = self._held_s()
-        if held > 0 and woken:
-            self._sync_journal()
+        if held > 0 and woken and not self._sync_journal():
+            held = 0.0
         wait_s_now = max(self._due_mono - self._monotonic(), held)
         if wait_s_now > 0:
             return wait_s_now
@@ -82,11 +82,14 @@ class CaptureWriter(threading.Thread):
         self._due_mono = None if wait is None else self._monotonic() + wait
         return wait
 
-    def _sync_journal(self) -> None:
+    def _sync_journal(self) -> bool:
+        """Sync the journal ahead of a held pass; whether the pass may wait (False: a paste is
+        only in memory, or the sync failed: the pass does it now)."""
         try:
-            self._service().sync_journal()
-        except Exception:  # the pass syncs it anyway
-            log.debug("honcho capture: journal not synced before the pass", exc_info=True)
+            return self._service().sync_journal()
+        except Exception:
+            log.debug("honcho capture: journal not synced ahead of the pass", exc_info=True)
+            return False
 
     def _write_pass(self) -> float | None:
         """Move what the journal holds; how long until the next try (None: nothing waits)."""

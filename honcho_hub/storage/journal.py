@@ -217,6 +217,11 @@ class Journal:
         if fd >= 0:
             _sync(fd)
 
+    def holds_in_memory(self) -> bool:
+        """Whether an entry waits in memory only (a message over the hook's redaction size)."""
+        with self._lock:
+            return any(not entry.on_disk for entry in self._entries)
+
     def _take_unsynced(self) -> int:
         """(Under `_lock`.) The descriptor to sync, -1 when nothing was appended unsynced."""
         if not (self._unsynced and self.is_open):
