@@ -603,6 +603,22 @@ class WriterTimerTest(CaptureTestCase):
         self.hook(paste, "paste")
         self.assertEqual([r[4] for r in self.rows()], ["first", paste])
 
+    def test_a_writer_stopped_during_a_hold_makes_the_held_pass_first(self):
+        # A switch-off, an uninstall or a settings change stops the writer: what the hold kept back
+        # goes to the outbox of the settings it was captured under, as it would have without it.
+        window = PromptWindow(monotonic=self.mono)  # its clock stands still: held until stopped
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")
+        window.opened()
+        self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "typed", "typed"),
+                            self.settings)
+        self.writer.start()
+        self.writer.wake()
+        self.writer.stop(10)
+        self.assertFalse(self.writer.is_alive())
+        self.assertEqual([r[4] for r in self.rows()], ["first", "typed"])
+
     def test_a_writer_held_past_the_cap_makes_its_pass(self):
         window = PromptWindow(monotonic=self.mono)
         self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
