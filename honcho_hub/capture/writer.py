@@ -39,6 +39,7 @@ class CaptureWriter(threading.Thread):
         self._stop_event = threading.Event()
         self._failures, self._broken = 0, False
         self._due_mono: float | None = 0.0  # when the next pass is due; None: only when woken
+        self._held_back = False  # a due pass waits for the prompt window
 
     def wake(self) -> None:
         self._wake.set()
@@ -62,6 +63,8 @@ class CaptureWriter(threading.Thread):
         while not self._stop_event.is_set():
             woken = self._wake.wait(self.step(woken))
             self._wake.clear()
+        if self._held_back:  # the pass the prompt window held would have run by now without it
+            self._write_pass()
 
     def step(self, woken: bool = False) -> float | None:
         """One writer pass if one is due or `woken` (a message was accepted); returns the seconds
@@ -76,6 +79,7 @@ class CaptureWriter(threading.Thread):
         if held > 0 and woken and not self._sync_journal():
             held = 0.0
         wait_s_now = max(self._due_mono - self._monotonic(), held)
+        self._held_back = wait_s_now > 0 and held > 0
         if wait_s_now > 0:
             return wait_s_now
         wait = self._write_pass()
