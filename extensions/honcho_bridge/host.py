@@ -8,7 +8,6 @@ from __future__ import annotations
 import glob
 import logging
 import os
-import sys
 import threading
 from collections import Counter
 from datetime import UTC, datetime
@@ -283,28 +282,15 @@ def works_for_another_agent(agent: Any) -> bool:
     return getattr(agent, "number", None) != 0 or root_agent(agent) is not agent
 
 
-# Set once the host's tool policy failed to import (v1.x): the turn's prompt then asks
-# known_without_tool_policy() on the loop instead of a thread's import search of sys.path each time.
-_tool_policy_missing = False
-
-
-def known_without_tool_policy() -> bool:
-    """Whether the host has no tool policy: its import failed and none was loaded since. Cheap (no
-    I/O): safe on the event loop."""
-    return _tool_policy_missing and "helpers.tool_policy" not in sys.modules
-
-
 def tool_allowed(agent: Any, tool_name: str = TOOL_NAME) -> bool:
     """Whether Agent Zero's tool policy lets this agent see and call the tool: v2.9's
     `helpers.tool_policy.resolve_tool(agent, name).allowed` (an admin hides or blocks a tool per
     project and agent profile); True on a host without one (v1.x) or of a shape not known here
     (Agent Zero then enforces its policy itself). It reads the policy's files: off the event
     loop."""
-    global _tool_policy_missing
     try:
         from helpers import tool_policy
     except ImportError:
-        _tool_policy_missing = True
         return True
     resolve = getattr(tool_policy, "resolve_tool", None)
     return resolve is None or bool(getattr(resolve(agent, tool_name), "allowed", True))

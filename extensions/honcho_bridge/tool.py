@@ -101,8 +101,6 @@ def action_context(agent: Any) -> ActionContext:
 async def policy_allows_tool(agent: Any) -> bool:
     """Whether Agent Zero's tool policy lets this agent see the tool (host.tool_allowed), read off
     the event loop; True when it cannot be read (Agent Zero still enforces its policy on a call)."""
-    if host.known_without_tool_policy():
-        return True  # v1.x: no thread's turn for an import known to fail
     try:
         return await asyncio.to_thread(host.tool_allowed, agent)
     except Exception:
