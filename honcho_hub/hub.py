@@ -21,6 +21,7 @@ from .chats.sessions import ChatSessions
 from .delivery import lifecycle
 from .keyed import Keyed, KeyedMany, fields
 from .ops import purge as purge_files
+from .prompt_window import PromptWindow
 from .runtime import in_background, join_background, process_state, warn_once
 from .settings import log_level
 from .settings.config import Settings
@@ -82,6 +83,8 @@ class Hub:
         self._chats: ChatSessions | None = None
         self._registrar: ScopeRegistrar | None = None
         self._parts_lock = threading.Lock()
+        # A typed message holds the writer's and the worker's passes until the turn's model call.
+        self.prompt_window = PromptWindow(on_close=self._prompt_built)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -184,7 +187,8 @@ class Hub:
                 if writer is not None:
                     writer.stop(0)
                 writer = CaptureWriter(lambda: self.capture(self.settings()),
-                                       lambda: self.settings())
+                                       lambda: self.settings(),
+                                       held_s=self.prompt_window.held_s)
                 kept.WRITER.put(state, writer)
             if not writer.started() and self.may_start():
                 writer.start()
@@ -264,7 +268,8 @@ class Hub:
             self._worker = DeliveryWorker(log_level.following(lambda: self.settings()),
                                           enabled=lambda: self.enabled(),
                                           on_delivered=self._delivered,
-                                          on_step=self._after_step)
+                                          on_step=self._after_step,
+                                          held_s=self.prompt_window.held_s)
             self._worker.start()
             return self._worker
 
@@ -299,6 +304,13 @@ class Hub:
         recaller = self._recaller
         if recaller is not None and report.state != "paused":
             recaller.follow_derivation(self.settings())
+
+    def _prompt_built(self) -> None:
+        """The turn's model call ended the prompt window: the held passes go now."""
+        writer = kept.WRITER.of(process_state())
+        if writer is not None:
+            writer.wake()
+        self.wake_worker()
 
     def wake_worker(self) -> None:
         """Nudge the worker after an enqueue (no-op when none runs)."""

@@ -35,6 +35,7 @@ from honcho_hub.capture.service import (
 from honcho_hub.capture.writer import CaptureWriter
 from honcho_hub.names import MAX_CONTENT_CHARS, session_id_for
 from honcho_hub.ops.status import StatusParts, build_status
+from honcho_hub.prompt_window import PromptWindow
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.journal import Journal, decode_all, orphans
 
@@ -560,6 +561,73 @@ class WriterTimerTest(CaptureTestCase):
         # Room in a full outbox comes from deliveries, not from a lock let go: no transaction 20
         # times a second.
         self.assertEqual(self.timer_steps(5)[-2:], [CaptureWriter.LONGEST_S] * 2)
+
+    def test_a_woken_writer_holds_its_pass_in_the_prompt_window_and_makes_it_at_the_model(self):
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")  # creates the outbox
+        window.opened()  # the user's message: Agent Zero builds the turn's prompt now
+        self.hook("typed", "typed")
+        self.assertEqual([r[4] for r in self.rows()], ["first"])  # not written yet
+        self.assertEqual(self.writer.step(), PromptWindow.MAX_HOLD_S)  # still due, still held
+        window.model_called()
+        self.assertIsNone(self.writer.step())  # due since the wake: the pass now
+        self.assertEqual([r[4] for r in self.rows()], ["first", "typed"])
+
+    def test_a_held_writer_still_syncs_the_journal_at_once(self):
+        # FULL covers a power loss from milliseconds after the hook on, held or not: the sync is
+        # I/O (no interpreter lock); the outbox's transaction is what waits.
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")  # opens the journal and the outbox
+        journal_fd = self.service.journal._fd
+        window.opened()
+        with mock.patch("os.fdatasync", wraps=os.fdatasync) as synced:
+            self.hook("typed", "typed")
+            self.assertEqual(synced.call_args_list, [mock.call(journal_fd)])
+            self.assertEqual([r[4] for r in self.rows()], ["first"])
+            self.writer.step()  # held still: nothing new to sync
+            self.assertEqual(synced.call_args_list, [mock.call(journal_fd)])
+
+    def test_a_paste_held_in_memory_is_not_held_by_the_prompt_window(self):
+        # A message over REDACT_ON_HOOK_MAX_BYTES lives only in memory until the writer redacts and
+        # journals it: a kill -9 meanwhile loses it, so that pass does not wait for the model.
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")  # opens the journal and the outbox
+        window.opened()
+        paste = "tide " * (REDACT_ON_HOOK_MAX_BYTES // 5 + 1)
+        self.hook(paste, "paste")
+        self.assertEqual([r[4] for r in self.rows()], ["first", paste])
+
+    def test_a_writer_stopped_during_a_hold_makes_the_held_pass_first(self):
+        # A switch-off, an uninstall or a settings change stops the writer: what the hold kept back
+        # goes to the outbox of the settings it was captured under, as it would have without it.
+        window = PromptWindow(monotonic=self.mono)  # its clock stands still: held until stopped
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")
+        window.opened()
+        self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "typed", "typed"),
+                            self.settings)
+        self.writer.start()
+        self.writer.wake()
+        self.writer.stop(10)
+        self.assertFalse(self.writer.is_alive())
+        self.assertEqual([r[4] for r in self.rows()], ["first", "typed"])
+
+    def test_a_writer_held_past_the_cap_makes_its_pass(self):
+        window = PromptWindow(monotonic=self.mono)
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        window.opened()
+        self.hook("typed", "typed")
+        self.mono.advance(PromptWindow.MAX_HOLD_S)
+        self.assertIsNone(self.writer.step())
+        self.assertEqual([r[4] for r in self.rows()], ["typed"])
 
     def test_a_dead_processs_journal_the_locked_outbox_refused_is_read_again_on_its_own_timer(self):
         self.capture("first", source="first")

@@ -259,6 +259,9 @@ class EventLoopTest(AdapterTestCase):
             iteration=0, extras_persistent={}, user_message=types.SimpleNamespace(
                 content={"user_message": "a turn before uninstall"}))))
         self.assertTrue(runtime.join_background(10))
+        # No model call here, so the prompt window holds the writer: written now, the message is
+        # not left in the process's journal for the next test's outbox.
+        self.assertEqual(len(self.stored()), 1)
         running = {t.name.rstrip("_0123456789") for t in set(hub_threads()) - baseline}
         self.assertLessEqual({"honcho-hub-capture-writer", "honcho-hub-delivery",
                               "honcho-hub-scopes", "honcho-hub-recall", "honcho-hub-recall-chats"},

@@ -14,11 +14,12 @@ import unittest
 from delivery_helpers import Bench
 from hub_testkit import ROOT
 from loopback import ServerProcess, serve
-from outbox_helpers import temp_outbox_path
+from outbox_helpers import ManualClock, temp_outbox_path
 
 from honcho_hub.delivery import lifecycle
 from honcho_hub.delivery.worker import DeliveryWorker
 from honcho_hub.hub import Hub
+from honcho_hub.prompt_window import PromptWindow
 from honcho_hub.settings.config import build_settings
 from honcho_hub.storage.outbox import NewEvent, Outbox
 
@@ -39,6 +40,21 @@ class ThreadLifecycleTest(unittest.TestCase):
         self.assertTrue(bench.worker.stop(10))
         self.assertTrue(bench.worker.stop(10))  # idempotent
         self.assertEqual(bench.worker.state.state, "stopped")
+
+    def test_the_thread_steps_once_the_prompt_window_is_closed_by_the_model_call(self):
+        bench = Bench(self)
+        # Its clock stands still: held until the model call. It wakes the worker, as the Hub's does.
+        window = PromptWindow(monotonic=ManualClock(0.0), on_close=lambda: worker.wake())
+        window.opened()  # the user's message: Agent Zero builds the turn's prompt now
+        worker = DeliveryWorker(lambda: bench.settings, clock=bench.clock,
+                                gateway_factory=bench.gateway, held_s=window.held_s)
+        self.addCleanup(worker.stop, 10)
+        bench.say("t9", 2)
+        worker.start()
+        self.assertEqual(worker.drain(0.3)["delivered"], 0)  # not one step while held
+        self.assertEqual(bench.server_texts("t9"), [])
+        window.model_called()
+        self.assertEqual(worker.drain(30)["delivered"], 2)
 
     def test_drain_without_a_thread_runs_steps_inline_and_respects_its_deadline(self):
         bench = Bench(self)

@@ -178,6 +178,8 @@ def _capture(agent: Any, settings, role: Role, source_id: str, text: Any, projec
     outcome = the_hub.capture(settings).accept(request, settings, secrets,
                                                        mask=lambda value: host.mask(agent, value))
     log.debug("honcho capture: %s %s", role.value, outcome.value)
+    if role is Role.USER:  # Agent Zero builds the turn's prompt now: our passes wait for the model
+        the_hub.prompt_window.opened()
     the_hub.ensure_worker()
     the_hub.wake_worker()
     the_hub.ensure_writer().wake()  # last: the writer then competes for the interpreter

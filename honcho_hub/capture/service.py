@@ -259,6 +259,15 @@ class CaptureService:
         """Accepted messages not yet in the outbox."""
         return len(self.journal) if self.journal is not None else 0
 
+    def sync_journal(self) -> bool:
+        """Sync what the hooks appended to the journal (FULL durability), without moving it;
+        whether every accepted message is now on disk (False: a paste waits in memory only, to be
+        redacted and journaled by a pass)."""
+        if self.journal is None:
+            return True
+        self.journal.sync_appended()
+        return not self.journal.holds_in_memory()
+
     def refusing_for_a_lock(self) -> bool:
         """Whether messages are refused only because the outbox is locked: the journal is full, and
         the outbox, neither full nor unusable, can take its records the moment the lock is let

@@ -29,13 +29,17 @@ class CaptureWriter(threading.Thread):
     RETRY_WAIT = tenacity.wait_exponential(multiplier=SHORTEST_S, exp_base=5, max=LONGEST_S)
 
     def __init__(self, service: Callable[[], CaptureService], settings: Callable[[], Settings], *,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 held_s: Callable[[], float] = lambda: 0.0) -> None:
+        """`held_s`: how long a due pass waits still (prompt_window.PromptWindow.held_s)."""
         super().__init__(name="honcho-hub-capture-writer", daemon=True)
         self._service, self._settings, self._monotonic = service, settings, monotonic
+        self._held_s = held_s
         self._wake = threading.Event()
         self._stop_event = threading.Event()
         self._failures, self._broken = 0, False
         self._due_mono: float | None = 0.0  # when the next pass is due; None: only when woken
+        self._held_back = False  # a due pass waits for the prompt window
 
     def wake(self) -> None:
         self._wake.set()
@@ -59,15 +63,37 @@ class CaptureWriter(threading.Thread):
         while not self._stop_event.is_set():
             woken = self._wake.wait(self.step(woken))
             self._wake.clear()
+        if self._held_back:  # the pass the prompt window held would have run by now without it
+            self._write_pass()
 
     def step(self, woken: bool = False) -> float | None:
         """One writer pass if one is due or `woken` (a message was accepted); returns the seconds
         until the next is due, None while nothing waits (the next pass is when woken)."""
-        if not woken and (self._due_mono is None or self._monotonic() < self._due_mono):
-            return None if self._due_mono is None else self._due_mono - self._monotonic()
+        if woken:
+            self._due_mono = self._monotonic()
+        if self._due_mono is None:
+            return None
+        # Due, but held while a turn's prompt is built: the pass comes when the hold ends; the
+        # journal's sync (I/O, no interpreter lock) does not wait, nor a paste only in memory.
+        held = self._held_s()
+        if held > 0 and woken and not self._sync_journal():
+            held = 0.0
+        wait_s_now = max(self._due_mono - self._monotonic(), held)
+        self._held_back = wait_s_now > 0 and held > 0
+        if wait_s_now > 0:
+            return wait_s_now
         wait = self._write_pass()
         self._due_mono = None if wait is None else self._monotonic() + wait
         return wait
+
+    def _sync_journal(self) -> bool:
+        """Sync the journal ahead of a held pass; whether the pass may wait (False: a paste is
+        only in memory, or the sync failed: the pass does it now)."""
+        try:
+            return self._service().sync_journal()
+        except Exception:
+            log.debug("honcho capture: journal not synced ahead of the pass", exc_info=True)
+            return False
 
     def _write_pass(self) -> float | None:
         """Move what the journal holds; how long until the next try (None: nothing waits)."""

@@ -77,13 +77,16 @@ class DeliveryWorker(threading.Thread):
                  gateway_factory: Callable[[Settings], HonchoGateway] | None = None,
                  busy_timeout_s: float = 5.0, settle_sleep: Callable[[float], Any] | None = None,
                  on_delivered: Callable[[str, str], None] | None = None,
-                 on_step: Callable[[StepReport], None] | None = None) -> None:
+                 on_step: Callable[[StepReport], None] | None = None,
+                 held_s: Callable[[], float] = lambda: 0.0) -> None:
         """`on_delivered(destination, session_id)` is called on this worker's thread once per batch
         of a session that Honcho took or was found to hold already: it must be quick, and what it
         raises is logged at debug and otherwise ignored. `on_step(report)` is called on the thread
-        after each of its steps (not a drain's from another thread); what it raises is logged."""
+        after each of its steps (not a drain's from another thread); what it raises is logged.
+        `held_s()`: how long the thread's next step waits still (prompt_window.PromptWindow); a
+        drain's inline steps do not wait."""
         super().__init__(name="honcho-hub-delivery", daemon=True)
-        self._settings, self._enabled = settings, enabled
+        self._settings, self._enabled, self._held_s = settings, enabled, held_s
         self._on_delivered, self._on_step = on_delivered, on_step
         self._clock, self._monotonic = clock, monotonic
         self._rng = rng or random.Random()
@@ -134,6 +137,11 @@ class DeliveryWorker(threading.Thread):
 
     def run(self) -> None:
         while not self._stop_event.is_set() and _process_running():
+            held = self._held_s()
+            if held > 0:  # a turn's prompt is being built: step once the model is called
+                self._wake.wait(held)
+                self._wake.clear()
+                continue
             with self._stepped:
                 self._began += 1
             try:

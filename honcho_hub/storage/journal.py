@@ -203,15 +203,31 @@ class Journal:
         """The oldest entries not yet committed, at most `limit`; first syncs what `append` wrote
         since the last sync (the writer calls this, off the event loop)."""
         with self._lock:
-            if self._unsynced and self.is_open:
-                self._unsynced = False
-                fd = self._fd
-            else:
-                fd = -1
+            fd = self._take_unsynced()
             entries = [self._entries[i] for i in range(min(limit, len(self._entries)))]
         if fd >= 0:
             _sync(fd)
         return entries
+
+    def sync_appended(self) -> None:
+        """Sync what `append` wrote since the last sync (the writer, off the event loop, while its
+        pass waits)."""
+        with self._lock:
+            fd = self._take_unsynced()
+        if fd >= 0:
+            _sync(fd)
+
+    def holds_in_memory(self) -> bool:
+        """Whether an entry waits in memory only (a message over the hook's redaction size)."""
+        with self._lock:
+            return any(not entry.on_disk for entry in self._entries)
+
+    def _take_unsynced(self) -> int:
+        """(Under `_lock`.) The descriptor to sync, -1 when nothing was appended unsynced."""
+        if not (self._unsynced and self.is_open):
+            return -1
+        self._unsynced = False
+        return self._fd
 
     def committed(self, count: int) -> None:
         """The oldest `count` entries are in the outbox: forget them; empty the file when none is

@@ -61,6 +61,27 @@ def opened(ctx, log_id: str) -> dict:
     return body
 
 
+class PromptWindowTest(unittest.TestCase):
+    def test_the_turns_model_call_ends_the_hold_its_typed_message_started(self) -> None:
+        # honcho_hub/prompt_window.py: the typed message holds the writer and the worker until
+        # Agent Zero's before_main_llm_call. With an hour's cap, a hold ended by anything else
+        # would still run after the turn, and the message would not reach Honcho.
+        window_class = host_kit.plugin_module("honcho_hub.prompt_window").PromptWindow
+        default_cap = window_class.MAX_HOLD_S
+        window_class.MAX_HOLD_S = 3600.0
+        self.addCleanup(setattr, window_class, "MAX_HOLD_S", default_cap)
+        window = host_kit.plugin_module("honcho_hub.hub").current().prompt_window
+        self.addCleanup(window.model_called)  # the other tests' messages must not wait an hour
+        world.host.script("Noted: the tide tables.")
+        ctx = world.host.new_chat()
+        world.host.turn(ctx, "Please note the tide tables for Porto.", timeout=60)
+        self.assertEqual(window.held_s(), 0.0)
+        host_kit.wait_for(lambda: host_kit.delivered(world, f"chat-{ctx.id}", 2), 30,
+                          "the turn's two messages in the real Honcho")
+        self.assertEqual(world.chat_texts(ctx),
+                         ["Please note the tide tables for Porto.", "Noted: the tide tables."])
+
+
 class ReceiptTest(unittest.TestCase):
     def test_a_turn_with_memory_leaves_one_receipt_of_counts_in_the_log_and_the_file(self):
         world.host.script("Sunscreen and a dry bag.")
