@@ -20,6 +20,7 @@ from typing import Any
 
 import tenacity
 
+from .. import heap
 from ..errors import HonchoRequestError, OutboxBusy, OutboxError, OutboxUnavailable
 from ..gateway.gateway import API_URL_INVALID, HonchoGateway
 from ..keyed import Keyed, fields
@@ -78,16 +79,18 @@ class DeliveryWorker(threading.Thread):
                  busy_timeout_s: float = 5.0, settle_sleep: Callable[[float], Any] | None = None,
                  on_delivered: Callable[[str, str], None] | None = None,
                  on_step: Callable[[StepReport], None] | None = None,
-                 held_s: Callable[[], float] = lambda: 0.0) -> None:
+                 held_s: Callable[[], float] = lambda: 0.0,
+                 give_back_memory: Callable[[], object] = heap.give_back_freed_memory) -> None:
         """`on_delivered(destination, session_id)` is called on this worker's thread once per batch
         of a session that Honcho took or was found to hold already: it must be quick, and what it
         raises is logged at debug and otherwise ignored. `on_step(report)` is called on the thread
         after each of its steps (not a drain's from another thread); what it raises is logged.
         `held_s()`: how long the thread's next step waits still (prompt_window.PromptWindow); a
-        drain's inline steps do not wait."""
+        drain's inline steps do not wait. `give_back_memory()` runs after each prune (heap.py)."""
         super().__init__(name="honcho-hub-delivery", daemon=True)
         self._settings, self._enabled, self._held_s = settings, enabled, held_s
         self._on_delivered, self._on_step = on_delivered, on_step
+        self._give_back_memory = give_back_memory
         self._clock, self._monotonic = clock, monotonic
         self._rng = rng or random.Random()
         self._gateway_factory = gateway_factory or _default_gateway
@@ -472,6 +475,7 @@ class DeliveryWorker(threading.Thread):
             self._next_prune_mono = self._monotonic() + PRUNE_EVERY_S
             outbox.prune(settings.delivered_retention_h * 3600)
             processes.expire(outbox.db)  # and what dead processes left
+            self._give_back_memory()  # what this pass and the last ten minutes freed
 
     def _maybe_sweep(self, outbox: Outbox, settings: Settings, gateway: HonchoGateway,
                      deadline: float) -> None:
