@@ -51,6 +51,7 @@ def model_called() -> None:
     the event loop: no settings, no I/O."""
     hub_module.current().prompt_window.model_called()
 
+
 def keep_record(the_hub: Hub, settings: Settings, write: memory_log.MemoryWrite) -> None:
     """Keep a memory write in the local record, but not while purged: a record would create the
     purged outbox again. A remember's lifetime lives only there, so one is refused then
