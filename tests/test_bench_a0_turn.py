@@ -6,21 +6,16 @@ The bench itself needs the real Agent Zero and a real Honcho (CI runs it as a sm
 tests feed its summarising functions made-up samples.
 """
 
-import importlib.util
-import os
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_testkit import load_bench
+
 SCENARIO_KEYS = {"added_turn_ms_p50", "added_turn_ms_p95", "context_ms_p50", "query_aware_share",
                  "base_pack_share", "empty_pack_share", "turns"}
 
 
 def bench():
-    spec = importlib.util.spec_from_file_location("a0_turn", os.path.join(ROOT, "bench",
-                                                                          "a0_turn.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("a0_turn")
 
 
 def scenario(a0_turn, on_ms, off_ms, receipts, recall_ms=None, context_ms=(40.0,)):

@@ -1,19 +1,13 @@
 """bench/baseline.py: how the benches time a call beside its same-run baseline (issue 27): turn
 about in mirrored order, and the three keys each figure is printed with."""
 
-import importlib.util
-import os
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_testkit import load_bench
 
 
 def baseline_module():
-    spec = importlib.util.spec_from_file_location("baseline", os.path.join(ROOT, "bench",
-                                                                           "baseline.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("baseline")
 
 
 class AlternatedTest(unittest.TestCase):

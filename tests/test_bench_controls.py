@@ -3,24 +3,13 @@ bench/turn.py go forth and back with the dialectic off between them (off, defaul
 heaviest, default, off), each half the turns; a setting's figure is the mean of its two runs, and
 the off runs are the baseline its difference is taken from. Made-up run lines: no timing run."""
 
-import importlib.util
-import os
-import sys
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_testkit import load_bench
 
 
 def bench():
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_controls",
-                                                      os.path.join(ROOT, "bench", "controls.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.join(ROOT, "bench"))
-    return module
+    return load_bench("controls")
 
 
 def run(p50, p99=10.0, share=0.0, loop=(2.0, 1.5)):

@@ -2,24 +2,13 @@
 server abandoned at the same deadline (issue 27's same-run baseline), the difference, and how far
 each went past the deadline. Made-up waits: no timing asserted."""
 
-import importlib.util
-import os
-import sys
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_testkit import load_bench
 
 
 def bench():
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_deadlines",
-                                                      os.path.join(ROOT, "bench", "deadlines.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.join(ROOT, "bench"))
-    return module
+    return load_bench("deadlines")
 
 
 class PathFiguresTest(unittest.TestCase):

@@ -3,24 +3,13 @@ proxy with no faults, half before the measured drain and half after it, so that 
 machine's load falls on both; the drain is printed beside that baseline and the difference.
 Made-up seconds: no timing run."""
 
-import importlib.util
-import os
-import sys
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_testkit import load_bench
 
 
 def bench():
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_faults",
-                                                      os.path.join(ROOT, "bench", "faults.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.join(ROOT, "bench"))
-    return module
+    return load_bench("faults")
 
 
 class BracketTest(unittest.TestCase):

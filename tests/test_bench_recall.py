@@ -1,24 +1,13 @@
 """bench/recall.py's same-run baseline for a cache hit (issue 27): a bare dict lookup keyed by the
 query's hash, what a hit costs without our code. No timing asserted."""
 
-import importlib.util
-import os
-import sys
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_testkit import load_bench
 
 
 def bench():
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_recall",
-                                                      os.path.join(ROOT, "bench", "recall.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.join(ROOT, "bench"))
-    return module
+    return load_bench("recall")
 
 
 class BareLookupTest(unittest.TestCase):

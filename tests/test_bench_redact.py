@@ -2,24 +2,13 @@
 the same text) and the difference (issue 27). Three runs: the keys and the arithmetic, no timing
 asserted."""
 
-import importlib.util
-import os
-import sys
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_testkit import load_bench
 
 
 def bench():
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_redact",
-                                                      os.path.join(ROOT, "bench", "redact.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.join(ROOT, "bench"))
-    return module
+    return load_bench("redact")
 
 
 class RedactTimingTest(unittest.TestCase):
