@@ -287,10 +287,11 @@ class UiCase(unittest.TestCase):
         test's own routes). Agent Zero's own page sometimes fails to build its sidebar at load: its
         quick-actions component teleports (Alpine `x-teleport`) into a slot that does not exist yet,
         and Alpine's `appendChild` on null stops the sidebar (seen in 3 of 6 CI runs on fresh target
-        state, never in 55 loads in a row outside CI). When no page error comes from our files, the
-        page is loaded once more, and the test says so. `at`: another Agent Zero than the
+        state, never in 55 loads in a row outside CI; twice in a row once, on a loaded machine).
+        When no page error comes from our files, the page is loaded again, twice at most, and the
+        test says so. `at`: another Agent Zero than the
         module's; `viewport`: the page's size (1440×1000 unless given)."""
-        for attempt in (1, 2):
+        for attempt in (1, 2, 3):
             page, errors = self._load(block_ours, fake_clock, prepare, at or ui, viewport)
             try:
                 page.locator(".pref-section .pref-header").wait_for(timeout=30_000)
@@ -298,7 +299,7 @@ class UiCase(unittest.TestCase):
             except Exception as exc:
                 shown = page.evaluate("() => document.body.innerText.slice(0, 300)")
                 page.screenshot(path=os.path.join(shots, f"failed-load-{uuid.uuid4().hex[:6]}.png"))
-                if attempt == 2 or any("/plugins/honcho/" in error for error in errors):
+                if attempt == 3 or any("/plugins/honcho/" in error for error in errors):
                     raise AssertionError(f"Agent Zero's sidebar did not render: {shown!r}; "
                                          f"page errors: {errors}") from exc
                 print(f"browser: Agent Zero's page did not render (page errors: {errors}); "
