@@ -62,6 +62,10 @@ def tearDownModule():
     kit.tearDownModule()
 
 
+TRANSITIONS_ENDED = ("() => document.getAnimations().every(a => a.playState !== 'running'"
+                     " || a.effect.getComputedTiming().endTime === Infinity)")
+
+
 class InspectorLookTest(kit.UiCase):
     def open_inspector(self, page):
         button = page.locator("[data-testid=honcho-open-inspector]")
@@ -77,10 +81,13 @@ class InspectorLookTest(kit.UiCase):
         wait_for(lambda: page.evaluate("() => document.body.classList.contains('light-mode')")
                  is not dark, 10, "Agent Zero's mode applied")
         # Agent Zero's inputs move to the new colours in a 0.3 s transition: read them after it
-        page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running'"
-                               " || a.effect.getComputedTiming().endTime === Infinity)")
+        page.wait_for_function(TRANSITIONS_ENDED)
 
     def look(self, locator) -> dict:
+        """The element's settled style: not under the pointer (a button that appeared where the
+        last click was wears its hover colours), after every transition."""
+        locator.page.mouse.move(0, 0)
+        locator.page.wait_for_function(TRANSITIONS_ENDED)
         return locator.evaluate("(el, props) => Object.fromEntries(props.map(p => "
                                 "[p, getComputedStyle(el)[p]]))", LOOK)
 
