@@ -613,11 +613,30 @@ class WriterTimerTest(CaptureTestCase):
         window.opened()
         self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "typed", "typed"),
                             self.settings)
-        self.writer.start()
+        self.assertEqual(self.writer.step(woken=True), PromptWindow.MAX_HOLD_S)  # held
+        self.writer.start()  # held again, unless the stop comes before its first step
         self.writer.wake()
         self.writer.stop(10)
         self.assertFalse(self.writer.is_alive())
         self.assertEqual([r[4] for r in self.rows()], ["first", "typed"])
+
+    def test_a_held_pass_is_not_made_once_its_stopper_no_longer_waits_for_it(self):
+        # A purge halts the threads within what is left of its budget and then deletes the files:
+        # a held pass made after the stop gave up waiting would create the purged outbox again.
+        # Left in the journal, the message waits for the next writer, as any pass not yet begun.
+        window = PromptWindow(monotonic=self.mono)  # its clock stands still: held until stopped
+        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
+                                    monotonic=self.mono, held_s=window.held_s)
+        self.capture("first", source="first")
+        window.opened()
+        self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "typed", "typed"),
+                            self.settings)
+        self.assertEqual(self.writer.step(woken=True), PromptWindow.MAX_HOLD_S)  # held
+        self.writer.start()
+        self.writer.stop(0)  # the stopper's budget is spent: it does not wait
+        self.writer.join()
+        self.assertEqual([r[4] for r in self.rows()], ["first"])
+        self.assertEqual(self.service.backlog(), 1)  # still in the journal
 
     def test_a_writer_held_past_the_cap_makes_its_pass(self):
         window = PromptWindow(monotonic=self.mono)
