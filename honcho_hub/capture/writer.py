@@ -40,11 +40,13 @@ class CaptureWriter(threading.Thread):
         self._failures, self._broken = 0, False
         self._due_mono: float | None = 0.0  # when the next pass is due; None: only when woken
         self._held_back = False  # a due pass waits for the prompt window
+        self._stopper_waits_until = 0.0  # stop()'s join ends then (monotonic)
 
     def wake(self) -> None:
         self._wake.set()
 
     def stop(self, timeout_s: float = 5.0) -> None:
+        self._stopper_waits_until = self._monotonic() + timeout_s
         self._stop_event.set()
         self._wake.set()
         if self.started():  # one given while a hold kept it from starting has nothing to join
@@ -63,7 +65,10 @@ class CaptureWriter(threading.Thread):
         while not self._stop_event.is_set():
             woken = self._wake.wait(self.step(woken))
             self._wake.clear()
-        if self._held_back:  # the pass the prompt window held would have run by now without it
+        # The pass the prompt window held would have run by now without it: made while the stopper
+        # waits for it. Not after: a purge deletes the files then, and the pass would create them
+        # again; the message stays in the journal for the next writer.
+        if self._held_back and self._monotonic() < self._stopper_waits_until:
             self._write_pass()
 
     def step(self, woken: bool = False) -> float | None:
