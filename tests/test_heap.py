@@ -11,7 +11,7 @@ from honcho_hub.delivery.worker import PRUNE_EVERY_S
 
 
 class GiveBackTest(unittest.TestCase):
-    def test_on_glibc_the_freed_memory_is_given_back_and_elsewhere_nothing_is_tried(self):
+    def test_it_says_it_trimmed_on_glibc_and_that_nothing_was_tried_elsewhere(self):
         gave_back = heap.give_back_freed_memory()
         self.assertIs(gave_back, platform.libc_ver()[0] == "glibc")
 

@@ -67,7 +67,6 @@ class RegistrarBoundsTest(unittest.TestCase):
             bench.fake.scopes[(f"ws-{scope_registrar.MAX_GATEWAYS * 3 - 1}", "scope-w")],
             {"chat-w"})
 
-
     def test_by_default_the_registrar_remembers_the_newest_1000_registrations_not_10000(self):
         # One a chat in a project: a soak opens thousands of chats an hour, a user's chat list
         # holds hundreds at most; forgetting one costs one idempotent request.
@@ -77,6 +76,7 @@ class RegistrarBoundsTest(unittest.TestCase):
             registrar.register(bench.settings, f"chat-d{n}", "scope-d")
         self.assertEqual([registrar.submit(bench.settings, f"chat-d{n}", "scope-d")
                           for n in (0, 1, 1_000)], [True, False, False])
+
 
 if __name__ == "__main__":
     unittest.main()
