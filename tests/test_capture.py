@@ -603,10 +603,10 @@ class WriterTimerTest(CaptureTestCase):
         self.hook(paste, "paste")
         self.assertEqual([r[4] for r in self.rows()], ["first", paste])
 
-    def test_a_writer_stopped_during_a_hold_makes_the_held_pass_first(self):
-        # A switch-off, an uninstall or a settings change stops the writer: what the hold kept back
-        # goes to the outbox of the settings it was captured under, as it would have without it.
-        window = PromptWindow(monotonic=self.mono)  # its clock stands still: held until stopped
+    def hold_a_typed_message(self):
+        """A writer whose pass for a typed message the prompt window holds; its clock stands
+        still, so it stays held until stopped."""
+        window = PromptWindow(monotonic=self.mono)
         self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
                                     monotonic=self.mono, held_s=window.held_s)
         self.capture("first", source="first")
@@ -614,6 +614,11 @@ class WriterTimerTest(CaptureTestCase):
         self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "typed", "typed"),
                             self.settings)
         self.assertEqual(self.writer.step(woken=True), PromptWindow.MAX_HOLD_S)  # held
+
+    def test_a_writer_stopped_during_a_hold_makes_the_held_pass_first(self):
+        # A switch-off, an uninstall or a settings change stops the writer: what the hold kept back
+        # goes to the outbox of the settings it was captured under, as it would have without it.
+        self.hold_a_typed_message()
         self.writer.start()  # held again, unless the stop comes before its first step
         self.writer.wake()
         self.writer.stop(10)
@@ -624,14 +629,7 @@ class WriterTimerTest(CaptureTestCase):
         # A purge halts the threads within what is left of its budget and then deletes the files:
         # a held pass made after the stop gave up waiting would create the purged outbox again.
         # Left in the journal, the message waits for the next writer, as any pass not yet begun.
-        window = PromptWindow(monotonic=self.mono)  # its clock stands still: held until stopped
-        self.writer = CaptureWriter(lambda: self.service, lambda: self.settings,
-                                    monotonic=self.mono, held_s=window.held_s)
-        self.capture("first", source="first")
-        window.opened()
-        self.service.accept(CaptureRequest("Ab3dE6gH", Role.USER, "typed", "typed"),
-                            self.settings)
-        self.assertEqual(self.writer.step(woken=True), PromptWindow.MAX_HOLD_S)  # held
+        self.hold_a_typed_message()
         self.writer.start()
         self.writer.stop(0)  # the stopper's budget is spent: it does not wait
         self.writer.join()
